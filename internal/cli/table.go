@@ -1,0 +1,273 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	pb "github.com/compactord/compactord/gen/compactordv1"
+	"github.com/compactord/compactord/internal/ops"
+	"github.com/compactord/compactord/internal/table"
+)
+
+func newTableCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{Use: "table", Short: "Create, append to, delete from and scan a table"}
+	cmd.AddCommand(newTableCreateCmd(e), newTableAppendCmd(e), newTableDeleteCmd(e), newTableScanCmd(e))
+	return cmd
+}
+
+func newTableCreateCmd(e *env) *cobra.Command {
+	var schema, pk string
+	cmd := &cobra.Command{
+		Use:   "create URL --schema name:type,... --primary-key field",
+		Short: "Create a table",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := table.ParseSchema(schema, strings.Split(pk, ","))
+			if err != nil {
+				return err
+			}
+			t, done, err := openTable(cmd.Context(), e, args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			m, err := t.Create(cmd.Context(), s)
+			if err != nil {
+				return err
+			}
+			return printJSON(e.stdout, map[string]any{"version": m.Version, "operation": "create"})
+		},
+	}
+	cmd.Flags().StringVar(&schema, "schema", "", `fields, e.g. "id:int64,cat:string,val:float64"`)
+	cmd.Flags().StringVar(&pk, "primary-key", "", "primary-key field(s), comma separated")
+	_ = cmd.MarkFlagRequired("schema")
+	_ = cmd.MarkFlagRequired("primary-key")
+	return cmd
+}
+
+func newTableAppendCmd(e *env) *cobra.Command {
+	var jsonl string
+	var n, start int64
+	var seed uint64
+	cmd := &cobra.Command{
+		Use:   "append URL (--jsonl FILE|- | --rows N [--start K] [--seed S])",
+		Short: "Append rows as new fragments",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (jsonl == "") == (n == 0) {
+				return fmt.Errorf("give exactly one of --jsonl or --rows")
+			}
+			if n < 0 {
+				return fmt.Errorf("--rows must be positive, got %d", n)
+			}
+			t, done, err := openTable(cmd.Context(), e, args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			head, err := table.ReadLatest(cmd.Context(), t.Bucket)
+			if err != nil {
+				return err
+			}
+			var rows []table.Row
+			if jsonl != "" {
+				in, err := readInput(e, jsonl)
+				if err != nil {
+					return err
+				}
+				defer in.Close()
+				var opsCol []string
+				rows, opsCol, err = ops.ReadJSONLines(head.Schema, bufio.NewReader(in))
+				if err != nil {
+					return err
+				}
+				for i, o := range opsCol {
+					if o == "delete" {
+						return fmt.Errorf("line %d: \"_op\":\"delete\" is for the WAL; use table delete", i+1)
+					}
+				}
+			} else {
+				rows = GenerateRows(head.Schema, start, n, seed)
+			}
+			res, err := t.Append(cmd.Context(), rows)
+			if err != nil {
+				return err
+			}
+			return printJSON(e.stdout, map[string]any{"version": res.Manifest.Version, "operation": "append", "rows": len(rows), "attempts": res.Attempts})
+		},
+	}
+	cmd.Flags().StringVar(&jsonl, "jsonl", "", "JSON lines file, or - for stdin")
+	cmd.Flags().Int64Var(&n, "rows", 0, "generate N rows")
+	cmd.Flags().Int64Var(&start, "start", 0, "first generated primary key")
+	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed for generated values")
+	return cmd
+}
+
+// GenerateRows makes n deterministic rows with keys start..start+n-1 (for
+// every integer primary-key field; string keys get "k<n>").
+func GenerateRows(s *pb.Schema, start, n int64, seed uint64) []table.Row {
+	rng := rand.New(rand.NewPCG(seed, uint64(start)))
+	rows := make([]table.Row, 0, n)
+	for i := int64(0); i < n; i++ {
+		k := start + i
+		r := make(table.Row, len(s.Fields))
+		for j, f := range s.Fields {
+			key := table.FieldIndexIsKey(s, f.Id)
+			switch f.Type {
+			case pb.FieldType_FIELD_TYPE_INT64:
+				if key {
+					r[j] = k
+				} else {
+					r[j] = rng.Int64N(1_000_000)
+				}
+			case pb.FieldType_FIELD_TYPE_FLOAT64:
+				r[j] = float64(rng.IntN(1_000_000)) / 100
+			case pb.FieldType_FIELD_TYPE_STRING:
+				if key {
+					r[j] = "k" + strconv.FormatInt(k, 10)
+				} else {
+					r[j] = "c" + strconv.Itoa(rng.IntN(8))
+				}
+			case pb.FieldType_FIELD_TYPE_BOOL:
+				r[j] = rng.IntN(2) == 1
+			case pb.FieldType_FIELD_TYPE_BYTES:
+				r[j] = []byte(strconv.FormatInt(k, 16))
+			case pb.FieldType_FIELD_TYPE_TIMESTAMP:
+				if key {
+					r[j] = table.Timestamp(k)
+				} else {
+					r[j] = table.Timestamp(1_700_000_000_000_000 + rng.Int64N(1_000_000_000))
+				}
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+func newTableDeleteCmd(e *env) *cobra.Command {
+	var keys, where string
+	var frag int64 = -1
+	cmd := &cobra.Command{
+		Use:   `delete URL (--keys 1,2,3 | --where "id >= 10 AND id < 20" | --fragment F)`,
+		Short: "Delete rows by key, predicate or whole fragment",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			set := 0
+			for _, b := range []bool{keys != "", where != "", frag >= 0} {
+				if b {
+					set++
+				}
+			}
+			if set != 1 {
+				return fmt.Errorf("give exactly one of --keys, --where or --fragment")
+			}
+			t, done, err := openTable(cmd.Context(), e, args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			head, err := table.ReadLatest(cmd.Context(), t.Bucket)
+			if err != nil {
+				return err
+			}
+			var spec ops.DeleteSpec
+			switch {
+			case frag >= 0:
+				if frag > int64(^uint32(0)) {
+					return fmt.Errorf("--fragment %d is out of range", frag)
+				}
+				f := uint32(frag)
+				spec.Fragment = &f
+			case where != "":
+				if spec.Predicate, err = ops.ParsePredicate(head.Schema, where); err != nil {
+					return err
+				}
+			default:
+				if spec.Keys, err = parseKeys(head.Schema, keys); err != nil {
+					return err
+				}
+			}
+			res, matched, err := t.Delete(cmd.Context(), head, spec)
+			if err != nil {
+				return err
+			}
+			if res == nil {
+				return printJSON(e.stdout, map[string]any{"version": head.Version, "operation": "delete", "deleted_rows": 0})
+			}
+			return printJSON(e.stdout, map[string]any{"version": res.Manifest.Version, "operation": "delete", "deleted_rows": matched, "attempts": res.Attempts, "rebased": res.Rebased})
+		},
+	}
+	cmd.Flags().StringVar(&keys, "keys", "", "comma-separated primary-key values (single-field keys)")
+	cmd.Flags().StringVar(&where, "where", "", "comparisons joined by AND")
+	cmd.Flags().Int64Var(&frag, "fragment", -1, "delete a whole fragment")
+	return cmd
+}
+
+func parseKeys(s *pb.Schema, list string) ([]table.Row, error) {
+	if len(s.PrimaryKey) != 1 {
+		return nil, fmt.Errorf("--keys needs a single-field primary key; use --where")
+	}
+	idx := table.KeyIndexes(s)[0]
+	f := s.Fields[idx]
+	var out []table.Row
+	for _, raw := range strings.Split(list, ",") {
+		raw = strings.TrimSpace(raw)
+		var lit any = raw
+		switch f.Type {
+		case pb.FieldType_FIELD_TYPE_INT64, pb.FieldType_FIELD_TYPE_TIMESTAMP:
+			if _, err := strconv.ParseInt(raw, 10, 64); err != nil {
+				return nil, fmt.Errorf("--keys: %q is not an integer key", raw)
+			}
+			lit = jsonNumber(raw)
+		case pb.FieldType_FIELD_TYPE_BOOL:
+			b, err := strconv.ParseBool(raw)
+			if err != nil {
+				return nil, fmt.Errorf("--keys: %q is not a boolean key", raw)
+			}
+			lit = b
+		}
+		v, err := table.ParseValue(f, lit)
+		if err != nil {
+			return nil, fmt.Errorf("--keys: %v", err)
+		}
+		r := make(table.Row, len(s.Fields))
+		r[idx] = v
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func newTableScanCmd(e *env) *cobra.Command {
+	var version uint64
+	cmd := &cobra.Command{
+		Use:   "scan URL [--version V]",
+		Short: "Print live rows as JSON lines",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, done, err := openTable(cmd.Context(), e, args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			w := bufio.NewWriterSize(e.stdout, 1<<16)
+			defer w.Flush()
+			var schema *pb.Schema
+			_, err = t.Scan(cmd.Context(), version, func(r table.Row) error {
+				if schema == nil {
+					return fmt.Errorf("internal: schema unset")
+				}
+				w.Write(table.RowJSON(schema, r))
+				return w.WriteByte('\n')
+			}, func(m *pb.Manifest) { schema = m.Schema })
+			return err
+		},
+	}
+	cmd.Flags().Uint64Var(&version, "version", 0, "version to read (default latest)")
+	return cmd
+}

@@ -1,0 +1,350 @@
+package commit
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/compactord/compactord/gen/compactordv1"
+	"github.com/compactord/compactord/internal/catchup"
+	"github.com/compactord/compactord/internal/fri"
+	"github.com/compactord/compactord/internal/table"
+)
+
+// systemIndexNamespace seeds the deterministic uuids of system-index
+// segments, so that BuildManifest stays pure and two attempts of one
+// transaction build byte-identical manifests.
+var systemIndexNamespace = uuid.MustParse("6d1c3f0e-5b1a-4c8e-9f63-0c6f3d1a2b7e")
+
+// OpName names a transaction's operation for logs, metrics and errors.
+func OpName(t *pb.Transaction) string {
+	switch t.GetOperation().(type) {
+	case *pb.Transaction_Create:
+		return "create"
+	case *pb.Transaction_Append:
+		return "append"
+	case *pb.Transaction_Delete:
+		return "delete"
+	case *pb.Transaction_Rewrite:
+		return "rewrite"
+	case *pb.Transaction_CreateIndex:
+		return "create_index"
+	case *pb.Transaction_MergeSstables:
+		return "merge_sstables"
+	case *pb.Transaction_ConfigureMemWal:
+		return "configure_mem_wal"
+	}
+	return "unknown"
+}
+
+// OpNames lists every operation name (for pre-created metric series).
+var OpNames = []string{"create", "append", "delete", "rewrite", "create_index", "merge_sstables", "configure_mem_wal"}
+
+// BuildManifest returns the version that txn makes on top of head. read is
+// the manifest at txn.read_version (nil only for creation).
+//
+// It is a pure function: every rule that decides what a version contains
+// lives here or in what it calls (catch-up derivation, FRI bookkeeping), so
+// two attempts against the same head build the same bytes.
+// INVARIANT: head is never modified.
+func BuildManifest(head *pb.Manifest, txn *pb.Transaction, read *pb.Manifest) (*pb.Manifest, error) {
+	if _, ok := txn.GetOperation().(*pb.Transaction_Create); ok {
+		if head != nil {
+			return nil, &ConflictError{Class: ErrIncompatible, Ours: "create", Reason: "the table already exists"}
+		}
+		c := txn.GetCreate()
+		if err := table.ValidateSchema(c.GetSchema()); err != nil {
+			return nil, err
+		}
+		return &pb.Manifest{
+			Version:         1,
+			TimestampMicros: txn.TimestampMicros,
+			Schema:          proto.Clone(c.Schema).(*pb.Schema),
+			Config:          c.Config,
+			TransactionPath: table.TransactionKey(txn.ReadVersion, txn.Uuid),
+			TransactionUuid: txn.Uuid,
+		}, nil
+	}
+	if head == nil {
+		return nil, fmt.Errorf("%s on a table that does not exist", OpName(txn))
+	}
+	next := proto.Clone(head).(*pb.Manifest)
+	next.Version = head.Version + 1
+	next.TimestampMicros = txn.TimestampMicros
+	next.ReadVersion = txn.ReadVersion
+	next.TransactionPath = table.TransactionKey(txn.ReadVersion, txn.Uuid)
+	next.TransactionUuid = txn.Uuid
+
+	var err error
+	switch op := txn.GetOperation().(type) {
+	case *pb.Transaction_Append:
+		assignFragmentIDs(next, op.Append.Fragments)
+	case *pb.Transaction_Delete:
+		err = applyFragmentChanges(next, op.Delete.UpdatedFragments, op.Delete.RemovedFragmentIds)
+	case *pb.Transaction_MergeSstables:
+		err = applyMerge(next, op.MergeSstables)
+	case *pb.Transaction_Rewrite:
+		err = applyRewrite(head, next, op.Rewrite)
+	case *pb.Transaction_CreateIndex:
+		err = applyCreateIndex(next, op.CreateIndex)
+	case *pb.Transaction_ConfigureMemWal:
+		err = applyConfigureMemWal(next, op.ConfigureMemWal)
+	default:
+		err = fmt.Errorf("transaction %s has no operation", txn.Uuid)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := deriveMemWal(read, head, next, txn); err != nil {
+		return nil, err
+	}
+	return next, nil
+}
+
+// assignFragmentIDs gives new fragments ids above max_fragment_id. Ids are
+// assigned here, at build time, which is what makes Append compatible with
+// every concurrent operation.
+func assignFragmentIDs(m *pb.Manifest, frags []*pb.Fragment) []*pb.Fragment {
+	out := make([]*pb.Fragment, 0, len(frags))
+	for _, f := range frags {
+		id := uint32(0)
+		if m.MaxFragmentId != nil {
+			id = *m.MaxFragmentId + 1
+		}
+		nf := proto.Clone(f).(*pb.Fragment)
+		nf.Id = id
+		m.MaxFragmentId = proto.Uint32(id)
+		m.Fragments = append(m.Fragments, nf)
+		out = append(out, nf)
+	}
+	return out
+}
+
+// applyFragmentChanges replaces updated fragments (new deletion files) and
+// drops removed ones. Every fragment named must be live at head: a
+// transaction that slipped past conflict classification fails here rather
+// than resurrecting or losing rows.
+func applyFragmentChanges(m *pb.Manifest, updated []*pb.Fragment, removed []uint32) error {
+	pos := make(map[uint32]int, len(m.Fragments))
+	for i, f := range m.Fragments {
+		pos[f.Id] = i
+	}
+	for _, u := range updated {
+		i, ok := pos[u.Id]
+		if !ok {
+			return fmt.Errorf("fragment %d is not live at version %d", u.Id, m.Version-1)
+		}
+		if u.DeletionFile != nil && u.DeletionFile.NumDeleted >= u.PhysicalRows {
+			return fmt.Errorf("fragment %d: every row deleted but kept (it must be removed)", u.Id)
+		}
+		m.Fragments[i] = proto.Clone(u).(*pb.Fragment)
+	}
+	if len(removed) == 0 {
+		return nil
+	}
+	drop := make(map[uint32]bool, len(removed))
+	for _, id := range removed {
+		if _, ok := pos[id]; !ok {
+			return fmt.Errorf("fragment %d is not live at version %d", id, m.Version-1)
+		}
+		drop[id] = true
+	}
+	m.Fragments = slices.DeleteFunc(m.Fragments, func(f *pb.Fragment) bool { return drop[f.Id] })
+	return nil
+}
+
+func applyMerge(m *pb.Manifest, op *pb.MergeSSTables) error {
+	ix := table.FindIndex(m, table.MemWalIndexName)
+	if ix == nil || ix.GetMemWal() == nil {
+		return &ConflictError{Class: ErrIncompatible, Ours: "merge_sstables", Reason: "the table has no MemWAL configured"}
+	}
+	d := ix.GetMemWal()
+	if !slices.Contains(d.Shards, op.Shard) {
+		return &ConflictError{Class: ErrIncompatible, Ours: "merge_sstables", Reason: fmt.Sprintf("shard %q is not configured", op.Shard)}
+	}
+	// Lance #8262: a proposal at or below the recorded position would merge
+	// rows twice; it fails whole, before any row lands.
+	if cur := d.CompactedSstables[op.Shard]; op.ThroughGeneration <= cur {
+		return &ConflictError{Class: ErrIncompatible, Ours: "merge_sstables", Reason: fmt.Sprintf("shard %q generation %d is already merged (compacted through %d)", op.Shard, op.ThroughGeneration, cur)}
+	}
+	if err := applyFragmentChanges(m, op.UpdatedFragments, op.RemovedFragmentIds); err != nil {
+		return err
+	}
+	assignFragmentIDs(m, op.NewFragments)
+	if d.CompactedSstables == nil {
+		d.CompactedSstables = map[string]uint64{}
+	}
+	d.CompactedSstables[op.Shard] = op.ThroughGeneration
+	return nil
+}
+
+func applyConfigureMemWal(m *pb.Manifest, op *pb.ConfigureMemWal) error {
+	if len(op.Shards) == 0 {
+		return fmt.Errorf("configure MemWAL: no shards")
+	}
+	for _, n := range op.MaintainedIndexes {
+		if table.FindIndex(m, n) == nil {
+			return fmt.Errorf("configure MemWAL: maintained index %q does not exist", n)
+		}
+	}
+	ix := table.FindIndex(m, table.MemWalIndexName)
+	if ix == nil {
+		ix = &pb.IndexMetadata{Name: table.MemWalIndexName, Type: table.MemWalIndexName,
+			Details: &pb.IndexMetadata_MemWal{MemWal: &pb.MemWalIndexDetails{}}}
+		m.Indices = append(m.Indices, ix)
+	}
+	d := ix.GetMemWal()
+	d.Shards = slices.Clone(op.Shards)
+	slices.Sort(d.Shards)
+	d.Shards = slices.Compact(d.Shards)
+	d.MaintainedIndexes = slices.Clone(op.MaintainedIndexes)
+	slices.Sort(d.MaintainedIndexes)
+	d.MaintainedIndexes = slices.Compact(d.MaintainedIndexes)
+	// A configuration change is a change of the system index itself.
+	ix.Uuid = ""
+	return nil
+}
+
+func applyCreateIndex(m *pb.Manifest, op *pb.CreateIndex) error {
+	removed := make(map[string]bool, len(op.RemovedIndexUuids))
+	for _, u := range op.RemovedIndexUuids {
+		removed[u] = true
+	}
+	found := 0
+	m.Indices = slices.DeleteFunc(m.Indices, func(ix *pb.IndexMetadata) bool {
+		if removed[ix.Uuid] {
+			found++
+			return true
+		}
+		return false
+	})
+	if found != len(removed) {
+		return &ConflictError{Class: ErrRetryable, Ours: "create_index", Reason: "a segment it replaces is gone"}
+	}
+	for _, ix := range op.NewIndices {
+		if table.IsSystemIndex(ix) {
+			if ix.Name != table.FragReuseIndexName {
+				return fmt.Errorf("create index: %q cannot be written by CreateIndex", ix.Name)
+			}
+			// An FRI trim replaces the singleton.
+			m.Indices = slices.DeleteFunc(m.Indices, func(o *pb.IndexMetadata) bool { return o.Name == ix.Name })
+			if len(ix.GetFragReuse().GetVersions()) == 0 {
+				continue
+			}
+		}
+		m.Indices = append(m.Indices, proto.Clone(ix).(*pb.IndexMetadata))
+	}
+	return nil
+}
+
+func applyRewrite(head, m *pb.Manifest, op *pb.Rewrite) error {
+	var old []uint32
+	for _, g := range op.Groups {
+		for _, f := range g.OldFragments {
+			old = append(old, f.Id)
+		}
+	}
+	if err := applyFragmentChanges(m, nil, old); err != nil {
+		return &ConflictError{Class: ErrRetryable, Ours: "rewrite", Reason: err.Error()}
+	}
+	var frv *pb.FragReuseVersion
+	if v := op.GetFragReuseVersion(); v != nil {
+		frv = proto.Clone(v).(*pb.FragReuseVersion)
+	}
+	for gi, g := range op.Groups {
+		assigned := assignFragmentIDs(m, g.NewFragments)
+		if frv != nil {
+			if gi >= len(frv.Groups) || len(frv.Groups[gi].NewFragments) != len(assigned) {
+				return fmt.Errorf("rewrite: FRI version does not match its groups")
+			}
+			for i, f := range assigned {
+				frv.Groups[gi].NewFragments[i].Id = f.Id
+			}
+		}
+	}
+	if ri := op.GetRewrittenIndices(); ri != nil {
+		return applyCreateIndex(m, &pb.CreateIndex{NewIndices: ri.NewIndices, RemovedIndexUuids: ri.RemovedIndexUuids})
+	}
+	if frv == nil {
+		return nil
+	}
+	return addFragReuseVersion(head, m, frv)
+}
+
+// addFragReuseVersion records a deferred compaction in __frag_reuse.
+//
+// removed_fragments is computed here, against head, after the load-time
+// remap and from non-system indices only (scenario 21): fragments an index
+// still covers that left the manifest because every row was deleted. They
+// never enter a group, so without this their addresses would pass through
+// the remap and come back as ghost rows (Lance #7374).
+func addFragReuseVersion(head, m *pb.Manifest, v *pb.FragReuseVersion) error {
+	prior := table.FragReuse(head).GetVersions()
+	live := roaring.New()
+	for _, f := range head.Fragments {
+		live.Add(f.Id)
+	}
+	var bitmaps []*roaring.Bitmap
+	for _, ix := range head.Indices {
+		if table.IsSystemIndex(ix) || ix.FragmentBitmap == nil {
+			continue
+		}
+		bm := roaring.New()
+		if err := bm.UnmarshalBinary(ix.FragmentBitmap); err != nil {
+			return fmt.Errorf("index %s (%s): %w: fragment bitmap: %v", ix.Name, ix.Uuid, table.ErrCorrupt, err)
+		}
+		bitmaps = append(bitmaps, fri.RemapBitmap(bm, ix.DatasetVersion, prior))
+	}
+	removed := fri.RemovedFragments(bitmaps, live)
+	// Lance #7774: no index covers any rewritten fragment and nothing was
+	// orphaned, so nobody will ever need this version.
+	if fri.Skip(v.Groups, bitmaps, removed) {
+		return nil
+	}
+	rb, err := removed.ToBytes()
+	if err != nil {
+		return err
+	}
+	v.RemovedFragments = rb
+	v.DatasetVersion = m.Version
+	ix := table.FindIndex(m, table.FragReuseIndexName)
+	if ix == nil {
+		ix = &pb.IndexMetadata{Name: table.FragReuseIndexName, Type: table.FragReuseIndexName,
+			Details: &pb.IndexMetadata_FragReuse{FragReuse: &pb.FragReuseIndexDetails{}}}
+		m.Indices = append(m.Indices, ix)
+	}
+	d := ix.GetFragReuse()
+	d.Versions = append(d.Versions, v)
+	ix.Uuid = uuid.NewSHA1(systemIndexNamespace, []byte(m.TransactionUuid+"/"+table.FragReuseIndexName)).String()
+	ix.DatasetVersion = m.Version
+	return nil
+}
+
+// deriveMemWal runs the catch-up derivation (DESIGN §5) and gives the
+// system segment a new identity only when its content changed, so a commit
+// that changes nothing leaves it byte-identical.
+func deriveMemWal(read, head, next *pb.Manifest, txn *pb.Transaction) error {
+	ix := table.FindIndex(next, table.MemWalIndexName)
+	if ix == nil {
+		return nil
+	}
+	d, changed, err := catchup.Derive(read, head, next)
+	if err != nil {
+		return err
+	}
+	prev := table.FindIndex(head, table.MemWalIndexName)
+	if !changed && ix.Uuid != "" && prev != nil && proto.Equal(prev.GetMemWal(), ix.GetMemWal()) {
+		return nil
+	}
+	ix.Details = &pb.IndexMetadata_MemWal{MemWal: d}
+	if prev != nil && prev.Uuid != "" && proto.Equal(prev.GetMemWal(), d) {
+		ix.Uuid, ix.DatasetVersion = prev.Uuid, prev.DatasetVersion
+		return nil
+	}
+	ix.Uuid = uuid.NewSHA1(systemIndexNamespace, []byte(txn.Uuid+"/"+table.MemWalIndexName)).String()
+	ix.DatasetVersion = next.Version
+	return nil
+}

@@ -1,0 +1,394 @@
+package commit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"go.uber.org/zap"
+
+	pb "github.com/compactord/compactord/gen/compactordv1"
+	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
+)
+
+// Clock is the time source; tests inject one.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits d or until ctx is done.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// RealClock is the wall clock.
+type RealClock struct{}
+
+// Now returns time.Now.
+func (RealClock) Now() time.Time { return time.Now() }
+
+// Sleep waits d or until ctx is done.
+func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+// Config bounds the commit loop.
+type Config struct {
+	MaxAttempts int           `yaml:"max_attempts"`
+	BaseBackoff time.Duration `yaml:"base_backoff"`
+	MaxBackoff  time.Duration `yaml:"max_backoff"`
+	// Deadline bounds one Commit call, all attempts included.
+	Deadline time.Duration `yaml:"deadline"`
+	// ReadBackTimeout bounds resolving an ambiguous put.
+	ReadBackTimeout time.Duration `yaml:"read_back_timeout"`
+}
+
+// DefaultConfig is the configuration used when a field is zero.
+func DefaultConfig() Config {
+	return Config{MaxAttempts: 20, BaseBackoff: 5 * time.Millisecond, MaxBackoff: 2 * time.Second,
+		Deadline: 2 * time.Minute, ReadBackTimeout: 30 * time.Second}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	switch {
+	case c.MaxAttempts < 1:
+		return fmt.Errorf("commit.max_attempts must be at least 1, got %d", c.MaxAttempts)
+	case c.BaseBackoff < 0 || c.MaxBackoff < c.BaseBackoff:
+		return fmt.Errorf("commit backoff: need 0 <= base_backoff <= max_backoff")
+	case c.Deadline <= 0:
+		return fmt.Errorf("commit.deadline must be positive")
+	}
+	return nil
+}
+
+// Metrics of the commit loop. One instance per process, shared by tables.
+type Metrics struct {
+	attempts  *prometheus.CounterVec
+	conflicts *prometheus.CounterVec
+	rebases   *prometheus.CounterVec
+	ambiguous *prometheus.CounterVec
+	commits   *prometheus.CounterVec
+}
+
+// NewMetrics registers the commit metrics with every series pre-created.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := promauto.With(reg)
+	m := &Metrics{
+		attempts:  f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_commit_attempts_total", Help: "Put-if-absent attempts of the commit loop, by operation."}, []string{"operation"}),
+		conflicts: f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_commit_conflicts_total", Help: "Committed transactions found since a read version, by our operation, theirs, and the decision."}, []string{"ours", "theirs", "decision"}),
+		rebases:   f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_commit_rebases_total", Help: "Transactions rewritten to apply on top of a newer head, by operation."}, []string{"operation"}),
+		ambiguous: f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_commit_ambiguous_total", Help: "Puts with an unknown outcome, by how the read-back resolved them."}, []string{"resolution"}),
+		commits:   f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_commits_total", Help: "Commit calls by operation and result."}, []string{"operation", "result"}),
+	}
+	for _, o := range OpNames {
+		m.attempts.WithLabelValues(o)
+		m.rebases.WithLabelValues(o)
+		for _, r := range []string{"success", "retryable", "incompatible", "ambiguous", "error"} {
+			m.commits.WithLabelValues(o, r)
+		}
+		for _, t := range OpNames {
+			for _, d := range []Decision{Compatible, Rebase, Retryable, Incompatible} {
+				m.conflicts.WithLabelValues(o, t, d.String())
+			}
+		}
+	}
+	for _, r := range []string{"ours", "theirs", "absent", "unresolved"} {
+		m.ambiguous.WithLabelValues(r)
+	}
+	return m
+}
+
+// Committer runs the commit loop for one table.
+type Committer struct {
+	cfg     Config
+	bucket  storage.Bucket
+	clock   Clock
+	metrics *Metrics
+	logger  *zap.Logger
+	rng     *rand.Rand
+}
+
+// NewCommitter checks its arguments and starts nothing. Zero config fields
+// take DefaultConfig values; metrics and logger may be nil.
+func NewCommitter(cfg Config, b storage.Bucket, clock Clock, metrics *Metrics, logger *zap.Logger) (*Committer, error) {
+	d := DefaultConfig()
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = d.MaxAttempts
+	}
+	if cfg.BaseBackoff == 0 {
+		cfg.BaseBackoff = d.BaseBackoff
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = max(d.MaxBackoff, cfg.BaseBackoff)
+	}
+	if cfg.Deadline == 0 {
+		cfg.Deadline = d.Deadline
+	}
+	if cfg.ReadBackTimeout == 0 {
+		cfg.ReadBackTimeout = d.ReadBackTimeout
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if b == nil {
+		return nil, errors.New("commit: nil bucket")
+	}
+	if clock == nil {
+		clock = RealClock{}
+	}
+	if metrics == nil {
+		metrics = NewMetrics(prometheus.NewRegistry())
+	}
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	return &Committer{cfg: cfg, bucket: b, clock: clock, metrics: metrics,
+		logger: logger.With(zap.String("component", "commit")), rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}, nil
+}
+
+// Result of a successful commit.
+type Result struct {
+	Manifest *pb.Manifest
+	Attempts int
+	Rebased  bool
+	// Transaction is the transaction as committed (after any rebase).
+	Transaction *pb.Transaction
+	// Garbage lists files this commit wrote that the committed version does
+	// not reference (superseded rebase output); safe to delete.
+	Garbage []string
+}
+
+// Commit publishes txn. The read state is captured once, before the loop,
+// and never replaced by the head: committing a plan against the head hides
+// the deletes made in between and brings those rows back (Lance #6653).
+//
+// On a retryable or incompatible conflict the transaction file and the
+// files the loop itself wrote are removed; the caller removes its own data
+// files. On an AmbiguousError nothing may be removed.
+func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Result, err error) {
+	op := OpName(txn)
+	defer func() {
+		result := "success"
+		var ce *ConflictError
+		var ae *AmbiguousError
+		switch {
+		case err == nil:
+		case errors.As(err, &ae):
+			result = "ambiguous"
+		case errors.As(err, &ce) && errors.Is(err, ErrIncompatible):
+			result = "incompatible"
+		case errors.Is(err, ErrRetryable):
+			result = "retryable"
+		default:
+			result = "error"
+		}
+		c.metrics.commits.WithLabelValues(op, result).Inc()
+	}()
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Deadline)
+	defer cancel()
+
+	var read *pb.Manifest
+	if txn.ReadVersion > 0 {
+		if read, err = table.ReadManifest(ctx, c.bucket, txn.ReadVersion); err != nil {
+			return nil, fmt.Errorf("read version %d: %w", txn.ReadVersion, err)
+		}
+	}
+	txnKey := table.TransactionKey(txn.ReadVersion, txn.Uuid)
+	checked := txn.ReadVersion // every version <= checked is classified
+	var head *pb.Manifest
+	var written []string // files the loop wrote (rebased deletion files)
+	ambiguous := false
+	rebased := false
+	cur := txn
+	cleanup := func() {
+		if ambiguous {
+			return // Lance #8123: an ambiguous put may be live; never delete its files
+		}
+		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer dcancel()
+		for _, k := range append(written, txnKey) {
+			if derr := c.bucket.Delete(dctx, k); derr != nil && !storage.IsNotFound(derr) {
+				c.logger.Warn("could not remove file of a failed commit", zap.String("key", k), zap.Error(derr))
+			}
+		}
+	}
+
+	for attempt := 1; attempt <= c.cfg.MaxAttempts; attempt++ {
+		if attempt > 1 {
+			if err := c.backoff(ctx, attempt); err != nil {
+				cleanup()
+				return nil, fmt.Errorf("commit %s: %w", op, err)
+			}
+		}
+		var headV uint64
+		if txn.ReadVersion > 0 || head != nil {
+			headV, err = table.LatestVersion(ctx, c.bucket)
+			if err != nil && !errors.Is(err, table.ErrNoTable) {
+				cleanup()
+				return nil, err
+			}
+		} else if v, lerr := table.LatestVersion(ctx, c.bucket); lerr == nil {
+			headV = v
+		}
+		needRebase := false
+		for v := checked + 1; v <= headV; v++ {
+			m, err := table.ReadManifest(ctx, c.bucket, v)
+			if err != nil {
+				cleanup()
+				return nil, err
+			}
+			if m.TransactionUuid == txn.Uuid {
+				// An earlier attempt's put landed after all.
+				c.metrics.ambiguous.WithLabelValues("ours").Inc()
+				return &Result{Manifest: m, Attempts: attempt, Rebased: rebased, Transaction: cur}, nil
+			}
+			theirs, err := table.ReadTransaction(ctx, c.bucket, m.TransactionPath)
+			if err != nil {
+				cleanup()
+				return nil, fmt.Errorf("classify against version %d: %w", v, err)
+			}
+			verdict := Classify(cur, theirs)
+			c.metrics.conflicts.WithLabelValues(op, OpName(theirs), verdict.Decision.String()).Inc()
+			switch verdict.Decision {
+			case Rebase:
+				needRebase = true
+			case Retryable, Incompatible:
+				cleanup()
+				class := ErrRetryable
+				if verdict.Decision == Incompatible {
+					class = ErrIncompatible
+				}
+				return nil, &ConflictError{Class: class, Ours: op, Theirs: OpName(theirs), Version: v, Reason: verdict.Reason}
+			}
+			head = m
+		}
+		checked = max(checked, headV)
+		if head == nil || head.Version != headV {
+			if headV > 0 {
+				if head, err = table.ReadManifest(ctx, c.bucket, headV); err != nil {
+					cleanup()
+					return nil, err
+				}
+			}
+		}
+		if needRebase {
+			nt, files, err := c.rebase(ctx, cur, read, head)
+			written = append(written, files...)
+			if err != nil {
+				cleanup()
+				return nil, err
+			}
+			cur, rebased = nt, true
+			c.metrics.rebases.WithLabelValues(op).Inc()
+		}
+		data, err := table.EncodeProto(cur)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.bucket.Put(ctx, txnKey, data); err != nil {
+			cleanup()
+			return nil, fmt.Errorf("write transaction %s: %w", txnKey, err)
+		}
+		next, err := BuildManifest(head, cur, read)
+		if err != nil {
+			cleanup()
+			var ce *ConflictError
+			if errors.As(err, &ce) {
+				ce.Version = headV
+				return nil, ce
+			}
+			return nil, fmt.Errorf("build version %d: %w", headV+1, err)
+		}
+		mdata, err := table.EncodeProto(next)
+		if err != nil {
+			return nil, err
+		}
+		c.metrics.attempts.WithLabelValues(op).Inc()
+		perr := c.bucket.PutIfAbsent(ctx, table.ManifestKey(next.Version), mdata)
+		if perr == nil {
+			return &Result{Manifest: next, Attempts: attempt, Rebased: rebased, Transaction: cur, Garbage: nil}, nil
+		}
+		if ctx.Err() != nil && !storage.IsAlreadyExists(perr) {
+			ambiguous = true
+			return nil, &AmbiguousError{Version: next.Version, Err: perr}
+		}
+		// Lost race or unknown outcome: read the version back. A lost race
+		// can also hide our own landed write (a retried put that got 412).
+		got, rerr := c.readBack(ctx, next.Version)
+		switch {
+		case rerr == nil && got.TransactionUuid == txn.Uuid:
+			if !storage.IsAlreadyExists(perr) {
+				c.metrics.ambiguous.WithLabelValues("ours").Inc()
+			}
+			return &Result{Manifest: got, Attempts: attempt, Rebased: rebased, Transaction: cur}, nil
+		case storage.IsAlreadyExists(perr):
+			c.logger.Debug("lost the race for a version", zap.Uint64("version", next.Version))
+		case rerr == nil:
+			c.metrics.ambiguous.WithLabelValues("theirs").Inc()
+		case errors.Is(rerr, table.ErrVersionNotFound):
+			c.metrics.ambiguous.WithLabelValues("absent").Inc()
+		default:
+			// We cannot tell; the next attempt's scan recognises our uuid
+			// if the put landed.
+			ambiguous = true
+			c.metrics.ambiguous.WithLabelValues("unresolved").Inc()
+		}
+		if !storage.IsAlreadyExists(perr) {
+			c.logger.Warn("put of a version had an unknown outcome", zap.Uint64("version", next.Version), zap.Error(perr))
+		}
+	}
+	cleanup()
+	return nil, &ConflictError{Class: ErrRetryable, Ours: op, Reason: fmt.Sprintf("gave up after %d attempts", c.cfg.MaxAttempts)}
+}
+
+// readBack reads a version on a detached context: it must finish even if
+// the caller's deadline has passed, because its answer decides whether files
+// may be deleted.
+func (c *Committer) readBack(ctx context.Context, v uint64) (*pb.Manifest, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.ReadBackTimeout)
+	defer cancel()
+	var last error
+	for i := 0; i < 3; i++ {
+		m, err := table.ReadManifest(rctx, c.bucket, v)
+		if err == nil || errors.Is(err, table.ErrVersionNotFound) {
+			return m, err
+		}
+		last = err
+		if c.clock.Sleep(rctx, c.cfg.BaseBackoff<<i) != nil {
+			break
+		}
+	}
+	return nil, last
+}
+
+func (c *Committer) rebase(ctx context.Context, txn *pb.Transaction, read, head *pb.Manifest) (*pb.Transaction, []string, error) {
+	switch txn.GetOperation().(type) {
+	case *pb.Transaction_Delete, *pb.Transaction_MergeSstables:
+		return rebaseDeletions(ctx, c.bucket, txn, read, head)
+	case *pb.Transaction_Rewrite:
+		return rebaseRewrite(ctx, c.bucket, txn, read, head)
+	}
+	return nil, nil, fmt.Errorf("rebase: %s cannot be rebased", OpName(txn))
+}
+
+// backoff sleeps a jittered slot: uniform in [0, min(max, base·2^attempt)).
+func (c *Committer) backoff(ctx context.Context, attempt int) error {
+	d := c.cfg.BaseBackoff << min(attempt, 20)
+	if d <= 0 || d > c.cfg.MaxBackoff {
+		d = c.cfg.MaxBackoff
+	}
+	if d <= 0 {
+		return ctx.Err()
+	}
+	return c.clock.Sleep(ctx, time.Duration(c.rng.Int64N(int64(d))))
+}
