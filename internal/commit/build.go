@@ -256,6 +256,11 @@ func applyRewrite(head, m *pb.Manifest, op *pb.Rewrite) error {
 	}
 	for gi, g := range op.Groups {
 		assigned := assignFragmentIDs(m, g.NewFragments)
+		// A rebase can delete every row of a new fragment: it keeps its id
+		// (the row map counts it) but leaves the manifest.
+		m.Fragments = slices.DeleteFunc(m.Fragments, func(f *pb.Fragment) bool {
+			return f.DeletionFile != nil && f.DeletionFile.NumDeleted >= f.PhysicalRows
+		})
 		if frv != nil {
 			if gi >= len(frv.Groups) || len(frv.Groups[gi].NewFragments) != len(assigned) {
 				return fmt.Errorf("rewrite: FRI version does not match its groups")

@@ -206,7 +206,8 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 	txnKey := table.TransactionKey(txn.ReadVersion, txn.Uuid)
 	checked := txn.ReadVersion // every version <= checked is classified
 	var head *pb.Manifest
-	var written []string // files the loop wrote (rebased deletion files)
+	var since []committed // versions after our read, in order
+	var written []string  // files the loop wrote (rebased deletion files)
 	ambiguous := false
 	rebased := false
 	cur := txn
@@ -270,6 +271,7 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 				}
 				return nil, &ConflictError{Class: class, Ours: op, Theirs: OpName(theirs), Version: v, Reason: verdict.Reason}
 			}
+			since = append(since, committed{manifest: m, txn: theirs})
 			head = m
 		}
 		checked = max(checked, headV)
@@ -282,8 +284,9 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 			}
 		}
 		if needRebase {
-			nt, files, err := c.rebase(ctx, cur, read, head)
-			written = append(written, files...)
+			r := &rebaser{b: c.bucket, read: read, head: head, since: since}
+			nt, err := c.rebase(ctx, r, txn)
+			written = append(written, r.written...)
 			if err != nil {
 				cleanup()
 				return nil, err
@@ -316,7 +319,7 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 		c.metrics.attempts.WithLabelValues(op).Inc()
 		perr := c.bucket.PutIfAbsent(ctx, table.ManifestKey(next.Version), mdata)
 		if perr == nil {
-			return &Result{Manifest: next, Attempts: attempt, Rebased: rebased, Transaction: cur, Garbage: nil}, nil
+			return &Result{Manifest: next, Attempts: attempt, Rebased: rebased, Transaction: cur, Garbage: garbage(written, cur, ambiguous)}, nil
 		}
 		if ctx.Err() != nil && !storage.IsAlreadyExists(perr) {
 			ambiguous = true
@@ -371,14 +374,14 @@ func (c *Committer) readBack(ctx context.Context, v uint64) (*pb.Manifest, error
 	return nil, last
 }
 
-func (c *Committer) rebase(ctx context.Context, txn *pb.Transaction, read, head *pb.Manifest) (*pb.Transaction, []string, error) {
-	switch txn.GetOperation().(type) {
+func (c *Committer) rebase(ctx context.Context, r *rebaser, orig *pb.Transaction) (*pb.Transaction, error) {
+	switch orig.GetOperation().(type) {
 	case *pb.Transaction_Delete, *pb.Transaction_MergeSstables:
-		return rebaseDeletions(ctx, c.bucket, txn, read, head)
+		return r.rebaseDeletions(ctx, orig)
 	case *pb.Transaction_Rewrite:
-		return rebaseRewrite(ctx, c.bucket, txn, read, head)
+		return r.rebaseRewrite(ctx, orig)
 	}
-	return nil, nil, fmt.Errorf("rebase: %s cannot be rebased", OpName(txn))
+	return nil, fmt.Errorf("rebase: %s cannot be rebased", OpName(orig))
 }
 
 // backoff sleeps a jittered slot: uniform in [0, min(max, base·2^attempt)).
@@ -391,4 +394,31 @@ func (c *Committer) backoff(ctx context.Context, attempt int) error {
 		return ctx.Err()
 	}
 	return c.clock.Sleep(ctx, time.Duration(c.rng.Int64N(int64(d))))
+}
+
+// garbage lists files the loop wrote that the committed transaction does not
+// reference: deletion files of superseded rebases. After an ambiguous
+// attempt none is garbage: that attempt may have landed.
+func garbage(written []string, txn *pb.Transaction, ambiguous bool) []string {
+	if ambiguous || len(written) == 0 {
+		return nil
+	}
+	used := map[string]bool{}
+	mark := func(fs []*pb.Fragment) {
+		for _, f := range fs {
+			used[f.GetDeletionFile().GetPath()] = true
+		}
+	}
+	mark(txn.GetDelete().GetUpdatedFragments())
+	mark(txn.GetMergeSstables().GetUpdatedFragments())
+	for _, g := range txn.GetRewrite().GetGroups() {
+		mark(g.NewFragments)
+	}
+	var out []string
+	for _, w := range written {
+		if !used[w] {
+			out = append(out, w)
+		}
+	}
+	return out
 }

@@ -55,9 +55,8 @@ func ParsePredicate(s *pb.Schema, expr string) (*Predicate, error) {
 			}
 			raw = json.Number(lit)
 		}
-		fc := *f
-		fc.Nullable = true
-		v, err := table.ParseValue(&fc, raw)
+		fc := &pb.Field{Id: f.Id, Name: f.Name, Type: f.Type, Nullable: true}
+		v, err := table.ParseValue(fc, raw)
 		if err != nil {
 			return nil, fmt.Errorf("predicate term %q: %v", strings.TrimSpace(part), err)
 		}

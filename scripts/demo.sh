@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# A short scripted tour of the compactord CLI on a local file:// table under
+# ./var/demo. Every step prints the command and its JSON output.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-bin/compactord}
+T=var/demo
+rm -rf "$T"
+mkdir -p var
+step() { printf '\n$ %s\n' "$*"; "$@"; }
+step $BIN table create "$T" --schema "id:int64,cat:string,val:float64" --primary-key id
+step $BIN table append "$T" --rows 1000 --start 0 --seed 1
+step $BIN table append "$T" --rows 1000 --start 1000 --seed 2
+printf '{"id": 5000, "cat": "hand-written", "val": 1.5}\n{"id": 5001, "cat": null, "val": 2.5}\n' > var/demo-rows.jsonl
+step $BIN table append "$T" --jsonl var/demo-rows.jsonl
+step $BIN table delete "$T" --where "id >= 10 AND id < 20"
+step $BIN table delete "$T" --keys 5000,999
+step $BIN table delete "$T" --fragment 1
+printf '\n$ %s | wc -l\n' "$BIN table scan $T"
+$BIN table scan "$T" | wc -l
+printf '\n$ %s | head -3\n' "$BIN table scan $T --version 3"
+$BIN table scan "$T" --version 3 | head -3
+step $BIN inspect "$T"
+printf '\nThe table lives in %s: _versions/ holds one manifest per version (newest first), data/ the Parquet fragments.\n' "$T"
