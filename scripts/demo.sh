@@ -19,6 +19,7 @@ step $BIN table delete "$T" --fragment 1
 printf '\n$ %s | wc -l\n' "$BIN table scan $T"
 $BIN table scan "$T" | wc -l
 printf '\n$ %s | head -3\n' "$BIN table scan $T --version 3"
-$BIN table scan "$T" --version 3 | head -3
+$BIN table scan "$T" --version 3 > var/demo-scan-v3.jsonl
+head -3 var/demo-scan-v3.jsonl
 step $BIN inspect "$T"
 printf '\nThe table lives in %s: _versions/ holds one manifest per version (newest first), data/ the Parquet fragments.\n' "$T"

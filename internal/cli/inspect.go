@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -144,7 +145,7 @@ func Inspect(ctx context.Context, b storage.Bucket, v uint64) (any, error) {
 		Fragments: []inspectFragment{}, Indices: []inspectIndex{}, Schema: []inspectField{}, PrimaryKey: []string{},
 		MemWal:    inspectMemWal{Shards: []inspectShard{}, MaintainedIndexes: []string{}, IndexCatchup: map[string]map[string]uint64{}},
 		FragReuse: inspectFragReuse{Versions: []inspectFRIVersion{}},
-		Timestamp: fmt.Sprint(m.TimestampMicros),
+		Timestamp: time.UnixMicro(m.TimestampMicros).UTC().Format(time.RFC3339Nano),
 	}
 	if txn, err := table.ReadTransaction(ctx, b, m.TransactionPath); err == nil {
 		doc.Operation = commitOpName(txn)

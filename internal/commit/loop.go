@@ -319,7 +319,7 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 		c.metrics.attempts.WithLabelValues(op).Inc()
 		perr := c.bucket.PutIfAbsent(ctx, table.ManifestKey(next.Version), mdata)
 		if perr == nil {
-			return &Result{Manifest: next, Attempts: attempt, Rebased: rebased, Transaction: cur, Garbage: garbage(written, cur, ambiguous)}, nil
+			return &Result{Manifest: next, Attempts: attempt, Rebased: rebased, Transaction: cur, Garbage: garbage(append(written, deletionFiles(txn)...), cur, ambiguous)}, nil
 		}
 		if ctx.Err() != nil && !storage.IsAlreadyExists(perr) {
 			ambiguous = true
@@ -339,6 +339,10 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 		case rerr == nil:
 			c.metrics.ambiguous.WithLabelValues("theirs").Inc()
 		case errors.Is(rerr, table.ErrVersionNotFound):
+			if isPermanent(perr) {
+				cleanup()
+				return nil, fmt.Errorf("write version %d: %w", next.Version, perr)
+			}
 			c.metrics.ambiguous.WithLabelValues("absent").Inc()
 		default:
 			// We cannot tell; the next attempt's scan recognises our uuid
@@ -404,8 +408,8 @@ func garbage(written []string, txn *pb.Transaction, ambiguous bool) []string {
 		return nil
 	}
 	used := map[string]bool{}
-	mark := func(fs []*pb.Fragment) {
-		for _, f := range fs {
+	mark := func(frags []*pb.Fragment) {
+		for _, f := range frags {
 			used[f.GetDeletionFile().GetPath()] = true
 		}
 	}
@@ -416,9 +420,31 @@ func garbage(written []string, txn *pb.Transaction, ambiguous bool) []string {
 	}
 	var out []string
 	for _, w := range written {
+		if w == "" {
+			continue
+		}
 		if !used[w] {
 			out = append(out, w)
 		}
+	}
+	return out
+}
+
+// deletionFiles lists the deletion files a transaction references; after a
+// rebase the original ones are superseded.
+func deletionFiles(txn *pb.Transaction) []string {
+	var out []string
+	add := func(fs []*pb.Fragment) {
+		for _, f := range fs {
+			if p := f.GetDeletionFile().GetPath(); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	add(txn.GetDelete().GetUpdatedFragments())
+	add(txn.GetMergeSstables().GetUpdatedFragments())
+	for _, g := range txn.GetRewrite().GetGroups() {
+		add(g.NewFragments)
 	}
 	return out
 }

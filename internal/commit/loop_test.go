@@ -1,0 +1,402 @@
+package commit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+
+	pb "github.com/compactord/compactord/gen/compactordv1"
+	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/ops"
+	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
+	"github.com/compactord/compactord/internal/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.Main(m, goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start")) }
+
+type fixture struct {
+	bucket  storage.Bucket
+	faulty  *storage.Faulty
+	reg     *prometheus.Registry
+	metrics *commit.Metrics
+}
+
+func newFixture(t *testing.T, url string) *fixture {
+	t.Helper()
+	b, err := storage.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	reg := prometheus.NewRegistry()
+	return &fixture{bucket: b, faulty: storage.NewFaulty(b), reg: reg, metrics: commit.NewMetrics(reg)}
+}
+
+func (f *fixture) table(t *testing.T, cfg commit.Config) *ops.Table {
+	t.Helper()
+	if cfg.BaseBackoff == 0 {
+		cfg.BaseBackoff, cfg.MaxBackoff = time.Millisecond, 20*time.Millisecond
+	}
+	c, err := commit.NewCommitter(cfg, f.faulty, nil, f.metrics, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ops.NewTable(f.faulty, c, nil, nil)
+}
+
+func schema(t *testing.T) *pb.Schema {
+	s, err := table.ParseSchema("id:int64,v:string", []string{"id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func rows(start, n int) []table.Row {
+	out := make([]table.Row, n)
+	for i := range out {
+		out[i] = table.Row{int64(start + i), fmt.Sprint("v", start+i)}
+	}
+	return out
+}
+
+func scanKeys(t *testing.T, tb *ops.Table, v uint64) map[int64]bool {
+	t.Helper()
+	keys := map[int64]bool{}
+	if _, err := tb.Scan(context.Background(), v, func(r table.Row) error {
+		if keys[r[0].(int64)] {
+			t.Fatalf("key %d returned twice", r[0])
+		}
+		keys[r[0].(int64)] = true
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+func listKeys(t *testing.T, b storage.Bucket, prefix string) []string {
+	t.Helper()
+	var out []string
+	if err := b.List(context.Background(), prefix, func(a storage.Attrs) error { out = append(out, a.Key); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Concurrent appenders all land as consecutive versions with no lost rows.
+func TestConcurrentAppendsAllLand(t *testing.T) {
+	testutil.ForEachStore(t, func(t *testing.T, url string) {
+		const writers, per = 32, 20
+		f := newFixture(t, url)
+		tb := f.table(t, commit.Config{MaxAttempts: 200, MaxBackoff: 50 * time.Millisecond})
+		ctx := context.Background()
+		if _, err := tb.Create(ctx, schema(t)); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, writers)
+		for w := 0; w < writers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := tb.Append(ctx, rows(w*per, per))
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		vs, err := table.ListVersions(ctx, f.bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(vs) != writers+1 || vs[0] != writers+1 || vs[len(vs)-1] != 1 {
+			t.Fatalf("versions %v, want 1..%d", vs, writers+1)
+		}
+		if got := len(scanKeys(t, tb, 0)); got != writers*per {
+			t.Fatalf("%d rows, want %d", got, writers*per)
+		}
+	})
+}
+
+// Scenario 2 (Lance #8123): the put landed, the client saw a timeout. The
+// commit is ours: read back, never committed twice, files never deleted.
+func TestLandedPutWithLostResponseIsOurs(t *testing.T) {
+	f := newFixture(t, "mem://")
+	tb := f.table(t, commit.Config{})
+	ctx := context.Background()
+	if _, err := tb.Create(ctx, schema(t)); err != nil {
+		t.Fatal(err)
+	}
+	rule := f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: table.VersionsDir, Nth: 1, Action: storage.LandThenFail(nil)})
+	res, err := tb.Append(ctx, rows(0, 10))
+	if err != nil {
+		t.Fatalf("append after a lost response: %v", err)
+	}
+	if rule.Fired() != 1 || res.Manifest.Version != 2 {
+		t.Fatalf("fired %d, version %d", rule.Fired(), res.Manifest.Version)
+	}
+	if vs, _ := table.ListVersions(ctx, f.bucket); len(vs) != 2 {
+		t.Fatalf("versions %v: committed twice or not at all", vs)
+	}
+	for _, fr := range res.Manifest.Fragments {
+		if _, err := f.bucket.Attributes(ctx, fr.DataFile.Path); err != nil {
+			t.Fatalf("data file of our own commit was deleted: %v", err)
+		}
+	}
+	if got := promtest.ToFloat64(counter(t, f.reg, "compactord_commit_ambiguous_total", "resolution", "ours")); got != 1 {
+		t.Fatalf("ambiguous{ours} = %v, want 1", got)
+	}
+}
+
+// The put landed but the response was lost, and the retry's put came back
+// "already exists": still ours.
+func TestLandedPutThenAlreadyExistsIsOurs(t *testing.T) {
+	f := newFixture(t, "mem://")
+	tb := f.table(t, commit.Config{})
+	ctx := context.Background()
+	if _, err := tb.Create(ctx, schema(t)); err != nil {
+		t.Fatal(err)
+	}
+	// Read-back fails too, so the loop cannot tell and must go round again.
+	f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: table.VersionsDir, Nth: 1, Action: storage.LandThenFail(nil)})
+	f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpGet}, KeyPrefix: table.ManifestKey(2), Action: storage.Fail(nil), Nth: 1})
+	f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpGet}, KeyPrefix: table.ManifestKey(2), Action: storage.Fail(nil), Nth: 2})
+	f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpGet}, KeyPrefix: table.ManifestKey(2), Action: storage.Fail(nil), Nth: 3})
+	res, err := tb.Append(ctx, rows(0, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs, _ := table.ListVersions(ctx, f.bucket); len(vs) != 2 || res.Manifest.Version != 2 {
+		t.Fatalf("versions %v (result %d)", vs, res.Manifest.Version)
+	}
+	if len(scanKeys(t, tb, 0)) != 10 {
+		t.Fatal("rows lost")
+	}
+}
+
+// A lost race goes round again and lands on the next version.
+func TestLostRaceIsRetried(t *testing.T) {
+	f := newFixture(t, "mem://")
+	slow := f.table(t, commit.Config{})
+	fast := newFixtureShared(t, f)
+	ctx := context.Background()
+	if _, err := slow.Create(ctx, schema(t)); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	rule := f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: table.ManifestKey(2), Nth: 1, Action: storage.Block(release)})
+	done := make(chan error, 1)
+	var res *commit.Result
+	go func() {
+		var err error
+		res, err = slow.Append(ctx, rows(0, 5))
+		done <- err
+	}()
+	waitFor(t, func() bool { return rule.Matched() == 1 })
+	if _, err := fast.Append(ctx, rows(100, 5)); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if res.Manifest.Version != 3 || res.Attempts != 2 {
+		t.Fatalf("version %d after %d attempts, want 3 after 2", res.Manifest.Version, res.Attempts)
+	}
+	if len(scanKeys(t, slow, 0)) != 10 {
+		t.Fatal("rows lost")
+	}
+}
+
+// A permanent error surfaces as a clear error and removes the transaction's
+// files.
+func TestPermanentErrorSurfaces(t *testing.T) {
+	f := newFixture(t, "mem://")
+	tb := f.table(t, commit.Config{})
+	ctx := context.Background()
+	if _, err := tb.Create(ctx, schema(t)); err != nil {
+		t.Fatal(err)
+	}
+	denied := &fs.PathError{Op: "link", Path: "_versions/x", Err: fs.ErrPermission}
+	f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: table.VersionsDir, Action: storage.Fail(denied)})
+	_, err := tb.Append(ctx, rows(0, 5))
+	if err == nil || !strings.Contains(err.Error(), "permission denied") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("got %v, want a one-line permission error", err)
+	}
+	if got := listKeys(t, f.bucket, table.DataDir); len(got) != 0 {
+		t.Fatalf("data files left behind: %v", got)
+	}
+	if got := listKeys(t, f.bucket, table.TransactionsDir); len(got) != 1 {
+		t.Fatalf("transaction files %v, want only create's", got)
+	}
+}
+
+// Scenario 3: retries run out; a typed retryable error, stale files removed.
+func TestRetriesRunOut(t *testing.T) {
+	f := newFixture(t, "mem://")
+	tb := f.table(t, commit.Config{MaxAttempts: 3})
+	ctx := context.Background()
+	if _, err := tb.Create(ctx, schema(t)); err != nil {
+		t.Fatal(err)
+	}
+	lost := fmt.Errorf("simulated lost race: %w", storage.ErrAlreadyExists)
+	f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: table.VersionsDir, Action: storage.Fail(lost)})
+	_, err := tb.Append(ctx, rows(0, 5))
+	var ce *commit.ConflictError
+	if !errors.As(err, &ce) || !errors.Is(err, commit.ErrRetryable) {
+		t.Fatalf("got %v, want a retryable ConflictError", err)
+	}
+	if got := listKeys(t, f.bucket, table.TransactionsDir); len(got) != 1 {
+		t.Fatalf("stale transaction files: %v", got)
+	}
+	if got := listKeys(t, f.bucket, table.DataDir); len(got) != 0 {
+		t.Fatalf("stale data files: %v", got)
+	}
+	if got := promtest.ToFloat64(counter(t, f.reg, "compactord_commit_attempts_total", "operation", "append")); got != 3 {
+		t.Fatalf("attempts = %v, want 3", got)
+	}
+}
+
+// Scenario 4: deletes on different rows of one fragment rebase by union;
+// deleting the same row twice is harmless.
+func TestConcurrentDeletesOnOneFragmentBothHold(t *testing.T) {
+	f := newFixture(t, "mem://")
+	tb := f.table(t, commit.Config{})
+	ctx := context.Background()
+	if _, err := tb.Create(ctx, schema(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.Append(ctx, rows(0, 100)); err != nil {
+		t.Fatal(err)
+	}
+	read, err := table.ReadLatest(ctx, f.bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := func(ks ...int64) ops.DeleteSpec {
+		var s ops.DeleteSpec
+		for _, k := range ks {
+			s.Keys = append(s.Keys, table.Row{k, nil})
+		}
+		return s
+	}
+	// Both planned against the same read version.
+	r1, _, err := tb.Delete(ctx, read, keys(1, 2, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, _, err := tb.Delete(ctx, read, keys(3, 50, 99))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1.Rebased || !r2.Rebased {
+		t.Fatalf("rebased: first %v second %v, want false/true", r1.Rebased, r2.Rebased)
+	}
+	got := scanKeys(t, tb, 0)
+	for _, k := range []int64{1, 2, 3, 50, 99} {
+		if got[k] {
+			t.Fatalf("deleted key %d is back", k)
+		}
+	}
+	if len(got) != 95 {
+		t.Fatalf("%d rows, want 95", len(got))
+	}
+	if n := r2.Manifest.Fragments[0].DeletionFile.NumDeleted; n != 5 {
+		t.Fatalf("deletion file holds %d rows, want 5", n)
+	}
+	// The superseded deletion file of the second delete was removed.
+	if dels := listKeys(t, f.bucket, table.DeletionsDir); len(dels) != 2 {
+		t.Fatalf("deletion files %v, want the two committed ones", dels)
+	}
+}
+
+// Deletes that together remove every row of a fragment remove the fragment.
+func TestConcurrentDeletesEmptyAFragment(t *testing.T) {
+	f := newFixture(t, "mem://")
+	tb := f.table(t, commit.Config{})
+	ctx := context.Background()
+	if _, err := tb.Create(ctx, schema(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.Append(ctx, rows(0, 4)); err != nil {
+		t.Fatal(err)
+	}
+	read, _ := table.ReadLatest(ctx, f.bucket)
+	p1, _ := ops.ParsePredicate(read.Schema, "id < 2")
+	p2, _ := ops.ParsePredicate(read.Schema, "id >= 2")
+	if _, _, err := tb.Delete(ctx, read, ops.DeleteSpec{Predicate: p1}); err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := tb.Delete(ctx, read, ops.DeleteSpec{Predicate: p2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Manifest.Fragments) != 0 {
+		t.Fatalf("fragments %v, want none", res.Manifest.Fragments)
+	}
+}
+
+func newFixtureShared(t *testing.T, f *fixture) *ops.Table {
+	c, err := commit.NewCommitter(commit.Config{BaseBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}, f.bucket, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ops.NewTable(f.bucket, c, nil, nil)
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 10s")
+		}
+		time.Sleep(time.Millisecond) // polling a condition, not synchronising on time
+	}
+}
+
+func counter(t *testing.T, reg *prometheus.Registry, name string, kv ...string) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.Metric {
+			for i := 0; i+1 < len(kv); i += 2 {
+				found := false
+				for _, lp := range m.Label {
+					if lp.GetName() == kv[i] && lp.GetValue() == kv[i+1] {
+						found = true
+					}
+				}
+				if !found {
+					continue metric
+				}
+			}
+			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "x", Help: "x"}, func() float64 { return m.GetCounter().GetValue() })
+		}
+	}
+	t.Fatalf("metric %s%v not found", name, kv)
+	return nil
+}
