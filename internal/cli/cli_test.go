@@ -1,0 +1,250 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/compactord/compactord/internal/table"
+	"github.com/compactord/compactord/internal/testutil"
+)
+
+// The test binary doubles as the compactord binary: with COMPACTORD_CLI_CHILD
+// set it runs the command line, so multi-process tests need no build step.
+func TestMain(m *testing.M) {
+	if os.Getenv("COMPACTORD_CLI_CHILD") == "1" {
+		os.Exit(Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	testutil.Main(m)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func run(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+func mustRun(t *testing.T, stdin string, args ...string) map[string]any {
+	t.Helper()
+	r := run(t, stdin, args...)
+	if r.code != 0 {
+		t.Fatalf("compactord %s: exit %d: %s", strings.Join(args, " "), r.code, r.stderr)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(strings.TrimSpace(strings.Split(r.stdout, "\n")[0])), &doc); err != nil {
+		t.Fatalf("output %q is not JSON: %v", r.stdout, err)
+	}
+	return doc
+}
+
+func newTable(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "t")
+	mustRun(t, "", "table", "create", dir, "--schema", "id:int64,cat:string,val:float64", "--primary-key", "id")
+	return dir
+}
+
+// snapshot lists every file under dir with its size, to prove bad input
+// deletes nothing.
+func snapshot(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if !info.IsDir() {
+			out = append(out, fmt.Sprintf("%s:%d", p, info.Size()))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Eight processes appending concurrently to one file:// table all land, as
+// eight consecutive versions, with no lost rows.
+func TestEightProcessesAppend(t *testing.T) {
+	dir := newTable(t)
+	const procs, rows = 8, 50
+	cmds := make([]*exec.Cmd, procs)
+	outs := make([]*bytes.Buffer, procs)
+	for i := range cmds {
+		cmds[i] = exec.Command(os.Args[0], "table", "append", dir, "--rows", fmt.Sprint(rows), "--start", fmt.Sprint(i*rows))
+		cmds[i].Env = append(os.Environ(), "COMPACTORD_CLI_CHILD=1")
+		outs[i] = &bytes.Buffer{}
+		cmds[i].Stdout, cmds[i].Stderr = outs[i], outs[i]
+		if err := cmds[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	versions := map[float64]bool{}
+	for i, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("process %d: %v: %s", i, err, outs[i])
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(outs[i].Bytes(), &doc); err != nil {
+			t.Fatalf("process %d output %q: %v", i, outs[i], err)
+		}
+		versions[doc["version"].(float64)] = true
+	}
+	for v := 2; v <= procs+1; v++ {
+		if !versions[float64(v)] {
+			t.Fatalf("versions %v: want each of 2..%d exactly once", versions, procs+1)
+		}
+	}
+	r := run(t, "", "table", "scan", dir)
+	if r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	seen := map[float64]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var row map[string]any
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatal(err)
+		}
+		seen[row["id"].(float64)] = true
+	}
+	if len(seen) != procs*rows {
+		t.Fatalf("%d distinct rows, want %d", len(seen), procs*rows)
+	}
+}
+
+func TestScanAnyRetainedVersion(t *testing.T) {
+	dir := newTable(t)
+	mustRun(t, "", "table", "append", dir, "--rows", "10")
+	mustRun(t, "", "table", "delete", dir, "--where", "id < 4")
+	for v, want := range map[string]int{"1": 0, "2": 10, "3": 6} {
+		r := run(t, "", "table", "scan", dir, "--version", v)
+		if r.code != 0 {
+			t.Fatal(r.stderr)
+		}
+		if got := strings.Count(r.stdout, "\n"); got != want {
+			t.Fatalf("version %s: %d rows, want %d", v, got, want)
+		}
+	}
+	if r := run(t, "", "table", "scan", dir, "--version", "99"); r.code == 0 || !strings.Contains(r.stderr, "version 99") {
+		t.Fatalf("scan of a missing version: %+v", r)
+	}
+}
+
+func TestInspectDocument(t *testing.T) {
+	dir := newTable(t)
+	mustRun(t, "", "table", "append", dir, "--rows", "10")
+	mustRun(t, "", "table", "delete", dir, "--keys", "3")
+	doc := mustRun(t, "", "inspect", dir)
+	for _, k := range []string{"version", "read_version", "operation", "schema", "primary_key", "fragments", "max_fragment_id", "indices", "mem_wal", "frag_reuse"} {
+		if _, ok := doc[k]; !ok {
+			t.Errorf("inspect lacks %q", k)
+		}
+	}
+	if doc["operation"] != "delete" || doc["version"].(float64) != 3 || doc["read_version"].(float64) != 2 {
+		t.Fatalf("inspect header %v", doc)
+	}
+	fr := doc["fragments"].([]any)[0].(map[string]any)
+	if fr["physical_rows"].(float64) != 10 || fr["deleted_rows"].(float64) != 1 || len(fr["files"].([]any)) != 2 {
+		t.Fatalf("fragment %v", fr)
+	}
+}
+
+// Bad input: one line on stderr, a non-zero exit, no panic, no file deleted.
+func TestBadInput(t *testing.T) {
+	dir := newTable(t)
+	mustRun(t, "", "table", "append", dir, "--rows", "10")
+	cases := []struct {
+		name   string
+		setup  func(t *testing.T, dir string)
+		stdin  string
+		args   []string
+		expect string
+	}{
+		{name: "JSON not matching the schema", stdin: `{"id": "seven"}`, args: []string{"table", "append", dir, "--jsonl", "-"}, expect: "line 1"},
+		{name: "malformed JSON line", stdin: "{\"id\": 1}\n{\"id\": 2,", args: []string{"table", "append", dir, "--jsonl", "-"}, expect: "line 2"},
+		{name: "unknown field", stdin: `{"id": 1, "colour": "red"}`, args: []string{"table", "append", dir, "--jsonl", "-"}, expect: "unknown field"},
+		{name: "duplicate key in one append", stdin: "{\"id\": 100}\n{\"id\": 100}\n", args: []string{"table", "append", dir, "--jsonl", "-"}, expect: "duplicate primary key"},
+		{name: "key already in the table", stdin: `{"id": 3}`, args: []string{"table", "append", dir, "--jsonl", "-"}, expect: "already exists"},
+		{name: "unknown URL scheme", args: []string{"table", "scan", "ftp://somewhere/t"}, expect: "unsupported URL scheme"},
+		{name: "unknown flag", args: []string{"table", "scan", dir, "--colour"}, expect: "unknown flag"},
+		{name: "bad predicate", args: []string{"table", "delete", dir, "--where", "id ~ 3"}, expect: "predicate"},
+		{name: "no table", args: []string{"table", "scan", filepath.Join(t.TempDir(), "none")}, expect: "no table"},
+		{name: "bad schema", args: []string{"table", "create", filepath.Join(t.TempDir(), "x"), "--schema", "id:uint8", "--primary-key", "id"}, expect: "unknown type"},
+		{name: "truncated manifest", setup: func(t *testing.T, dir string) {
+			p := filepath.Join(dir, table.ManifestKey(2))
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, b[:len(b)/2], 0o644)
+		}, args: []string{"table", "scan", dir}, expect: "corrupt metadata"},
+		{name: "garbage manifest", setup: func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, table.ManifestKey(2)), []byte("not a manifest at all"), 0o644)
+		}, args: []string{"inspect", dir}, expect: "corrupt metadata"},
+		{name: "missing data file", setup: func(t *testing.T, dir string) {
+			m, _ := filepath.Glob(filepath.Join(dir, "data", "*.parquet"))
+			os.Remove(m[0])
+		}, args: []string{"table", "scan", dir}, expect: "missing"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := dir
+			if tc.setup != nil {
+				d = filepath.Join(t.TempDir(), "t")
+				copyDir(t, dir, d)
+				tc.setup(t, d)
+				for i, a := range tc.args {
+					if a == dir {
+						tc.args[i] = d
+					}
+				}
+			}
+			before := snapshot(t, d)
+			r := run(t, tc.stdin, tc.args...)
+			if r.code == 0 {
+				t.Fatalf("exit 0; stdout %q", r.stdout)
+			}
+			line := strings.TrimSuffix(r.stderr, "\n")
+			if strings.Contains(line, "\n") || !strings.HasPrefix(line, "compactord: ") || !strings.Contains(line, tc.expect) {
+				t.Fatalf("stderr %q: want one line mentioning %q", r.stderr, tc.expect)
+			}
+			if after := snapshot(t, d); strings.Join(after, "\n") != strings.Join(before, "\n") {
+				t.Fatalf("files changed:\nbefore %v\nafter  %v", before, after)
+			}
+		})
+	}
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.Walk(from, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		dst := filepath.Join(to, rel)
+		if info.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
