@@ -71,7 +71,7 @@ func BuildManifest(head *pb.Manifest, txn *pb.Transaction, read *pb.Manifest) (*
 	if head == nil {
 		return nil, fmt.Errorf("%s on a table that does not exist", OpName(txn))
 	}
-	next := proto.Clone(head).(*pb.Manifest)
+	next := shallowNext(head)
 	next.Version = head.Version + 1
 	next.TimestampMicros = txn.TimestampMicros
 	next.ReadVersion = txn.ReadVersion
@@ -102,6 +102,39 @@ func BuildManifest(head *pb.Manifest, txn *pb.Transaction, read *pb.Manifest) (*
 		return nil, err
 	}
 	return next, nil
+}
+
+// shallowNext copies head's header and its fragment and index slices, but
+// shares the fragment and index messages. Cloning 100 000 fragments costs
+// ~40 ms; sharing them keeps BuildManifest O(fragments) pointer copies.
+// INVARIANT: BuildManifest never mutates a shared message: fragments are
+// replaced, never edited, and an index is cloned by mutableIndex before any
+// edit.
+func shallowNext(head *pb.Manifest) *pb.Manifest {
+	next := &pb.Manifest{
+		Schema:        head.Schema,
+		Fragments:     slices.Clone(head.Fragments),
+		MaxFragmentId: head.MaxFragmentId,
+		Indices:       slices.Clone(head.Indices),
+		Config:        head.Config,
+	}
+	if head.MaxFragmentId != nil {
+		next.MaxFragmentId = proto.Uint32(*head.MaxFragmentId)
+	}
+	return next
+}
+
+// mutableIndex returns the first segment named name, cloned and swapped
+// into m so that it may be edited; nil when absent.
+func mutableIndex(m *pb.Manifest, name string) *pb.IndexMetadata {
+	for i, ix := range m.Indices {
+		if ix.Name == name {
+			c := proto.Clone(ix).(*pb.IndexMetadata)
+			m.Indices[i] = c
+			return c
+		}
+	}
+	return nil
 }
 
 // assignFragmentIDs gives new fragments ids above max_fragment_id. Ids are
@@ -157,7 +190,7 @@ func applyFragmentChanges(m *pb.Manifest, updated []*pb.Fragment, removed []uint
 }
 
 func applyMerge(m *pb.Manifest, op *pb.MergeSSTables) error {
-	ix := table.FindIndex(m, table.MemWalIndexName)
+	ix := mutableIndex(m, table.MemWalIndexName)
 	if ix == nil || ix.GetMemWal() == nil {
 		return &ConflictError{Class: ErrIncompatible, Ours: "merge_sstables", Reason: "the table has no MemWAL configured"}
 	}
@@ -190,7 +223,7 @@ func applyConfigureMemWal(m *pb.Manifest, op *pb.ConfigureMemWal) error {
 			return fmt.Errorf("configure MemWAL: maintained index %q does not exist", n)
 		}
 	}
-	ix := table.FindIndex(m, table.MemWalIndexName)
+	ix := mutableIndex(m, table.MemWalIndexName)
 	if ix == nil {
 		ix = &pb.IndexMetadata{Name: table.MemWalIndexName, Type: table.MemWalIndexName,
 			Details: &pb.IndexMetadata_MemWal{MemWal: &pb.MemWalIndexDetails{}}}
@@ -315,7 +348,7 @@ func addFragReuseVersion(head, m *pb.Manifest, v *pb.FragReuseVersion) error {
 	}
 	v.RemovedFragments = rb
 	v.DatasetVersion = m.Version
-	ix := table.FindIndex(m, table.FragReuseIndexName)
+	ix := mutableIndex(m, table.FragReuseIndexName)
 	if ix == nil {
 		ix = &pb.IndexMetadata{Name: table.FragReuseIndexName, Type: table.FragReuseIndexName,
 			Details: &pb.IndexMetadata_FragReuse{FragReuse: &pb.FragReuseIndexDetails{}}}
@@ -332,14 +365,14 @@ func addFragReuseVersion(head, m *pb.Manifest, v *pb.FragReuseVersion) error {
 // system segment a new identity only when its content changed, so a commit
 // that changes nothing leaves it byte-identical.
 func deriveMemWal(read, head, next *pb.Manifest, txn *pb.Transaction) error {
-	ix := table.FindIndex(next, table.MemWalIndexName)
-	if ix == nil {
+	if table.FindIndex(next, table.MemWalIndexName) == nil {
 		return nil
 	}
 	d, changed, err := catchup.Derive(read, head, next)
 	if err != nil {
 		return err
 	}
+	ix := mutableIndex(next, table.MemWalIndexName)
 	prev := table.FindIndex(head, table.MemWalIndexName)
 	if !changed && ix.Uuid != "" && prev != nil && proto.Equal(prev.GetMemWal(), ix.GetMemWal()) {
 		return nil

@@ -103,6 +103,9 @@ func TestBuildManifestMergeStaleGenerationFailsWhole(t *testing.T) {
 	if table.MemWal(got).CompactedSstables["s0"] != 6 || len(got.Fragments) != 3 {
 		t.Fatalf("merge: %v", got)
 	}
+	if table.MemWal(head).CompactedSstables["s0"] != 5 || len(head.Fragments) != 2 {
+		t.Fatalf("BuildManifest modified head: %v", head)
+	}
 }
 
 func TestClassify(t *testing.T) {
