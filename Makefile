@@ -14,7 +14,10 @@ build:
 	$(GO) build -ldflags "-X github.com/compactord/compactord/internal/cli.Version=$$(git describe --always --dirty 2>/dev/null || echo dev)" -o $(BIN) ./cmd/compactord
 
 # Everything the tests need, installed into ./tools.
-tools: $(TOOLS)/versitygw
+tools: $(TOOLS)/versitygw bench/node_modules/@duckdb/node-api
+
+bench/node_modules/@duckdb/node-api: bench/package.json bench/package-lock.json
+	cd bench && npm ci --no-audit --no-fund
 
 $(TOOLS)/versitygw:
 	GOBIN=$(TOOLS) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)

@@ -1461,6 +1461,10 @@ func (x *RewrittenIndices) GetRemovedIndexUuids() []string {
 type Rewrite struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Groups []*RewriteGroup        `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"`
+	// New fragments carry ids reserved earlier with ReserveFragments (needed
+	// by inline remap, whose rewritten index segments name the new ids).
+	// Otherwise ids are assigned when the manifest is built.
+	FragmentIdsReserved bool `protobuf:"varint,4,opt,name=fragment_ids_reserved,json=fragmentIdsReserved,proto3" json:"fragment_ids_reserved,omitempty"`
 	// Types that are valid to be assigned to Remap:
 	//
 	//	*Rewrite_RewrittenIndices
@@ -1505,6 +1509,13 @@ func (x *Rewrite) GetGroups() []*RewriteGroup {
 		return x.Groups
 	}
 	return nil
+}
+
+func (x *Rewrite) GetFragmentIdsReserved() bool {
+	if x != nil {
+		return x.FragmentIdsReserved
+	}
+	return false
 }
 
 func (x *Rewrite) GetRemap() isRewrite_Remap {
@@ -1677,6 +1688,52 @@ func (x *MergeSSTables) GetRemovedFragmentIds() []uint32 {
 	return nil
 }
 
+// Reserves fragment ids by advancing max_fragment_id; compatible with every
+// operation, like Append.
+type ReserveFragments struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NumFragments  uint32                 `protobuf:"varint,1,opt,name=num_fragments,json=numFragments,proto3" json:"num_fragments,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReserveFragments) Reset() {
+	*x = ReserveFragments{}
+	mi := &file_compactord_v1_compactord_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReserveFragments) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReserveFragments) ProtoMessage() {}
+
+func (x *ReserveFragments) ProtoReflect() protoreflect.Message {
+	mi := &file_compactord_v1_compactord_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReserveFragments.ProtoReflect.Descriptor instead.
+func (*ReserveFragments) Descriptor() ([]byte, []int) {
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ReserveFragments) GetNumFragments() uint32 {
+	if x != nil {
+		return x.NumFragments
+	}
+	return 0
+}
+
 type ConfigureMemWal struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	Shards            []string               `protobuf:"bytes,1,rep,name=shards,proto3" json:"shards,omitempty"`
@@ -1687,7 +1744,7 @@ type ConfigureMemWal struct {
 
 func (x *ConfigureMemWal) Reset() {
 	*x = ConfigureMemWal{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[22]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1699,7 +1756,7 @@ func (x *ConfigureMemWal) String() string {
 func (*ConfigureMemWal) ProtoMessage() {}
 
 func (x *ConfigureMemWal) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[22]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1712,7 +1769,7 @@ func (x *ConfigureMemWal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureMemWal.ProtoReflect.Descriptor instead.
 func (*ConfigureMemWal) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{22}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ConfigureMemWal) GetShards() []string {
@@ -1744,6 +1801,7 @@ type Transaction struct {
 	//	*Transaction_CreateIndex
 	//	*Transaction_MergeSstables
 	//	*Transaction_ConfigureMemWal
+	//	*Transaction_ReserveFragments
 	Operation     isTransaction_Operation `protobuf_oneof:"operation"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1751,7 +1809,7 @@ type Transaction struct {
 
 func (x *Transaction) Reset() {
 	*x = Transaction{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[23]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1763,7 +1821,7 @@ func (x *Transaction) String() string {
 func (*Transaction) ProtoMessage() {}
 
 func (x *Transaction) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[23]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1776,7 +1834,7 @@ func (x *Transaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transaction.ProtoReflect.Descriptor instead.
 func (*Transaction) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{23}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Transaction) GetReadVersion() uint64 {
@@ -1877,6 +1935,15 @@ func (x *Transaction) GetConfigureMemWal() *ConfigureMemWal {
 	return nil
 }
 
+func (x *Transaction) GetReserveFragments() *ReserveFragments {
+	if x != nil {
+		if x, ok := x.Operation.(*Transaction_ReserveFragments); ok {
+			return x.ReserveFragments
+		}
+	}
+	return nil
+}
+
 type isTransaction_Operation interface {
 	isTransaction_Operation()
 }
@@ -1909,6 +1976,10 @@ type Transaction_ConfigureMemWal struct {
 	ConfigureMemWal *ConfigureMemWal `protobuf:"bytes,16,opt,name=configure_mem_wal,json=configureMemWal,proto3,oneof"`
 }
 
+type Transaction_ReserveFragments struct {
+	ReserveFragments *ReserveFragments `protobuf:"bytes,17,opt,name=reserve_fragments,json=reserveFragments,proto3,oneof"`
+}
+
 func (*Transaction_Create) isTransaction_Operation() {}
 
 func (*Transaction_Append) isTransaction_Operation() {}
@@ -1922,6 +1993,8 @@ func (*Transaction_CreateIndex) isTransaction_Operation() {}
 func (*Transaction_MergeSstables) isTransaction_Operation() {}
 
 func (*Transaction_ConfigureMemWal) isTransaction_Operation() {}
+
+func (*Transaction_ReserveFragments) isTransaction_Operation() {}
 
 type SSTable struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -1941,7 +2014,7 @@ type SSTable struct {
 
 func (x *SSTable) Reset() {
 	*x = SSTable{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[24]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1953,7 +2026,7 @@ func (x *SSTable) String() string {
 func (*SSTable) ProtoMessage() {}
 
 func (x *SSTable) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[24]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1966,7 +2039,7 @@ func (x *SSTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SSTable.ProtoReflect.Descriptor instead.
 func (*SSTable) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{24}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SSTable) GetGeneration() uint64 {
@@ -2047,7 +2120,7 @@ type ShardManifest struct {
 
 func (x *ShardManifest) Reset() {
 	*x = ShardManifest{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[25]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2059,7 +2132,7 @@ func (x *ShardManifest) String() string {
 func (*ShardManifest) ProtoMessage() {}
 
 func (x *ShardManifest) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[25]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2072,7 +2145,7 @@ func (x *ShardManifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardManifest.ProtoReflect.Descriptor instead.
 func (*ShardManifest) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{25}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ShardManifest) GetShardId() string {
@@ -2163,7 +2236,7 @@ type Value struct {
 
 func (x *Value) Reset() {
 	*x = Value{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[26]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2175,7 +2248,7 @@ func (x *Value) String() string {
 func (*Value) ProtoMessage() {}
 
 func (x *Value) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[26]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2188,7 +2261,7 @@ func (x *Value) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Value.ProtoReflect.Descriptor instead.
 func (*Value) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{26}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Value) GetKind() isValue_Kind {
@@ -2319,7 +2392,7 @@ type WalRecord struct {
 
 func (x *WalRecord) Reset() {
 	*x = WalRecord{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[27]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2331,7 +2404,7 @@ func (x *WalRecord) String() string {
 func (*WalRecord) ProtoMessage() {}
 
 func (x *WalRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[27]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2344,7 +2417,7 @@ func (x *WalRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WalRecord.ProtoReflect.Descriptor instead.
 func (*WalRecord) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{27}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WalRecord) GetOp() RowOp {
@@ -2373,7 +2446,7 @@ type WalEntry struct {
 
 func (x *WalEntry) Reset() {
 	*x = WalEntry{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[28]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2385,7 +2458,7 @@ func (x *WalEntry) String() string {
 func (*WalEntry) ProtoMessage() {}
 
 func (x *WalEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[28]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2398,7 +2471,7 @@ func (x *WalEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WalEntry.ProtoReflect.Descriptor instead.
 func (*WalEntry) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{28}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WalEntry) GetShardId() string {
@@ -2440,7 +2513,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[29]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2452,7 +2525,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[29]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2465,7 +2538,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{29}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Lease) GetHolder() string {
@@ -2605,9 +2678,10 @@ const file_compactord_v1_compactord_proto_rawDesc = "" +
 	"\x10RewrittenIndices\x12=\n" +
 	"\vnew_indices\x18\x01 \x03(\v2\x1c.compactord.v1.IndexMetadataR\n" +
 	"newIndices\x12.\n" +
-	"\x13removed_index_uuids\x18\x02 \x03(\tR\x11removedIndexUuids\"\xe8\x01\n" +
+	"\x13removed_index_uuids\x18\x02 \x03(\tR\x11removedIndexUuids\"\x9c\x02\n" +
 	"\aRewrite\x123\n" +
-	"\x06groups\x18\x01 \x03(\v2\x1b.compactord.v1.RewriteGroupR\x06groups\x12N\n" +
+	"\x06groups\x18\x01 \x03(\v2\x1b.compactord.v1.RewriteGroupR\x06groups\x122\n" +
+	"\x15fragment_ids_reserved\x18\x04 \x01(\bR\x13fragmentIdsReserved\x12N\n" +
 	"\x11rewritten_indices\x18\x02 \x01(\v2\x1f.compactord.v1.RewrittenIndicesH\x00R\x10rewrittenIndices\x12O\n" +
 	"\x12frag_reuse_version\x18\x03 \x01(\v2\x1f.compactord.v1.FragReuseVersionH\x00R\x10fragReuseVersionB\a\n" +
 	"\x05remap\"|\n" +
@@ -2620,10 +2694,12 @@ const file_compactord_v1_compactord_proto_rawDesc = "" +
 	"\x12through_generation\x18\x02 \x01(\x04R\x11throughGeneration\x12<\n" +
 	"\rnew_fragments\x18\x03 \x03(\v2\x17.compactord.v1.FragmentR\fnewFragments\x12D\n" +
 	"\x11updated_fragments\x18\x04 \x03(\v2\x17.compactord.v1.FragmentR\x10updatedFragments\x120\n" +
-	"\x14removed_fragment_ids\x18\x05 \x03(\rR\x12removedFragmentIds\"X\n" +
+	"\x14removed_fragment_ids\x18\x05 \x03(\rR\x12removedFragmentIds\"7\n" +
+	"\x10ReserveFragments\x12#\n" +
+	"\rnum_fragments\x18\x01 \x01(\rR\fnumFragments\"X\n" +
 	"\x0fConfigureMemWal\x12\x16\n" +
 	"\x06shards\x18\x01 \x03(\tR\x06shards\x12-\n" +
-	"\x12maintained_indexes\x18\x02 \x03(\tR\x11maintainedIndexes\"\xab\x04\n" +
+	"\x12maintained_indexes\x18\x02 \x03(\tR\x11maintainedIndexes\"\xfb\x04\n" +
 	"\vTransaction\x12!\n" +
 	"\fread_version\x18\x01 \x01(\x04R\vreadVersion\x12\x12\n" +
 	"\x04uuid\x18\x02 \x01(\tR\x04uuid\x12\x10\n" +
@@ -2636,7 +2712,8 @@ const file_compactord_v1_compactord_proto_rawDesc = "" +
 	"\arewrite\x18\r \x01(\v2\x16.compactord.v1.RewriteH\x00R\arewrite\x12?\n" +
 	"\fcreate_index\x18\x0e \x01(\v2\x1a.compactord.v1.CreateIndexH\x00R\vcreateIndex\x12E\n" +
 	"\x0emerge_sstables\x18\x0f \x01(\v2\x1c.compactord.v1.MergeSSTablesH\x00R\rmergeSstables\x12L\n" +
-	"\x11configure_mem_wal\x18\x10 \x01(\v2\x1e.compactord.v1.ConfigureMemWalH\x00R\x0fconfigureMemWalB\v\n" +
+	"\x11configure_mem_wal\x18\x10 \x01(\v2\x1e.compactord.v1.ConfigureMemWalH\x00R\x0fconfigureMemWal\x12N\n" +
+	"\x11reserve_fragments\x18\x11 \x01(\v2\x1f.compactord.v1.ReserveFragmentsH\x00R\x10reserveFragmentsB\v\n" +
 	"\toperation\"\xf3\x01\n" +
 	"\aSSTable\x12\x1e\n" +
 	"\n" +
@@ -2711,7 +2788,7 @@ func file_compactord_v1_compactord_proto_rawDescGZIP() []byte {
 }
 
 var file_compactord_v1_compactord_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_compactord_v1_compactord_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_compactord_v1_compactord_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_compactord_v1_compactord_proto_goTypes = []any{
 	(FieldType)(0),                // 0: compactord.v1.FieldType
 	(ShardStatus)(0),              // 1: compactord.v1.ShardStatus
@@ -2738,19 +2815,20 @@ var file_compactord_v1_compactord_proto_goTypes = []any{
 	(*Rewrite)(nil),               // 22: compactord.v1.Rewrite
 	(*CreateIndex)(nil),           // 23: compactord.v1.CreateIndex
 	(*MergeSSTables)(nil),         // 24: compactord.v1.MergeSSTables
-	(*ConfigureMemWal)(nil),       // 25: compactord.v1.ConfigureMemWal
-	(*Transaction)(nil),           // 26: compactord.v1.Transaction
-	(*SSTable)(nil),               // 27: compactord.v1.SSTable
-	(*ShardManifest)(nil),         // 28: compactord.v1.ShardManifest
-	(*Value)(nil),                 // 29: compactord.v1.Value
-	(*WalRecord)(nil),             // 30: compactord.v1.WalRecord
-	(*WalEntry)(nil),              // 31: compactord.v1.WalEntry
-	(*Lease)(nil),                 // 32: compactord.v1.Lease
-	nil,                           // 33: compactord.v1.ShardGenerations.GenerationsEntry
-	nil,                           // 34: compactord.v1.MemWalIndexDetails.CompactedSstablesEntry
-	nil,                           // 35: compactord.v1.MemWalIndexDetails.IndexCatchupEntry
-	nil,                           // 36: compactord.v1.Manifest.ConfigEntry
-	nil,                           // 37: compactord.v1.Create.ConfigEntry
+	(*ReserveFragments)(nil),      // 25: compactord.v1.ReserveFragments
+	(*ConfigureMemWal)(nil),       // 26: compactord.v1.ConfigureMemWal
+	(*Transaction)(nil),           // 27: compactord.v1.Transaction
+	(*SSTable)(nil),               // 28: compactord.v1.SSTable
+	(*ShardManifest)(nil),         // 29: compactord.v1.ShardManifest
+	(*Value)(nil),                 // 30: compactord.v1.Value
+	(*WalRecord)(nil),             // 31: compactord.v1.WalRecord
+	(*WalEntry)(nil),              // 32: compactord.v1.WalEntry
+	(*Lease)(nil),                 // 33: compactord.v1.Lease
+	nil,                           // 34: compactord.v1.ShardGenerations.GenerationsEntry
+	nil,                           // 35: compactord.v1.MemWalIndexDetails.CompactedSstablesEntry
+	nil,                           // 36: compactord.v1.MemWalIndexDetails.IndexCatchupEntry
+	nil,                           // 37: compactord.v1.Manifest.ConfigEntry
+	nil,                           // 38: compactord.v1.Create.ConfigEntry
 }
 var file_compactord_v1_compactord_proto_depIdxs = []int32{
 	0,  // 0: compactord.v1.Field.type:type_name -> compactord.v1.FieldType
@@ -2760,9 +2838,9 @@ var file_compactord_v1_compactord_proto_depIdxs = []int32{
 	9,  // 4: compactord.v1.IndexMetadata.scalar:type_name -> compactord.v1.ScalarIndexDetails
 	11, // 5: compactord.v1.IndexMetadata.mem_wal:type_name -> compactord.v1.MemWalIndexDetails
 	15, // 6: compactord.v1.IndexMetadata.frag_reuse:type_name -> compactord.v1.FragReuseIndexDetails
-	33, // 7: compactord.v1.ShardGenerations.generations:type_name -> compactord.v1.ShardGenerations.GenerationsEntry
-	34, // 8: compactord.v1.MemWalIndexDetails.compacted_sstables:type_name -> compactord.v1.MemWalIndexDetails.CompactedSstablesEntry
-	35, // 9: compactord.v1.MemWalIndexDetails.index_catchup:type_name -> compactord.v1.MemWalIndexDetails.IndexCatchupEntry
+	34, // 7: compactord.v1.ShardGenerations.generations:type_name -> compactord.v1.ShardGenerations.GenerationsEntry
+	35, // 8: compactord.v1.MemWalIndexDetails.compacted_sstables:type_name -> compactord.v1.MemWalIndexDetails.CompactedSstablesEntry
+	36, // 9: compactord.v1.MemWalIndexDetails.index_catchup:type_name -> compactord.v1.MemWalIndexDetails.IndexCatchupEntry
 	12, // 10: compactord.v1.FragReuseGroup.old_fragments:type_name -> compactord.v1.FragDigest
 	12, // 11: compactord.v1.FragReuseGroup.new_fragments:type_name -> compactord.v1.FragDigest
 	13, // 12: compactord.v1.FragReuseVersion.groups:type_name -> compactord.v1.FragReuseGroup
@@ -2770,9 +2848,9 @@ var file_compactord_v1_compactord_proto_depIdxs = []int32{
 	4,  // 14: compactord.v1.Manifest.schema:type_name -> compactord.v1.Schema
 	7,  // 15: compactord.v1.Manifest.fragments:type_name -> compactord.v1.Fragment
 	8,  // 16: compactord.v1.Manifest.indices:type_name -> compactord.v1.IndexMetadata
-	36, // 17: compactord.v1.Manifest.config:type_name -> compactord.v1.Manifest.ConfigEntry
+	37, // 17: compactord.v1.Manifest.config:type_name -> compactord.v1.Manifest.ConfigEntry
 	4,  // 18: compactord.v1.Create.schema:type_name -> compactord.v1.Schema
-	37, // 19: compactord.v1.Create.config:type_name -> compactord.v1.Create.ConfigEntry
+	38, // 19: compactord.v1.Create.config:type_name -> compactord.v1.Create.ConfigEntry
 	7,  // 20: compactord.v1.Append.fragments:type_name -> compactord.v1.Fragment
 	7,  // 21: compactord.v1.Delete.updated_fragments:type_name -> compactord.v1.Fragment
 	7,  // 22: compactord.v1.RewriteGroup.old_fragments:type_name -> compactord.v1.Fragment
@@ -2790,18 +2868,19 @@ var file_compactord_v1_compactord_proto_depIdxs = []int32{
 	22, // 34: compactord.v1.Transaction.rewrite:type_name -> compactord.v1.Rewrite
 	23, // 35: compactord.v1.Transaction.create_index:type_name -> compactord.v1.CreateIndex
 	24, // 36: compactord.v1.Transaction.merge_sstables:type_name -> compactord.v1.MergeSSTables
-	25, // 37: compactord.v1.Transaction.configure_mem_wal:type_name -> compactord.v1.ConfigureMemWal
-	27, // 38: compactord.v1.ShardManifest.sstables:type_name -> compactord.v1.SSTable
-	1,  // 39: compactord.v1.ShardManifest.status:type_name -> compactord.v1.ShardStatus
-	2,  // 40: compactord.v1.WalRecord.op:type_name -> compactord.v1.RowOp
-	29, // 41: compactord.v1.WalRecord.values:type_name -> compactord.v1.Value
-	30, // 42: compactord.v1.WalEntry.records:type_name -> compactord.v1.WalRecord
-	10, // 43: compactord.v1.MemWalIndexDetails.IndexCatchupEntry.value:type_name -> compactord.v1.ShardGenerations
-	44, // [44:44] is the sub-list for method output_type
-	44, // [44:44] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	26, // 37: compactord.v1.Transaction.configure_mem_wal:type_name -> compactord.v1.ConfigureMemWal
+	25, // 38: compactord.v1.Transaction.reserve_fragments:type_name -> compactord.v1.ReserveFragments
+	28, // 39: compactord.v1.ShardManifest.sstables:type_name -> compactord.v1.SSTable
+	1,  // 40: compactord.v1.ShardManifest.status:type_name -> compactord.v1.ShardStatus
+	2,  // 41: compactord.v1.WalRecord.op:type_name -> compactord.v1.RowOp
+	30, // 42: compactord.v1.WalRecord.values:type_name -> compactord.v1.Value
+	31, // 43: compactord.v1.WalEntry.records:type_name -> compactord.v1.WalRecord
+	10, // 44: compactord.v1.MemWalIndexDetails.IndexCatchupEntry.value:type_name -> compactord.v1.ShardGenerations
+	45, // [45:45] is the sub-list for method output_type
+	45, // [45:45] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_compactord_v1_compactord_proto_init() }
@@ -2819,7 +2898,7 @@ func file_compactord_v1_compactord_proto_init() {
 		(*Rewrite_RewrittenIndices)(nil),
 		(*Rewrite_FragReuseVersion)(nil),
 	}
-	file_compactord_v1_compactord_proto_msgTypes[23].OneofWrappers = []any{
+	file_compactord_v1_compactord_proto_msgTypes[24].OneofWrappers = []any{
 		(*Transaction_Create)(nil),
 		(*Transaction_Append)(nil),
 		(*Transaction_Delete)(nil),
@@ -2827,8 +2906,9 @@ func file_compactord_v1_compactord_proto_init() {
 		(*Transaction_CreateIndex)(nil),
 		(*Transaction_MergeSstables)(nil),
 		(*Transaction_ConfigureMemWal)(nil),
+		(*Transaction_ReserveFragments)(nil),
 	}
-	file_compactord_v1_compactord_proto_msgTypes[26].OneofWrappers = []any{
+	file_compactord_v1_compactord_proto_msgTypes[27].OneofWrappers = []any{
 		(*Value_Null)(nil),
 		(*Value_Int64)(nil),
 		(*Value_Float64)(nil),
@@ -2843,7 +2923,7 @@ func file_compactord_v1_compactord_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_compactord_v1_compactord_proto_rawDesc), len(file_compactord_v1_compactord_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   35,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

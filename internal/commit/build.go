@@ -36,12 +36,14 @@ func OpName(t *pb.Transaction) string {
 		return "merge_sstables"
 	case *pb.Transaction_ConfigureMemWal:
 		return "configure_mem_wal"
+	case *pb.Transaction_ReserveFragments:
+		return "reserve_fragments"
 	}
 	return "unknown"
 }
 
 // OpNames lists every operation name (for pre-created metric series).
-var OpNames = []string{"create", "append", "delete", "rewrite", "create_index", "merge_sstables", "configure_mem_wal"}
+var OpNames = []string{"create", "append", "delete", "rewrite", "create_index", "merge_sstables", "configure_mem_wal", "reserve_fragments"}
 
 // BuildManifest returns the version that txn makes on top of head. read is
 // the manifest at txn.read_version (nil only for creation).
@@ -92,6 +94,16 @@ func BuildManifest(head *pb.Manifest, txn *pb.Transaction, read *pb.Manifest) (*
 		err = applyCreateIndex(next, op.CreateIndex)
 	case *pb.Transaction_ConfigureMemWal:
 		err = applyConfigureMemWal(next, op.ConfigureMemWal)
+	case *pb.Transaction_ReserveFragments:
+		n := op.ReserveFragments.NumFragments
+		if n == 0 {
+			return nil, fmt.Errorf("reserve fragments: zero fragments")
+		}
+		top := n - 1
+		if next.MaxFragmentId != nil {
+			top = *next.MaxFragmentId + n
+		}
+		next.MaxFragmentId = proto.Uint32(top)
 	default:
 		err = fmt.Errorf("transaction %s has no operation", txn.Uuid)
 	}
@@ -288,7 +300,19 @@ func applyRewrite(head, m *pb.Manifest, op *pb.Rewrite) error {
 		frv = proto.Clone(v).(*pb.FragReuseVersion)
 	}
 	for gi, g := range op.Groups {
-		assigned := assignFragmentIDs(m, g.NewFragments)
+		var assigned []*pb.Fragment
+		if op.FragmentIdsReserved {
+			for _, f := range g.NewFragments {
+				if m.MaxFragmentId == nil || f.Id > *m.MaxFragmentId || table.FragmentByID(m, f.Id) != nil {
+					return fmt.Errorf("rewrite: fragment id %d was not reserved", f.Id)
+				}
+				nf := proto.Clone(f).(*pb.Fragment)
+				m.Fragments = append(m.Fragments, nf)
+				assigned = append(assigned, nf)
+			}
+		} else {
+			assigned = assignFragmentIDs(m, g.NewFragments)
+		}
 		// A rebase can delete every row of a new fragment: it keeps its id
 		// (the row map counts it) but leaves the manifest.
 		m.Fragments = slices.DeleteFunc(m.Fragments, func(f *pb.Fragment) bool {

@@ -98,7 +98,7 @@ func Classify(ours, theirs *pb.Transaction) Verdict {
 	case *pb.Transaction_Create:
 		return Verdict{Incompatible, "the table already exists"}
 
-	case *pb.Transaction_Append:
+	case *pb.Transaction_Append, *pb.Transaction_ReserveFragments:
 		return ok
 
 	case *pb.Transaction_Delete, *pb.Transaction_MergeSstables:
