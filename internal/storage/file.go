@@ -1,0 +1,447 @@
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// LocalPather is implemented by buckets whose objects are plain local files.
+// Callers may os.Open the returned path to read an object without going
+// through the Bucket (Parquet readers want an *os.File for pread). The path
+// must only be read: writes must go through the Bucket to stay atomic.
+type LocalPather interface {
+	// LocalPath returns the file that holds key, and false if the bucket has
+	// no local file for it (the key is invalid or the bucket is remote). It
+	// does not check that the object exists.
+	LocalPath(key string) (string, bool)
+}
+
+// fileBucket stores objects as files under root, directly on the OS.
+//
+// gocloud's fileblob is not used: its IfNotExist is a stat followed by a
+// rename, so two concurrent writers can both "win". Here every write goes to
+// a temporary file in the destination directory, is fsynced, and is then
+// published atomically: rename(2) for overwriting writes, link(2) for
+// PutIfAbsent (link fails with EEXIST if the name exists, which is atomic
+// across processes on any POSIX filesystem). There are no attribute sidecars.
+//
+// Directories are created on demand and never removed: removing an empty
+// parent would race with a concurrent write into it.
+type fileBucket struct {
+	root string
+}
+
+var (
+	_ Bucket      = (*fileBucket)(nil)
+	_ LocalPather = (*fileBucket)(nil)
+)
+
+func openFile(root string) (*fileBucket, error) {
+	if root == "" {
+		return nil, errors.New("file bucket: empty root path")
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("file bucket %s: %w", root, err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("file bucket %s: %w", abs, err)
+	}
+	return &fileBucket{root: abs}, nil
+}
+
+func (b *fileBucket) path(key string) (string, error) {
+	if err := ValidateKey(key); err != nil {
+		return "", err
+	}
+	return filepath.Join(b.root, filepath.FromSlash(key)), nil
+}
+
+// LocalPath implements LocalPather.
+func (b *fileBucket) LocalPath(key string) (string, bool) {
+	p, err := b.path(key)
+	return p, err == nil
+}
+
+// fileErr classifies an OS error from a read. It also turns the errors the OS gives for a key that names a directory, or
+// passes through a file, into ErrNotFound: in object-store terms the object
+// simply does not exist.
+func fileErr(err error) error {
+	if errors.Is(err, syscall.EISDIR) || errors.Is(err, syscall.ENOTDIR) {
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	return classify(err)
+}
+
+func (b *fileBucket) Get(ctx context.Context, key string) ([]byte, error) {
+	p, err := b.path(key)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", key, fileErr(err))
+	}
+	return data, nil
+}
+
+func (b *fileBucket) NewRangeReader(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	p, err := b.path(key)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	if offset < 0 {
+		return nil, fmt.Errorf("read %s: negative offset %d", key, offset)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, fileErr(err))
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.IsDir() {
+		err = fmt.Errorf("%w: %s is a directory", ErrNotFound, key)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	var r io.Reader = f
+	if offset > 0 || length >= 0 {
+		if length < 0 {
+			length = max(fi.Size()-offset, 0)
+		}
+		r = io.NewSectionReader(f, offset, length)
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{r, f}, nil
+}
+
+func (b *fileBucket) Put(ctx context.Context, key string, data []byte) error {
+	w, err := b.newWriter(ctx, key)
+	if err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	if _, err := w.f.Write(data); err != nil {
+		w.abort()
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	return nil
+}
+
+func (b *fileBucket) NewWriter(ctx context.Context, key string) (io.WriteCloser, error) {
+	w, err := b.newWriter(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", key, err)
+	}
+	return w, nil
+}
+
+func (b *fileBucket) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	w, err := b.newWriter(ctx, key)
+	if err != nil {
+		return fmt.Errorf("put-if-absent %s: %w", key, err)
+	}
+	w.exclusive = true
+	if _, err := w.f.Write(data); err != nil {
+		w.abort()
+		return fmt.Errorf("put-if-absent %s: %w", key, err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("put-if-absent %s: %w", key, err)
+	}
+	return nil
+}
+
+// fileWriter writes a temporary file next to its destination and publishes it
+// on Close.
+type fileWriter struct {
+	ctx       context.Context
+	f         *os.File
+	final     string
+	exclusive bool // publish with link(2): fail if final exists
+	done      bool
+}
+
+func (b *fileBucket) newWriter(ctx context.Context, key string) (*fileWriter, error) {
+	final, err := b.path(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(final)
+	f, err := createTemp(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = b.mkdirAll(dir); err == nil {
+			f, err = createTemp(dir)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &fileWriter{ctx: ctx, f: f, final: final}, nil
+}
+
+// mkdirAll creates dir and any missing parents below the root, fsyncing each
+// parent whose entries it changed so that a crash cannot lose a directory
+// holding a durably written object.
+func (b *fileBucket) mkdirAll(dir string) error {
+	rel, err := filepath.Rel(b.root, dir)
+	if err != nil || rel == "." {
+		return err
+	}
+	cur := b.root
+	for seg := range strings.SplitSeq(rel, string(filepath.Separator)) {
+		parent := cur
+		cur = filepath.Join(cur, seg)
+		err := os.Mkdir(cur, 0o755)
+		if errors.Is(err, fs.ErrExist) {
+			continue // exists (as a directory or not: the next step tells)
+		}
+		if err != nil {
+			return err
+		}
+		if err := syncDir(parent); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createTemp creates a temporary file in dir. It does not use os.CreateTemp
+// so that the name is exactly tmpPrefix plus random hex, which List relies on.
+func createTemp(dir string) (*os.File, error) {
+	for range 10 {
+		var rnd [12]byte
+		_, _ = rand.Read(rnd[:])
+		name := filepath.Join(dir, tmpPrefix+hex.EncodeToString(rnd[:]))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, err
+	}
+	return nil, fmt.Errorf("create temporary file in %s: too many collisions", dir)
+}
+
+func (w *fileWriter) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, errors.New("write after close")
+	}
+	if err := w.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return w.f.Write(p)
+}
+
+// abort removes the temporary file. It is idempotent.
+func (w *fileWriter) abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	w.f.Close()
+	os.Remove(w.f.Name())
+}
+
+// Close publishes the object: fsync the data, then rename (or link, for an
+// exclusive write) the temporary file onto its final name, then fsync the
+// directory so the new name survives a crash. The temporary file is always
+// removed. A canceled context abandons the write.
+func (w *fileWriter) Close() error {
+	if w.done {
+		return errors.New("close: already closed")
+	}
+	tmp := w.f.Name()
+	defer w.abort()
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	if err := w.f.Sync(); err != nil {
+		return err
+	}
+	if err := w.f.Close(); err != nil {
+		return err
+	}
+	var err error
+	if w.exclusive {
+		err = os.Link(tmp, w.final)
+	} else {
+		err = os.Rename(tmp, w.final)
+	}
+	if err != nil {
+		// A directory holding longer keys ("a/b") occupies the name: that
+		// is a key-layout conflict, not a lost race.
+		if fi, serr := os.Lstat(w.final); serr == nil && fi.IsDir() {
+			return fmt.Errorf("a directory of longer keys occupies %s: %w", w.final, err)
+		}
+		return classify(err)
+	}
+	return syncDir(filepath.Dir(w.final))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (b *fileBucket) Attributes(ctx context.Context, key string) (Attrs, error) {
+	p, err := b.path(key)
+	if err != nil {
+		return Attrs{}, fmt.Errorf("attributes %s: %w", key, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return Attrs{}, fmt.Errorf("attributes %s: %w", key, err)
+	}
+	fi, err := os.Stat(p)
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%w: not a regular file", ErrNotFound)
+	}
+	if err != nil {
+		return Attrs{}, fmt.Errorf("attributes %s: %w", key, fileErr(err))
+	}
+	return Attrs{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}, nil
+}
+
+// List walks the tree depth-first. Within a directory, entries are ordered by
+// name, with a directory compared as name+"/": every key below directory "a"
+// starts with "a/", so this order makes the walk visit keys in exactly the
+// lexical order of their full slash-separated keys (e.g. "a-b" before "a/c",
+// since '-' < '/').
+func (b *fileBucket) List(ctx context.Context, prefix string, fn func(Attrs) error) error {
+	if err := validatePrefix(prefix); err != nil {
+		return fmt.Errorf("list %s: %w", prefix, err)
+	}
+	// Start at the deepest directory the prefix names in full.
+	startRel := ""
+	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+		startRel = prefix[:i]
+	}
+	err := b.walk(ctx, startRel, prefix, fn)
+	var cbErr callbackError
+	if errors.As(err, &cbErr) {
+		return cbErr.err // fn's own error, returned as is
+	}
+	if err != nil {
+		return fmt.Errorf("list %s: %w", prefix, err)
+	}
+	return nil
+}
+
+// callbackError carries an error returned by a List callback up the walk.
+type callbackError struct{ err error }
+
+func (e callbackError) Error() string { return e.err.Error() }
+
+func (b *fileBucket) walk(ctx context.Context, rel, prefix string, fn func(Attrs) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(filepath.Join(b.root, filepath.FromSlash(rel)))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil // nothing under this prefix
+		}
+		return err
+	}
+	type entry struct {
+		sortKey string
+		e       fs.DirEntry
+	}
+	sorted := make([]entry, 0, len(entries))
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, tmpPrefix) {
+			continue
+		}
+		k := name
+		if e.IsDir() {
+			k += "/"
+		}
+		sorted = append(sorted, entry{k, e})
+	}
+	slices.SortFunc(sorted, func(a, b entry) int { return strings.Compare(a.sortKey, b.sortKey) })
+
+	for _, s := range sorted {
+		key := s.e.Name()
+		if rel != "" {
+			key = rel + "/" + key
+		}
+		if s.e.IsDir() {
+			// Descend only if the directory can hold keys with the prefix.
+			d := key + "/"
+			if strings.HasPrefix(d, prefix) || strings.HasPrefix(prefix, d) {
+				if err := b.walk(ctx, key, prefix, fn); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if !strings.HasPrefix(key, prefix) || !s.e.Type().IsRegular() {
+			continue
+		}
+		fi, err := s.e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted since ReadDir
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(Attrs{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}); err != nil {
+			return callbackError{err}
+		}
+	}
+	return nil
+}
+
+func (b *fileBucket) Delete(ctx context.Context, key string) error {
+	p, err := b.path(key)
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	fi, err := os.Lstat(p)
+	if err == nil && fi.IsDir() {
+		err = fmt.Errorf("%w: %s is a directory", ErrNotFound, key)
+	}
+	if err == nil {
+		err = os.Remove(p)
+	}
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", key, fileErr(err))
+	}
+	return nil
+}
+
+func (b *fileBucket) Close() error { return nil }
