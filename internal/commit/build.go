@@ -349,16 +349,10 @@ func addFragReuseVersion(head, m *pb.Manifest, v *pb.FragReuseVersion) error {
 	for _, f := range head.Fragments {
 		live.Add(f.Id)
 	}
-	var bitmaps []*roaring.Bitmap
-	for _, ix := range head.Indices {
-		if table.IsSystemIndex(ix) || ix.FragmentBitmap == nil {
-			continue
-		}
-		bm := roaring.New()
-		if err := bm.UnmarshalBinary(ix.FragmentBitmap); err != nil {
-			return fmt.Errorf("index %s (%s): %w: fragment bitmap: %v", ix.Name, ix.Uuid, table.ErrCorrupt, err)
-		}
-		bitmaps = append(bitmaps, fri.RemapBitmap(bm, ix.DatasetVersion, prior))
+	// nil entries (unknown coverage) make Skip refuse to skip.
+	bitmaps, err := fri.LoadCoverage(head.Indices, prior)
+	if err != nil {
+		return fmt.Errorf("fragment reuse: %w", err)
 	}
 	removed := fri.RemovedFragments(bitmaps, live)
 	// Lance #7774: no index covers any rewritten fragment and nothing was

@@ -155,6 +155,11 @@ func Classify(ours, theirs *pb.Transaction) Verdict {
 			return ok
 		}
 		if tc := theirs.GetCreateIndex(); tc != nil {
+			// Our segment's data may predate FRI versions that their trim
+			// dropped; it could no longer be remapped.
+			if touchesSystem(tc.NewIndices, table.FragReuseIndexName) && hasUserIndex(ci.NewIndices) {
+				return retry("the FRI was trimmed since our read; our segment may need a version it dropped")
+			}
 			if overlaps(ci.RemovedIndexUuids, tc.RemovedIndexUuids) {
 				return retry("the segments we replace were replaced since our read")
 			}
@@ -179,6 +184,15 @@ func overlaps(a, b []string) bool {
 			if x == y {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+func hasUserIndex(ixs []*pb.IndexMetadata) bool {
+	for _, ix := range ixs {
+		if !table.IsSystemIndex(ix) {
+			return true
 		}
 	}
 	return false
