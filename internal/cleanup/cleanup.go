@@ -2,14 +2,10 @@ package cleanup
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	pb "github.com/compactord/compactord/gen/compactordv1"
 	"github.com/compactord/compactord/internal/inflight"
@@ -151,31 +147,30 @@ func Run(ctx context.Context, b storage.Bucket, cfg Config, now time.Time) (*Res
 		return res, nil
 	}
 	// Versions first (oldest first), then files.
-	n, _, err := deleteAll(ctx, b, plan.DeleteVersions, cfg.Concurrency)
+	n, err := storage.DeleteAll(ctx, b, keys(plan.DeleteVersions), cfg.Concurrency)
 	res.DeletedVersion = n
 	if err != nil {
 		return res, err
 	}
-	n, bytes, err := deleteAll(ctx, b, plan.DeleteFiles, cfg.Concurrency)
-	res.DeletedFiles, res.BytesReclaimed = n, bytes
+	n, err = storage.DeleteAll(ctx, b, keys(plan.DeleteFiles), cfg.Concurrency)
+	res.DeletedFiles = n
+	if n == len(plan.DeleteFiles) {
+		res.BytesReclaimed = plan.Bytes
+	} else {
+		// Partial: count only what is certainly gone.
+		for _, a := range plan.DeleteFiles {
+			if _, serr := b.Attributes(ctx, a.Key); storage.IsNotFound(serr) {
+				res.BytesReclaimed += a.Bytes
+			}
+		}
+	}
 	return res, err
 }
 
-func deleteAll(ctx context.Context, b storage.Bucket, actions []Action, limit int) (int, int64, error) {
-	var n, bytes atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(limit)
-	for _, a := range actions {
-		g.Go(func() error {
-			err := b.Delete(gctx, a.Key)
-			if err != nil && !errors.Is(err, storage.ErrNotFound) {
-				return fmt.Errorf("delete %s: %w", a.Key, err)
-			}
-			n.Add(1)
-			bytes.Add(a.Bytes)
-			return nil
-		})
+func keys(as []Action) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.Key
 	}
-	err := g.Wait()
-	return int(n.Load()), bytes.Load(), err
+	return out
 }

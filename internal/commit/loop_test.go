@@ -22,7 +22,9 @@ import (
 	"github.com/compactord/compactord/internal/testutil"
 )
 
-func TestMain(m *testing.M) { testutil.Main(m, goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start")) }
+func TestMain(m *testing.M) {
+	testutil.Main(m, goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
+}
 
 type fixture struct {
 	bucket  storage.Bucket

@@ -2,13 +2,10 @@ package trim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/compactord/compactord/gen/compactordv1"
@@ -208,15 +205,15 @@ func trimShard(ctx context.Context, b storage.Bucket, cfg Config, latest, oldest
 	}); err != nil {
 		return err
 	}
-	if _, err := deleteAll(ctx, b, del, cfg.Concurrency); err != nil {
+	if _, err := storage.DeleteAll(ctx, b, del, cfg.Concurrency); err != nil {
 		return err
 	}
-	n, err := deleteAll(ctx, b, walDel, cfg.Concurrency)
+	n, err := storage.DeleteAll(ctx, b, walDel, cfg.Concurrency)
 	res.WALDeleted += n
 	if err != nil {
 		return err
 	}
-	n, err = deleteAll(ctx, b, old, cfg.Concurrency)
+	n, err = storage.DeleteAll(ctx, b, old, cfg.Concurrency)
 	res.ManifestsPruned += n
 	return err
 }
@@ -234,21 +231,4 @@ func sstGeneration(shard, key string) (uint64, bool) {
 		g = g*10 + uint64(c-'0')
 	}
 	return g, true
-}
-
-func deleteAll(ctx context.Context, b storage.Bucket, keys []string, limit int) (int, error) {
-	var n atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(limit)
-	for _, k := range keys {
-		g.Go(func() error {
-			if err := b.Delete(gctx, k); err != nil && !errors.Is(err, storage.ErrNotFound) {
-				return fmt.Errorf("delete %s: %w", k, err)
-			}
-			n.Add(1)
-			return nil
-		})
-	}
-	err := g.Wait()
-	return int(n.Load()), err
 }

@@ -1,0 +1,34 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// DeleteAll deletes keys with at most limit deletes in flight. A key that is
+// already gone counts as deleted (a rerun after a crash is idempotent). It
+// returns how many keys are now gone and the first error; on error some
+// deletes may not have been attempted.
+func DeleteAll(ctx context.Context, b Bucket, keys []string, limit int) (int, error) {
+	if limit < 1 {
+		return 0, fmt.Errorf("delete: concurrency must be at least 1, got %d", limit)
+	}
+	var n atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(limit)
+	for _, k := range keys {
+		g.Go(func() error {
+			if err := b.Delete(gctx, k); err != nil && !errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("delete %s: %w", k, err)
+			}
+			n.Add(1)
+			return nil
+		})
+	}
+	err := g.Wait()
+	return int(n.Load()), err
+}
