@@ -47,9 +47,11 @@ type Decision struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// Decide is the pure retirement rule. latest is the newest base manifest,
-// oldest the oldest retained one (may equal latest), shards the newest
-// manifest of each shard (nil entries are shards never claimed).
+// Decide is the pure retirement rule. latest is the newest base manifest;
+// oldest carries, per shard, the lowest compacted position among retained
+// versions that read the shard (see oldestReaders; the oldest retained
+// manifest itself when every version has the MemWAL); shards holds the
+// newest manifest of each shard (nil entries: never claimed).
 func Decide(latest, oldest *pb.Manifest, shards map[string]*pb.ShardManifest) []Decision {
 	d := table.MemWal(latest)
 	var oldCompacted map[string]uint64

@@ -79,11 +79,9 @@ func Run(ctx context.Context, b storage.Bucket, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	oldest := latest
-	if ov := versions[len(versions)-1]; ov != latest.Version {
-		if oldest, err = table.ReadManifest(ctx, b, ov); err != nil {
-			return nil, fmt.Errorf("read oldest retained version %d: %w", ov, err)
-		}
+	oldest, err := oldestReaders(ctx, b, versions, latest)
+	if err != nil {
+		return nil, err
 	}
 	shards := map[string]*pb.ShardManifest{}
 	for _, s := range d.Shards {
@@ -114,6 +112,38 @@ func Run(ctx context.Context, b storage.Bucket, cfg Config) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// oldestReaders returns, as a manifest whose MemWAL details hold per shard
+// the lowest compacted position of any retained version that reads that
+// shard's SSTables. A reader of version V reads the SSTables above V's
+// compacted position; a version from before the MemWAL (or the shard)
+// existed reads none. compacted_sstables only grows, so the oldest version
+// naming the shard has the lowest position; versions are read from the
+// oldest up until every shard is found.
+func oldestReaders(ctx context.Context, b storage.Bucket, versions []uint64, latest *pb.Manifest) (*pb.Manifest, error) {
+	want := map[string]bool{}
+	for _, s := range table.MemWal(latest).GetShards() {
+		want[s] = true
+	}
+	low := map[string]uint64{}
+	for i := len(versions) - 1; i >= 0 && len(low) < len(want); i-- {
+		m := latest
+		if versions[i] != latest.Version {
+			var err error
+			if m, err = table.ReadManifest(ctx, b, versions[i]); err != nil {
+				return nil, fmt.Errorf("read retained version %d: %w", versions[i], err)
+			}
+		}
+		d := table.MemWal(m)
+		for _, s := range d.GetShards() {
+			if _, seen := low[s]; !seen && want[s] {
+				low[s] = d.CompactedSstables[s]
+			}
+		}
+	}
+	return &pb.Manifest{Indices: []*pb.IndexMetadata{{Name: table.MemWalIndexName, Type: table.MemWalIndexName,
+		Details: &pb.IndexMetadata_MemWal{MemWal: &pb.MemWalIndexDetails{Shards: table.MemWal(latest).GetShards(), CompactedSstables: low}}}}}, nil
 }
 
 // trimShard publishes a shard manifest without the retired SSTables, then
