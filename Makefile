@@ -8,7 +8,7 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 TEST_FLAGS ?= -count=1 -timeout 20m
 BIN := bin/compactord
 
-.PHONY: build test proto lint bench run tools clean
+.PHONY: build test proto lint bench run demo-cli tools clean
 
 build:
 	$(GO) build -ldflags "-X github.com/compactord/compactord/internal/cli.Version=$$(git describe --always --dirty 2>/dev/null || echo dev)" -o $(BIN) ./cmd/compactord
@@ -40,8 +40,41 @@ lint:
 bench:
 	./scripts/bench.sh
 
+# The daemon with its demo workload on ./var/compactord-demo; status page on
+# http://127.0.0.1:9464/. Ctrl-C drains and exits 0. scripts/demo.sh is the
+# scripted CLI tour (make demo-cli).
 run: build
+	@mkdir -p var
+	./$(BIN) run --config configs/demo.yaml
+
+demo-cli: build
 	./scripts/demo.sh
 
 clean:
 	rm -rf bin var
+
+# ---- Deployment artifacts and integration servers (internal/e2e) ----------
+
+AZURITE_DIR := $(TOOLS)/azurite
+AZURITE_SRC := internal/e2e/testdata/azurite
+
+.PHONY: azurite deploy-check
+
+# Azurite, the Azure Blob Storage emulator the integration tests start, from
+# npm into tools/azurite, pinned by its lockfile.
+azurite: $(AZURITE_DIR)/node_modules/.bin/azurite-blob
+
+$(AZURITE_DIR)/node_modules/.bin/azurite-blob: $(AZURITE_SRC)/package.json $(AZURITE_SRC)/package-lock.json
+	mkdir -p $(AZURITE_DIR)
+	cp $(AZURITE_SRC)/package.json $(AZURITE_SRC)/package-lock.json $(AZURITE_DIR)/
+	cd $(AZURITE_DIR) && npm ci --no-audit --no-fund
+	touch $@
+
+# `make test` installs Azurite too: this line adds a prerequisite to the
+# tools target above without changing its rule.
+tools: azurite
+
+# The deployment artifacts alone, validated with the real tools (promtool,
+# systemd-analyze, the Dockerfile's build, the daemon's /metrics).
+deploy-check:
+	$(GO) test $(TEST_FLAGS) -run 'Test(Systemd|Kubernetes|Prometheus|RuleIntervals|Grafana|MetricsExist|Docker|ExampleConfigs)' ./internal/e2e

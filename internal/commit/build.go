@@ -89,7 +89,7 @@ func BuildManifest(head *pb.Manifest, txn *pb.Transaction, read *pb.Manifest) (*
 	case *pb.Transaction_MergeSstables:
 		err = applyMerge(next, op.MergeSstables)
 	case *pb.Transaction_Rewrite:
-		err = applyRewrite(head, next, op.Rewrite)
+		err = applyRewrite(head, read, next, op.Rewrite)
 	case *pb.Transaction_CreateIndex:
 		err = applyCreateIndex(next, op.CreateIndex)
 	case *pb.Transaction_ConfigureMemWal:
@@ -285,12 +285,10 @@ func applyCreateIndex(m *pb.Manifest, op *pb.CreateIndex) error {
 	return nil
 }
 
-func applyRewrite(head, m *pb.Manifest, op *pb.Rewrite) error {
-	var old []uint32
-	for _, g := range op.Groups {
-		for _, f := range g.OldFragments {
-			old = append(old, f.Id)
-		}
+func applyRewrite(head, read, m *pb.Manifest, op *pb.Rewrite) error {
+	old, err := liveOldFragments(head, read, op)
+	if err != nil {
+		return err
 	}
 	if err := applyFragmentChanges(m, nil, old); err != nil {
 		return &ConflictError{Class: ErrRetryable, Ours: "rewrite", Reason: err.Error()}
@@ -336,6 +334,56 @@ func applyRewrite(head, m *pb.Manifest, op *pb.Rewrite) error {
 	return addFragReuseVersion(head, m, frv)
 }
 
+// liveOldFragments returns the old fragments of a Rewrite that head still
+// has. An old fragment that was live at the read version but is gone from
+// head had every remaining row deleted by a Delete or MergeSSTables
+// committed since (one that another Rewrite consumed is retryable in
+// Classify and never gets here). The commit loop has rebased those
+// deletions onto our new fragments (rebaseRewrite), so the fragment is
+// skipped instead of failing the compaction and redoing it (Lance #6150,
+// #4604). As evidence of that rebase, the group's new fragments must carry
+// at least as many deleted rows as the vanished fragments had survivors;
+// otherwise their rows would come back.
+func liveOldFragments(head, read *pb.Manifest, op *pb.Rewrite) ([]uint32, error) {
+	inHead := make(map[uint32]bool, len(head.Fragments))
+	for _, f := range head.Fragments {
+		inHead[f.Id] = true
+	}
+	var inRead map[uint32]bool
+	var old []uint32
+	for _, g := range op.Groups {
+		var vanished uint64
+		for _, f := range g.OldFragments {
+			if inHead[f.Id] || read == nil {
+				old = append(old, f.Id)
+				continue
+			}
+			if inRead == nil {
+				inRead = make(map[uint32]bool, len(read.Fragments))
+				for _, rf := range read.Fragments {
+					inRead[rf.Id] = true
+				}
+			}
+			if !inRead[f.Id] {
+				old = append(old, f.Id) // applyFragmentChanges reports it
+				continue
+			}
+			vanished += table.LiveRows(f)
+		}
+		if vanished == 0 {
+			continue
+		}
+		var deleted uint64
+		for _, nf := range g.NewFragments {
+			deleted += nf.GetDeletionFile().GetNumDeleted()
+		}
+		if deleted < vanished {
+			return nil, &ConflictError{Class: ErrRetryable, Ours: "rewrite", Reason: "an old fragment was fully deleted since the read version and the rewrite was not rebased over it"}
+		}
+	}
+	return old, nil
+}
+
 // addFragReuseVersion records a deferred compaction in __frag_reuse.
 //
 // removed_fragments is computed here, against head, after the load-time
@@ -348,6 +396,14 @@ func addFragReuseVersion(head, m *pb.Manifest, v *pb.FragReuseVersion) error {
 	live := roaring.New()
 	for _, f := range head.Fragments {
 		live.Add(f.Id)
+	}
+	// Old fragments a rebased delete removed since the read are mapped by
+	// their group (onto new fragments that carry the deletions); they must
+	// not also be removed_fragments, which Compile rejects.
+	for _, g := range v.Groups {
+		for _, d := range g.OldFragments {
+			live.Add(d.Id)
+		}
 	}
 	// nil entries (unknown coverage) make Skip refuse to skip.
 	bitmaps, err := fri.LoadCoverage(head.Indices, prior)

@@ -160,6 +160,12 @@ func Classify(ours, theirs *pb.Transaction) Verdict {
 			if touchesSystem(tc.NewIndices, table.FragReuseIndexName) && hasUserIndex(ci.NewIndices) {
 				return retry("the FRI was trimmed since our read; our segment may need a version it dropped")
 			}
+			// The converse: our trim was decided without a segment added
+			// since our read (a build or catch-up that read earlier), which
+			// may need a version we drop.
+			if touchesSystem(ci.NewIndices, table.FragReuseIndexName) && hasUserIndex(tc.NewIndices) {
+				return retry("an index segment was added since our read; it may need an FRI version our trim drops")
+			}
 			if overlaps(ci.RemovedIndexUuids, tc.RemovedIndexUuids) {
 				return retry("the segments we replace were replaced since our read")
 			}

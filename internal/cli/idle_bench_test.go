@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/memwal"
+	"github.com/compactord/compactord/internal/ops"
+	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
+)
+
+// The idle footprint of the daemon (issue 6's benchmark): the real binary
+// watching 100 file:// tables, each with a two-shard MemWAL, with the
+// default configuration (syncs every 30s, change polls every 10s, leases
+// renewed every 10s). It reports RSS and CPU over a window, against goals
+// of 50 MiB and 1% of a core.
+//
+//	COMPACTORD_BENCH_IDLE=1 go test ./internal/cli -run TestIdleDaemonFootprint -v
+//
+// COMPACTORD_BENCH_SECONDS sets the window (default 60).
+func TestIdleDaemonFootprint(t *testing.T) {
+	if os.Getenv("COMPACTORD_BENCH_IDLE") != "1" {
+		t.Skip("set COMPACTORD_BENCH_IDLE=1 to run the idle-footprint benchmark")
+	}
+	window := 60 * time.Second
+	if s := os.Getenv("COMPACTORD_BENCH_SECONDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		window = time.Duration(n) * time.Second
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "compactord")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/compactord").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	var cfg strings.Builder
+	cfg.WriteString("http:\n  listen: 127.0.0.1:0\nlog:\n  level: warn\ntables:\n")
+	for i := range 100 {
+		url := "file://" + filepath.Join(dir, "tables", fmt.Sprintf("t%03d", i))
+		b, err := storage.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := commit.NewCommitter(commit.Config{}, b, nil, nil, zap.NewNop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb := ops.NewTable(b, c, nil, nil)
+		s, _ := table.ParseSchema("id:int64,cat:string,val:float64", []string{"id"})
+		if _, err := tb.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := memwal.Configure(ctx, tb, []string{"s0", "s1"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		_ = b.Close()
+		fmt.Fprintf(&cfg, "  - url: %s\n", url)
+	}
+	file := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(file, []byte(cfg.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--config", file, "--log-level", "info")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	logs := &logLines{}
+	go logs.read(stderr)
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	waitFor(t, "listening", func() bool { return logs.find("compactord running") != nil })
+	base := "http://" + logs.find("compactord running")["listen"].(string)
+	waitFor(t, "ready", func() bool {
+		res, err := http.Get(base + "/-/ready")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == 200
+	})
+	// Warm up: every table synced, polled and leased once.
+	time.Sleep(15 * time.Second) // measuring, not synchronising
+	pid := cmd.Process.Pid
+	cpu0, _ := procCPU(t, pid)
+	start := time.Now()
+	var maxRSS int64
+	for time.Since(start) < window {
+		time.Sleep(time.Second) // sampling interval of the measurement
+		maxRSS = max(maxRSS, procRSS(t, pid))
+	}
+	cpu1, hz := procCPU(t, pid)
+	elapsed := time.Since(start).Seconds()
+	cpuPct := float64(cpu1-cpu0) / hz / elapsed * 100
+	hwm := procField(t, pid, "VmHWM:")
+	t.Logf("idle daemon, 100 tables x 2 shards, %0.fs window: RSS max %.1f MiB (high-water %.1f MiB), CPU %.3f%% of one core (%.2f CPU-seconds per minute)",
+		elapsed, float64(maxRSS)/(1<<20), float64(hwm)/(1<<20), cpuPct, float64(cpu1-cpu0)/hz/elapsed*60)
+	if maxRSS > 50<<20 {
+		t.Errorf("RSS %.1f MiB over the 50 MiB goal", float64(maxRSS)/(1<<20))
+	}
+	if cpuPct > 1 {
+		t.Errorf("CPU %.3f%% over the 1%% goal", cpuPct)
+	}
+}
+
+func procCPU(t *testing.T, pid int) (ticks int64, hz float64) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.ParseInt(fields[11], 10, 64)
+	st, _ := strconv.ParseInt(fields[12], 10, 64)
+	return ut + st, 100 // USER_HZ is 100 on Linux
+}
+
+func procRSS(t *testing.T, pid int) int64 { return procField(t, pid, "VmRSS:") }
+
+func procField(t *testing.T, pid int, key string) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, key); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}

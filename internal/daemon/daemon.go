@@ -1,0 +1,445 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"go.uber.org/zap"
+
+	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/demo"
+	"github.com/compactord/compactord/internal/lease"
+	"github.com/compactord/compactord/internal/ops"
+	"github.com/compactord/compactord/internal/scheduler"
+	"github.com/compactord/compactord/internal/scheduler/clock"
+	"github.com/compactord/compactord/internal/storage"
+)
+
+// Deps are the daemon's collaborators.
+type Deps struct {
+	Logger *zap.Logger
+	// Level, when set, is changed by a reload.
+	Level *zap.AtomicLevel
+	// Registry receives every metric; nil means a new one with the process
+	// and Go runtime collectors.
+	Registry *prometheus.Registry
+	Clock    clock.Clock
+	// Reload reads the configuration again (on SIGHUP); nil disables
+	// reloading.
+	Reload func() (Config, error)
+	// Version is reported by compactord_build_info and the status page.
+	Version string
+	// Jobs replaces the real job set (tests inject faulty jobs); nil wires
+	// the real ones (jobs.go).
+	Jobs map[scheduler.Kind]scheduler.JobFunc
+}
+
+// Daemon is `compactord run`.
+type Daemon struct {
+	deps   Deps
+	logger *zap.Logger
+	reg    *prometheus.Registry
+	clock  clock.Clock
+
+	mu          sync.Mutex
+	cfg         Config
+	discovered  []scheduler.TableSpec
+	discoverErr string
+	jobsCfg     atomic.Pointer[JobsConfig]
+	token       atomic.Pointer[string]
+
+	storeMetrics  *storage.Metrics
+	commitMetrics *commit.Metrics
+	sched         *scheduler.Scheduler
+	members       storage.Bucket
+
+	addr         atomic.Pointer[string]
+	discovering  atomic.Bool // discovery configured and its first scan not done
+	draining     atomic.Bool
+	started      time.Time
+	discoverKick chan struct{}
+	demo         atomic.Pointer[demo.Workload]
+}
+
+// New builds the daemon from a validated configuration; it starts nothing
+// (it opens the membership bucket, which does no I/O). Call Run.
+func New(cfg Config, deps Deps) (*Daemon, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, &ConfigError{Msg: err.Error()}
+	}
+	if deps.Logger == nil {
+		deps.Logger = zap.NewNop()
+	}
+	if deps.Clock == nil {
+		deps.Clock = clock.Real()
+	}
+	if deps.Version == "" {
+		deps.Version = "dev"
+	}
+	reg := deps.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
+	}
+	d := &Daemon{deps: deps, logger: deps.Logger.With(zap.String("component", "daemon")), reg: reg, clock: deps.Clock,
+		cfg: cfg, discoverKick: make(chan struct{}, 1), started: deps.Clock.Now()}
+	tok, err := loadToken(cfg.HTTP)
+	if err != nil {
+		return nil, err
+	}
+	d.token.Store(&tok)
+	jc := cfg.Jobs
+	d.jobsCfg.Store(&jc)
+	d.storeMetrics = storage.NewMetrics(reg)
+	d.commitMetrics = commit.NewMetrics(reg)
+	promauto.With(reg).NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_build_info",
+		Help: "Always 1; the version label says which build runs."}, []string{"version"}).WithLabelValues(deps.Version).Set(1)
+
+	jobs := deps.Jobs
+	if jobs == nil {
+		jobs = jobSet(func() JobsConfig { return *d.jobsCfg.Load() }, reg)
+	}
+	sd := scheduler.Deps{Logger: deps.Logger, Registerer: reg, Clock: deps.Clock, Open: d.open, Jobs: jobs}
+	if lc := cfg.Scheduler.Lease; lc.Enabled {
+		holder := lc.Holder
+		if holder == "" {
+			holder = lease.DefaultHolder()
+		}
+		if sd.Leases, err = lease.NewManager(holder, lc.TTL, deps.Clock); err != nil {
+			return nil, err
+		}
+		murl := lc.MembersURL
+		if murl == "" {
+			murl = cfg.Discover.URL
+		}
+		if murl != "" {
+			b, err := storage.Open(context.Background(), murl)
+			if err != nil {
+				return nil, &ConfigError{Msg: fmt.Sprintf("lease.members_url: %v", err)}
+			}
+			d.members = storage.WithMetrics(b, d.storeMetrics)
+			if sd.Members, err = lease.NewMembers(d.members, holder, lc.TTL, deps.Clock); err != nil {
+				_ = b.Close()
+				return nil, err
+			}
+		}
+	}
+	if d.sched, err = scheduler.New(cfg.Scheduler, sd); err != nil {
+		d.Close()
+		return nil, &ConfigError{Msg: err.Error()}
+	}
+	if missing := missingKinds(jobs); len(missing) > 0 {
+		d.logger.Warn("this build has no job for some kinds; they are never scheduled", zap.Strings("kinds", missing))
+	}
+	return d, nil
+}
+
+func missingKinds(jobs map[scheduler.Kind]scheduler.JobFunc) []string {
+	var out []string
+	for _, k := range scheduler.Kinds {
+		if jobs[k] == nil {
+			out = append(out, string(k))
+		}
+	}
+	return out
+}
+
+func loadToken(h HTTPConfig) (string, error) {
+	if h.AdminTokenFile == "" {
+		return h.AdminToken, nil
+	}
+	data, err := os.ReadFile(h.AdminTokenFile)
+	if err != nil {
+		return "", &ConfigError{Msg: fmt.Sprintf("http.admin_token_file: cannot read %s: %v", h.AdminTokenFile, errors.Unwrap(err))}
+	}
+	tok := strings.TrimSpace(string(data))
+	if tok == "" {
+		return "", &ConfigError{Msg: fmt.Sprintf("http.admin_token_file: %s is empty", h.AdminTokenFile)}
+	}
+	return tok, nil
+}
+
+// Close releases what New opened, for a daemon that is never run.
+func (d *Daemon) Close() {
+	if d.members != nil {
+		_ = d.members.Close()
+	}
+}
+
+// Scheduler exposes the scheduler (tests, and the HTTP handlers).
+func (d *Daemon) Scheduler() *scheduler.Scheduler { return d.sched }
+
+// Registry is the daemon's metrics registry.
+func (d *Daemon) Registry() *prometheus.Registry { return d.reg }
+
+// Addr is the HTTP listen address once Run has bound it ("" before).
+func (d *Daemon) Addr() string {
+	if a := d.addr.Load(); a != nil {
+		return *a
+	}
+	return ""
+}
+
+// Ready: the first sync of every table and the first discovery scan are
+// done, and no shutdown has started.
+func (d *Daemon) Ready() bool {
+	return d.sched.Ready() && !d.discovering.Load() && !d.draining.Load()
+}
+
+// Config returns the running configuration.
+func (d *Daemon) Config() Config {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg
+}
+
+// open opens a table for the scheduler: the bucket is instrumented with the
+// shared object-store metrics and the committer with the shared commit
+// metrics.
+func (d *Daemon) open(ctx context.Context, spec scheduler.TableSpec) (*scheduler.TableHandle, error) {
+	d.mu.Lock()
+	cc := d.cfg.Commit
+	d.mu.Unlock()
+	t, closeFn, err := d.openTable(ctx, spec.URL, cc, spec.Name)
+	if err != nil {
+		return nil, err
+	}
+	return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: t.Bucket, Table: t, Logger: t.Logger,
+		Now: d.clock.Now, Close: closeFn}, nil
+}
+
+func (d *Daemon) openTable(ctx context.Context, url string, cc commit.Config, name string) (*ops.Table, func() error, error) {
+	b, err := storage.Open(ctx, url)
+	if err != nil {
+		return nil, nil, err
+	}
+	ib := storage.WithMetrics(b, d.storeMetrics)
+	logger := d.deps.Logger.With(zap.String("table", name))
+	c, err := commit.NewCommitter(cc, ib, commit.RealClock{}, d.commitMetrics, logger)
+	if err != nil {
+		_ = b.Close()
+		return nil, nil, err
+	}
+	return ops.NewTable(ib, c, d.clock.Now, logger), b.Close, nil
+}
+
+// tableSpecs merges the configured tables, the demo table and the
+// discovered ones. A configured table wins over a discovered one with the
+// same URL or name.
+func (d *Daemon) tableSpecs() []scheduler.TableSpec {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []scheduler.TableSpec
+	names, urls := map[string]bool{}, map[string]bool{}
+	add := func(sp scheduler.TableSpec, origin string) {
+		if urls[sp.URL] {
+			return
+		}
+		if names[sp.Name] {
+			d.logger.Warn("two tables would share a name; skipping the second (set name: in the config)",
+				zap.String("name", sp.Name), zap.String("url", sp.URL), zap.String("origin", origin))
+			return
+		}
+		names[sp.Name], urls[sp.URL] = true, true
+		out = append(out, sp)
+	}
+	for _, t := range d.cfg.Tables {
+		add(scheduler.TableSpec{Name: t.Name, URL: t.URL}, "tables")
+	}
+	if d.cfg.Demo.Enabled {
+		add(scheduler.TableSpec{Name: d.cfg.Demo.Name, URL: d.cfg.Demo.URL}, "demo")
+	}
+	for _, sp := range d.discovered {
+		add(sp, "discover")
+	}
+	return out
+}
+
+// Run serves HTTP, schedules jobs, discovers tables and runs the demo
+// until ctx is done, then drains (DESIGN §9: no new jobs, in-flight jobs
+// finish or are canceled within the grace period) and returns nil. It
+// returns an error when the listener cannot be bound or a job fails
+// fatally.
+func (d *Daemon) Run(ctx context.Context) error {
+	defer d.Close()
+	cfg := d.Config()
+	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
+	if err != nil {
+		return fmt.Errorf("http.listen %s: %w", cfg.HTTP.Listen, err)
+	}
+	addr := ln.Addr().String()
+	d.addr.Store(&addr)
+	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: zap.NewStdLog(d.logger.With(zap.String("component", "http")))}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	d.logger.Info("compactord running", zap.String("version", d.deps.Version), zap.String("listen", addr),
+		zap.String("holder", d.sched.Holder()), zap.Int("tables", len(cfg.Tables)), zap.Bool("demo", cfg.Demo.Enabled))
+	if !isLoopback(addr) && *d.token.Load() == "" {
+		d.logger.Warn("the admin API is reachable beyond loopback without a bearer token; set http.admin_token_file")
+	}
+
+	if err := d.sched.SetTables(d.tableSpecs()); err != nil {
+		return err
+	}
+	schedDone := make(chan error, 1)
+	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSched()
+	go func() { schedDone <- d.sched.Run(schedCtx) }()
+
+	bgCtx, stopBg := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	if cfg.Discover.URL != "" {
+		d.discovering.Store(true)
+		bg.Go(func() { d.discoverLoop(bgCtx) })
+	}
+	if cfg.Demo.Enabled {
+		t, closeFn, err := d.openTable(ctx, cfg.Demo.URL, cfg.Commit, cfg.Demo.Name)
+		if err != nil {
+			d.logger.Error("cannot open the demo table; the demo does not run", zap.Error(err))
+		} else {
+			w, err := demo.New(cfg.Demo, t, d.deps.Logger)
+			if err != nil {
+				_ = closeFn()
+				d.logger.Error("demo workload", zap.Error(err))
+			} else {
+				d.demo.Store(w)
+				bg.Go(func() {
+					defer closeFn()
+					_ = w.Run(bgCtx)
+				})
+			}
+		}
+	}
+
+	var fatal error
+	schedStopped := false
+	select {
+	case <-ctx.Done():
+		d.logger.Info("shutdown requested: draining", zap.NamedError("cause", context.Cause(ctx)))
+	case err := <-schedDone:
+		schedStopped = true
+		fatal = err
+	case err := <-serveErr:
+		fatal = fmt.Errorf("http server: %w", err)
+	}
+	d.draining.Store(true)
+	stopBg()
+	bg.Wait()
+	stopSched()
+	if !schedStopped {
+		if err := <-schedDone; err != nil && fatal == nil {
+			fatal = err
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	if fatal != nil {
+		d.logger.Error("compactord stopped by an error", zap.Error(fatal))
+		return fatal
+	}
+	d.logger.Info("compactord stopped cleanly")
+	return nil
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Reload reads the configuration again and applies what can change
+// without a restart: tables, discovery, schedules, limits, the retry
+// policy, job settings, the admin token and the log level. On error the
+// running configuration stays.
+func (d *Daemon) Reload() error {
+	if d.deps.Reload == nil {
+		return errors.New("reload: no configuration source")
+	}
+	cfg, err := d.deps.Reload()
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		d.logger.Error("reload failed; keeping the running configuration", zap.Error(err))
+		return err
+	}
+	tok, err := loadToken(cfg.HTTP)
+	if err != nil {
+		d.logger.Error("reload failed; keeping the running configuration", zap.Error(err))
+		return err
+	}
+	if err := d.sched.Reconfigure(cfg.Scheduler); err != nil {
+		d.logger.Error("reload failed; keeping the running configuration", zap.Error(err))
+		return err
+	}
+	d.mu.Lock()
+	old := d.cfg
+	d.cfg = cfg
+	if cfg.Discover.URL == "" {
+		d.discovered = nil
+	}
+	d.mu.Unlock()
+	d.token.Store(&tok)
+	jc := cfg.Jobs
+	d.jobsCfg.Store(&jc)
+	if d.deps.Level != nil {
+		_ = d.deps.Level.UnmarshalText([]byte(cfg.Log.Level))
+	}
+	var restart []string
+	if old.HTTP.Listen != cfg.HTTP.Listen {
+		restart = append(restart, "http.listen")
+	}
+	if old.Log.Format != cfg.Log.Format {
+		restart = append(restart, "log.format")
+	}
+	if old.Scheduler.Lease != cfg.Scheduler.Lease {
+		restart = append(restart, "lease")
+	}
+	if old.Commit != cfg.Commit {
+		restart = append(restart, "commit (tables opened from now on use the new settings)")
+	}
+	if !equalDemo(old.Demo, cfg.Demo) {
+		restart = append(restart, "demo")
+	}
+	if (old.Discover.URL == "") != (cfg.Discover.URL == "") {
+		restart = append(restart, "discover (turning discovery on or off)")
+	}
+	if err := d.sched.SetTables(d.tableSpecs()); err != nil {
+		d.logger.Error("reload: tables", zap.Error(err))
+		return err
+	}
+	select {
+	case d.discoverKick <- struct{}{}:
+	default:
+	}
+	fields := []zap.Field{zap.Int("tables", len(cfg.Tables))}
+	if len(restart) > 0 {
+		fields = append(fields, zap.Strings("need_restart", restart))
+	}
+	d.logger.Info("configuration reloaded", fields...)
+	return nil
+}
+
+func equalDemo(a, b demo.Config) bool { return reflect.DeepEqual(a, b) }

@@ -1,0 +1,129 @@
+package daemon
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/compactord/compactord/internal/scheduler"
+)
+
+// Handler serves the endpoints of DESIGN §9.
+func (d *Daemon) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{Registry: d.reg}))
+	mux.HandleFunc("GET /-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("OK\n"))
+	})
+	mux.HandleFunc("GET /-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if !d.Ready() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("not ready: the first table sync has not finished, or shutting down\n"))
+			return
+		}
+		_, _ = w.Write([]byte("OK\n"))
+	})
+	mux.HandleFunc("GET /api/v1/tables", func(w http.ResponseWriter, _ *http.Request) {
+		d.mu.Lock()
+		derr := d.discoverErr
+		d.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]any{
+			"instance": map[string]any{"holder": d.sched.Holder(), "members": d.sched.Members(), "version": d.deps.Version,
+				"ready": d.Ready(), "discover_error": derr},
+			"tables": d.sched.Tables(),
+		})
+	})
+	mux.HandleFunc("GET /api/v1/tables/{name}", func(w http.ResponseWriter, r *http.Request) {
+		st, ok := d.sched.Table(r.PathValue("name"))
+		if !ok {
+			writeError(w, &scheduler.APIError{Status: http.StatusNotFound, Msg: "no table named " + quote(r.PathValue("name"))})
+			return
+		}
+		writeJSON(w, http.StatusOK, st)
+	})
+	mux.Handle("POST /api/v1/tables/{name}/jobs/{kind}", d.admin(func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		kind, err := scheduler.ParseKind(r.PathValue("kind"))
+		if err != nil {
+			writeError(w, &scheduler.APIError{Status: http.StatusBadRequest, Msg: err.Error()})
+			return
+		}
+		if err := d.sched.Trigger(name, kind); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusAccepted, map[string]string{"table": name, "kind": string(kind), "status": "queued"})
+	}))
+	mux.Handle("POST /api/v1/tables/{name}/pause", d.admin(func(w http.ResponseWriter, r *http.Request) {
+		d.control(w, r.PathValue("name"), d.sched.Pause)
+	}))
+	mux.Handle("POST /api/v1/tables/{name}/resume", d.admin(func(w http.ResponseWriter, r *http.Request) {
+		d.control(w, r.PathValue("name"), d.sched.Resume)
+	}))
+	mux.HandleFunc("GET /{$}", d.statusPage)
+	return mux
+}
+
+func (d *Daemon) control(w http.ResponseWriter, name string, fn func(string) error) {
+	if err := fn(name); err != nil {
+		writeError(w, err)
+		return
+	}
+	st, _ := d.sched.Table(name)
+	writeJSON(w, http.StatusOK, st)
+}
+
+// admin guards the admin API. With a token, a request needs
+// `Authorization: Bearer <token>`. Without one (loopback by default), a
+// browser request from another origin is refused: a page on any site
+// could otherwise POST to 127.0.0.1 from the operator's browser.
+func (d *Daemon) admin(next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := *d.token.Load()
+		if tok != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(tok)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="compactord"`)
+				writeError(w, &scheduler.APIError{Status: http.StatusUnauthorized, Msg: "the admin API needs a valid bearer token"})
+				return
+			}
+		} else if o := r.Header.Get("Origin"); o != "" {
+			if u, err := url.Parse(o); err != nil || u.Host != r.Host {
+				writeError(w, &scheduler.APIError{Status: http.StatusForbidden, Msg: "cross-origin requests to the admin API are refused"})
+				return
+			}
+		}
+		d.logger.Info("admin request", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.String("remote", r.RemoteAddr))
+		next(w, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	status := http.StatusInternalServerError
+	var ae *scheduler.APIError
+	if errors.As(err, &ae) {
+		status = ae.Status
+	}
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -1,0 +1,211 @@
+package daemon
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/compactord/compactord/internal/scheduler"
+)
+
+// The status page: plain HTML with inline SVG timelines and a meta
+// refresh; no JavaScript.
+
+type pageData struct {
+	Version  string
+	Holder   string
+	Members  []string
+	Ready    bool
+	Now      time.Time
+	Uptime   time.Duration
+	Tables   []tableView
+	Recent   []scheduler.JobRecord
+	Refresh  int
+	Discover string
+}
+
+type tableView struct {
+	scheduler.TableStatus
+	Shards []shardView
+}
+
+type shardView struct {
+	scheduler.ShardInfo
+	Segs  []seg
+	Ticks []float64
+}
+
+// seg is one bar of a shard's timeline, in viewBox units (0..1000).
+type seg struct {
+	X, W  float64
+	Class string
+	Title string
+}
+
+const timelineWidth = 1000.0
+
+func shardViews(shards []scheduler.ShardInfo) []shardView {
+	scale := uint64(1)
+	for _, s := range shards {
+		scale = max(scale, s.Flushed, s.Merged)
+	}
+	x := func(g uint64) float64 { return float64(g) / float64(scale) * timelineWidth }
+	var out []shardView
+	for _, s := range shards {
+		v := shardView{ShardInfo: s}
+		// trimmed ≤ caught up ≤ merged ≤ flushed; clamp what a racing
+		// read could show out of order.
+		t := min(s.Trimmed, s.Merged)
+		c := min(max(s.CaughtUp, t), s.Merged)
+		m := s.Merged
+		f := max(s.Flushed, m)
+		add := func(from, to uint64, class, title string) {
+			if to > from {
+				v.Segs = append(v.Segs, seg{X: x(from), W: x(to) - x(from), Class: class,
+					Title: fmt.Sprintf("generations %d–%d: %s", from+1, to, title)})
+			}
+		}
+		add(0, t, "trimmed", "trimmed (deleted)")
+		add(t, c, "caughtup", "merged and covered by every maintained index; trim deletes them")
+		add(c, m, "merged", "merged into the base table; index catch-up pending")
+		add(m, f, "flushed", "flushed to SSTables; not merged yet")
+		if scale <= 100 {
+			for g := uint64(1); g < scale; g++ {
+				v.Ticks = append(v.Ticks, x(g))
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func (d *Daemon) statusPage(w http.ResponseWriter, _ *http.Request) {
+	now := d.clock.Now()
+	data := pageData{Version: d.deps.Version, Holder: d.sched.Holder(), Members: d.sched.Members(), Ready: d.Ready(),
+		Now: now, Uptime: now.Sub(d.started).Round(time.Second), Recent: d.sched.Recent(30), Refresh: 5}
+	d.mu.Lock()
+	data.Discover = d.cfg.Discover.URL
+	d.mu.Unlock()
+	for _, ts := range d.sched.Tables() {
+		tv := tableView{TableStatus: ts}
+		if ts.Snapshot != nil {
+			tv.Shards = shardViews(ts.Snapshot.Shards)
+		}
+		data.Tables = append(data.Tables, tv)
+	}
+	var buf bytes.Buffer
+	if err := pageTmpl.Execute(&buf, data); err != nil {
+		d.logger.Error("status page", zap.Error(err))
+		http.Error(w, "status page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(buf.Bytes())
+}
+
+var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
+	"ts": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("15:04:05")
+	},
+	"tsp": func(t *time.Time) string {
+		if t == nil || t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("15:04:05")
+	},
+	"secs": func(f float64) string {
+		if f < 1 {
+			return fmt.Sprintf("%.0fms", f*1000)
+		}
+		return fmt.Sprintf("%.1fs", f)
+	},
+	"bytes": func(n uint64) string {
+		switch {
+		case n >= 1<<30:
+			return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+		case n >= 1<<20:
+			return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+		case n >= 1<<10:
+			return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+		}
+		return fmt.Sprintf("%d B", n)
+	},
+	"kinds": func() []scheduler.Kind { return scheduler.Kinds },
+	"job":   func(m map[string]scheduler.KindStatus, k scheduler.Kind) scheduler.KindStatus { return m[string(k)] },
+}).Parse(pageHTML))
+
+const pageHTML = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="refresh" content="{{.Refresh}}">
+<title>compactord</title>
+<style>
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;background:#fafafa}
+h1{font-size:1.4em;margin:0 0 .2em} h2{font-size:1.15em;margin:0 0 .4em} h3{font-size:1em;margin:.8em 0 .3em}
+.meta{color:#666;margin-bottom:1em}
+.table{background:#fff;border:1px solid #ddd;border-radius:6px;padding:.8em 1em;margin-bottom:1em}
+.state{display:inline-block;padding:0 .5em;border-radius:3px;font-size:.85em;color:#fff;background:#888}
+.state-ok{background:#2e7d32}.state-running{background:#1565c0}.state-halted{background:#c62828}
+.state-paused{background:#ef6c00}.state-not_owned{background:#757575}.state-not_synced{background:#9e9e9e}
+table.grid{border-collapse:collapse;font-size:.9em} table.grid td,table.grid th{border-bottom:1px solid #eee;padding:2px 8px;text-align:left}
+.shard{display:grid;grid-template-columns:6em 1fr 26em;gap:.6em;align-items:center;margin:.2em 0}
+svg.tl{width:100%;height:18px;background:#f0f0f0;border:1px solid #ddd}
+svg .trimmed{fill:#bdbdbd} svg .caughtup{fill:#43a047} svg .merged{fill:#1e88e5} svg .flushed{fill:#fb8c00}
+svg .tick{stroke:#fff;stroke-width:1}
+.legend span{display:inline-block;width:.9em;height:.9em;margin:0 .25em 0 .8em;vertical-align:middle}
+.err{color:#c62828} .muted{color:#888} code{font-size:.9em}
+.res-success{color:#2e7d32}.res-skipped{color:#607d8b}.res-canceled{color:#757575}.res-retry{color:#ef6c00}.res-error,.res-fatal{color:#c62828}
+</style>
+</head>
+<body>
+<h1>compactord</h1>
+<div class="meta">version {{.Version}} · {{if .Ready}}ready{{else}}<span class="err">not ready</span>{{end}} · up {{.Uptime}} · {{ts .Now}} UTC
+{{if .Holder}} · instance <code>{{.Holder}}</code>{{end}}{{if .Members}} · live instances: {{len .Members}}{{end}}
+{{if .Discover}} · discovering under <code>{{.Discover}}</code>{{end}}
+· <a href="/metrics">metrics</a> · <a href="/api/v1/tables">API</a></div>
+<div class="legend">Shard timelines, generation 1 on the left:<span style="background:#bdbdbd"></span>trimmed<span style="background:#43a047"></span>merged and caught up<span style="background:#1e88e5"></span>merged, index catch-up pending<span style="background:#fb8c00"></span>flushed, not merged</div>
+{{if not .Tables}}<p class="muted">No tables yet.</p>{{end}}
+{{range .Tables}}
+<div class="table" id="table-{{.Name}}">
+<h2>{{.Name}} <span class="state state-{{.State}}">{{.State}}</span></h2>
+<div class="meta"><code>{{.URL}}</code>{{if .Lease}} · lease {{.Lease.Holder}} (epoch {{.Lease.Epoch}}, until {{ts .Lease.Expires}}){{end}} · synced {{tsp .LastSync}}</div>
+{{if .Halted}}<p class="err">Quarantined ({{.Halted.Reason}}) by {{.Halted.Kind}} since {{ts .Halted.Since}}: {{.Halted.Error}}. Resume with <code>POST /api/v1/tables/{{.Name}}/resume</code>.</p>{{end}}
+{{if .SyncError}}<p class="err">Sync: {{.SyncError}}</p>{{end}}
+{{with .Snapshot}}
+<div>version <b class="version">{{.Version}}</b> · {{.Fragments}} fragments · {{.PhysicalRows}} rows ({{.DeletedRows}} deleted) · {{bytes .DataBytes}} · pending generations <b>{{.PendingGenerations}}</b></div>
+{{if .Indices}}<div>indices: {{range .Indices}}<code>{{.Name}}</code> ({{.Type}}, {{.Segments}} segment{{if ne .Segments 1}}s{{end}}{{if .Maintained}}, maintained{{end}}) {{end}}</div>{{end}}
+{{end}}
+{{if .Shards}}<h3>Shards</h3>
+{{range .Shards}}<div class="shard"><code>{{.ID}}</code>
+<svg class="tl" viewBox="0 0 1000 18" preserveAspectRatio="none" role="img" aria-label="shard {{.ID}}">{{range .Segs}}<rect class="{{.Class}}" x="{{.X}}" y="0" width="{{.W}}" height="18"><title>{{.Title}}</title></rect>{{end}}{{range .Ticks}}<line class="tick" x1="{{.}}" x2="{{.}}" y1="0" y2="18"/>{{end}}</svg>
+<span>flushed {{.Flushed}} · merged {{.Merged}} · caught up {{.CaughtUp}} · trimmed {{.Trimmed}} · {{.SSTables}} SSTables ({{bytes .SSTableBytes}})</span></div>
+{{end}}{{end}}
+{{with .Snapshot}}{{if .FRI}}<h3>Fragment-reuse index: {{len .FRI}} version{{if ne (len .FRI) 1}}s{{end}} outstanding</h3>
+<table class="grid fri"><tr><th>dataset version</th><th>groups</th><th>old fragments</th><th>new fragments</th><th>removed</th></tr>
+{{range .FRI}}<tr><td>{{.DatasetVersion}}</td><td>{{.Groups}}</td><td>{{.OldFragments}}</td><td>{{.NewFragments}}</td><td>{{.Removed}}</td></tr>{{end}}</table>
+{{else if .MemWal}}<h3 class="muted">Fragment-reuse index: no versions outstanding</h3>{{end}}{{end}}
+<h3>Jobs</h3>
+<table class="grid"><tr><th>kind</th><th>schedule</th><th>next</th><th>last run</th><th>result</th><th>failures in a row</th></tr>
+{{$jobs := .Jobs}}{{range kinds}}{{$j := job $jobs .}}<tr><td>{{.}}</td>{{if $j.Available}}<td><code>{{$j.Schedule}}</code></td><td>{{tsp $j.Next}}</td>
+<td>{{with $j.LastRun}}{{ts .Finished}} ({{secs .DurationSeconds}}){{else}}—{{end}}</td><td>{{with $j.LastRun}}<span class="res-{{.Result}}">{{.Result}}</span>{{end}}</td><td>{{$j.ConsecutiveFailures}}</td>
+{{else}}<td colspan="5" class="muted">not available in this build</td>{{end}}</tr>{{end}}</table>
+{{if .Running}}<p>Running: {{.Running.Kind}} ({{.Running.Trigger}}) since {{ts .Running.Started}}</p>{{end}}
+{{if .Pending}}<p>Pending: {{range .Pending}}{{.Kind}} ({{.Trigger}}) {{end}}</p>{{end}}
+</div>
+{{end}}
+<h2>Recent jobs</h2>
+{{if not .Recent}}<p class="muted">None yet.</p>{{else}}
+<table class="grid recent"><tr><th>finished</th><th>table</th><th>kind</th><th>trigger</th><th>result</th><th>duration</th><th>version</th><th>details</th></tr>
+{{range .Recent}}<tr><td>{{ts .Finished}}</td><td>{{.Table}}</td><td>{{.Kind}}</td><td>{{.Trigger}}</td><td class="res-{{.Result}}">{{.Result}}</td><td>{{secs .DurationSeconds}}</td><td>{{if .Version}}{{.Version}}{{end}}</td><td>{{.Summary}}{{if .Error}}<span class="err">{{.Error}}</span>{{end}}</td></tr>
+{{end}}</table>{{end}}
+</body>
+</html>
+`

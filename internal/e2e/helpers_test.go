@@ -1,0 +1,286 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// inCI reports whether a missing component must fail the test: CI must not
+// silently lose the coverage these tests give.
+func inCI() bool { return os.Getenv("CI") == "true" }
+
+// skipOrFail reports a missing prerequisite: a failure under CI=true, a
+// skip with the reason elsewhere.
+func skipOrFail(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if inCI() {
+		t.Fatalf("CI=true and a required component is missing: %s", msg)
+	}
+	t.Skipf("skipping: %s", msg)
+}
+
+// requireTool returns the path of an executable in PATH, or skips/fails
+// with the command that installs it.
+func requireTool(t testing.TB, name, install string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		skipOrFail(t, "%s not found in PATH; install it with: %s", name, install)
+	}
+	return p
+}
+
+var root struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// moduleRoot is the directory holding go.mod (tests run in the package
+// directory).
+func moduleRoot(t testing.TB) string {
+	t.Helper()
+	root.once.Do(func() {
+		dir, err := os.Getwd()
+		if err != nil {
+			root.err = err
+			return
+		}
+		for {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				root.dir = dir
+				return
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				root.err = errors.New("go.mod not found above the working directory")
+				return
+			}
+			dir = parent
+		}
+	})
+	if root.err != nil {
+		t.Fatalf("module root: %v", root.err)
+	}
+	return root.dir
+}
+
+// repoFile is the path of a file of the repository.
+func repoFile(t testing.TB, rel string) string {
+	return filepath.Join(moduleRoot(t), filepath.FromSlash(rel))
+}
+
+func readRepoFile(t testing.TB, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(repoFile(t, rel))
+	if err != nil {
+		t.Fatalf("read %s: %v", rel, err)
+	}
+	return b
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// run runs a command to completion and returns its combined output.
+func run(t testing.TB, dir string, env []string, name string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = env
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// proc is a server process started by a test. It dies with the test binary
+// (PDEATHSIG on Linux) and is stopped by the test's cleanup.
+type proc struct {
+	name     string
+	cmd      *exec.Cmd
+	out      *lockedBuffer
+	exited   chan struct{} // closed when the process has exited
+	waitErr  error         // set before exited closes
+	stopOnce sync.Once
+	stopErr  error
+	// kill skips the graceful stop: for servers whose state is a temp dir
+	// and whose drain would wait for the clients' idle keep-alive
+	// connections (Azurite).
+	kill bool
+}
+
+// startProc starts cmd, with stdout and stderr collected, and stops it when
+// the test ends.
+func startProc(t testing.TB, name string, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: cmd, out: &lockedBuffer{}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if err := startWithDeathSignal(p); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := p.stop(); err != nil && !t.Failed() {
+			t.Logf("%s exited with %v", name, err)
+		}
+		if t.Failed() {
+			t.Logf("%s output (last %d bytes):\n%s", name, maxOutput, p.out.String())
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM, waits up to 30s, then kills. It returns the wait
+// error (nil for exit status 0). It is idempotent.
+func (p *proc) stop() error {
+	p.stopOnce.Do(func() {
+		select {
+		case <-p.exited:
+		default:
+			if p.kill {
+				_ = p.cmd.Process.Kill()
+				<-p.exited
+				p.stopErr = nil
+				return
+			}
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			timer := time.NewTimer(30 * time.Second)
+			select {
+			case <-p.exited:
+			case <-timer.C:
+				_ = p.cmd.Process.Kill()
+				<-p.exited
+			}
+			timer.Stop()
+		}
+		p.stopErr = p.waitErr
+	})
+	return p.stopErr
+}
+
+func (p *proc) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// waitFor polls cond every 50ms until it reports true, the process (if
+// any) exits, or the timeout passes; the last detail cond gave goes into
+// the failure. It never sleeps blindly: each round asks the real state.
+func waitFor(t testing.TB, timeout time.Duration, what string, p *proc, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var exited <-chan struct{}
+	if p != nil {
+		exited = p.exited
+	}
+	last := ""
+	for {
+		ok, detail := cond()
+		if ok {
+			return
+		}
+		last = detail
+		select {
+		case <-exited:
+			t.Fatalf("waiting for %s: %s exited (%v); last: %s\noutput:\n%s", what, p.name, p.waitErr, last, p.out.String())
+		case <-deadline.C:
+			t.Fatalf("waiting for %s: timed out after %s; last: %s", what, timeout, last)
+		case <-tick.C:
+		}
+	}
+}
+
+var httpClient = &http.Client{Timeout: 10 * time.Second}
+
+// httpGet returns the status and body of a GET.
+func httpGet(url string) (int, string, error) {
+	resp, err := httpClient.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	return resp.StatusCode, string(b), err
+}
+
+// lockedBuffer collects a process's output, bounded.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const maxOutput = 64 << 10
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > maxOutput {
+		b.buf = b.buf[len(b.buf)-maxOutput:]
+	}
+	return len(p), nil
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
+
+// envWith returns the process environment with the given variables set.
+func envWith(kv ...string) []string {
+	env := os.Environ()
+	for i := 0; i+1 < len(kv); i += 2 {
+		prefix := kv[i] + "="
+		out := env[:0:0]
+		for _, e := range env {
+			if !strings.HasPrefix(e, prefix) {
+				out = append(out, e)
+			}
+		}
+		env = append(out, prefix+kv[i+1])
+	}
+	return env
+}
+
+func lookTool(name string) (string, error) { return exec.LookPath(name) }
+
+// runStdin runs a command with stdin and returns its combined output.
+func runStdin(t testing.TB, stdin, name string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}

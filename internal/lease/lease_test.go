@@ -1,0 +1,232 @@
+package lease_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/compactord/compactord/internal/lease"
+	"github.com/compactord/compactord/internal/scheduler/clock"
+	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.Main(m) }
+
+func manager(t *testing.T, holder string, clk lease.Clock) *lease.Manager {
+	t.Helper()
+	m, err := lease.NewManager(holder, 30*time.Second, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// Acquire, renewal, refusal while live, takeover after expiry with an
+// injected clock, and the old holder learning it lost the lease.
+func TestTakeoverAfterExpiry(t *testing.T) {
+	testutil.ForEachStore(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		b, err := storage.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		a, c := manager(t, "a", clk), manager(t, "b", clk)
+
+		st, held, err := a.TryAcquire(ctx, b, "table")
+		if err != nil || !held || st.Epoch != 1 || st.Holder != "a" {
+			t.Fatalf("first acquire: %+v %v %v", st, held, err)
+		}
+		if st, held, err := c.TryAcquire(ctx, b, "table"); err != nil || held || st.Holder != "a" {
+			t.Fatalf("b took a live lease: %+v %v %v", st, held, err)
+		}
+		// Before half the TTL a holder keeps its record; after, it renews
+		// with the next epoch.
+		clk.Advance(10 * time.Second)
+		if st, held, _ := a.TryAcquire(ctx, b, "table"); !held || st.Epoch != 1 {
+			t.Fatalf("early renewal wrote a record: %+v", st)
+		}
+		clk.Advance(10 * time.Second)
+		st, held, err = a.TryAcquire(ctx, b, "table")
+		if err != nil || !held || st.Epoch != 2 || !st.Expires.Equal(clk.Now().Add(30*time.Second)) {
+			t.Fatalf("renewal: %+v %v %v", st, held, err)
+		}
+		// a stalls; its lease expires; b takes over.
+		clk.Advance(29 * time.Second)
+		if _, held, _ := c.TryAcquire(ctx, b, "table"); held {
+			t.Fatal("b took the lease a second before it expired")
+		}
+		clk.Advance(time.Second)
+		st, held, err = c.TryAcquire(ctx, b, "table")
+		if err != nil || !held || st.Holder != "b" || st.Epoch != 3 {
+			t.Fatalf("takeover: %+v %v %v", st, held, err)
+		}
+		if st, held, _ := a.TryAcquire(ctx, b, "table"); held || st.Holder != "b" {
+			t.Fatalf("the stalled holder still believes it holds the lease: %+v", st)
+		}
+		// A release hands the lease over at once.
+		if err := c.Release(ctx, b, "table"); err != nil {
+			t.Fatal(err)
+		}
+		if st, held, _ := a.TryAcquire(ctx, b, "table"); !held || st.Holder != "a" {
+			t.Fatalf("acquire after release: %+v", st)
+		}
+		// At most two records remain.
+		n := 0
+		if err := b.List(ctx, lease.Dir("table"), func(storage.Attrs) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if n > 2 {
+			t.Fatalf("%d lease records kept", n)
+		}
+	})
+}
+
+// Of many instances racing for a free lease, exactly one wins.
+func TestRacingAcquireOneWinner(t *testing.T) {
+	testutil.ForEachStore(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		b, err := storage.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		for round := range 5 {
+			var winners atomic.Int32
+			var wg sync.WaitGroup
+			for i := range 8 {
+				m := manager(t, fmt.Sprintf("i%d", i), clk)
+				wg.Go(func() {
+					if _, held, err := m.TryAcquire(ctx, b, "race"); err != nil {
+						t.Error(err)
+					} else if held {
+						winners.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			if w := winners.Load(); w != 1 {
+				t.Fatalf("round %d: %d winners", round, w)
+			}
+			clk.Advance(31 * time.Second) // expire it for the next round
+		}
+	})
+}
+
+// A corrupt newest record reads as expired, so it cannot block the table
+// forever.
+func TestCorruptRecordIsSuperseded(t *testing.T) {
+	ctx := context.Background()
+	b, err := storage.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.PutIfAbsent(ctx, lease.Key("table", 4), []byte("garbage")); err != nil {
+		t.Fatal(err)
+	}
+	m := manager(t, "a", clock.NewFake(time.Unix(1e9, 0)))
+	st, held, err := m.TryAcquire(ctx, b, "table")
+	if err != nil || !held || st.Epoch != 5 {
+		t.Fatalf("%+v %v %v", st, held, err)
+	}
+}
+
+func TestAssignIsEvenAndDeterministic(t *testing.T) {
+	tables := []string{"t1", "t2", "t3", "t4", "t5", "t6", "t7"}
+	for _, members := range [][]string{{"a"}, {"a", "b"}, {"b", "a", "c"}, {"a", "b", "c", "d", "e", "f", "g", "h"}} {
+		got := lease.Assign(tables, members)
+		load := map[string]int{}
+		for _, tb := range tables {
+			if got[tb] == "" {
+				t.Fatalf("table %s unassigned", tb)
+			}
+			load[got[tb]]++
+		}
+		limit := (len(tables) + len(members) - 1) / len(members)
+		for m, n := range load {
+			if n > limit {
+				t.Fatalf("%s has %d tables, limit %d", m, n, limit)
+			}
+		}
+		// Same inputs in another order: same map.
+		rev := make([]string, len(members))
+		for i, m := range members {
+			rev[len(members)-1-i] = m
+		}
+		other := lease.Assign([]string{"t7", "t6", "t5", "t4", "t3", "t2", "t1"}, rev)
+		for _, tb := range tables {
+			if other[tb] != got[tb] {
+				t.Fatalf("assignment depends on input order: %v vs %v", got, other)
+			}
+		}
+	}
+	if got := lease.Assign([]string{"t1", "t2", "t3", "t4"}, []string{"a", "b"}); len(got) != 4 {
+		t.Fatal(got)
+	}
+}
+
+func TestMembersLiveAndExpiry(t *testing.T) {
+	ctx := context.Background()
+	b, err := storage.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	clk := clock.NewFake(time.Unix(1e9, 0))
+	a, err := lease.NewMembers(b, "a", 30*time.Second, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := lease.NewMembers(b, "c", 30*time.Second, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Heartbeat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Heartbeat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	live, err := a.Live(ctx)
+	if err != nil || fmt.Sprint(live) != "[a c]" {
+		t.Fatalf("%v %v", live, err)
+	}
+	clk.Advance(31 * time.Second)
+	if err := a.Heartbeat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if live, _ := a.Live(ctx); fmt.Sprint(live) != "[a]" {
+		t.Fatalf("an expired member is live: %v", live)
+	}
+	if err := a.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if live, _ := c.Live(ctx); fmt.Sprint(live) != "[c]" {
+		t.Fatalf("after leave: %v", live)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, c := range []lease.Config{
+		{Enabled: true, TTL: 0, RenewInterval: time.Second},
+		{Enabled: true, TTL: 30 * time.Second, RenewInterval: 11 * time.Second},
+		{Enabled: true, TTL: 30 * time.Second, RenewInterval: 10 * time.Second, Holder: "bad/holder"},
+	} {
+		if err := c.Validate(); err == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+	if err := lease.DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.ValidateHolder(lease.DefaultHolder()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,152 @@
+package lease
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
+)
+
+// MembersDir holds one heartbeat per live instance.
+const MembersDir = table.LeasesDir + "_members/"
+
+// Members publishes this instance's heartbeat and lists the live
+// instances, so that instances can split the tables evenly (Assign) rather
+// than the first to start taking them all.
+type Members struct {
+	b      storage.Bucket
+	holder string
+	ttl    time.Duration
+	clock  Clock
+}
+
+type heartbeat struct {
+	Holder  string    `json:"holder"`
+	Expires time.Time `json:"expires"`
+}
+
+// NewMembers checks its arguments; it does no I/O.
+func NewMembers(b storage.Bucket, holder string, ttl time.Duration, clock Clock) (*Members, error) {
+	if b == nil || clock == nil {
+		return nil, fmt.Errorf("lease members: nil bucket or clock")
+	}
+	if err := ValidateHolder(holder); err != nil {
+		return nil, fmt.Errorf("lease members: %w", err)
+	}
+	if ttl <= 0 {
+		return nil, fmt.Errorf("lease members: ttl must be positive")
+	}
+	return &Members{b: b, holder: holder, ttl: ttl, clock: clock}, nil
+}
+
+func (m *Members) key(holder string) string { return MembersDir + holder + ".json" }
+
+// Heartbeat (re)writes this instance's record with a fresh expiry.
+func (m *Members) Heartbeat(ctx context.Context) error {
+	data, _ := json.Marshal(heartbeat{Holder: m.holder, Expires: m.clock.Now().Add(m.ttl).UTC()})
+	if err := m.b.Put(ctx, m.key(m.holder), data); err != nil {
+		return fmt.Errorf("publish heartbeat: %w", err)
+	}
+	return nil
+}
+
+// Leave removes this instance's record, so that the others rebalance at
+// once on a clean shutdown.
+func (m *Members) Leave(ctx context.Context) error {
+	if err := m.b.Delete(ctx, m.key(m.holder)); err != nil && !storage.IsNotFound(err) {
+		return fmt.Errorf("remove heartbeat: %w", err)
+	}
+	return nil
+}
+
+// Live lists the holders with an unexpired heartbeat, this one included,
+// sorted. Records expired for ten TTLs are removed.
+func (m *Members) Live(ctx context.Context) ([]string, error) {
+	var keys []string
+	if err := m.b.List(ctx, MembersDir, func(a storage.Attrs) error {
+		if strings.HasSuffix(a.Key, ".json") {
+			keys = append(keys, a.Key)
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("list members: %w", err)
+	}
+	now := m.clock.Now()
+	live := []string{m.holder}
+	for _, k := range keys {
+		data, err := m.b.Get(ctx, k)
+		if storage.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read member %s: %w", k, err)
+		}
+		var hb heartbeat
+		if json.Unmarshal(data, &hb) != nil || hb.Holder == "" {
+			continue
+		}
+		switch {
+		case now.Before(hb.Expires):
+			live = append(live, hb.Holder)
+		case now.Sub(hb.Expires) > 10*m.ttl:
+			_ = m.b.Delete(ctx, k) // a long-dead instance
+		}
+	}
+	slices.Sort(live)
+	return slices.Compact(live), nil
+}
+
+// Assign maps each table to one member: rendezvous hashing with bounded
+// load. Tables are taken in sorted order and each goes to the member that
+// ranks it highest among those still below ceil(tables/members), so every
+// member gets an even share and a change of membership moves few tables.
+// Instances that see the same tables and members compute the same map.
+func Assign(tables, members []string) map[string]string {
+	out := make(map[string]string, len(tables))
+	if len(members) == 0 {
+		return out
+	}
+	ts := slices.Clone(tables)
+	slices.Sort(ts)
+	ts = slices.Compact(ts)
+	ms := slices.Clone(members)
+	slices.Sort(ms)
+	ms = slices.Compact(ms)
+	limit := (len(ts) + len(ms) - 1) / len(ms)
+	load := make(map[string]int, len(ms))
+	for _, t := range ts {
+		best, bestScore := "", uint64(0)
+		for _, m := range ms {
+			if load[m] >= limit {
+				continue
+			}
+			if s := score(t, m); best == "" || s > bestScore {
+				best, bestScore = m, s
+			}
+		}
+		out[t] = best
+		load[best]++
+	}
+	return out
+}
+
+func score(table, member string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(table))
+	h.Write([]byte{0})
+	h.Write([]byte(member))
+	// fnv alone mixes the last bytes poorly; finish with splitmix64.
+	x := h.Sum64()
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}

@@ -1,0 +1,64 @@
+package scheduler_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/scheduler"
+	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
+)
+
+func TestClassify(t *testing.T) {
+	corruptCanceled := fmt.Errorf("data file x: %w: %v", table.ErrCorrupt, context.Canceled)
+	for _, tc := range []struct {
+		name   string
+		err    error
+		cause  error
+		class  scheduler.Class
+		reason string
+	}{
+		{"success", nil, nil, scheduler.ClassSuccess, ""},
+		{"shutdown", context.Canceled, scheduler.ErrShutdown, scheduler.ClassCanceled, ""},
+		{"table removed", fmt.Errorf("merge: %w", context.Canceled), scheduler.ErrTableRemoved, scheduler.ClassCanceled, ""},
+		{"lease lost", context.Canceled, scheduler.ErrLeaseLost, scheduler.ClassCanceled, ""},
+		// A layer that reports a canceled read as corruption must not get a
+		// table quarantined by a shutdown.
+		{"shutdown disguised as corruption", corruptCanceled, scheduler.ErrShutdown, scheduler.ClassCanceled, ""},
+		{"budget", context.Canceled, scheduler.ErrBudget, scheduler.ClassRetry, ""},
+		{"deadline inside the job", fmt.Errorf("commit: %w", context.DeadlineExceeded), nil, scheduler.ClassRetry, ""},
+		{"retryable conflict", &commit.ConflictError{Class: commit.ErrRetryable}, nil, scheduler.ClassRetry, ""},
+		{"ambiguous commit", &commit.AmbiguousError{Version: 3, Err: errors.New("reset")}, nil, scheduler.ClassRetry, ""},
+		{"network timeout", fmt.Errorf("get: %w", storage.ErrInjectedTimeout), nil, scheduler.ClassRetry, ""},
+		{"already merged elsewhere", fmt.Errorf("merge: %w", &commit.ConflictError{Class: commit.ErrIncompatible}), nil, scheduler.ClassSkipped, ""},
+		{"corrupt", fmt.Errorf("manifest 3: %w", table.ErrCorrupt), nil, scheduler.ClassError, scheduler.ReasonCorrupt},
+		{"anything else", errors.New("boom"), nil, scheduler.ClassError, scheduler.ReasonFailing},
+		{"explicit retry", scheduler.Retryable(table.ErrCorrupt), nil, scheduler.ClassRetry, ""},
+		{"explicit quarantine", scheduler.Quarantine(scheduler.ReasonCorrupt, errors.New("x")), nil, scheduler.ClassError, scheduler.ReasonCorrupt},
+		{"explicit fatal", fmt.Errorf("w: %w", scheduler.Fatal(errors.New("x"))), nil, scheduler.ClassFatal, ""},
+		{"explicit skip", scheduler.Skipped(errors.New("x")), nil, scheduler.ClassSkipped, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, r := scheduler.Classify(tc.err, tc.cause)
+			if c != tc.class || r != tc.reason {
+				t.Fatalf("Classify = %s/%q, want %s/%q", c, r, tc.class, tc.reason)
+			}
+		})
+	}
+}
+
+func TestParseSchedule(t *testing.T) {
+	for _, ok := range []string{"@every 1s", "@every 1m30s", "*/5 * * * *", "0 */5 * * * *", "@hourly", "off", ""} {
+		if _, err := scheduler.ParseSchedule(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"@every", "@every -1s", "@every soon", "* * *", "61 * * * *", "@fortnightly", "TZ=Nowhere/Bogus * * * * *"} {
+		if _, err := scheduler.ParseSchedule(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

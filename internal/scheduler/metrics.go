@@ -1,0 +1,138 @@
+package scheduler
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// Metrics of the scheduler (DESIGN §11). Per-table series are created when
+// the table is added, at 0, and deleted when it is removed; per-shard and
+// per-index series when a sync first sees the shard or index.
+type Metrics struct {
+	runs          *prometheus.CounterVec
+	failures      *prometheus.CounterVec
+	duration      *prometheus.HistogramVec
+	lastSuccess   *prometheus.GaugeVec
+	halted        *prometheus.GaugeVec
+	paused        *prometheus.GaugeVec
+	leaseOwned    *prometheus.GaugeVec
+	version       *prometheus.GaugeVec
+	syncFailures  *prometheus.CounterVec
+	lastSync      *prometheus.GaugeVec
+	pendingGens   *prometheus.GaugeVec
+	retainedBytes *prometheus.GaugeVec
+	catchupLag    *prometheus.GaugeVec
+	friVersions   *prometheus.GaugeVec
+	merged        *prometheus.CounterVec
+	trimmedBytes  *prometheus.CounterVec
+	fragsIn       *prometheus.CounterVec
+	fragsOut      *prometheus.CounterVec
+	busy          prometheus.Gauge
+	workers       prometheus.Gauge
+	pending       *prometheus.GaugeVec
+	tables        prometheus.Gauge
+}
+
+// Retained-bytes reasons (DESIGN §11).
+const (
+	RetainedNotMerged        = "not_merged"
+	RetainedIndexLag         = "index_lag"
+	RetainedVersionRetention = "version_retention"
+)
+
+var retainedReasons = []string{RetainedNotMerged, RetainedIndexLag, RetainedVersionRetention}
+
+// NewMetrics registers the scheduler metrics with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := promauto.With(reg)
+	tk := []string{"table", "kind"}
+	m := &Metrics{
+		runs: f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_job_runs_total",
+			Help: "Finished job attempts by table, kind and result (success, skipped, canceled, retry, error, fatal)."}, []string{"table", "kind", "result"}),
+		failures: f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_job_failures_total",
+			Help: "Failed job attempts (results retry, error and fatal) by table and kind."}, tk),
+		duration: f.NewHistogramVec(prometheus.HistogramOpts{Name: "compactord_job_duration_seconds",
+			Help: "Duration of finished job attempts by table and kind.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 9)}, tk),
+		lastSuccess: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_job_last_success_timestamp_seconds",
+			Help: "Unix time of the last successful (or skipped) attempt by table and kind; 0 before the first."}, tk),
+		halted: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_table_halted",
+			Help: "1 when the table is quarantined for the reason (corrupt, failing); resume it through the API."}, []string{"table", "reason"}),
+		paused: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_table_paused",
+			Help: "1 when an operator paused the table."}, []string{"table"}),
+		leaseOwned: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_lease_owned",
+			Help: "1 when this instance holds the table's lease (always 1 with leasing off)."}, []string{"table"}),
+		version: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_table_version",
+			Help: "The newest table version seen by the last sync."}, []string{"table"}),
+		syncFailures: f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_table_sync_failures_total",
+			Help: "Failed reads of a table's manifest and shard manifests."}, []string{"table"}),
+		lastSync: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_table_last_sync_timestamp_seconds",
+			Help: "Unix time of the last successful sync of the table; 0 before the first."}, []string{"table"}),
+		pendingGens: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_mem_wal_pending_generations",
+			Help: "Flushed SSTable generations not yet merged into the base table, by table and shard."}, []string{"table", "shard"}),
+		retainedBytes: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_sstable_retained_bytes",
+			Help: "Bytes of SSTables still stored, by table, shard and why they are kept (not_merged, index_lag, version_retention)."}, []string{"table", "shard", "reason"}),
+		catchupLag: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_index_catchup_lag_generations",
+			Help: "Merged generations an index does not provably cover, by table, index and shard (an absent catch-up entry counts as 0 covered)."}, []string{"table", "index", "shard"}),
+		friVersions: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_fri_versions",
+			Help: "Fragment-reuse index versions outstanding (not yet trimmed) by table."}, []string{"table"}),
+		merged: f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_sstables_merged_total",
+			Help: "SSTables merged into the base table by this instance's jobs."}, []string{"table"}),
+		trimmedBytes: f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_sstable_trimmed_bytes_total",
+			Help: "Bytes of SSTables and WAL entries deleted by this instance's trim jobs."}, []string{"table"}),
+		fragsIn: f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_job_fragments_in_total",
+			Help: "Fragments consumed (rewritten or removed) by jobs, by table and kind."}, tk),
+		fragsOut: f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_job_fragments_out_total",
+			Help: "Fragments written by jobs, by table and kind."}, tk),
+		busy: f.NewGauge(prometheus.GaugeOpts{Name: "compactord_workers_busy",
+			Help: "Job attempts running now."}),
+		workers: f.NewGauge(prometheus.GaugeOpts{Name: "compactord_workers_limit",
+			Help: "The configured worker limit."}),
+		pending: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_jobs_pending",
+			Help: "Jobs waiting for a worker (or a backoff to end), by kind."}, []string{"kind"}),
+		tables: f.NewGauge(prometheus.GaugeOpts{Name: "compactord_tables",
+			Help: "Tables this instance watches."}),
+	}
+	for _, k := range Kinds {
+		m.pending.WithLabelValues(string(k))
+	}
+	return m
+}
+
+// addTable pre-creates every per-table series at 0.
+func (m *Metrics) addTable(name string, kinds []Kind) {
+	for _, k := range kinds {
+		ks := string(k)
+		for _, c := range allClasses {
+			m.runs.WithLabelValues(name, ks, string(c))
+		}
+		m.failures.WithLabelValues(name, ks)
+		m.duration.WithLabelValues(name, ks)
+		m.lastSuccess.WithLabelValues(name, ks)
+		m.fragsIn.WithLabelValues(name, ks)
+		m.fragsOut.WithLabelValues(name, ks)
+	}
+	for _, r := range allReasons {
+		m.halted.WithLabelValues(name, r)
+	}
+	m.paused.WithLabelValues(name)
+	m.leaseOwned.WithLabelValues(name)
+	m.version.WithLabelValues(name)
+	m.syncFailures.WithLabelValues(name)
+	m.lastSync.WithLabelValues(name)
+	m.friVersions.WithLabelValues(name)
+	m.merged.WithLabelValues(name)
+	m.trimmedBytes.WithLabelValues(name)
+}
+
+// removeTable deletes every series of the table.
+func (m *Metrics) removeTable(name string) {
+	l := prometheus.Labels{"table": name}
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
+		m.runs, m.failures, m.lastSuccess, m.halted, m.paused, m.leaseOwned, m.version, m.syncFailures,
+		m.lastSync, m.pendingGens, m.retainedBytes, m.catchupLag, m.friVersions, m.merged, m.trimmedBytes,
+		m.fragsIn, m.fragsOut,
+	} {
+		v.DeletePartialMatch(l)
+	}
+	m.duration.DeletePartialMatch(l)
+}

@@ -1,0 +1,837 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/robfig/cron/v3"
+	"go.uber.org/zap"
+
+	"github.com/compactord/compactord/internal/inflight"
+	"github.com/compactord/compactord/internal/lease"
+	"github.com/compactord/compactord/internal/scheduler/clock"
+	"github.com/compactord/compactord/internal/table"
+)
+
+// leaseName is the lease of a whole table, `_leases/table/` under its root.
+const leaseName = "table"
+
+// Deps are the scheduler's collaborators.
+type Deps struct {
+	Logger     *zap.Logger
+	Registerer prometheus.Registerer
+	Clock      clock.Clock
+	// Open opens a table.
+	Open Opener
+	// Jobs holds the job of each kind this build has; a kind without one
+	// is never scheduled.
+	Jobs map[Kind]JobFunc
+	// Leases, when set, decides which tables this instance works on.
+	// Nil: every table (leasing off).
+	Leases *lease.Manager
+	// Members, when set (with Leases), splits the tables evenly between
+	// the live instances.
+	Members *lease.Members
+}
+
+// Scheduler runs jobs on tables. See the package comment.
+type Scheduler struct {
+	deps    Deps
+	clock   clock.Clock
+	logger  *zap.Logger
+	metrics *Metrics
+
+	mu       sync.Mutex
+	cfg      Config
+	sched    [numKinds]cron.Schedule
+	tables   map[string]*tableState
+	running  int
+	nextID   uint64
+	started  bool
+	draining bool
+	ready    bool
+	fatal    error
+	members  []string
+
+	wake      chan struct{}
+	syncKick  chan struct{}
+	leaseKick chan struct{}
+	attempts  sync.WaitGroup // running attempts
+	bg        sync.WaitGroup // lease releases of removed tables
+}
+
+// New checks the configuration and dependencies; it starts nothing.
+func New(cfg Config, deps Deps) (*Scheduler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Open == nil {
+		return nil, errors.New("scheduler: no table opener")
+	}
+	if deps.Clock == nil {
+		deps.Clock = clock.Real()
+	}
+	if deps.Logger == nil {
+		deps.Logger = zap.NewNop()
+	}
+	if deps.Registerer == nil {
+		deps.Registerer = prometheus.NewRegistry()
+	}
+	for k, j := range deps.Jobs {
+		if k.index() < 0 || j == nil {
+			return nil, fmt.Errorf("scheduler: bad job for kind %q", k)
+		}
+	}
+	s := &Scheduler{
+		deps: deps, clock: deps.Clock, logger: deps.Logger.With(zap.String("component", "scheduler")),
+		metrics: NewMetrics(deps.Registerer), tables: map[string]*tableState{},
+		wake: make(chan struct{}, 1), syncKick: make(chan struct{}, 1), leaseKick: make(chan struct{}, 1),
+	}
+	s.setConfigLocked(cfg)
+	return s, nil
+}
+
+// setConfigLocked installs cfg. REQUIRES: s.mu held (or s not shared yet).
+func (s *Scheduler) setConfigLocked(cfg Config) {
+	now := s.clock.Now()
+	for i, k := range Kinds {
+		var sched cron.Schedule
+		if _, ok := s.deps.Jobs[k]; ok {
+			sched, _ = ParseSchedule(cfg.Schedule.Get(k)) // validated
+		}
+		if cfg.Schedule.Get(k) != s.cfg.Schedule.Get(k) || (sched == nil) != (s.sched[i] == nil) {
+			for _, st := range s.tables {
+				st.next[i] = time.Time{}
+				if sched != nil {
+					st.next[i] = sched.Next(now)
+				}
+			}
+		}
+		s.sched[i] = sched
+	}
+	s.cfg = cfg
+	s.metrics.workers.Set(float64(cfg.Workers))
+}
+
+// Reconfigure applies a new configuration (SIGHUP): schedules, limits,
+// intervals and the retry policy. Lease settings take effect at restart.
+func (s *Scheduler) Reconfigure(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	cfg.Lease = s.cfg.Lease
+	s.setConfigLocked(cfg)
+	s.mu.Unlock()
+	s.kick()
+	kickChan(s.syncKick)
+	return nil
+}
+
+// Kinds reports the kinds this scheduler has a job for.
+func (s *Scheduler) AvailableKinds() []Kind {
+	var out []Kind
+	for _, k := range Kinds {
+		if _, ok := s.deps.Jobs[k]; ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func kickChan(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// kick wakes the main loop.
+func (s *Scheduler) kick() { kickChan(s.wake) }
+
+// SetTables replaces the set of tables. New tables start being synced at
+// once; removed ones have their running attempt canceled (ErrTableRemoved)
+// and their lease released. A table whose URL changed is removed and added.
+func (s *Scheduler) SetTables(specs []TableSpec) error {
+	seen := map[string]bool{}
+	for _, sp := range specs {
+		if sp.Name == "" || sp.URL == "" {
+			return fmt.Errorf("table spec needs a name and a URL: %+v", sp)
+		}
+		if seen[sp.Name] {
+			return fmt.Errorf("two tables are named %q", sp.Name)
+		}
+		seen[sp.Name] = true
+	}
+	s.mu.Lock()
+	now := s.clock.Now()
+	for name, st := range s.tables {
+		if !seen[name] {
+			s.removeLocked(st)
+		}
+	}
+	for _, sp := range specs {
+		if st, ok := s.tables[sp.Name]; ok {
+			if st.spec.URL == sp.URL {
+				continue
+			}
+			s.removeLocked(st)
+		}
+		s.addLocked(sp, now)
+	}
+	s.metrics.tables.Set(float64(len(s.tables)))
+	s.mu.Unlock()
+	s.kick()
+	kickChan(s.syncKick)
+	kickChan(s.leaseKick)
+	return nil
+}
+
+// REQUIRES: s.mu held.
+func (s *Scheduler) addLocked(sp TableSpec, now time.Time) {
+	st := &tableState{spec: sp, logger: s.logger.With(zap.String("table", sp.Name)),
+		jobLogger: s.deps.Logger.With(zap.String("table", sp.Name))}
+	for i := range Kinds {
+		if s.sched[i] != nil {
+			st.next[i] = s.sched[i].Next(now)
+		}
+	}
+	s.metrics.addTable(sp.Name, Kinds)
+	if s.deps.Leases == nil {
+		st.owned = true
+		s.metrics.leaseOwned.WithLabelValues(sp.Name).Set(1)
+	}
+	s.tables[sp.Name] = st
+	s.logger.Info("table added", zap.String("table", sp.Name), zap.String("url", sp.URL))
+}
+
+// removeLocked forgets a table. REQUIRES: s.mu held.
+func (s *Scheduler) removeLocked(st *tableState) {
+	delete(s.tables, st.spec.Name)
+	s.metrics.removeTable(st.spec.Name)
+	st.removed = true
+	s.logger.Info("table removed", zap.String("table", st.spec.Name), zap.String("url", st.spec.URL))
+	if st.running != nil {
+		st.running.cancel(ErrTableRemoved)
+		return // finish() finalizes it
+	}
+	s.finalizeLocked(st)
+}
+
+// finalizeLocked releases a removed table's lease and bucket in the
+// background. REQUIRES: s.mu held; st.running == nil.
+func (s *Scheduler) finalizeLocked(st *tableState) {
+	h, owned := st.handle, st.owned
+	st.handle, st.owned = nil, false
+	if h == nil {
+		return
+	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		if owned && s.deps.Leases != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			if err := s.deps.Leases.Release(ctx, h.Bucket, leaseName); err != nil {
+				s.logger.Warn("could not release the lease of a removed table", zap.String("table", st.spec.Name), zap.Error(err))
+			}
+			cancel()
+		}
+		closeHandle(h)
+	}()
+}
+
+func closeHandle(h *TableHandle) {
+	if h != nil && h.Close != nil {
+		_ = h.Close()
+	}
+}
+
+// Run schedules jobs until ctx is done, then drains: no new attempt
+// starts, running ones get Config.ShutdownGrace to finish and are then
+// canceled with ErrShutdown, leases are released. It returns nil after a
+// shutdown and the error of a fatal attempt otherwise.
+func (s *Scheduler) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.started {
+		s.mu.Unlock()
+		return errors.New("scheduler: Run called twice")
+	}
+	s.started = true
+	s.mu.Unlock()
+	s.logger.Info("scheduler starting", zap.Int("workers", s.cfg.Workers), zap.Any("kinds", s.AvailableKinds()))
+
+	loopCtx, stopLoops := context.WithCancelCause(context.WithoutCancel(ctx))
+	var loops sync.WaitGroup
+	loops.Go(func() { s.leaseLoop(loopCtx) })
+	loops.Go(func() { s.syncLoop(loopCtx) })
+	loops.Go(func() { s.pollLoop(loopCtx) })
+
+	s.mainLoop(ctx)
+	s.drain()
+	// Leases stay renewed while attempts drain; the loops stop after.
+	stopLoops(ErrShutdown)
+	loops.Wait()
+	s.shutdownTables()
+	s.bg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fatal != nil {
+		s.logger.Error("scheduler stopped by a fatal error", zap.Error(s.fatal))
+	} else {
+		s.logger.Info("scheduler stopped")
+	}
+	return s.fatal
+}
+
+func (s *Scheduler) mainLoop(ctx context.Context) {
+	for {
+		s.mu.Lock()
+		if s.fatal != nil {
+			s.mu.Unlock()
+			return
+		}
+		now := s.clock.Now()
+		s.collectDueLocked(now)
+		s.dispatchLocked(now)
+		wait, ok := s.nextWakeLocked(now)
+		s.mu.Unlock()
+
+		var tc <-chan time.Time
+		var t clock.Timer
+		if ok {
+			t = s.clock.NewTimer(wait)
+			tc = t.C()
+		}
+		select {
+		case <-ctx.Done():
+		case <-s.wake:
+		case <-tc:
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// eligible: the table may start an attempt. REQUIRES: s.mu held.
+func (s *Scheduler) eligibleLocked(st *tableState) bool {
+	return !st.removed && st.owned && st.synced && st.halted == nil && !st.paused && st.handle != nil
+}
+
+// collectDueLocked turns schedules that came due into pending jobs. A
+// schedule that comes due while the table cannot run is skipped, not
+// queued: missed runs do not pile up. REQUIRES: s.mu held.
+func (s *Scheduler) collectDueLocked(now time.Time) {
+	for _, st := range s.tables {
+		for i, k := range Kinds {
+			sched := s.sched[i]
+			if sched == nil {
+				continue
+			}
+			if st.next[i].IsZero() {
+				st.next[i] = sched.Next(now)
+				continue
+			}
+			if now.Before(st.next[i]) {
+				continue
+			}
+			if s.eligibleLocked(st) {
+				st.pend(k, TriggerSchedule, now)
+			}
+			st.next[i] = sched.Next(now)
+		}
+	}
+}
+
+// nextWakeLocked is how long until a schedule comes due or a backoff of a
+// pending job ends. Only future instants count: a job that is due but
+// waits for a worker or for its table is started when an attempt ends.
+// REQUIRES: s.mu held.
+func (s *Scheduler) nextWakeLocked(now time.Time) (time.Duration, bool) {
+	var best time.Time
+	consider := func(t time.Time) {
+		if t.After(now) && (best.IsZero() || t.Before(best)) {
+			best = t
+		}
+	}
+	for _, st := range s.tables {
+		for i := range Kinds {
+			if s.sched[i] != nil {
+				consider(st.next[i])
+			}
+			if st.pending[i] != "" {
+				consider(st.notBefore[i])
+			}
+		}
+	}
+	if best.IsZero() {
+		return 0, false
+	}
+	return best.Sub(now), true
+}
+
+// dispatchLocked starts attempts while workers are free. Per table, the
+// first pending kind in Kinds order whose backoff is over runs; across
+// tables, the one whose job has waited longest goes first.
+// REQUIRES: s.mu held.
+func (s *Scheduler) dispatchLocked(now time.Time) {
+	var pendingByKind [numKinds]int
+	type cand struct {
+		st    *tableState
+		i     int
+		since time.Time
+	}
+	var cands []cand
+	for _, st := range s.tables {
+		chosen := -1
+		for i, k := range Kinds {
+			if st.pending[i] == "" {
+				continue
+			}
+			if _, ok := s.deps.Jobs[k]; !ok {
+				st.pending[i] = "" // cannot happen through the API; be safe
+				continue
+			}
+			pendingByKind[i]++
+			if chosen < 0 && !now.Before(st.notBefore[i]) {
+				chosen = i
+			}
+		}
+		if chosen < 0 || st.running != nil || !s.eligibleLocked(st) || s.draining {
+			continue
+		}
+		cands = append(cands, cand{st, chosen, st.pendSince[chosen]})
+	}
+	for i, k := range Kinds {
+		s.metrics.pending.WithLabelValues(string(k)).Set(float64(pendingByKind[i]))
+	}
+	sort.Slice(cands, func(a, b int) bool {
+		if !cands[a].since.Equal(cands[b].since) {
+			return cands[a].since.Before(cands[b].since)
+		}
+		return cands[a].st.spec.Name < cands[b].st.spec.Name
+	})
+	for _, c := range cands {
+		if s.running >= s.cfg.Workers {
+			return
+		}
+		s.startLocked(c.st, Kinds[c.i], now)
+	}
+}
+
+// REQUIRES: s.mu held; st eligible and idle.
+func (s *Scheduler) startLocked(st *tableState, k Kind, now time.Time) {
+	i := k.index()
+	s.nextID++
+	ctx, cancel := context.WithCancelCause(context.Background())
+	a := &attempt{id: s.nextID, kind: k, trigger: st.pending[i], started: now, cancel: cancel}
+	st.pending[i], st.notBefore[i] = "", time.Time{}
+	st.running = a
+	s.running++
+	s.metrics.busy.Set(float64(s.running))
+	h := *st.handle
+	scope := []zap.Field{zap.String("job", string(k)), zap.Uint64("attempt", a.id), zap.String("trigger", string(a.trigger))}
+	h.Logger = st.jobLogger.With(scope...)
+	a.logger = st.logger.With(scope...)
+	h.Trigger = a.trigger
+	h.Now = s.clock.Now
+	s.attempts.Add(1)
+	go s.runAttempt(ctx, st, a, &h, s.deps.Jobs[k], s.cfg.Timeouts.For(k))
+}
+
+// runAttempt runs one attempt and reports it to finish.
+func (s *Scheduler) runAttempt(ctx context.Context, st *tableState, a *attempt, h *TableHandle, job JobFunc, budget time.Duration) {
+	defer s.attempts.Done()
+	a.logger.Debug("job starting")
+	// The budget runs on the injected clock, so tests can expire it.
+	jctx, jcancel := context.WithCancelCause(ctx)
+	budgetTimer := s.clock.NewTimer(budget)
+	watchDone := make(chan struct{})
+	var watch sync.WaitGroup
+	watch.Go(func() {
+		select {
+		case <-budgetTimer.C():
+			jcancel(ErrBudget)
+		case <-watchDone:
+		}
+	})
+
+	var out Outcome
+	var err error
+	var unregister func()
+	if a.kind != KindCleanup {
+		// The marker keeps cleanup from deleting the files this attempt
+		// writes before it commits, and the versions it may read.
+		unregister, err = s.register(jctx, h, a, budget)
+	}
+	if err == nil {
+		out, err = callJob(jctx, job, h)
+	}
+	cause := context.Cause(jctx)
+	if unregister != nil {
+		unregister()
+	}
+	close(watchDone)
+	budgetTimer.Stop()
+	watch.Wait()
+	jcancel(nil)
+
+	// Read the table again so that the status page and the gauges show
+	// the job's effect now, not at the next sync.
+	if ctx.Err() == nil {
+		s.syncTable(ctx, st, h)
+	}
+	s.finish(st, a, h, out, err, cause)
+}
+
+// register publishes the attempt's in-flight marker with the head version
+// as its read version: the job plans from the head or a newer version.
+func (s *Scheduler) register(ctx context.Context, h *TableHandle, a *attempt, budget time.Duration) (func(), error) {
+	v, err := table.LatestVersion(ctx, h.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	// The TTL outlives the budget: the commit of an attempt canceled at the
+	// end of its budget may still be finishing on a detached context.
+	return inflight.Register(ctx, h.Bucket, fmt.Sprintf("%s/%s/%d", h.Name, a.kind, a.id), v, s.clock.Now(), budget+5*time.Minute)
+}
+
+// callJob runs job, turning a panic into an error: a bug in one job must
+// not take down the maintenance of every table.
+func callJob(ctx context.Context, job JobFunc, h *TableHandle) (out Outcome, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = Outcome{}, fmt.Errorf("job panicked: %v", r)
+		}
+	}()
+	return job(ctx, h)
+}
+
+// backoff is the wait after n failures in a row: base·2^(n-1), capped,
+// with full jitter in its upper half so that tables failing together do
+// not retry together.
+func (s *Scheduler) backoff(n int) time.Duration {
+	d := s.cfg.Retry.BaseBackoff
+	for i := 1; i < n && d < s.cfg.Retry.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, s.cfg.Retry.MaxBackoff)
+	return d/2 + rand.N(d/2+1)
+}
+
+func (s *Scheduler) finish(st *tableState, a *attempt, h *TableHandle, out Outcome, err, cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	class, reason := Classify(err, cause)
+	i := a.kind.index()
+	name, ks := st.spec.Name, string(a.kind)
+	dur := now.Sub(a.started)
+	rec := JobRecord{ID: a.id, Table: name, Kind: a.kind, Trigger: a.trigger, Started: a.started, Finished: now,
+		DurationSeconds: dur.Seconds(), Result: class, Version: out.Version, Summary: out.Summary}
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	fields := []zap.Field{zap.String("result", string(class)), zap.Duration("duration", dur)}
+	if out.Version > 0 {
+		fields = append(fields, zap.Uint64("version", out.Version))
+	}
+	if out.Summary != "" {
+		fields = append(fields, zap.String("summary", out.Summary))
+	}
+	if !st.removed {
+		s.metrics.runs.WithLabelValues(name, ks, string(class)).Inc()
+		s.metrics.duration.WithLabelValues(name, ks).Observe(dur.Seconds())
+	}
+	switch class {
+	case ClassSuccess, ClassSkipped:
+		st.failures[i], st.retries[i] = 0, 0
+		if !st.removed {
+			s.metrics.lastSuccess.WithLabelValues(name, ks).Set(float64(now.UnixMilli()) / 1e3)
+			s.metrics.merged.WithLabelValues(name).Add(float64(out.Stats.SSTablesMerged))
+			s.metrics.trimmedBytes.WithLabelValues(name).Add(float64(out.Stats.BytesTrimmed))
+			s.metrics.fragsIn.WithLabelValues(name, ks).Add(float64(out.Stats.FragmentsIn))
+			s.metrics.fragsOut.WithLabelValues(name, ks).Add(float64(out.Stats.FragmentsOut))
+		}
+		if class == ClassSkipped {
+			fields = append(fields, zap.NamedError("reason", err))
+		}
+		a.logger.Info("job finished", fields...)
+		if out.More && class == ClassSuccess {
+			st.pend(a.kind, TriggerContinue, now)
+		}
+	case ClassCanceled:
+		a.logger.Info("job canceled", append(fields, zap.NamedError("cause", cause))...)
+	case ClassRetry, ClassError:
+		if !st.removed {
+			s.metrics.failures.WithLabelValues(name, ks).Inc()
+		}
+		st.retries[i]++
+		wait := s.backoff(st.retries[i])
+		st.notBefore[i] = now.Add(wait)
+		fields = append(fields, zap.Error(err), zap.Duration("retry_in", wait))
+		if class == ClassError {
+			st.failures[i]++
+			fields = append(fields, zap.Int("failures_in_a_row", st.failures[i]))
+			if st.failures[i] >= s.cfg.Retry.QuarantineAfter {
+				a.logger.Error("job failed", fields...)
+				s.haltLocked(st, reason, ks, err, now)
+				break
+			}
+		}
+		a.logger.Warn("job failed", fields...)
+		st.pend(a.kind, TriggerRetry, now)
+	case ClassFatal:
+		if !st.removed {
+			s.metrics.failures.WithLabelValues(name, ks).Inc()
+		}
+		a.logger.Error("job failed fatally; stopping", append(fields, zap.Error(err))...)
+		if s.fatal == nil {
+			s.fatal = fmt.Errorf("%s: %s job: %w", st, a.kind, err)
+		}
+	}
+	st.running = nil
+	s.running--
+	s.metrics.busy.Set(float64(s.running))
+	st.history = append(st.history, rec)
+	if len(st.history) > s.cfg.History {
+		st.history = slices.Delete(st.history, 0, len(st.history)-s.cfg.History)
+	}
+	st.lastRuns[i] = &rec
+	if st.removed {
+		s.finalizeLocked(st)
+	}
+	s.kick()
+}
+
+// haltLocked quarantines a table. REQUIRES: s.mu held.
+func (s *Scheduler) haltLocked(st *tableState, reason, kind string, err error, now time.Time) {
+	if st.halted != nil {
+		return
+	}
+	st.halted = &Halt{Reason: reason, Error: err.Error(), Kind: kind, Since: now}
+	for i := range Kinds {
+		st.pending[i] = ""
+	}
+	if !st.removed {
+		s.metrics.halted.WithLabelValues(st.spec.Name, reason).Set(1)
+	}
+	st.logger.Error("table quarantined; the other tables continue. Fix the cause, then resume it through the API",
+		zap.String("reason", reason), zap.String("kind", kind), zap.Error(err))
+}
+
+// drain stops dispatching and waits for running attempts, canceling them
+// when the grace period ends.
+func (s *Scheduler) drain() {
+	s.mu.Lock()
+	s.draining = true
+	n := s.running
+	grace := s.cfg.ShutdownGrace
+	s.mu.Unlock()
+	s.logger.Info("draining: no new jobs start", zap.Int("running", n), zap.Duration("grace", grace))
+	done := make(chan struct{})
+	go func() {
+		s.attempts.Wait()
+		close(done)
+	}()
+	t := s.clock.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C():
+	}
+	s.mu.Lock()
+	for _, st := range s.tables {
+		if st.running != nil {
+			st.running.cancel(ErrShutdown)
+		}
+	}
+	s.mu.Unlock()
+	s.logger.Warn("grace period over: canceling the running jobs")
+	<-done
+}
+
+// shutdownTables releases the leases this instance holds and closes the
+// buckets, so that another instance takes the tables over at once.
+func (s *Scheduler) shutdownTables() {
+	s.mu.Lock()
+	var sts []*tableState
+	for _, st := range s.tables {
+		sts = append(sts, st)
+	}
+	conc := s.cfg.SyncConcurrency
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sem := make(chan struct{}, conc)
+	var wg sync.WaitGroup
+	for _, st := range sts {
+		s.mu.Lock()
+		h, owned := st.handle, st.owned
+		st.handle = nil
+		if s.deps.Leases != nil {
+			st.owned = false
+		}
+		s.mu.Unlock()
+		if h == nil {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if owned && s.deps.Leases != nil {
+				if err := s.deps.Leases.Release(ctx, h.Bucket, leaseName); err != nil {
+					s.logger.Warn("could not release a lease; another instance takes the table when it expires",
+						zap.String("table", st.spec.Name), zap.Error(err))
+				}
+			}
+			closeHandle(h)
+		})
+	}
+	wg.Wait()
+	if s.deps.Members != nil {
+		if err := s.deps.Members.Leave(ctx); err != nil {
+			s.logger.Warn("could not remove the membership heartbeat", zap.Error(err))
+		}
+	}
+}
+
+// Ready reports whether the first sync of every table has been attempted.
+func (s *Scheduler) Ready() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ready && !s.draining
+}
+
+// Tables returns the status of every table, sorted by name.
+func (s *Scheduler) Tables() []TableStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]TableStatus, 0, len(s.tables))
+	for _, st := range s.tables {
+		out = append(out, s.status(st))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Table returns one table's status.
+func (s *Scheduler) Table(name string) (TableStatus, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.tables[name]
+	if !ok {
+		return TableStatus{}, false
+	}
+	return s.status(st), true
+}
+
+// Recent returns the newest finished attempts over all tables, newest
+// first.
+func (s *Scheduler) Recent(n int) []JobRecord {
+	s.mu.Lock()
+	var all []JobRecord
+	for _, st := range s.tables {
+		all = append(all, st.history...)
+	}
+	s.mu.Unlock()
+	sort.Slice(all, func(i, j int) bool { return all[i].Finished.After(all[j].Finished) })
+	if len(all) > n {
+		all = all[:n]
+	}
+	return all
+}
+
+// Holder is this instance's lease holder name ("" with leasing off).
+func (s *Scheduler) Holder() string {
+	if s.deps.Leases == nil {
+		return ""
+	}
+	return s.deps.Leases.Holder()
+}
+
+// Members returns the live instances seen by the last lease round.
+func (s *Scheduler) Members() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.members)
+}
+
+// Trigger queues a job now (an operator's request): it skips the backoff
+// and runs as soon as a worker and the table are free.
+func (s *Scheduler) Trigger(name string, kind Kind) error {
+	if kind.index() < 0 {
+		return apiErr(400, "unknown job kind %q (want merge, compact, index, trim or cleanup)", kind)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.tables[name]
+	switch {
+	case !ok:
+		return apiErr(404, "no table named %q", name)
+	case s.deps.Jobs[kind] == nil:
+		return apiErr(409, "this build has no %s job", kind)
+	case s.draining:
+		return apiErr(503, "shutting down")
+	case st.halted != nil:
+		return apiErr(409, "table %q is quarantined (%s); resume it first", name, st.halted.Reason)
+	case st.paused:
+		return apiErr(409, "table %q is paused; resume it first", name)
+	case !st.owned:
+		return apiErr(409, "table %q is served by another instance (%s)", name, st.lease.Holder)
+	}
+	st.pend(kind, TriggerManual, s.clock.Now())
+	st.logger.Info("job requested by an operator", zap.String("job", string(kind)))
+	s.kick()
+	return nil
+}
+
+// Pause stops scheduling jobs on a table; a running attempt finishes.
+func (s *Scheduler) Pause(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.tables[name]
+	if !ok {
+		return apiErr(404, "no table named %q", name)
+	}
+	if !st.paused {
+		st.paused = true
+		s.metrics.paused.WithLabelValues(name).Set(1)
+		st.logger.Info("table paused by an operator")
+	}
+	return nil
+}
+
+// Resume undoes Pause and lifts a quarantine.
+func (s *Scheduler) Resume(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.tables[name]
+	if !ok {
+		return apiErr(404, "no table named %q", name)
+	}
+	if st.paused {
+		st.paused = false
+		s.metrics.paused.WithLabelValues(name).Set(0)
+	}
+	if st.halted != nil {
+		s.metrics.halted.WithLabelValues(name, st.halted.Reason).Set(0)
+		st.halted = nil
+	}
+	st.failures, st.retries, st.notBefore = [numKinds]int{}, [numKinds]int{}, [numKinds]time.Time{}
+	st.syncFailures = 0
+	st.logger.Info("table resumed by an operator")
+	s.kick()
+	return nil
+}

@@ -1,0 +1,134 @@
+package scheduler
+
+import (
+	"slices"
+	"time"
+)
+
+// JobRecord is one finished attempt.
+type JobRecord struct {
+	ID              uint64    `json:"id"`
+	Table           string    `json:"table"`
+	Kind            Kind      `json:"kind"`
+	Trigger         Trigger   `json:"trigger"`
+	Started         time.Time `json:"started"`
+	Finished        time.Time `json:"finished"`
+	DurationSeconds float64   `json:"duration_seconds"`
+	Result          Class     `json:"result"`
+	Error           string    `json:"error,omitempty"`
+	Version         uint64    `json:"version,omitempty"`
+	Summary         string    `json:"summary,omitempty"`
+}
+
+// TableStatus is the status API's document for one table.
+type TableStatus struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	// State is one of: ok, running, paused, halted, not_owned, not_synced.
+	State     string       `json:"state"`
+	Paused    bool         `json:"paused"`
+	Halted    *Halt        `json:"halted"`
+	Owned     bool         `json:"owned"`
+	Lease     *LeaseStatus `json:"lease"`
+	Synced    bool         `json:"synced"`
+	LastSync  *time.Time   `json:"last_sync"`
+	SyncError string       `json:"sync_error,omitempty"`
+	// Snapshot is the table as of the last sync (nil before the first).
+	Snapshot *Snapshot             `json:"snapshot"`
+	Running  *RunningJob           `json:"running"`
+	Pending  []PendingJob          `json:"pending"`
+	Jobs     map[string]KindStatus `json:"jobs"`
+	Recent   []JobRecord           `json:"recent"`
+}
+
+// LeaseStatus is the newest lease record this instance read.
+type LeaseStatus struct {
+	Holder  string    `json:"holder"`
+	Epoch   uint64    `json:"epoch"`
+	Expires time.Time `json:"expires"`
+}
+
+// RunningJob is the attempt running on a table.
+type RunningJob struct {
+	ID      uint64    `json:"id"`
+	Kind    Kind      `json:"kind"`
+	Trigger Trigger   `json:"trigger"`
+	Started time.Time `json:"started"`
+}
+
+// PendingJob is a job waiting to run.
+type PendingJob struct {
+	Kind      Kind       `json:"kind"`
+	Trigger   Trigger    `json:"trigger"`
+	Since     time.Time  `json:"since"`
+	NotBefore *time.Time `json:"not_before,omitempty"`
+}
+
+// KindStatus is one job kind on one table.
+type KindStatus struct {
+	// Available is false when this build has no job of the kind.
+	Available           bool       `json:"available"`
+	Schedule            string     `json:"schedule"`
+	Next                *time.Time `json:"next"`
+	LastRun             *JobRecord `json:"last_run"`
+	ConsecutiveFailures int        `json:"consecutive_failures"`
+}
+
+// status builds the document. REQUIRES: s.mu held.
+func (s *Scheduler) status(st *tableState) TableStatus {
+	ts := TableStatus{Name: st.spec.Name, URL: st.spec.URL, Paused: st.paused, Owned: st.owned,
+		Synced: st.synced, SyncError: st.syncErr, Snapshot: st.snap, Jobs: map[string]KindStatus{},
+		Pending: []PendingJob{}, Recent: slices.Clone(st.history)}
+	if ts.Recent == nil {
+		ts.Recent = []JobRecord{}
+	}
+	slices.Reverse(ts.Recent) // newest first
+	if st.halted != nil {
+		h := *st.halted
+		ts.Halted = &h
+	}
+	if st.lease.Holder != "" {
+		ts.Lease = &LeaseStatus{Holder: st.lease.Holder, Epoch: st.lease.Epoch, Expires: st.lease.Expires}
+	}
+	if !st.lastSync.IsZero() {
+		t := st.lastSync
+		ts.LastSync = &t
+	}
+	if a := st.running; a != nil {
+		ts.Running = &RunningJob{ID: a.id, Kind: a.kind, Trigger: a.trigger, Started: a.started}
+	}
+	for i, k := range Kinds {
+		if st.pending[i] != "" {
+			p := PendingJob{Kind: k, Trigger: st.pending[i], Since: st.pendSince[i]}
+			if nb := st.notBefore[i]; !nb.IsZero() {
+				p.NotBefore = &nb
+			}
+			ts.Pending = append(ts.Pending, p)
+		}
+		_, avail := s.deps.Jobs[k]
+		ks := KindStatus{Available: avail, Schedule: s.cfg.Schedule.Get(k), LastRun: st.lastRuns[i],
+			ConsecutiveFailures: st.failures[i]}
+		if ks.Schedule == "" {
+			ks.Schedule = "off"
+		}
+		if n := st.next[i]; !n.IsZero() && s.sched[i] != nil {
+			ks.Next = &n
+		}
+		ts.Jobs[string(k)] = ks
+	}
+	switch {
+	case st.halted != nil:
+		ts.State = "halted"
+	case st.paused:
+		ts.State = "paused"
+	case !st.owned:
+		ts.State = "not_owned"
+	case !st.synced:
+		ts.State = "not_synced"
+	case st.running != nil:
+		ts.State = "running"
+	default:
+		ts.State = "ok"
+	}
+	return ts
+}

@@ -1,0 +1,239 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/compactord/compactord/internal/table"
+)
+
+// ensureOpen opens the table's bucket once. Opening may do I/O, so it runs
+// outside s.mu; concurrent callers may both open, and the loser closes its
+// handle.
+func (s *Scheduler) ensureOpen(ctx context.Context, st *tableState) (*TableHandle, error) {
+	s.mu.Lock()
+	h, removed := st.handle, st.removed
+	s.mu.Unlock()
+	if h != nil || removed {
+		return h, nil
+	}
+	nh, err := s.deps.Open(ctx, st.spec)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		st.openErr = err
+		st.syncErr = "open: " + err.Error()
+		return nil, err
+	}
+	if st.handle != nil || st.removed || s.draining {
+		go closeHandle(nh)
+		return st.handle, nil
+	}
+	st.openErr = nil
+	st.handle = nh
+	return nh, nil
+}
+
+// tablesLocked lists the tables in name order. REQUIRES: s.mu held.
+func (s *Scheduler) tablesLocked() []*tableState {
+	out := make([]*tableState, 0, len(s.tables))
+	for _, st := range s.tables {
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].spec.Name < out[j].spec.Name })
+	return out
+}
+
+// forEachTable runs fn on every table, SyncConcurrency at a time.
+func (s *Scheduler) forEachTable(fn func(st *tableState)) {
+	s.mu.Lock()
+	sts := s.tablesLocked()
+	sem := make(chan struct{}, s.cfg.SyncConcurrency)
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, st := range sts {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(st)
+		})
+	}
+	wg.Wait()
+}
+
+// syncLoop reads every table each SyncInterval, and at once when tables
+// are added. The scheduler is ready after the first round.
+func (s *Scheduler) syncLoop(ctx context.Context) {
+	for {
+		s.forEachTable(func(st *tableState) {
+			h, err := s.ensureOpen(ctx, st)
+			if err != nil || h == nil {
+				if err != nil && ctx.Err() == nil {
+					s.logger.Warn("cannot open table", zap.String("table", st.spec.Name), zap.Error(err))
+				}
+				return
+			}
+			s.syncTable(ctx, st, h)
+		})
+		s.mu.Lock()
+		if !s.ready && ctx.Err() == nil {
+			s.ready = true
+			s.logger.Info("first sync done: ready", zap.Int("tables", len(s.tables)))
+		}
+		iv := s.cfg.SyncInterval
+		s.mu.Unlock()
+		s.kick()
+		t := s.clock.NewTimer(iv)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		case <-s.syncKick:
+			t.Stop()
+		}
+	}
+}
+
+// syncTable reads the table and records the result.
+func (s *Scheduler) syncTable(ctx context.Context, st *tableState, h *TableHandle) {
+	s.mu.Lock()
+	timeout := max(2*s.cfg.SyncInterval, time.Minute)
+	s.mu.Unlock()
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	snap, err := st.obs.sync(sctx, h.Bucket)
+	cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.removed {
+		return
+	}
+	now := s.clock.Now()
+	name := st.spec.Name
+	switch {
+	case err == nil:
+		wasSynced := st.synced
+		st.synced, st.snap, st.lastSync, st.syncErr, st.syncFailures = true, snap, now, "", 0
+		s.metrics.lastSync.WithLabelValues(name).Set(float64(now.UnixMilli()) / 1e3)
+		s.applySnapshotLocked(st, snap)
+		if !wasSynced {
+			s.kick()
+		}
+	case ctx.Err() != nil:
+		// Shutting down: not the table's fault.
+	case errors.Is(err, table.ErrNoTable):
+		// Not created yet (a writer or the demo creates it): wait quietly.
+		st.syncErr = err.Error()
+	default:
+		s.metrics.syncFailures.WithLabelValues(name).Inc()
+		st.syncErr = err.Error()
+		class, reason := Classify(err, nil)
+		if class != ClassError {
+			st.logger.Warn("sync failed; retrying at the next sync", zap.Error(err))
+			return
+		}
+		st.syncFailures++
+		st.logger.Warn("sync failed", zap.Error(err), zap.Int("failures_in_a_row", st.syncFailures))
+		if st.syncFailures >= s.cfg.Retry.QuarantineAfter {
+			s.haltLocked(st, reason, "sync", err, now)
+		}
+	}
+}
+
+// applySnapshotLocked sets the LSM-debt gauges. REQUIRES: s.mu held.
+func (s *Scheduler) applySnapshotLocked(st *tableState, snap *Snapshot) {
+	name := st.spec.Name
+	m := s.metrics
+	m.version.WithLabelValues(name).Set(float64(snap.Version))
+	m.friVersions.WithLabelValues(name).Set(float64(len(snap.FRI)))
+	shards := map[string]bool{}
+	lag := map[[2]string]bool{}
+	for _, sh := range snap.Shards {
+		shards[sh.ID] = true
+		m.pendingGens.WithLabelValues(name, sh.ID).Set(float64(sh.Pending))
+		for _, r := range retainedReasons {
+			m.retainedBytes.WithLabelValues(name, sh.ID, r).Set(float64(sh.Retained[r]))
+		}
+		for ix, g := range sh.Lag {
+			lag[[2]string{ix, sh.ID}] = true
+			m.catchupLag.WithLabelValues(name, ix, sh.ID).Set(float64(g))
+		}
+	}
+	for id := range st.gaugeShards {
+		if !shards[id] {
+			m.pendingGens.DeleteLabelValues(name, id)
+			for _, r := range retainedReasons {
+				m.retainedBytes.DeleteLabelValues(name, id, r)
+			}
+		}
+	}
+	for k := range st.gaugeLag {
+		if !lag[k] {
+			m.catchupLag.DeleteLabelValues(name, k[0], k[1])
+		}
+	}
+	st.gaugeShards, st.gaugeLag = shards, lag
+}
+
+// pollLoop checks each owned table's shards every PollInterval and queues
+// a merge when a shard published SSTables the base table lacks. An idle
+// shard costs one listing of its manifest folder, stopped at the first
+// (newest) key.
+func (s *Scheduler) pollLoop(ctx context.Context) {
+	for {
+		s.mu.Lock()
+		iv := s.cfg.PollInterval
+		_, haveMerge := s.deps.Jobs[KindMerge]
+		s.mu.Unlock()
+		if iv > 0 && haveMerge {
+			s.forEachTable(func(st *tableState) { s.pollTable(ctx, st) })
+		}
+		if iv <= 0 {
+			// Off; look again in a while in case a reload turns it on.
+			iv = time.Minute
+		}
+		t := s.clock.NewTimer(iv)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+func (s *Scheduler) pollTable(ctx context.Context, st *tableState) {
+	s.mu.Lock()
+	h := st.handle
+	ok := h != nil && s.eligibleLocked(st) && st.snap != nil && st.snap.MemWal
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	unmerged, snap, err := st.obs.poll(ctx, h.Bucket)
+	if err != nil {
+		if ctx.Err() == nil {
+			st.logger.Debug("change poll failed", zap.Error(err))
+		}
+		return
+	}
+	if snap == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.removed {
+		return
+	}
+	st.snap = snap
+	s.applySnapshotLocked(st, snap)
+	if unmerged && s.eligibleLocked(st) {
+		st.pend(KindMerge, TriggerChange, s.clock.Now())
+		s.kick()
+	}
+}

@@ -1,0 +1,147 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/compactord/compactord/internal/lease"
+	"github.com/compactord/compactord/internal/ops"
+	"github.com/compactord/compactord/internal/storage"
+)
+
+// TableSpec names a table to maintain.
+type TableSpec struct {
+	// Name identifies the table in metrics, logs and the API.
+	Name string `json:"name"`
+	URL  string `json:"url"`
+}
+
+// TableHandle is an open table, as a job sees it.
+type TableHandle struct {
+	Name string
+	URL  string
+	// Bucket is the table root, instrumented with the object-store metrics.
+	Bucket storage.Bucket
+	// Table commits through the shared commit metrics.
+	Table *ops.Table
+	// Logger is scoped to the table, the job kind and the attempt.
+	Logger *zap.Logger
+	// Now is the scheduler's clock.
+	Now func() time.Time
+	// Trigger says why this attempt runs.
+	Trigger Trigger
+	// Close releases the bucket; the scheduler calls it when the table is
+	// removed or the scheduler stops.
+	Close func() error
+}
+
+// Opener opens a table; the daemon supplies one that instruments the
+// bucket and shares the commit metrics.
+type Opener func(ctx context.Context, spec TableSpec) (*TableHandle, error)
+
+// Outcome is what a job reports besides its error.
+type Outcome struct {
+	// Version is the version the job committed (0: none).
+	Version uint64
+	// Summary is one line for logs and the status page.
+	Summary string
+	// More asks for another attempt at once: the job stopped with work
+	// left (e.g. it merged some generations of many).
+	More  bool
+	Stats Stats
+}
+
+// Stats feed the work counters (DESIGN §11).
+type Stats struct {
+	SSTablesMerged uint64
+	BytesTrimmed   uint64
+	FragmentsIn    uint64
+	FragmentsOut   uint64
+}
+
+// JobFunc runs one attempt of a job kind on a table. It must honour ctx,
+// and it returns errors classified as Classify describes.
+type JobFunc func(ctx context.Context, t *TableHandle) (Outcome, error)
+
+// attempt is one run of a job.
+type attempt struct {
+	id      uint64
+	kind    Kind
+	trigger Trigger
+	started time.Time
+	cancel  context.CancelCauseFunc
+	logger  *zap.Logger // the scheduler's, scoped to the attempt
+}
+
+// tableState is everything the scheduler tracks per table.
+// REQUIRES: Scheduler.mu held for every field except obs and openMu-guarded
+// ones.
+type tableState struct {
+	spec TableSpec
+	// logger is the scheduler's (component=scheduler) scoped to the table;
+	// jobLogger has no component, which each job package adds itself.
+	logger    *zap.Logger
+	jobLogger *zap.Logger
+	handle    *TableHandle
+	openErr   error
+
+	obs observer
+
+	next      [numKinds]time.Time
+	pending   [numKinds]Trigger
+	pendSince [numKinds]time.Time
+	notBefore [numKinds]time.Time
+	// failures counts non-retryable failures in a row per kind; retries
+	// counts failures of any class in a row (for the backoff).
+	failures [numKinds]int
+	retries  [numKinds]int
+
+	running *attempt
+	paused  bool
+	halted  *Halt
+	removed bool
+
+	synced       bool
+	snap         *Snapshot
+	lastSync     time.Time
+	syncErr      string
+	syncFailures int
+
+	owned     bool
+	lease     lease.State
+	freeSince time.Time
+
+	history  []JobRecord
+	lastRuns [numKinds]*JobRecord
+	// gauge label sets in use, to delete the ones that disappear.
+	gaugeShards map[string]bool
+	gaugeLag    map[[2]string]bool
+}
+
+// Halt is why a table is quarantined.
+type Halt struct {
+	Reason string    `json:"reason"`
+	Error  string    `json:"error"`
+	Kind   string    `json:"kind"` // the job kind, or "sync"
+	Since  time.Time `json:"since"`
+}
+
+func (st *tableState) pend(k Kind, t Trigger, now time.Time) {
+	i := k.index()
+	if st.pending[i] == "" {
+		st.pendSince[i] = now
+		st.pending[i] = t
+		return
+	}
+	// An operator's request wins over the reason already recorded, and
+	// skips the backoff.
+	if t == TriggerManual {
+		st.pending[i] = t
+		st.notBefore[i] = time.Time{}
+	}
+}
+
+func (st *tableState) String() string { return fmt.Sprintf("table %s (%s)", st.spec.Name, st.spec.URL) }
