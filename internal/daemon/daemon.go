@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -275,6 +276,9 @@ func (d *Daemon) tableSpecs() []scheduler.TableSpec {
 func (d *Daemon) Run(ctx context.Context) error {
 	defer d.Close()
 	cfg := d.Config()
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(cfg.GCPercent))
+	}
 	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
 		return fmt.Errorf("http.listen %s: %w", cfg.HTTP.Listen, err)

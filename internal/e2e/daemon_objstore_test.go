@@ -105,19 +105,29 @@ func (c opCounts) String() string {
 // and the daemon must drain cleanly on SIGTERM.
 func TestDaemonJobsOnObjectStores(t *testing.T) {
 	bin := imageBinary(t)
+	// COMPACTORD_E2E_SCALE multiplies the table's size; the numbers in
+	// docs/operations.md were measured with 1, 10 and 50.
+	scale := int64(1)
+	if v := os.Getenv("COMPACTORD_E2E_SCALE"); v != "" {
+		if _, err := fmt.Sscan(v, &scale); err != nil || scale < 1 {
+			t.Fatalf("COMPACTORD_E2E_SCALE=%q: want a positive integer", v)
+		}
+	}
+	rows, sst := 200*scale, 100*scale
 	forEachServer(t, func(t *testing.T, newURL func(t *testing.T) string) {
 		url := newURL(t)
-		// The writers: 10 small appends, a delete over the first three,
+		// The writers: 10 appends, a delete over the first 2.5 of them,
 		// an index, and one flushed SSTable per shard.
 		mustCLI(t, "table", "create", url, "--schema", "id:int64,cat:string,val:float64", "--primary-key", "id")
-		for i := 0; i < 10; i++ {
-			mustCLI(t, "table", "append", url, "--rows", "200", "--start", fmt.Sprint(i*200), "--seed", fmt.Sprint(i+1))
+		for i := int64(0); i < 10; i++ {
+			mustCLI(t, "table", "append", url, "--rows", fmt.Sprint(rows), "--start", fmt.Sprint(i*rows), "--seed", fmt.Sprint(i+1))
 		}
-		mustCLI(t, "table", "delete", url, "--where", "id >= 0 AND id < 500")
+		mustCLI(t, "table", "delete", url, "--where", fmt.Sprintf("id >= 0 AND id < %d", rows*5/2))
 		mustCLI(t, "index", "create", url, "--name", "id_idx", "--column", "id", "--type", "btree")
 		mustCLI(t, "wal", "configure", url, "--shards", "s0,s1", "--maintain", "id_idx")
-		mustCLI(t, "wal", "write", url, "--shard", "s0", "--rows", "100", "--start", "5000", "--flush")
-		mustCLI(t, "wal", "write", url, "--shard", "s1", "--rows", "100", "--start", "6000", "--flush")
+		s0, s1 := 100*rows, 200*rows // key ranges of the two shards, past the base table
+		mustCLI(t, "wal", "write", url, "--shard", "s0", "--rows", fmt.Sprint(sst), "--start", fmt.Sprint(s0), "--flush")
+		mustCLI(t, "wal", "write", url, "--shard", "s1", "--rows", fmt.Sprint(sst), "--start", fmt.Sprint(s1), "--flush")
 
 		dir := t.TempDir()
 		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -192,7 +202,7 @@ func TestDaemonJobsOnObjectStores(t *testing.T) {
 		t.Logf("daemon resident memory after the jobs: %.1f MiB", e.sum("process_resident_memory_bytes")/(1<<20))
 		stopDaemon(t, d)
 
-		wantIDs(t, scanIDs(t, url), [2]int64{500, 2000}, [2]int64{5000, 5100}, [2]int64{6000, 6100})
+		wantIDs(t, scanIDs(t, url), [2]int64{rows * 5 / 2, 10 * rows}, [2]int64{s0, s0 + sst}, [2]int64{s1, s1 + sst})
 		mustCLI(t, "verify", url)
 	})
 }

@@ -268,6 +268,9 @@ func (d *dockerignore) excluded(rel string) bool {
 // .dockerignore excludes: what `docker build .` would send.
 func copyContext(src, dst string, ign *dockerignore) (int, error) {
 	n := 0
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return 0, err
+	}
 	err := filepath.WalkDir(src, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -290,8 +293,15 @@ func copyContext(src, dst string, ign *dockerignore) (int, error) {
 		case de.Type().IsRegular():
 			n++
 			return copyFile(p, target)
+		case de.Type()&fs.ModeSymlink != 0:
+			// Kept as links, as docker sends them.
+			l, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(l, target)
 		default:
-			return nil // symlinks, sockets: nothing the build needs
+			return nil // sockets, devices: nothing a build needs
 		}
 	})
 	return n, err

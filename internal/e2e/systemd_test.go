@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -39,10 +40,10 @@ func unitDirectives(t *testing.T, src string) map[string]map[string][]string {
 
 // verifyRoot lays out a file-system root for `systemd-analyze verify
 // --root`: the host's unit tree (for the targets the unit names), the unit
-// under /etc/systemd/system, and an executable at the unit's ExecStart path
-// (verify checks it exists; the test binary stands in for compactord so
-// this test needs no build). It returns the root.
-func verifyRoot(t *testing.T, unit []byte, execStart string) string {
+// under /etc/systemd/system, and an executable at each command path the
+// unit runs (verify checks they exist; the test binary stands in, so this
+// test needs no build). It returns the root.
+func verifyRoot(t *testing.T, unit []byte, commands []string) string {
 	t.Helper()
 	root := t.TempDir()
 	var sysUnits string
@@ -70,17 +71,36 @@ func verifyRoot(t *testing.T, unit []byte, execStart string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(root, filepath.FromSlash(execStart))
-	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := copyFile(self, bin); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(bin, 0o755); err != nil {
-		t.Fatal(err)
+	for _, c := range commands {
+		bin := filepath.Join(root, filepath.FromSlash(c))
+		if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := copyFile(self, bin); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return root
+}
+
+// unitCommands returns the program paths of the unit's Exec* lines.
+func unitCommands(svc map[string][]string) []string {
+	var out []string
+	for k, vs := range svc {
+		if !strings.HasPrefix(k, "Exec") {
+			continue
+		}
+		for _, v := range vs {
+			// Strip systemd's prefixes (-, @, :, +, !) from the path.
+			if f := strings.Fields(v); len(f) > 0 {
+				out = append(out, strings.TrimLeft(f[0], "-@:+!"))
+			}
+		}
+	}
+	return out
 }
 
 // TestSystemdUnit runs `systemd-analyze verify`, which must print nothing,
@@ -129,6 +149,13 @@ func TestSystemdUnit(t *testing.T) {
 	if len(argv) < 4 || argv[1] != "run" || argv[2] != "--config" {
 		t.Errorf("ExecStart=%s, want BINARY run --config FILE", exec[0])
 	}
+	// Every flag ExecStart passes must be one `compactord run` accepts.
+	help := runCLI(context.Background(), "run", "--help")
+	for _, a := range argv[1:] {
+		if strings.HasPrefix(a, "--") && !strings.Contains(help.stdout, a+" ") {
+			t.Errorf("ExecStart passes %s, which `compactord run --help` does not list:\n%s", a, help.stdout)
+		}
+	}
 	// The stop timeout must outlast the daemon's drain (shutdown_grace,
 	// 30s by default), or systemd kills jobs mid-upload.
 	if ts := svc["TimeoutStopSec"]; len(ts) != 1 || !strings.HasSuffix(ts[0], "s") {
@@ -138,7 +165,7 @@ func TestSystemdUnit(t *testing.T) {
 	}
 
 	sa := requireTool(t, "systemd-analyze", "apt-get install -y systemd")
-	root := verifyRoot(t, unit, argv[0])
+	root := verifyRoot(t, unit, unitCommands(svc))
 	out, err := run(t, root, nil, sa, "verify", "--root="+root, "compactord.service")
 	if err != nil || strings.TrimSpace(out) != "" {
 		t.Errorf("systemd-analyze verify printed (err %v):\n%s", err, out)
@@ -147,7 +174,7 @@ func TestSystemdUnit(t *testing.T) {
 	// Mutation check: verify must notice a broken directive, or an empty
 	// output above proves nothing.
 	bad := strings.Replace(string(unit), "NoNewPrivileges=yes", "NoNewPrivileges=maybe", 1)
-	badRoot := verifyRoot(t, []byte(bad), argv[0])
+	badRoot := verifyRoot(t, []byte(bad), unitCommands(svc))
 	if out, _ := run(t, badRoot, nil, sa, "verify", "--root="+badRoot, "compactord.service"); !strings.Contains(out, "maybe") {
 		t.Errorf("systemd-analyze verify did not report a broken directive; output:\n%s", out)
 	}

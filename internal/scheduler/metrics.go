@@ -42,6 +42,17 @@ const (
 
 var retainedReasons = []string{RetainedNotMerged, RetainedIndexLag, RetainedVersionRetention}
 
+// durationBuckets span a no-op job (tens of ms) to a long compaction.
+// Few buckets: the histogram exists per table and kind, and its series
+// are most of an idle daemon's memory.
+var durationBuckets = []float64{0.1, 1, 10, 60, 300, 1800}
+
+// Kinds that move fragments: only their fragment series exist.
+var (
+	fragsInKinds  = []Kind{KindCompact}
+	fragsOutKinds = []Kind{KindMerge, KindCompact}
+)
+
 // NewMetrics registers the scheduler metrics with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	f := promauto.With(reg)
@@ -52,7 +63,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		failures: f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_job_failures_total",
 			Help: "Failed job attempts (results retry, error and fatal) by table and kind."}, tk),
 		duration: f.NewHistogramVec(prometheus.HistogramOpts{Name: "compactord_job_duration_seconds",
-			Help: "Duration of finished job attempts by table and kind.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 9)}, tk),
+			Help: "Duration of finished job attempts by table and kind.", Buckets: durationBuckets}, tk),
 		lastSuccess: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_job_last_success_timestamp_seconds",
 			Help: "Unix time of the last successful (or skipped) attempt by table and kind; 0 before the first."}, tk),
 		halted: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_table_halted",
@@ -80,9 +91,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		trimmedBytes: f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_sstable_trimmed_bytes_total",
 			Help: "Bytes of SSTables and WAL entries deleted by this instance's trim jobs."}, []string{"table"}),
 		fragsIn: f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_job_fragments_in_total",
-			Help: "Fragments consumed (rewritten or removed) by jobs, by table and kind."}, tk),
+			Help: "Fragments consumed (rewritten away) by jobs, by table and kind (compact)."}, tk),
 		fragsOut: f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_job_fragments_out_total",
-			Help: "Fragments written by jobs, by table and kind."}, tk),
+			Help: "Fragments written by jobs, by table and kind (merge, compact)."}, tk),
 		busy: f.NewGauge(prometheus.GaugeOpts{Name: "compactord_workers_busy",
 			Help: "Job attempts running now."}),
 		workers: f.NewGauge(prometheus.GaugeOpts{Name: "compactord_workers_limit",
@@ -108,8 +119,12 @@ func (m *Metrics) addTable(name string, kinds []Kind) {
 		m.failures.WithLabelValues(name, ks)
 		m.duration.WithLabelValues(name, ks)
 		m.lastSuccess.WithLabelValues(name, ks)
-		m.fragsIn.WithLabelValues(name, ks)
-		m.fragsOut.WithLabelValues(name, ks)
+	}
+	for _, k := range fragsInKinds {
+		m.fragsIn.WithLabelValues(name, string(k))
+	}
+	for _, k := range fragsOutKinds {
+		m.fragsOut.WithLabelValues(name, string(k))
 	}
 	for _, r := range allReasons {
 		m.halted.WithLabelValues(name, r)

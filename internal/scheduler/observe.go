@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -217,6 +218,20 @@ func Summarize(m *pb.Manifest, shards map[string]*pb.ShardManifest) *Snapshot {
 		s.Shards = append(s.Shards, si)
 	}
 	return s
+}
+
+// fingerprint names the state the jobs read: the table version and each
+// shard manifest's version. Nil (never synced) has none.
+func (s *Snapshot) fingerprint() string {
+	if s == nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "v%d", s.Version)
+	for _, sh := range s.Shards {
+		fmt.Fprintf(&b, ";%s=%d", sh.ID, sh.ManifestVersion)
+	}
+	return b.String()
 }
 
 // observer reads one table, caching what did not change: a sync of an idle

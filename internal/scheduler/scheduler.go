@@ -117,6 +117,11 @@ func (s *Scheduler) setConfigLocked(cfg Config) {
 		s.sched[i] = sched
 	}
 	s.cfg = cfg
+	// Job settings may have changed with the configuration: nothing is
+	// known to be up to date any more.
+	for _, st := range s.tables {
+		st.clean = [numKinds]string{}
+	}
 	s.metrics.workers.Set(float64(cfg.Workers))
 }
 
@@ -346,11 +351,28 @@ func (s *Scheduler) collectDueLocked(now time.Time) {
 				continue
 			}
 			if s.eligibleLocked(st) {
-				st.pend(k, TriggerSchedule, now)
+				if fp := st.snap.fingerprint(); k != KindCleanup && st.pending[i] == "" && fp != "" && st.clean[i] == fp {
+					s.elideLocked(st, k, now)
+				} else {
+					st.pend(k, TriggerSchedule, now)
+				}
 			}
 			st.next[i] = sched.Next(now)
 		}
 	}
+}
+
+// elideLocked stands for a scheduled attempt that would find nothing to
+// do: the kind last succeeded without committing, and neither the table
+// version nor any shard manifest changed since. Cleanup, which depends on
+// the clock, is never elided. An idle table then costs no object-store
+// request between syncs; the job still counts as up to date (result
+// "skipped"), so that staleness alerts stay quiet. REQUIRES: s.mu held.
+func (s *Scheduler) elideLocked(st *tableState, k Kind, now time.Time) {
+	i := k.index()
+	st.upToDate[i] = now
+	s.metrics.runs.WithLabelValues(st.spec.Name, string(k), string(ClassSkipped)).Inc()
+	s.metrics.lastSuccess.WithLabelValues(st.spec.Name, string(k)).Set(float64(now.UnixMilli()) / 1e3)
 }
 
 // nextWakeLocked is how long until a schedule comes due or a backoff of a
@@ -434,7 +456,7 @@ func (s *Scheduler) startLocked(st *tableState, k Kind, now time.Time) {
 	i := k.index()
 	s.nextID++
 	ctx, cancel := context.WithCancelCause(context.Background())
-	a := &attempt{id: s.nextID, kind: k, trigger: st.pending[i], started: now, cancel: cancel}
+	a := &attempt{id: s.nextID, kind: k, trigger: st.pending[i], started: now, cancel: cancel, fp: st.snap.fingerprint()}
 	st.pending[i], st.notBefore[i] = "", time.Time{}
 	st.running = a
 	s.running++
@@ -556,12 +578,27 @@ func (s *Scheduler) finish(st *tableState, a *attempt, h *TableHandle, out Outco
 	switch class {
 	case ClassSuccess, ClassSkipped:
 		st.failures[i], st.retries[i] = 0, 0
+		st.upToDate[i] = now
+		st.clean[i] = ""
+		if out.Version == 0 && !out.More && a.kind != KindCleanup {
+			// The fingerprint from before the attempt: a change during it
+			// makes the next scheduled run happen.
+			st.clean[i] = a.fp
+		}
+		if a.kind == KindCleanup {
+			// Cleanup moves the oldest retained version, which trim reads.
+			st.clean[KindTrim.index()] = ""
+		}
 		if !st.removed {
 			s.metrics.lastSuccess.WithLabelValues(name, ks).Set(float64(now.UnixMilli()) / 1e3)
 			s.metrics.merged.WithLabelValues(name).Add(float64(out.Stats.SSTablesMerged))
 			s.metrics.trimmedBytes.WithLabelValues(name).Add(float64(out.Stats.BytesTrimmed))
-			s.metrics.fragsIn.WithLabelValues(name, ks).Add(float64(out.Stats.FragmentsIn))
-			s.metrics.fragsOut.WithLabelValues(name, ks).Add(float64(out.Stats.FragmentsOut))
+			if slices.Contains(fragsInKinds, a.kind) {
+				s.metrics.fragsIn.WithLabelValues(name, ks).Add(float64(out.Stats.FragmentsIn))
+			}
+			if slices.Contains(fragsOutKinds, a.kind) {
+				s.metrics.fragsOut.WithLabelValues(name, ks).Add(float64(out.Stats.FragmentsOut))
+			}
 		}
 		if class == ClassSkipped {
 			fields = append(fields, zap.NamedError("reason", err))
@@ -573,6 +610,7 @@ func (s *Scheduler) finish(st *tableState, a *attempt, h *TableHandle, out Outco
 	case ClassCanceled:
 		a.logger.Info("job canceled", append(fields, zap.NamedError("cause", cause))...)
 	case ClassRetry, ClassError:
+		st.clean[i] = ""
 		if !st.removed {
 			s.metrics.failures.WithLabelValues(name, ks).Inc()
 		}

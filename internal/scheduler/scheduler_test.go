@@ -11,10 +11,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/ops"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
 )
+
+// createTableHandle opens an existing table.
+func createTableHandle(t *testing.T, url string) *ops.Table {
+	t.Helper()
+	h, err := opener(nil)(context.Background(), scheduler.TableSpec{Name: "x", URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	return h.Table
+}
 
 func specs(t *testing.T, names ...string) []scheduler.TableSpec {
 	root := memRoot(t)
@@ -121,7 +133,7 @@ func TestQuarantineWhileOthersContinue(t *testing.T) {
 		if c.table == "bad" {
 			return scheduler.Outcome{}, errPlain
 		}
-		return scheduler.Outcome{}, nil
+		return scheduler.Outcome{Version: 1}, nil
 	})
 	for i := 0; i < 60 && h.status("bad").Halted == nil; i++ {
 		h.idle(3)
@@ -503,4 +515,55 @@ compactord_lease_owned{table="t"} 1
 			t.Fatalf("runs{%s} = %v", r, got)
 		}
 	}
+}
+
+// A scheduled run on a table that did not change since the kind last found
+// nothing to do is elided: no attempt, no object-store request, but the
+// kind counts as up to date. A change to the table brings the runs back;
+// cleanup (clock-driven) is never elided.
+func TestUnchangedTableElidesScheduledJobs(t *testing.T) {
+	cfg := testConfig()
+	cfg.Schedule.Merge = "@every 1s"
+	cfg.Schedule.Cleanup = "@every 1s"
+	sp := specs(t, "t")
+	h := start(t, harnessOpts{cfg: cfg}, sp...)
+	h.waitSynced("t")
+	h.jobs.setBehave(func(ctx context.Context, c call) (scheduler.Outcome, error) {
+		return scheduler.Outcome{Summary: "nothing to do"}, nil
+	})
+	advance := func(n int) {
+		for range n {
+			h.idle(3)
+			h.clk.Advance(time.Second)
+		}
+		h.idle(3)
+	}
+	advance(1)
+	eventually(t, "first merge", func() bool { return h.jobs.count("t", scheduler.KindMerge) == 1 })
+	advance(3)
+	if n := h.jobs.count("t", scheduler.KindMerge); n != 1 {
+		t.Fatalf("%d merges on an unchanged table", n)
+	}
+	if n := h.jobs.count("t", scheduler.KindCleanup); n < 3 {
+		t.Fatalf("cleanup ran %d times; it is never elided", n)
+	}
+	if got := h.metric("compactord_job_runs_total", "table", "t", "kind", "merge", "result", "skipped"); got < 2 {
+		t.Fatalf("elided runs not counted: %v", got)
+	}
+	st := h.status("t")
+	if up := st.Jobs["merge"].UpToDate; up == nil || !up.Equal(h.clk.Now()) {
+		t.Fatalf("up_to_date %v, now %v", up, h.clk.Now())
+	}
+	if got := h.metric("compactord_job_last_success_timestamp_seconds", "table", "t", "kind", "merge"); got != float64(h.clk.Now().UnixMilli())/1e3 {
+		t.Fatalf("last success %v", got)
+	}
+	// A new version: the next scheduled merge runs.
+	tb := createTableHandle(t, sp[0].URL)
+	if _, err := tb.Append(context.Background(), []table.Row{{int64(1), "a", 1.0}}); err != nil {
+		t.Fatal(err)
+	}
+	h.clk.Advance(cfg.SyncInterval)
+	eventually(t, "the change seen", func() bool { st := h.status("t"); return st.Snapshot != nil && st.Snapshot.Version == 2 })
+	advance(1)
+	eventually(t, "merge again", func() bool { return h.jobs.count("t", scheduler.KindMerge) == 2 })
 }

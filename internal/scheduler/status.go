@@ -72,6 +72,9 @@ type KindStatus struct {
 	Next                *time.Time `json:"next"`
 	LastRun             *JobRecord `json:"last_run"`
 	ConsecutiveFailures int        `json:"consecutive_failures"`
+	// UpToDate is when the kind last succeeded, or was skipped because
+	// nothing it reads had changed since it last found nothing to do.
+	UpToDate *time.Time `json:"up_to_date"`
 }
 
 // status builds the document. REQUIRES: s.mu held.
@@ -113,6 +116,9 @@ func (s *Scheduler) status(st *tableState) TableStatus {
 		}
 		if n := st.next[i]; !n.IsZero() && s.sched[i] != nil {
 			ks.Next = &n
+		}
+		if u := st.upToDate[i]; !u.IsZero() {
+			ks.UpToDate = &u
 		}
 		ts.Jobs[string(k)] = ks
 	}

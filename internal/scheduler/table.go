@@ -74,6 +74,8 @@ type attempt struct {
 	started time.Time
 	cancel  context.CancelCauseFunc
 	logger  *zap.Logger // the scheduler's, scoped to the attempt
+	// fp is the table's fingerprint when the attempt started.
+	fp string
 }
 
 // tableState is everything the scheduler tracks per table.
@@ -116,6 +118,12 @@ type tableState struct {
 
 	history  []JobRecord
 	lastRuns [numKinds]*JobRecord
+	// clean is the table's fingerprint when a kind last succeeded without
+	// committing anything; a scheduled run on the same fingerprint would
+	// find nothing to do and is elided. upToDate is when a kind last
+	// succeeded or was elided.
+	clean    [numKinds]string
+	upToDate [numKinds]time.Time
 	// gauge label sets in use, to delete the ones that disappear.
 	gaugeShards map[string]bool
 	gaugeLag    map[[2]string]bool
