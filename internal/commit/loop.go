@@ -258,11 +258,14 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 	var head *pb.Manifest
 	var since []committed // versions after our read, in order
 	var written []string  // files the loop wrote (rebased deletion files)
-	ambiguous := false
+	// unresolved holds the versions an attempt of ours put without
+	// learning whether the put landed. A version read back as someone
+	// else's leaves the set: put-if-absent cannot land there any more.
+	unresolved := map[uint64]bool{}
 	rebased := false
 	cur := txn
 	cleanup := func() {
-		if ambiguous {
+		if len(unresolved) > 0 {
 			return // Lance #8123: an ambiguous put may be live; never delete its files
 		}
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -274,11 +277,26 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 		}
 	}
 
+	// fail ends the Commit with err. While a put of ours is unresolved,
+	// every failure is ambiguous: a plain error would let the caller
+	// delete the files of a version that may be committed (found by the
+	// fault campaign: a failed head probe after an unresolved put).
+	fail := func(err error) (*Result, error) {
+		if len(unresolved) > 0 {
+			var v uint64
+			for u := range unresolved {
+				v = max(v, u)
+			}
+			return nil, &AmbiguousError{Version: v, Err: err}
+		}
+		cleanup()
+		return nil, err
+	}
+
 	for attempt := 1; attempt <= c.cfg.MaxAttempts; attempt++ {
 		if attempt > 1 {
 			if err := c.backoff(ctx, attempt); err != nil {
-				cleanup()
-				return nil, fmt.Errorf("commit %s: %w", op, err)
+				return fail(fmt.Errorf("commit %s: %w", op, err))
 			}
 		}
 		c.observe(txn.ReadVersion)
@@ -287,25 +305,23 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 			headV, err = 0, nil
 		}
 		if err != nil {
-			cleanup()
-			return nil, err
+			return fail(err)
 		}
 		needRebase := false
 		for v := checked + 1; v <= headV; v++ {
 			m, err := table.ReadManifest(ctx, c.bucket, v)
 			if err != nil {
-				cleanup()
-				return nil, err
+				return fail(err)
 			}
 			if m.TransactionUuid == txn.Uuid {
 				// An earlier attempt's put landed after all.
 				c.metrics.ambiguous.WithLabelValues("ours").Inc()
 				return &Result{Manifest: m, Attempts: attempt, Rebased: rebased, Transaction: cur}, nil
 			}
+			delete(unresolved, v)
 			theirs, err := table.ReadTransaction(ctx, c.bucket, m.TransactionPath)
 			if err != nil {
-				cleanup()
-				return nil, fmt.Errorf("classify against version %d: %w", v, err)
+				return fail(fmt.Errorf("classify against version %d: %w", v, err))
 			}
 			verdict := Classify(cur, theirs)
 			c.metrics.conflicts.WithLabelValues(op, OpName(theirs), verdict.Decision.String()).Inc()
@@ -313,12 +329,11 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 			case Rebase:
 				needRebase = true
 			case Retryable, Incompatible:
-				cleanup()
 				class := ErrRetryable
 				if verdict.Decision == Incompatible {
 					class = ErrIncompatible
 				}
-				return nil, &ConflictError{Class: class, Ours: op, Theirs: OpName(theirs), Version: v, Reason: verdict.Reason}
+				return fail(&ConflictError{Class: class, Ours: op, Theirs: OpName(theirs), Version: v, Reason: verdict.Reason})
 			}
 			since = append(since, committed{manifest: m, txn: theirs})
 			head = m
@@ -327,8 +342,7 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 		if head == nil || head.Version != headV {
 			if headV > 0 {
 				if head, err = table.ReadManifest(ctx, c.bucket, headV); err != nil {
-					cleanup()
-					return nil, err
+					return fail(err)
 				}
 			}
 		}
@@ -337,8 +351,7 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 			nt, err := c.rebase(ctx, r, txn)
 			written = append(written, r.written...)
 			if err != nil {
-				cleanup()
-				return nil, err
+				return fail(err)
 			}
 			cur, rebased = nt, true
 			c.metrics.rebases.WithLabelValues(op).Inc()
@@ -348,18 +361,16 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 			return nil, err
 		}
 		if err := c.bucket.Put(ctx, txnKey, data); err != nil {
-			cleanup()
-			return nil, fmt.Errorf("write transaction %s: %w", txnKey, err)
+			return fail(fmt.Errorf("write transaction %s: %w", txnKey, err))
 		}
 		next, err := BuildManifest(head, cur, read)
 		if err != nil {
-			cleanup()
 			var ce *ConflictError
 			if errors.As(err, &ce) {
 				ce.Version = headV
-				return nil, ce
+				return fail(ce)
 			}
-			return nil, fmt.Errorf("build version %d: %w", headV+1, err)
+			return fail(fmt.Errorf("build version %d: %w", headV+1, err))
 		}
 		mdata, err := table.EncodeProto(next)
 		if err != nil {
@@ -369,10 +380,10 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 		perr := c.bucket.PutIfAbsent(ctx, table.ManifestKey(next.Version), mdata)
 		if perr == nil {
 			c.observe(next.Version)
-			return &Result{Manifest: next, Attempts: attempt, Rebased: rebased, Transaction: cur, Garbage: garbage(append(written, deletionFiles(txn)...), cur, ambiguous)}, nil
+			return &Result{Manifest: next, Attempts: attempt, Rebased: rebased, Transaction: cur, Garbage: garbage(append(written, deletionFiles(txn)...), cur, len(unresolved) > 0)}, nil
 		}
 		if ctx.Err() != nil && !storage.IsAlreadyExists(perr) {
-			ambiguous = true
+			unresolved[next.Version] = true
 			return nil, &AmbiguousError{Version: next.Version, Err: perr}
 		}
 		// Lost race or unknown outcome: read the version back. A lost race
@@ -390,22 +401,20 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 			c.metrics.ambiguous.WithLabelValues("theirs").Inc()
 		case errors.Is(rerr, table.ErrVersionNotFound):
 			if isPermanent(perr) {
-				cleanup()
-				return nil, fmt.Errorf("write version %d: %w", next.Version, perr)
+				return fail(fmt.Errorf("write version %d: %w", next.Version, perr))
 			}
 			c.metrics.ambiguous.WithLabelValues("absent").Inc()
 		default:
 			// We cannot tell; the next attempt's scan recognises our uuid
 			// if the put landed.
-			ambiguous = true
+			unresolved[next.Version] = true
 			c.metrics.ambiguous.WithLabelValues("unresolved").Inc()
 		}
 		if !storage.IsAlreadyExists(perr) {
 			c.logger.Warn("put of a version had an unknown outcome", zap.Uint64("version", next.Version), zap.Error(perr))
 		}
 	}
-	cleanup()
-	return nil, &ConflictError{Class: ErrRetryable, Ours: op, Reason: fmt.Sprintf("gave up after %d attempts", c.cfg.MaxAttempts)}
+	return fail(&ConflictError{Class: ErrRetryable, Ours: op, Reason: fmt.Sprintf("gave up after %d attempts", c.cfg.MaxAttempts)})
 }
 
 // readBack reads a version on a detached context: it must finish even if

@@ -60,7 +60,7 @@ type Config struct {
 	// negative: none): the daemon runs merges first, so under constant
 	// flushing they keep compaction, index and trim running.
 	Daemons, JobLoops int
-	Logger  *zap.Logger
+	Logger            *zap.Logger
 }
 
 // Stats is what a campaign did.
@@ -95,12 +95,16 @@ type keyState struct {
 	possible []table.Row
 }
 
-func (k *keyState) set(r table.Row)    { k.possible = []table.Row{r} }
-func (k *keyState) maybe(r table.Row)  { k.possible = append(k.possible, r) }
-func (k *keyState) certain() bool      { return len(k.possible) == 1 }
-func (k *keyState) live() table.Row    { return k.possible[0] }
-func (k *keyState) mayBeAbsent() bool  { return slices.ContainsFunc(k.possible, func(r table.Row) bool { return r == nil }) }
-func (k *keyState) mayBePresent() bool { return slices.ContainsFunc(k.possible, func(r table.Row) bool { return r != nil }) }
+func (k *keyState) set(r table.Row)   { k.possible = []table.Row{r} }
+func (k *keyState) maybe(r table.Row) { k.possible = append(k.possible, r) }
+func (k *keyState) certain() bool     { return len(k.possible) == 1 }
+func (k *keyState) live() table.Row   { return k.possible[0] }
+func (k *keyState) mayBeAbsent() bool {
+	return slices.ContainsFunc(k.possible, func(r table.Row) bool { return r == nil })
+}
+func (k *keyState) mayBePresent() bool {
+	return slices.ContainsFunc(k.possible, func(r table.Row) bool { return r != nil })
+}
 
 type campaign struct {
 	cfg    Config
@@ -686,7 +690,7 @@ func (c *campaign) finalCheck(ctx context.Context) error {
 	if err := model.CheckIndices(ctx, c.raw, head, rows, ids, cats); err != nil {
 		return err
 	}
-	rep, err := verify.Run(ctx, c.raw, verify.Options{})
+	rep, err := verify.Run(ctx, c.raw, verify.Options{Deep: true, DeepCheck: index.DeepCheck})
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}

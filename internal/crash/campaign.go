@@ -564,7 +564,7 @@ func (c *campaign) check(ctx context.Context, head *pb.Manifest) error {
 	if err := model.CheckIndices(ctx, c.raw, head, c.ref.Base, ids, []string{fmt.Sprintf("c%d", c.rng.IntN(numCats))}); err != nil {
 		return err
 	}
-	rep, err := verify.Run(ctx, c.raw, verify.Options{})
+	rep, err := verify.Run(ctx, c.raw, verify.Options{Deep: true, DeepCheck: index.DeepCheck})
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}

@@ -203,6 +203,6 @@ func TestDaemonJobsOnObjectStores(t *testing.T) {
 		stopDaemon(t, d)
 
 		wantIDs(t, scanIDs(t, url), [2]int64{rows * 5 / 2, 10 * rows}, [2]int64{s0, s0 + sst}, [2]int64{s1, s1 + sst})
-		mustCLI(t, "verify", url)
+		mustCLI(t, "verify", url, "--deep")
 	})
 }

@@ -226,6 +226,15 @@ func TestMetricsExist(t *testing.T) {
 			t.Errorf("/metrics lacks %s", name)
 		}
 	}
+	// The metrics reference documents every family the daemon exports.
+	docs := string(readRepoFile(t, "docs/operations.md"))
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 4 && f[0] == "#" && f[1] == "TYPE" && strings.HasPrefix(f[2], "compactord_") &&
+			!strings.Contains(docs, "`"+f[2]+"`") {
+			t.Errorf("docs/operations.md does not document the metric %s (%s)", f[2], f[3])
+		}
+	}
 	if promtool, err := lookTool("promtool"); err == nil {
 		if out, err := runStdin(t, text, promtool, "check", "metrics"); err != nil || strings.TrimSpace(out) != "" {
 			t.Errorf("promtool check metrics (err %v):\n%s", err, out)
@@ -247,4 +256,35 @@ func uniq(s []string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestRunbooks: every alert links to its own section of
+// docs/operations.md, and the section exists.
+func TestRunbooks(t *testing.T) {
+	docs := string(readRepoFile(t, "docs/operations.md"))
+	const base = "https://github.com/compactord/compactord/blob/main/docs/operations.md#"
+	n := 0
+	for _, g := range loadRules(t).Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			n++
+			if !strings.Contains(docs, "\n### "+r.Alert+"\n") {
+				t.Errorf("alert %s has no section \"### %s\" in docs/operations.md", r.Alert, r.Alert)
+			}
+			if want := base + strings.ToLower(r.Alert); r.Annotations["runbook_url"] != want {
+				t.Errorf("alert %s runbook_url %q, want %q", r.Alert, r.Annotations["runbook_url"], want)
+			}
+			if r.Labels["severity"] != "warning" && r.Labels["severity"] != "critical" {
+				t.Errorf("alert %s severity %q, want warning or critical", r.Alert, r.Labels["severity"])
+			}
+			if r.Annotations["summary"] == "" || r.Annotations["description"] == "" {
+				t.Errorf("alert %s needs a summary and a description", r.Alert)
+			}
+		}
+	}
+	if n < 6 {
+		t.Errorf("%d alerts, want at least 6", n)
+	}
 }

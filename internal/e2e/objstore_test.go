@@ -253,7 +253,7 @@ func TestConcurrentAppendsAndJobs(t *testing.T) {
 		mustCLI(t, "index", "catchup", url)
 		live = append(live, [2]int64{2000, 2050}, [2]int64{3000, 3050})
 		wantIDs(t, scanIDs(t, url), live...)
-		mustCLI(t, "verify", url)
+		mustCLI(t, "verify", url, "--deep")
 		// The caught-up index finds a merged row, a compacted one and one
 		// appended during the compaction; a deleted key is gone.
 		for key, want := range map[string]bool{"2010": true, "3049": true, "100": true, "1010": true, "10": false} {
@@ -271,7 +271,7 @@ func TestConcurrentAppendsAndJobs(t *testing.T) {
 			t.Errorf("trim retired %v SSTables, want 2 (merged, caught up, no retained version needs them): %v", tr["retired_sstables"], tr)
 		}
 		wantIDs(t, scanIDs(t, url), live...)
-		mustCLI(t, "verify", url)
+		mustCLI(t, "verify", url, "--deep")
 	})
 }
 

@@ -6,60 +6,88 @@ import (
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
-	"google.golang.org/protobuf/proto"
 
 	pb "github.com/compactord/compactord/gen/compactordv1"
+	"github.com/compactord/compactord/internal/compact"
 	"github.com/compactord/compactord/internal/index"
 	"github.com/compactord/compactord/internal/ops"
 	"github.com/compactord/compactord/internal/table"
 )
 
-func TestDeepCheck(t *testing.T) {
-	tb := newTable(t, "mem://")
+// A healthy table passes the deep check, also after deletes and a
+// deferred compaction (the addresses then resolve through the FRI).
+func TestDeepCheckCleanTable(t *testing.T) {
 	ctx := context.Background()
-	appendFragment(t, tb, 0, 50)
-	appendFragment(t, tb, 50, 50)
-	mustCreate(t, tb, "byid", "id", "btree")
-	mustCreate(t, tb, "bycat", "cat", "bitmap")
-	if _, _, err := tb.Delete(ctx, nil, opsDeleteKeys(3, 60)); err != nil {
+	tb := newTable(t, "mem://")
+	for i := int64(0); i < 4; i++ {
+		appendFragment(t, tb, i*10, 10)
+	}
+	mustCreate(t, tb, "by_id", "id", index.TypeBTree)
+	mustCreate(t, tb, "by_cat", "cat", index.TypeBitmap)
+	if _, _, err := tb.Delete(ctx, nil, ops.DeleteSpec{Keys: []table.Row{{int64(3), nil, nil}, {int64(15), nil, nil}}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := compact.New(compact.Config{TargetRowsPerFragment: 100}, tb, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Run(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	m := head(t, tb)
-	if ps, err := index.DeepCheck(ctx, tb.Bucket, m); err != nil || len(ps) != 0 {
-		t.Fatalf("healthy table: %v %v", ps, err)
+	if table.FragReuse(m) == nil {
+		t.Fatal("the compaction recorded no FRI version: the test no longer covers remapped addresses")
 	}
-	// An index whose segment claims another column: every live entry
-	// holds the wrong key.
-	bad := proto.Clone(m).(*pb.Manifest)
-	for _, ix := range bad.Indices {
-		if ix.Name == "byid" {
-			ix.FieldIds = []int32{table.FieldByName(m.Schema, "cat").Id}
-		}
+	vs, err := index.DeepCheck(ctx, tb.Bucket, m)
+	if err != nil {
+		t.Fatal(err)
 	}
-	ps, err := index.DeepCheck(ctx, tb.Bucket, bad)
-	if err != nil || len(ps) == 0 || !strings.Contains(ps[0].Reason, "key") {
-		t.Fatalf("mismatched keys not found: %v %v", ps, err)
-	}
-	// A segment claiming a fragment it never indexed: that fragment's rows
-	// are missing from the index.
-	appendFragment(t, tb, 100, 10)
-	m = head(t, tb)
-	bad = proto.Clone(m).(*pb.Manifest)
-	for _, ix := range bad.Indices {
-		if ix.Name == "byid" {
-			ix.FragmentBitmap, _ = roaring.BitmapOf(0, 1, 2).ToBytes()
-		}
-	}
-	ps, err = index.DeepCheck(ctx, tb.Bucket, bad)
-	if err != nil || len(ps) != 10 || !strings.Contains(ps[0].Reason, "missing from the index") {
-		t.Fatalf("missing rows not found: %v %v", ps, err)
+	if len(vs) > 0 {
+		t.Fatalf("violations on a healthy table: %v", vs)
 	}
 }
 
-func opsDeleteKeys(keys ...int64) ops.DeleteSpec {
-	var s ops.DeleteSpec
-	for _, k := range keys {
-		s.Keys = append(s.Keys, table.Row{k, nil, nil})
+// A segment that claims a fragment it does not index, and a segment whose
+// entries hold another column's values, are both reported.
+func TestDeepCheckFindsMissingAndWrongEntries(t *testing.T) {
+	ctx := context.Background()
+	tb := newTable(t, "mem://")
+	appendFragment(t, tb, 0, 10)
+	appendFragment(t, tb, 10, 10)
+	m := head(t, tb)
+	// Indexes only the first fragment but claims both.
+	seg, err := index.BuildSegment(ctx, tb.Bucket, m, index.Spec{Name: "by_id", Column: "id", Type: index.TypeBTree}, m.Fragments[:1], index.BuildConfig{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return s
+	bm := roaring.New()
+	bm.Add(m.Fragments[0].Id)
+	bm.Add(m.Fragments[1].Id)
+	if seg.FragmentBitmap, err = bm.MarshalBinary(); err != nil {
+		t.Fatal(err)
+	}
+	// Built on cat, labelled as an index on val: every entry's key is a
+	// category, not the row's val.
+	bad, err := index.BuildSegment(ctx, tb.Bucket, m, index.Spec{Name: "by_val", Column: "cat", Type: index.TypeBitmap}, m.Fragments, index.BuildConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad.FieldIds = []int32{table.FieldByName(m.Schema, "val").Id}
+	txn := tb.NewTxn(m.Version)
+	txn.Operation = &pb.Transaction_CreateIndex{CreateIndex: &pb.CreateIndex{NewIndices: []*pb.IndexMetadata{seg, bad}}}
+	if _, err := tb.CommitOrClean(ctx, txn, nil); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := index.DeepCheck(ctx, tb.Bucket, head(t, tb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing, wrong bool
+	for _, v := range vs {
+		missing = missing || strings.Contains(v.Object, "index by_id") && strings.Contains(v.Reason, "in no segment")
+		wrong = wrong || strings.Contains(v.Object, "index by_val") && strings.Contains(v.Reason, "but the live row there holds")
+	}
+	if !missing || !wrong {
+		t.Fatalf("want a missing-row and a wrong-key violation, got %v", vs)
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	pb "github.com/compactord/compactord/gen/compactordv1"
 	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/index"
 	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/ops"
 	"github.com/compactord/compactord/internal/storage"
@@ -37,7 +38,8 @@ type Config struct {
 	Shards int
 	// Logf, when set, receives one line per step.
 	Logf func(format string, args ...any)
-	// DeepCheck, when set, runs with verify at every check.
+	// DeepCheck runs with verify at every check; nil means
+	// index.DeepCheck (every index entry resolves to a row with its key).
 	DeepCheck func(ctx context.Context, b storage.Bucket, m *pb.Manifest) ([]verify.Violation, error)
 }
 
@@ -55,6 +57,9 @@ func (c *Config) defaults() {
 	def(&c.RaceRate, 0.08)
 	if c.Shards == 0 {
 		c.Shards = 2
+	}
+	if c.DeepCheck == nil {
+		c.DeepCheck = index.DeepCheck
 	}
 }
 
@@ -264,8 +269,8 @@ func (m mode) String() string {
 
 // stepCtx is one step's decoration and outcome.
 type stepCtx struct {
-	name string
-	mode mode
+	name  string
+	mode  mode
 	rules []*storage.FaultRule
 	// fired is set after the operation: a fault action was taken.
 	fired   int
@@ -384,8 +389,18 @@ func (h *harness) runStep(ctx context.Context) error {
 		var descs []string
 		for i := 0; i < n; i++ {
 			f := h.randomFault()
-			descs = append(descs, fmt.Sprintf("%v %q #%d", f.Ops, f.KeyPrefix, f.Nth))
-			st.rules = append(st.rules, h.faulty.Add(f))
+			// An outage window: calls Nth..Nth+w-1 all fail, so that a
+			// retry or read-back inside the window fails too.
+			w := 1
+			if f.Nth > 0 && h.rng.IntN(6) == 0 {
+				w = 2 + h.rng.IntN(5)
+			}
+			descs = append(descs, fmt.Sprintf("%v %q #%d×%d", f.Ops, f.KeyPrefix, f.Nth, w))
+			for j := 0; j < w; j++ {
+				g := f
+				g.Nth = f.Nth + j
+				st.rules = append(st.rules, h.faulty.Add(g))
+			}
 		}
 		st.desc = "fault " + strings.Join(descs, ", ")
 	case modeCrash:

@@ -403,8 +403,12 @@ func (s *Scheduler) nextWakeLocked(now time.Time) (time.Duration, bool) {
 }
 
 // dispatchLocked starts attempts while workers are free. Per table, the
-// first pending kind in Kinds order whose backoff is over runs; across
-// tables, the one whose job has waited longest goes first.
+// pending kind whose backoff is over and that has waited longest runs,
+// Kinds order breaking ties (so kinds that came due together run in
+// order); across tables, the one whose job has waited longest goes first.
+// Waiting time, not Kinds order alone, decides: under constant flushing a
+// merge is pending again whenever one ends, and strict order starved
+// every other kind (found by the issue-8 concurrency campaign).
 // REQUIRES: s.mu held.
 func (s *Scheduler) dispatchLocked(now time.Time) {
 	var pendingByKind [numKinds]int
@@ -425,7 +429,7 @@ func (s *Scheduler) dispatchLocked(now time.Time) {
 				continue
 			}
 			pendingByKind[i]++
-			if chosen < 0 && !now.Before(st.notBefore[i]) {
+			if !now.Before(st.notBefore[i]) && (chosen < 0 || st.pendSince[i].Before(st.pendSince[chosen])) {
 				chosen = i
 			}
 		}
