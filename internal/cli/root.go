@@ -40,7 +40,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "compactord: %s\n", oneLine(err.Error()))
-		return 1
+		return exitCodeOf(err)
 	}
 	return 0
 }

@@ -109,8 +109,7 @@ every key); flags override it. SIGTERM or Ctrl-C drains and exits 0; SIGHUP relo
 }
 
 // exitCodeOf is the exit code an error from a command asks for: 2 for a
-// bad configuration, otherwise 1. Main uses it when wired (see the report
-// of issue 6).
+// bad configuration, otherwise 1.
 func exitCodeOf(err error) int {
 	var ec ExitCoder
 	if errors.As(err, &ec) {

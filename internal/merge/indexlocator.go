@@ -1,8 +1,10 @@
 package merge
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"sort"
 
 	pb "github.com/compactord/compactord/gen/compactordv1"
 	"github.com/compactord/compactord/internal/index"
@@ -10,15 +12,15 @@ import (
 	"github.com/compactord/compactord/internal/table"
 )
 
-// DefaultIndexLookupMaxKeys is the largest key set looked up key by key
-// through a primary-key index. index.LookupKey searches every segment per
-// key, so for large merges one sequential scan of the key column is
-// cheaper than a million point lookups.
+// DefaultIndexLookupMaxKeys is the largest key set looked up through a
+// primary-key index. The batch lookup reads every segment once, so its cost
+// grows with the index, not the key count; past this size one sequential
+// scan of the key column is still cheaper.
 const DefaultIndexLookupMaxKeys = 1000
 
 // IndexLocator finds base rows through a single-column primary-key index:
-// one index.LookupKey per key (which unions the segments, remaps through
-// the FRI and drops rows not live in m), plus a key-column scan of the
+// one index.LookupBatch over all keys (which unions the segments, remaps
+// through the FRI and drops rows not live in m), plus a key-column scan of the
 // fragments the index does not cover yet. A row may be reported twice (a
 // remapped address landing in an uncovered fragment); callers treat reports
 // as idempotent.
@@ -38,6 +40,13 @@ func (l IndexLocator) Locate(ctx context.Context, b storage.Bucket, m *pb.Manife
 	if err != nil {
 		return err
 	}
+	// One batch lookup opens each segment once; a lookup per key cost about
+	// six object-store requests per key on S3.
+	type pair struct {
+		k []byte
+		i int
+	}
+	pairs := make([]pair, 0, keys.Len())
 	for i, k := range keys.Keys() {
 		v, err := decodeSingleKey(k)
 		if err != nil {
@@ -47,16 +56,18 @@ func (l IndexLocator) Locate(ctx context.Context, b storage.Bucket, m *pb.Manife
 		if err != nil {
 			return err
 		}
-		res, err := index.LookupKey(ctx, b, m, l.Index, ik, index.LookupOptions{})
-		if err != nil {
-			return err
-		}
-		for _, a := range res.Addrs() {
-			frag, off := table.SplitRowAddr(a)
-			if err := fn(frag, off, i); err != nil {
-				return err
-			}
-		}
+		pairs = append(pairs, pair{ik, i})
+	}
+	sort.Slice(pairs, func(a, b int) bool { return bytes.Compare(pairs[a].k, pairs[b].k) < 0 })
+	sorted := make([][]byte, len(pairs))
+	for j, p := range pairs {
+		sorted[j] = p.k
+	}
+	if err := index.LookupBatch(ctx, b, m, l.Index, sorted, func(j int, a uint64) error {
+		frag, off := table.SplitRowAddr(a)
+		return fn(frag, off, pairs[j].i)
+	}); err != nil {
+		return err
 	}
 	uncovered, err := index.Unindexed(m, l.Index)
 	if err != nil || len(uncovered) == 0 {

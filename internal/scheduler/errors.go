@@ -7,6 +7,7 @@ import (
 	"net"
 
 	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
 )
 
@@ -125,6 +126,10 @@ func Classify(err, cause error) (Class, string) {
 		// generations were merged is skipped, not retried).
 		return ClassSkipped, ""
 	case errors.Is(err, commit.ErrRetryable), errors.As(err, &ambiguous):
+		return ClassRetry, ""
+	case storage.IsTransient(err):
+		// An object-store blip (refused, reset, 5xx, throttled) must not
+		// quarantine every table: it retries with backoff.
 		return ClassRetry, ""
 	case errors.Is(err, table.ErrCorrupt):
 		return ClassError, ReasonCorrupt

@@ -236,10 +236,17 @@ func OpenParquet(ctx context.Context, b storage.Bucket, key string, size int64) 
 		}
 		size = a.Size
 	}
-	f, err := parquet.OpenFile(storage.NewReaderAt(ctx, b, key, size), size)
+	ra := &ioErrorReaderAt{r: storage.NewReaderAt(ctx, b, key, size)}
+	f, err := parquet.OpenFile(ra, size)
 	if err != nil {
-		if storage.IsNotFound(err) {
+		switch {
+		case storage.IsNotFound(err):
 			return nil, fmt.Errorf("data file %s is missing: %w", key, err)
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("open data file %s: %w", key, context.Cause(ctx))
+		case ra.err != nil:
+			// The bytes never arrived: an I/O failure, not a damaged file.
+			return nil, fmt.Errorf("read data file %s: %w", key, ra.err)
 		}
 		return nil, fmt.Errorf("data file %s: %w: %v", key, ErrCorrupt, err)
 	}
@@ -296,4 +303,20 @@ func ScanParquet(ctx context.Context, b storage.Bucket, s *pb.Schema, key string
 		}
 	}
 	return nil
+}
+
+// ioErrorReaderAt remembers the first I/O error of the underlying reader, so
+// that a failed open can tell "could not read" from "read garbage". Only a
+// short read at the end of the object (io.EOF) is the file's fault.
+type ioErrorReaderAt struct {
+	r   io.ReaderAt
+	err error
+}
+
+func (r *ioErrorReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := r.r.ReadAt(p, off)
+	if err != nil && !errors.Is(err, io.EOF) && r.err == nil {
+		r.err = err
+	}
+	return n, err
 }

@@ -1,0 +1,45 @@
+package storage
+
+import (
+	"errors"
+	"io"
+	"net"
+	"syscall"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"gocloud.dev/gcerrors"
+)
+
+// IsTransient reports whether err is an object-store failure that may go
+// away by itself: a network error (refused, reset, timeout), a 5xx or
+// throttling answer, a truncated response, or a conditional-write conflict.
+// Callers retry these with backoff; a short outage must not be treated like
+// bad data (a table quarantined after a blip needs an operator to resume).
+func IsTransient(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrConflict) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ETIMEDOUT) {
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	var aws *awshttp.ResponseError
+	if errors.As(err, &aws) && (aws.HTTPStatusCode() >= 500 || aws.HTTPStatusCode() == 429) {
+		return true
+	}
+	var az *azcore.ResponseError
+	if errors.As(err, &az) && (az.StatusCode >= 500 || az.StatusCode == 429) {
+		return true
+	}
+	switch gcerrors.Code(err) {
+	case gcerrors.ResourceExhausted, gcerrors.DeadlineExceeded, gcerrors.Internal:
+		return true
+	}
+	return false
+}

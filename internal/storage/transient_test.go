@@ -1,0 +1,49 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestIsTransient(t *testing.T) {
+	transient := []error{
+		&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED},
+		fmt.Errorf("get x: %w", syscall.ECONNRESET),
+		ErrInjectedTimeout,
+		fmt.Errorf("put: %w", ErrConflict),
+	}
+	for _, err := range transient {
+		if !IsTransient(err) {
+			t.Errorf("IsTransient(%v) = false", err)
+		}
+	}
+	permanent := []error{nil, ErrNotFound, ErrAlreadyExists, fs.ErrPermission, errors.New("parquet: bad footer"), context.Canceled}
+	for _, err := range permanent {
+		if IsTransient(err) {
+			t.Errorf("IsTransient(%v) = true", err)
+		}
+	}
+	// A real refused connection through the S3 client path.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := l.Addr().String()
+	l.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "x")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "y")
+	b, err := Open(ctx, "s3://bucket?endpoint=http://"+addr+"&region=us-east-1&use_path_style=true&disable_https=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	_, err = b.Get(ctx, "k")
+	if err == nil || !IsTransient(err) {
+		t.Fatalf("Get against a closed port: %v, transient %v", err, IsTransient(err))
+	}
+}
