@@ -295,6 +295,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.logger.Warn("the admin API is reachable beyond loopback without a bearer token; set http.admin_token_file")
 	}
 
+	if cfg.Discover.URL != "" {
+		// Not ready until the first scan: set before the scheduler can
+		// report its first sync.
+		d.discovering.Store(true)
+	}
 	if err := d.sched.SetTables(d.tableSpecs()); err != nil {
 		return err
 	}
@@ -306,7 +311,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 	bgCtx, stopBg := context.WithCancel(ctx)
 	var bg sync.WaitGroup
 	if cfg.Discover.URL != "" {
-		d.discovering.Store(true)
 		bg.Go(func() { d.discoverLoop(bgCtx) })
 	}
 	if cfg.Demo.Enabled {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/parquet-go/parquet-go"
 
 	pb "github.com/compactord/compactord/gen/compactordv1"
@@ -20,6 +21,33 @@ import (
 type KeySet struct {
 	sorted []string
 	index  map[string]int // built on first use by Index
+	// ints are the keys decoded as int64s when each is one encoded int64
+	// (built on first use by intKeys; intsOK says whether they are).
+	ints     []int64
+	intsDone bool
+	intsOK   bool
+}
+
+// intKeys returns the keys as int64s, ascending, when every key is a
+// single encoded int64 (a one-column int64 or timestamp primary key).
+// The encoding preserves order, so the ints ascend as the keys do.
+func (ks *KeySet) intKeys() ([]int64, bool) {
+	if !ks.intsDone {
+		ks.intsDone, ks.intsOK = true, true
+		ks.ints = make([]int64, len(ks.sorted))
+		for i, k := range ks.sorted {
+			if len(k) != 9 || k[0] != 1 {
+				ks.ints, ks.intsOK = nil, false
+				break
+			}
+			var u uint64
+			for j := 1; j < 9; j++ {
+				u = u<<8 | uint64(k[j])
+			}
+			ks.ints[i] = int64(u ^ (1 << 63))
+		}
+	}
+	return ks.ints, ks.intsOK
 }
 
 // NewKeySet builds a set from keys, which must be strictly ascending.
@@ -108,6 +136,7 @@ func scanFragmentKeys(ctx context.Context, b storage.Bucket, s *pb.Schema, f *pb
 	keyIdx := table.KeyIndexes(s)
 	cols := make([]int, len(keyIdx))
 	types := make([]pb.FieldType, len(keyIdx))
+	required := true
 	for i, fi := range keyIdx {
 		fd := s.Fields[fi]
 		leaf, ok := pf.Schema().Lookup(fd.Name)
@@ -115,6 +144,10 @@ func scanFragmentKeys(ctx context.Context, b storage.Bucket, s *pb.Schema, f *pb
 			return fmt.Errorf("data file %s: %w: no key column %q", path, table.ErrCorrupt, fd.Name)
 		}
 		cols[i], types[i] = leaf.ColumnIndex, fd.Type
+		required = required && leaf.Node.Required()
+	}
+	if ints, ok := keys.intKeys(); ok && len(cols) == 1 && required && isIntKey(types[0]) {
+		return scanIntKeys(ctx, f, path, pf, cols[0], types[0], ints, del, fn)
 	}
 	sorted := keys.Keys()
 	kmin, kmax := sorted[0], sorted[len(sorted)-1]
@@ -285,4 +318,139 @@ func mayHold(cc parquet.ColumnChunk, t pb.FieldType, kmin, kmax string) bool {
 	clo := string(table.AppendKey(nil, table.DecodeValue(t, lo)))
 	chi := string(table.AppendKey(nil, table.DecodeValue(t, hi)))
 	return !(chi < kmin || clo > kmax)
+}
+
+func isIntKey(t pb.FieldType) bool {
+	return t == pb.FieldType_FIELD_TYPE_INT64 || t == pb.FieldType_FIELD_TYPE_TIMESTAMP
+}
+
+// scanIntKeys is scanFragmentKeys for a required one-column int64 key:
+// values are read as int64s straight from the pages and matched against
+// the decoded key set, with no key encoding or byte comparison (two
+// thirds of a 10 M-row locate went to encoding and comparing keys).
+func scanIntKeys(ctx context.Context, f *pb.Fragment, path string, pf *parquet.File, col int, typ pb.FieldType, ints []int64, del *roaring.Bitmap, fn func(frag, off uint32, i int) error) error {
+	kmin, kmax := ints[0], ints[len(ints)-1]
+	var vals []int64
+	var base uint32
+	for _, rg := range pf.RowGroups() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := int(rg.NumRows())
+		start := base
+		base += uint32(n)
+		if n == 0 || !mayHoldInt(rg.ColumnChunks()[col], kmin, kmax) {
+			continue
+		}
+		var err error
+		if vals, err = readInt64s(rg.ColumnChunks()[col], vals[:0]); err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		if len(vals) != n {
+			return fmt.Errorf("read %s: %w: key column holds %d values for %d rows", path, table.ErrCorrupt, len(vals), n)
+		}
+		// Merge-join while the row group's keys ascend, then binary
+		// search.
+		c, _ := slices.BinarySearch(ints, vals[0])
+		ascending := true
+		for r, v := range vals {
+			i := -1
+			if ascending && r > 0 && v <= vals[r-1] {
+				ascending = false
+			}
+			if ascending {
+				for c < len(ints) && ints[c] < v {
+					c++
+				}
+				if c < len(ints) && ints[c] == v {
+					i = c
+				}
+			} else if j, ok := slices.BinarySearch(ints, v); ok {
+				i = j
+			}
+			if i < 0 || del.Contains(start+uint32(r)) {
+				continue
+			}
+			if err := fn(f.Id, start+uint32(r), i); err != nil {
+				return err
+			}
+		}
+	}
+	if uint64(base) != f.PhysicalRows {
+		return fmt.Errorf("data file %s: %w: holds %d rows, manifest says %d", path, table.ErrCorrupt, base, f.PhysicalRows)
+	}
+	return nil
+}
+
+// mayHoldInt is mayHold for int64 statistics.
+func mayHoldInt(cc parquet.ColumnChunk, kmin, kmax int64) bool {
+	fc, ok := cc.(*parquet.FileColumnChunk)
+	if !ok {
+		return true
+	}
+	lo, hi, ok := fc.Bounds()
+	if !ok || lo.IsNull() || hi.IsNull() || lo.Kind() != parquet.Int64 || hi.Kind() != parquet.Int64 {
+		return true
+	}
+	return !(hi.Int64() < kmin || lo.Int64() > kmax)
+}
+
+// readInt64s appends the values of an int64 column chunk to out, through
+// the pages' typed readers where they have one.
+func readInt64s(cc parquet.ColumnChunk, out []int64) ([]int64, error) {
+	pages := cc.Pages()
+	defer pages.Close()
+	var vbuf []parquet.Value
+	for {
+		p, err := pages.ReadPage()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		vr := p.Values()
+		if ir, ok := vr.(parquet.Int64Reader); ok {
+			for {
+				if len(out) == cap(out) {
+					out = slices.Grow(out, max(1024, cap(out)))
+				}
+				k, err := ir.ReadInt64s(out[len(out):cap(out)])
+				out = out[:len(out)+k]
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					parquet.Release(p)
+					return out, err
+				}
+				if k == 0 {
+					parquet.Release(p)
+					return out, io.ErrNoProgress
+				}
+			}
+		} else {
+			if vbuf == nil {
+				vbuf = make([]parquet.Value, 1024)
+			}
+			for {
+				k, err := vr.ReadValues(vbuf)
+				for _, v := range vbuf[:k] {
+					out = append(out, v.Int64())
+				}
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					parquet.Release(p)
+					return out, err
+				}
+				if k == 0 {
+					parquet.Release(p)
+					return out, io.ErrNoProgress
+				}
+			}
+		}
+		parquet.Release(p)
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/RoaringBitmap/roaring/v2"
 	"go.uber.org/zap"
 
 	pb "github.com/compactord/compactord/gen/compactordv1"
@@ -30,6 +29,10 @@ type Config struct {
 	// primary-key index (larger ones are scanned); 0 means
 	// DefaultIndexLookupMaxKeys, negative never uses the index.
 	IndexLookupMaxKeys int `yaml:"index_lookup_max_keys"`
+	// LocateBatchKeys bounds the distinct keys a job holds at once (and
+	// so its memory); a job with more locates its base rows in several
+	// passes over the base key columns. 0 means DefaultLocateBatchKeys.
+	LocateBatchKeys int `yaml:"locate_batch_keys"`
 	// IndexLocator overrides how keys are looked up through a primary-key
 	// index (tests); nil means IndexLocator{}.
 	IndexLocator func(indexName string) Locator `yaml:"-"`
@@ -38,8 +41,8 @@ type Config struct {
 
 // Validate checks the configuration.
 func (c Config) Validate() error {
-	if c.MaxGenerations < 0 || c.ReplanAttempts < 0 {
-		return fmt.Errorf("merge: max_generations and replan_attempts must not be negative")
+	if c.MaxGenerations < 0 || c.ReplanAttempts < 0 || c.LocateBatchKeys < 0 {
+		return fmt.Errorf("merge: max_generations, replan_attempts and locate_batch_keys must not be negative")
 	}
 	return nil
 }
@@ -180,41 +183,12 @@ func (mg *Merger) Run(ctx context.Context, shard string) ([]Result, error) {
 	}
 }
 
-// change is one key's record.
-type change struct {
-	key string
-	op  memwal.Op
-	row table.Row
-}
-
-// foldSorted merges two key-sorted runs; on equal keys the newer wins.
-func foldSorted(older, newer []change) []change {
-	out := make([]change, 0, len(older)+len(newer))
-	i, j := 0, 0
-	for i < len(older) && j < len(newer) {
-		switch {
-		case older[i].key < newer[j].key:
-			out = append(out, older[i])
-			i++
-		case older[i].key > newer[j].key:
-			out = append(out, newer[j])
-			j++
-		default:
-			out = append(out, newer[j])
-			i++
-			j++
-		}
-	}
-	out = append(out, older[i:]...)
-	return append(out, newer[j:]...)
-}
-
 // Execute merges one job and commits it with the job's read version. An
 // error matching commit.ErrIncompatible means the generations were merged
 // by someone else; nothing of this job landed and its files are removed.
 //
-// Memory: the job's records are held at once (one per key), so
-// Env.MaxGenerations bounds it.
+// Memory: records stream through; at most Config.LocateBatchKeys keys are
+// held at once, whatever the job's size.
 func (mg *Merger) Execute(ctx context.Context, job Job) (*Result, error) {
 	start := time.Now()
 	res := &Result{Shard: job.Shard, From: job.From, Through: job.Through, ReadVersion: job.ReadVersion}
@@ -225,88 +199,22 @@ func (mg *Merger) Execute(ctx context.Context, job Job) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := base.Schema
 
-	// 1. Fold the generations in ascending order: a later generation's
-	// record for a key replaces an earlier one. SSTables are key-sorted,
-	// so the fold is a merge of sorted runs.
-	var changes []change
-	for _, sst := range job.SSTables {
-		run := make([]change, 0, sst.Rows)
-		err := memwal.ScanSSTable(ctx, mg.t.Bucket, s, sst, func(k string, r memwal.Record) error {
-			run = append(run, change{key: k, op: r.Op, row: r.Row})
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("merge shard %q generation %d: %w", job.Shard, sst.Generation, err)
-		}
-		res.SSTableRows += uint64(len(run))
-		if changes == nil {
-			changes = run
-		} else {
-			changes = foldSorted(changes, run)
-		}
-	}
-	keys := make([]string, len(changes))
-	for i, c := range changes {
-		keys[i] = c.key
-	}
-	ks, err := NewKeySet(keys)
-	if err != nil {
-		return nil, err
-	}
-
-	// 2. Find the base rows they supersede.
-	loc := mg.locator(base, ks.Len())
-	res.Lookup = loc.Name()
-	marks := map[uint32]*roaring.Bitmap{}
-	found := make([]bool, len(changes))
-	err = loc.Locate(ctx, mg.t.Bucket, base, ks, func(frag, off uint32, i int) error {
-		if i < 0 || i >= len(found) {
-			return fmt.Errorf("locator %s reported key index %d of %d", loc.Name(), i, len(found))
-		}
-		bm := marks[frag]
-		if bm == nil {
-			bm = roaring.New()
-			marks[frag] = bm
-		}
-		bm.Add(off)
-		found[i] = true
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("merge shard %q: find base rows: %w", job.Shard, err)
-	}
-
-	// 3. New rows: every upsert, key-sorted.
-	var rows []table.Row
-	for i, c := range changes {
-		switch {
-		case c.op == memwal.Upsert && found[i]:
-			res.Updated++
-			rows = append(rows, c.row)
-		case c.op == memwal.Upsert:
-			res.Inserted++
-			rows = append(rows, c.row)
-		case found[i]:
-			res.Deleted++
-		}
-	}
-	op := &pb.MergeSSTables{Shard: job.Shard, ThroughGeneration: job.Through}
-	var files []string
+	// 1-3. Fold the generations in ascending order (a later generation's
+	// record for a key replaces an earlier one; SSTables are key-sorted,
+	// so the fold is a streaming merge of sorted runs), write every
+	// upsert, key-sorted, into new fragments as it streams past, and find
+	// the base rows the records supersede.
+	marks, frags, files, err := mg.fold(ctx, base, job, res)
 	fail := func(err error) (*Result, error) {
 		mg.removeFiles(ctx, files)
 		return nil, err
 	}
-	if len(rows) > 0 {
-		frags, written, err := mg.t.WriteFragments(ctx, s, rows)
-		files = append(files, written...)
-		if err != nil {
-			return fail(fmt.Errorf("merge shard %q: write fragments: %w", job.Shard, err))
-		}
-		op.NewFragments = frags
-		res.NewFragments = len(frags)
+	if err != nil {
+		return fail(err)
 	}
+	op := &pb.MergeSSTables{Shard: job.Shard, ThroughGeneration: job.Through, NewFragments: frags}
+	res.NewFragments = len(frags)
 
 	// 4. Deletions of superseded and tombstoned base rows, unioned with
 	// the fragment's deletions at the read version.

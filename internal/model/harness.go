@@ -113,6 +113,7 @@ type harness struct {
 	rng    *rand.Rand
 	raw    storage.Bucket // checks read here, without faults
 	crash  *CrashBucket
+	outage *OutageBucket
 	faulty *storage.Faulty
 	t      *ops.Table // the system under test, over faulty and crash
 	rawT   *ops.Table // racing commits, over raw
@@ -165,7 +166,8 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	}
 	h.ref = NewRef(h.shards...)
 	h.crash = NewCrashBucket(raw)
-	h.faulty = storage.NewFaulty(h.crash)
+	h.outage = NewOutageBucket(h.crash)
+	h.faulty = storage.NewFaulty(h.outage)
 	if err := h.newProcess(); err != nil {
 		return nil, err
 	}
@@ -280,6 +282,10 @@ type stepCtx struct {
 	race  *raceOp
 	raced bool
 	desc  string
+	// shard is preset when the decoration depends on it.
+	shard string
+	// outage is set when the OutageBucket is armed for the step.
+	outage bool
 }
 
 // stepKind is one kind of operation.
@@ -371,6 +377,10 @@ func (h *harness) runStep(ctx context.Context) error {
 	case k.raceable && r < h.cfg.RaceRate:
 		st.mode = modeRace
 		st.race = h.pickRace()
+	case k.name == "wal_flush" && r < h.cfg.RaceRate:
+		st.mode = modeRace
+		st.shard = h.pickShard()
+		st.race = h.pickFlushRace(st.shard)
 	case r < h.cfg.RaceRate+h.cfg.CrashRate:
 		st.mode = modeCrash
 	case r < h.cfg.RaceRate+h.cfg.CrashRate+h.cfg.FaultRate:
@@ -378,8 +388,18 @@ func (h *harness) runStep(ctx context.Context) error {
 	}
 	h.stats.Ops[k.name]++
 	h.scanned = nil
-	switch st.mode {
-	case modeFault:
+	switch {
+	case st.mode == modeFault && h.rng.IntN(4) == 0:
+		// A write whose response is lost, then an outage of k calls: the
+		// read-back and the retries after it fail too.
+		ops := []storage.Op{storage.OpPutIfAbsent, storage.OpPutIfAbsent, storage.OpPut, storage.OpUpload, storage.OpDelete}
+		op := ops[h.rng.IntN(len(ops))]
+		prefix := faultPrefixes[h.rng.IntN(len(faultPrefixes))]
+		nth, k := 1+h.rng.IntN(3), 1+h.rng.IntN(12)
+		st.desc = fmt.Sprintf("lost response of %s %q #%d, then %d failed calls", op, prefix, nth, k)
+		h.outage.Arm(op, prefix, nth, k)
+		st.outage = true
+	case st.mode == modeFault:
 		// Usually one fault; sometimes two or three, so that a recovery
 		// path (a read-back, a retry) itself fails.
 		n := 1
@@ -403,16 +423,19 @@ func (h *harness) runStep(ctx context.Context) error {
 			}
 		}
 		st.desc = "fault " + strings.Join(descs, ", ")
-	case modeCrash:
+	case st.mode == modeCrash:
 		n := h.rng.IntN(80)
 		st.desc = fmt.Sprintf("crash after %d ops", n)
 		h.crash.Arm(n)
-	case modeRace:
+	case st.mode == modeRace:
 		st.desc = "race with " + st.race.name
 	}
 	err := k.run(h, ctx, st)
 	for _, r := range st.rules {
 		h.faulty.Remove(r)
+	}
+	if st.outage {
+		h.outage.Disarm()
 	}
 	h.stats.Faults += st.fired
 	if st.mode == modeCrash {
@@ -440,6 +463,9 @@ func (st *stepCtx) done(h *harness) {
 	st.fired = 0
 	for _, r := range st.rules {
 		st.fired += r.Fired()
+	}
+	if st.outage {
+		st.fired += h.outage.Fired()
 	}
 	if st.mode == modeCrash && h.crash.Crashed() {
 		st.crashed = true

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ var (
 	seedFlag  = flag.Uint64("seed", 0, "run only this seed (also COMPACTORD_MODEL_SEED)")
 	stepsFlag = flag.Int("steps", 200, "steps per seed")
 	verbose   = flag.Bool("model.v", false, "log every step")
+	fileFlag  = flag.Bool("file", false, "run TestModel on file:// instead of mem://")
 )
 
 // seeds returns the seeds to run: the one asked for, or two fixed seeds
@@ -43,7 +45,11 @@ func seeds(t *testing.T) []uint64 {
 func TestModel(t *testing.T) {
 	for _, seed := range seeds(t) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			runSeed(t, model.Config{Seed: seed, Steps: *stepsFlag})
+			cfg := model.Config{Seed: seed, Steps: *stepsFlag}
+			if *fileFlag {
+				cfg.URL = "file://" + t.TempDir()
+			}
+			runSeed(t, cfg)
 		})
 	}
 }
@@ -51,16 +57,19 @@ func TestModel(t *testing.T) {
 // TestModelFile runs one seed on file://, where put-if-absent is the
 // link-based implementation rather than memblob's.
 func TestModelFile(t *testing.T) {
-	seed := uint64(7)
 	if *seedFlag != 0 {
-		seed = *seedFlag
+		t.Skip("-seed replays TestModel (add -file for file://)")
 	}
-	runSeed(t, model.Config{Seed: seed, Steps: *stepsFlag / 2, URL: "file://" + t.TempDir()})
+	runSeed(t, model.Config{Seed: 7, Steps: *stepsFlag / 2, URL: "file://" + t.TempDir()})
 }
 
 func runSeed(t *testing.T, cfg model.Config) *model.Stats {
 	t.Helper()
-	t.Logf("seed %d (replay: go test ./internal/model -run %s -seed %d -model.v)", cfg.Seed, t.Name(), cfg.Seed)
+	file := ""
+	if strings.HasPrefix(cfg.URL, "file://") {
+		file = " -file"
+	}
+	t.Logf("seed %d (replay: go test ./internal/model -run 'TestModel$' -seed %d -steps %d%s -model.v)", cfg.Seed, cfg.Seed, cfg.Steps, file)
 	if *verbose {
 		cfg.Logf = t.Logf
 	}

@@ -97,6 +97,8 @@ type raceOp struct {
 	name  string
 	run   func(h *harness, ctx context.Context) (func(*Ref), error)
 	apply func(*Ref) // set after run
+	// writer is the claimer of a "claim" race.
+	writer *writerState
 }
 
 func (h *harness) pickRace() *raceOp {
@@ -142,14 +144,44 @@ func (h *harness) pickRace() *raceOp {
 	return &r
 }
 
+// pickFlushRace returns what races a flush for its shard-manifest
+// version: a trim publishing a maintenance version (the flush must rebase
+// on it) or a new writer's claim (the flush must be fenced).
+func (h *harness) pickFlushRace(shard string) *raceOp {
+	if h.rng.IntN(2) == 0 {
+		return &raceOp{name: "trim", run: func(h *harness, ctx context.Context) (func(*Ref), error) {
+			_, err := trim.Run(ctx, h.raw, trim.Config{Concurrency: 1, KeepShardManifests: 3, MaxAttempts: 3})
+			return nil, err
+		}}
+	}
+	r := &raceOp{name: "claim"}
+	r.run = func(h *harness, ctx context.Context) (func(*Ref), error) {
+		w, err := memwal.NewWriter(memwal.Config{Shard: shard, Schema: h.schema}, h.faulty)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := w.Claim(ctx); err != nil {
+			return nil, err
+		}
+		r.writer = &writerState{w: w}
+		return nil, nil
+	}
+	return r
+}
+
 // raced runs op. In race mode it parks op at its first manifest put, runs
 // the racing commit, then lets op continue into the lost race.
 func (h *harness) raced(ctx context.Context, st *stepCtx, op func(context.Context) error) error {
+	return h.racedAt(ctx, st, table.VersionsDir, op)
+}
+
+// racedAt parks op at its first put-if-absent under prefix.
+func (h *harness) racedAt(ctx context.Context, st *stepCtx, prefix string, op func(context.Context) error) error {
 	if st.mode != modeRace {
 		return op(ctx)
 	}
 	release := make(chan struct{})
-	rule := h.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: table.VersionsDir, Nth: 1, Action: storage.Block(release)})
+	rule := h.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: prefix, Nth: 1, Action: storage.Block(release)})
 	defer h.faulty.Remove(rule)
 	done := make(chan error, 1)
 	go func() { done <- op(ctx) }()
@@ -343,7 +375,10 @@ func (h *harness) stepWALWrite(ctx context.Context, st *stepCtx) error {
 }
 
 func (h *harness) stepWALFlush(ctx context.Context, st *stepCtx) error {
-	shard := h.pickShard()
+	shard := st.shard
+	if shard == "" {
+		shard = h.pickShard()
+	}
 	h.logf("step %d wal flush %s [%s]", h.step, shard, st.desc)
 	ws, err := h.writer(ctx, shard)
 	if err != nil {
@@ -353,14 +388,39 @@ func (h *harness) stepWALFlush(ctx context.Context, st *stepCtx) error {
 		}
 		return h.writerFailed(st, shard, nil, err)
 	}
-	res, err := ws.w.Flush(ctx)
+	var res *memwal.FlushResult
+	err = h.racedAt(ctx, st, memwal.ShardManifestDir(shard), func(ctx context.Context) error {
+		var ferr error
+		res, ferr = ws.w.Flush(ctx)
+		return ferr
+	})
 	st.done(h)
+	if _, serr := SyncWAL(ctx, h.raw, h.ref, shard, 0, nil); serr != nil {
+		return violationf("after flush (err=%v): %v", err, serr)
+	}
+	var viol *Violation
+	if errors.As(err, &viol) {
+		return err
+	}
+	if st.raced && st.race.name == "trim" && err != nil {
+		return violationf("a flush of shard %s that lost its shard-manifest version to trim failed instead of rebasing: %v", shard, err)
+	}
 	sm, rerr := memwal.ReadShardManifest(ctx, h.raw, shard)
 	if rerr != nil {
 		return violationf("read shard %s: %v", shard, rerr)
 	}
 	if nerr := h.ref.NoteFlushed(shard, sm); nerr != nil {
 		return violationf("after flush (err=%v): %v", err, nerr)
+	}
+	if st.raced && st.race.name == "claim" {
+		// The shard was claimed during the flush: the flush must be
+		// fenced, and the claimer carries on.
+		if !errors.Is(err, memwal.ErrFenced) {
+			return violationf("a flush of shard %s overtaken by a claim was not fenced: %v", shard, err)
+		}
+		h.stats.Failed++
+		h.writers[shard] = st.race.writer
+		return nil
 	}
 	if err != nil {
 		return h.writerFailed(st, shard, ws, err)
@@ -618,9 +678,77 @@ func (h *harness) stepConfigure(ctx context.Context, st *stepCtx) error {
 func (h *harness) stepTrim(ctx context.Context, st *stepCtx) error {
 	cfg := trim.Config{Concurrency: 1, KeepShardManifests: 2 + h.rng.IntN(3), MaxAttempts: 3}
 	h.logf("step %d trim keep=%d [%s]", h.step, cfg.KeepShardManifests, st.desc)
-	_, err := trim.Run(ctx, h.faulty, cfg)
+	bound, before, err := h.trimBounds(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = trim.Run(ctx, h.faulty, cfg)
 	st.done(h)
-	return h.settle(ctx, st, h.ref, nil, err)
+	if err := h.settle(ctx, st, h.ref, nil, err); err != nil {
+		return err
+	}
+	// Re-derive the trim rule independently (SCENARIOS 19): a retired
+	// generation is merged in every retained version and covered by the
+	// catch-up entry of every maintained index; an absent entry retains.
+	for _, s := range h.shards {
+		sm, err := memwal.ReadShardManifest(ctx, h.raw, s)
+		if err != nil {
+			return violationf("read shard %s: %v", s, err)
+		}
+		left := map[uint64]bool{}
+		if sm != nil {
+			for _, sst := range sm.Sstables {
+				left[sst.Generation] = true
+			}
+		}
+		for _, g := range before[s] {
+			if !left[g] && g > bound[s] {
+				return violationf("trim retired generation %d of shard %s, but only generations through %d were merged everywhere and caught up by every maintained index", g, s, bound[s])
+			}
+		}
+	}
+	return nil
+}
+
+// trimBounds returns, per shard, the highest generation trim may retire
+// (the oldest retained version's compacted position, capped by every
+// maintained index's catch-up entry at the latest version), and the
+// generations each shard manifest lists now.
+func (h *harness) trimBounds(ctx context.Context) (map[string]uint64, map[string][]uint64, error) {
+	latest, err := table.ReadLatest(ctx, h.raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	versions, err := table.ListVersions(ctx, h.raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	oldest := latest
+	if ov := slices.Min(versions); ov != latest.Version {
+		if oldest, err = table.ReadManifest(ctx, h.raw, ov); err != nil {
+			return nil, nil, err
+		}
+	}
+	d := table.MemWal(latest)
+	bound := map[string]uint64{}
+	gens := map[string][]uint64{}
+	for _, s := range h.shards {
+		b := min(d.GetCompactedSstables()[s], table.MemWal(oldest).GetCompactedSstables()[s])
+		for _, n := range d.GetMaintainedIndexes() {
+			b = min(b, d.GetIndexCatchup()[n].GetGenerations()[s])
+		}
+		bound[s] = b
+		sm, err := memwal.ReadShardManifest(ctx, h.raw, s)
+		if err != nil {
+			return nil, nil, err
+		}
+		if sm != nil {
+			for _, sst := range sm.Sstables {
+				gens[s] = append(gens[s], sst.Generation)
+			}
+		}
+	}
+	return bound, gens, nil
 }
 
 func (h *harness) stepCleanup(ctx context.Context, st *stepCtx) error {

@@ -314,8 +314,8 @@ type gate struct {
 	ch   chan struct{}
 }
 
-func newGate() *gate   { return &gate{ch: make(chan struct{})} }
-func (g *gate) open()  { g.once.Do(func() { close(g.ch) }) }
+func newGate() *gate  { return &gate{ch: make(chan struct{})} }
+func (g *gate) open() { g.once.Do(func() { close(g.ch) }) }
 func (g *gate) wait(ctx context.Context) error {
 	select {
 	case <-g.ch:

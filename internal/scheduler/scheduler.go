@@ -140,7 +140,7 @@ func (s *Scheduler) Reconfigure(cfg Config) error {
 	return nil
 }
 
-// Kinds reports the kinds this scheduler has a job for.
+// AvailableKinds reports the kinds this scheduler has a job for.
 func (s *Scheduler) AvailableKinds() []Kind {
 	var out []Kind
 	for _, k := range Kinds {
