@@ -36,7 +36,7 @@ func newCompactCmd(e *env) *cobra.Command {
 				return err
 			}
 			cfg.InlineRemap = !deferRemap
-			t, done, err := openTable(cmd.Context(), e, args[0])
+			t, done, err := openWriter(cmd.Context(), e, args[0], "compact")
 			if err != nil {
 				return err
 			}

@@ -28,7 +28,7 @@ func newIndexCreateCmd(e *env) *cobra.Command {
 		Short: "Build an index over the whole table and commit it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, done, err := openTable(cmd.Context(), e, args[0])
+			t, done, err := openWriter(cmd.Context(), e, args[0], "index create")
 			if err != nil {
 				return err
 			}
@@ -52,7 +52,7 @@ func newIndexCreateCmd(e *env) *cobra.Command {
 }
 
 func indexJob(e *env, cmd *cobra.Command, url string, list string) (*indexjob.Job, func(), error) {
-	t, done, err := openTable(cmd.Context(), e, url)
+	t, done, err := openWriter(cmd.Context(), e, url, cmd.CommandPath())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -130,7 +130,7 @@ func newIndexOptimizeCmd(e *env) *cobra.Command {
 		Short: "Merge an index's segments into one",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, done, err := openTable(cmd.Context(), e, args[0])
+			t, done, err := openWriter(cmd.Context(), e, args[0], "index optimize")
 			if err != nil {
 				return err
 			}

@@ -32,7 +32,7 @@ func newMergeCmd(e *env) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			t, done, err := openTable(ctx, e, args[0])
+			t, done, err := openWriter(ctx, e, args[0], "merge")
 			if err != nil {
 				return err
 			}

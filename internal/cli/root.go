@@ -11,11 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
 	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/inflight"
 	"github.com/compactord/compactord/internal/ops"
 	"github.com/compactord/compactord/internal/storage"
 )
@@ -110,6 +112,28 @@ func openTable(ctx context.Context, e *env, rawURL string) (*ops.Table, func(), 
 		return nil, nil, err
 	}
 	return ops.NewTable(b, c, nil, e.logger), func() { _ = b.Close() }, nil
+}
+
+// inFlightTTL bounds how long a CLI job's in-flight marker protects its
+// uncommitted files from cleanup; a crashed job's marker expires after it.
+const inFlightTTL = 6 * time.Hour
+
+// openWriter opens a table for a command that writes files before it
+// commits, and publishes an in-flight marker for as long as it runs, so that
+// a concurrent `compactord cleanup` (or a daemon's) never deletes its output
+// before the commit (scenarios 27, 28). Read-only commands use openTable:
+// they must work with read-only credentials.
+func openWriter(ctx context.Context, e *env, rawURL, job string) (*ops.Table, func(), error) {
+	t, done, err := openTable(ctx, e, rawURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	release, err := inflight.Register(ctx, t.Bucket, "cli "+job, 0, time.Now(), inFlightTTL)
+	if err != nil {
+		done()
+		return nil, nil, err
+	}
+	return t, func() { release(); done() }, nil
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -65,7 +65,7 @@ func newTableAppendCmd(e *env) *cobra.Command {
 			if n < 0 {
 				return fmt.Errorf("--rows must be positive, got %d", n)
 			}
-			t, done, err := openTable(cmd.Context(), e, args[0])
+			t, done, err := openWriter(cmd.Context(), e, args[0], "table append")
 			if err != nil {
 				return err
 			}
@@ -167,7 +167,7 @@ func newTableDeleteCmd(e *env) *cobra.Command {
 			if set != 1 {
 				return fmt.Errorf("give exactly one of --keys, --where or --fragment")
 			}
-			t, done, err := openTable(cmd.Context(), e, args[0])
+			t, done, err := openWriter(cmd.Context(), e, args[0], "table delete")
 			if err != nil {
 				return err
 			}

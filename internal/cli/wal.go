@@ -111,7 +111,7 @@ func newWalWriteCmd(e *env) *cobra.Command {
 			if n < 0 {
 				return fmt.Errorf("--rows must be positive, got %d", n)
 			}
-			t, done, err := openTable(ctx, e, args[0])
+			t, done, err := openWriter(ctx, e, args[0], "wal write")
 			if err != nil {
 				return err
 			}
@@ -211,7 +211,7 @@ func newWalFlushCmd(e *env) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			t, done, err := openTable(ctx, e, args[0])
+			t, done, err := openWriter(ctx, e, args[0], "wal flush")
 			if err != nil {
 				return err
 			}
