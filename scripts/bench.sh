@@ -14,6 +14,7 @@
 #   BENCH_COMPACT_ROWS=N        compaction rows, ~34 B each (default 31457280, 1 GiB)
 #   BENCH_COMPACT_FRAGMENTS=N   its fragments (default 32)
 #   BENCH_RSS_FRAGMENTS=N       many-fragment variant for peak RSS (default 512)
+#   BENCH_RSS_MERGE_UPSERTS=N   upserts merged into the 1 GiB table for peak RSS (default 4194304; 0 skips)
 #   BENCH_MERGE_BASE=N          merge base rows (default 10000000)
 #   BENCH_MERGE_UPSERTS=N       merge upserts (default 1000000)
 #   BENCH_MERGE_FRAGMENT_ROWS=N rows per base fragment (default 1000000)
@@ -40,7 +41,7 @@ args=()
 add() { if [ -n "${2:-}" ]; then args+=("$1" "$2"); fi; }
 
 if [ "${BENCH_SIZE:-}" = small ]; then
-  : "${BENCH_TRIALS:=1}" "${BENCH_COMPACT_ROWS:=1966080}" "${BENCH_COMPACT_FRAGMENTS:=8}" "${BENCH_RSS_FRAGMENTS:=64}"
+  : "${BENCH_TRIALS:=1}" "${BENCH_COMPACT_ROWS:=1966080}" "${BENCH_COMPACT_FRAGMENTS:=8}" "${BENCH_RSS_FRAGMENTS:=64}" "${BENCH_RSS_MERGE_UPSERTS:=262144}"
   : "${BENCH_MERGE_BASE:=1000000}" "${BENCH_MERGE_UPSERTS:=100000}" "${BENCH_MERGE_FRAGMENT_ROWS:=250000}"
   : "${BENCH_COMMIT_SAMPLES:=40}" "${BENCH_IDLE_TABLES:=10}" "${BENCH_IDLE_SETTLE:=2s}" "${BENCH_IDLE_WINDOW:=3s}"
   : "${BENCH_WORK:=var/bench-small}"
@@ -52,6 +53,7 @@ add --trials "${BENCH_TRIALS:-}"
 add --compact-rows "${BENCH_COMPACT_ROWS:-}"
 add --compact-fragments "${BENCH_COMPACT_FRAGMENTS:-}"
 add --rss-fragments "${BENCH_RSS_FRAGMENTS:-}"
+add --rss-merge-upserts "${BENCH_RSS_MERGE_UPSERTS:-}"
 add --merge-base "${BENCH_MERGE_BASE:-}"
 add --merge-upserts "${BENCH_MERGE_UPSERTS:-}"
 add --merge-fragment-rows "${BENCH_MERGE_FRAGMENT_ROWS:-}"

@@ -57,6 +57,7 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.CompactRows, "compact-rows", cfg.CompactRows, "rows of the compaction data set (about 34 bytes each)")
 	fs.IntVar(&cfg.CompactFragments, "compact-fragments", cfg.CompactFragments, "fragments of the compaction data set")
 	fs.IntVar(&cfg.RSSFragments, "rss-fragments", cfg.RSSFragments, "fragments of the many-fragment variant (peak RSS)")
+	fs.IntVar(&cfg.RSSMergeUpserts, "rss-merge-upserts", cfg.RSSMergeUpserts, "upserts merged into the compaction table for the merge's peak RSS (0: skip)")
 	fs.IntVar(&cfg.MergeBase, "merge-base", cfg.MergeBase, "base rows of the merge data set")
 	fs.IntVar(&cfg.MergeFragmentRows, "merge-fragment-rows", cfg.MergeFragmentRows, "rows per base fragment")
 	fs.IntVar(&cfg.MergeUpserts, "merge-upserts", cfg.MergeUpserts, "upserts merged")
@@ -90,11 +91,11 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if p, err := s.SaveJSON(res); err != nil {
+	p, err := s.SaveJSON(res)
+	if err != nil {
 		return err
-	} else {
-		logf("raw results: %s", p)
 	}
+	logf("raw results: %s", p)
 	block := benchsuite.Render(res, cfg)
 	if cfg.Out == "" {
 		fmt.Println(block)
@@ -113,13 +114,13 @@ func run(ctx context.Context, args []string) error {
 func gen(ctx context.Context, args []string) error {
 	var a benchsuite.GenArgs
 	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
-	fs.StringVar(&a.Kind, "kind", "", "compact, delete or merge")
+	fs.StringVar(&a.Kind, "kind", "", "compact, delete, upserts or merge")
 	fs.StringVar(&a.Dir, "dir", "", "table directory to create")
-	fs.StringVar(&a.From, "from", "", "delete: the table to clone (hard links) before deleting")
+	fs.StringVar(&a.From, "from", "", "delete, upserts: the table to clone (hard links) first")
 	fs.IntVar(&a.Fragments, "fragments", 32, "compact: fragments")
 	fs.IntVar(&a.RowsPerFragment, "rows-per-fragment", 983040, "rows per fragment")
 	fs.IntVar(&a.BaseRows, "base-rows", 10_000_000, "merge: base rows")
-	fs.IntVar(&a.Upserts, "upserts", 1_000_000, "merge: upserts")
+	fs.IntVar(&a.Upserts, "upserts", 1_000_000, "merge, upserts: upserts")
 	fs.IntVar(&a.Parallelism, "parallelism", 2, "fragments written at once")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -114,25 +114,18 @@ func (s *Suite) checkDuckRows(ctx context.Context, files []string, want uint64) 
 // RSSResult is the peak resident set of compaction jobs on the same rows
 // in few and in many fragments.
 type RSSResult struct {
-	Bytes uint64     `json:"bytes"`
-	Cases []RSSCase  `json:"cases"`
-	Merge *RSSMerge  `json:"merge,omitempty"`
-	Self  int64      `json:"suite_hwm_bytes"`
+	Bytes uint64    `json:"bytes"`
+	Cases []RSSCase `json:"cases"`
 }
 
 // RSSCase is one job.
 type RSSCase struct {
+	Job       string `json:"job"` // compact or merge
 	Fragments int    `json:"fragments"`
 	Deleted   bool   `json:"deleted"`
+	Upserts   uint64 `json:"upserts,omitempty"`
 	Run       Run    `json:"run"`
 	Command   string `json:"command"`
-}
-
-// RSSMerge is the merge job's peak, from the merge comparison.
-type RSSMerge struct {
-	InputBytes uint64 `json:"input_bytes"`
-	Upserts    uint64 `json:"upserts"`
-	MaxRSS     int64  `json:"max_rss_bytes"`
 }
 
 // rss runs compaction on the same rows in CompactFragments and in
@@ -157,9 +150,34 @@ func (s *Suite) rss(ctx context.Context) (*RSSResult, error) {
 				return nil, fmt.Errorf("peak RSS, %d fragments: %w", n, err)
 			}
 			s.logf("peak RSS: %d fragments, deleted %v: %.0f MiB (%.1fs)", n, deleted, float64(r.MaxRSS)/(1<<20), r.Wall.Seconds())
-			res.Cases = append(res.Cases, RSSCase{Fragments: n, Deleted: deleted, Run: *r,
+			res.Cases = append(res.Cases, RSSCase{Job: "compact", Fragments: n, Deleted: deleted, Run: *r,
 				Command: fmt.Sprintf("/usr/bin/time -f %%M compactord compact file://$W/t --target-rows %d --parallelism %d --deletion-threshold 0.05", s.targetRows(), s.cfg.Threads)})
 		}
+	}
+	if s.cfg.RSSMergeUpserts > 0 {
+		set, err := s.bigMergeSet(ctx)
+		if err != nil {
+			return nil, err
+		}
+		want := uint64(s.cfg.RSSMergeUpserts)
+		check := func(out map[string]any) error {
+			merged, _ := out["merged"].([]any)
+			if len(merged) != 1 {
+				return fmt.Errorf("merged %d jobs, want 1", len(merged))
+			}
+			if m, _ := merged[0].(map[string]any); uint64(num(m, "updated")) != want {
+				return fmt.Errorf("updated %v rows, want %d", m["updated"], want)
+			}
+			return nil
+		}
+		r, err := s.jobStep(stepMerge, set, append(append([]string{}, set.Files...), set.SSTable), check, "merge", "--shard", "s0").run(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("peak RSS, merge: %w", err)
+		}
+		s.logf("peak RSS: merge of %d upserts into %d rows: %.0f MiB (%.1fs)", want, set.Rows, float64(r.MaxRSS)/(1<<20), r.Wall.Seconds())
+		sst, _ := statSize(set.SSTable)
+		res.Cases = append(res.Cases, RSSCase{Job: "merge", Fragments: s.cfg.CompactFragments, Upserts: want, Run: *r,
+			Command: fmt.Sprintf("benchsuite gen --kind upserts --from $W/base --dir $W/up --upserts %d  # SSTable %.0f MiB; then /usr/bin/time -f %%M compactord merge file://$W/up --shard s0", want, mib(sst))})
 	}
 	return res, nil
 }

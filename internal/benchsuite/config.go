@@ -49,6 +49,10 @@ type Config struct {
 	CompactRows      int
 	CompactFragments int
 	RSSFragments     int
+	// RSSMergeUpserts upserts are merged into the compaction table (of
+	// CompactFragments fragments) for the merge job's peak RSS; 0 skips
+	// it.
+	RSSMergeUpserts int
 
 	// MergeBase rows in fragments of MergeFragmentRows, MergeUpserts
 	// upserts of existing keys.
@@ -82,6 +86,7 @@ func DefaultConfig() Config {
 		CompactRows:       31_457_280,
 		CompactFragments:  32,
 		RSSFragments:      512,
+		RSSMergeUpserts:   4 << 20,
 		MergeBase:         10_000_000,
 		MergeFragmentRows: 1_000_000,
 		MergeUpserts:      1_000_000,
@@ -109,6 +114,7 @@ func (c Config) Validate() error {
 		"compaction rows (%d) must be a positive multiple of its fragments (%d)", c.CompactRows, c.CompactFragments)
 	check(c.RSSFragments >= 1 && c.CompactRows%c.RSSFragments == 0,
 		"compaction rows (%d) must be a multiple of the many-fragment count (%d)", c.CompactRows, c.RSSFragments)
+	check(c.RSSMergeUpserts >= 0 && c.RSSMergeUpserts <= c.CompactRows, "rss merge upserts must be in [0, compaction rows], got %d", c.RSSMergeUpserts)
 	check(c.MergeFragmentRows >= 1 && c.MergeBase >= c.MergeFragmentRows && c.MergeBase%c.MergeFragmentRows == 0,
 		"merge base rows (%d) must be a positive multiple of its fragment rows (%d)", c.MergeBase, c.MergeFragmentRows)
 	check(c.MergeUpserts >= 1 && c.MergeUpserts <= c.MergeBase, "merge upserts must be in [1, base rows], got %d", c.MergeUpserts)

@@ -62,6 +62,19 @@ func (s *Suite) compactSet(ctx context.Context, fragments int, deleted bool) (*T
 		"--rows-per-fragment", strconv.Itoa(rpf))
 }
 
+// bigMergeSet is the compaction table with RSSMergeUpserts upserts
+// flushed: a merge over 1 GiB of input.
+func (s *Suite) bigMergeSet(ctx context.Context) (*TableInfo, error) {
+	n := s.cfg.CompactFragments
+	rpf := s.cfg.CompactRows / n
+	name := fmt.Sprintf("compact-%dx%d", n, rpf)
+	if _, err := s.compactSet(ctx, n, false); err != nil {
+		return nil, err
+	}
+	return s.dataset(ctx, fmt.Sprintf("%s-up%d", name, s.cfg.RSSMergeUpserts), "--kind", "upserts",
+		"--from", filepath.Join(s.cfg.Work, "data", name), "--upserts", strconv.Itoa(s.cfg.RSSMergeUpserts))
+}
+
 func (s *Suite) mergeSet(ctx context.Context) (*TableInfo, error) {
 	c := s.cfg
 	name := fmt.Sprintf("merge-%dx%d-up%d", c.MergeBase/c.MergeFragmentRows, c.MergeFragmentRows, c.MergeUpserts)
@@ -72,7 +85,7 @@ func (s *Suite) mergeSet(ctx context.Context) (*TableInfo, error) {
 
 // GenArgs is what `benchsuite gen` does.
 type GenArgs struct {
-	Kind            string // compact, delete or merge
+	Kind            string // compact, delete, upserts or merge
 	Dir             string
 	From            string // delete: the table to clone
 	Fragments       int
@@ -104,10 +117,15 @@ func Generate(ctx context.Context, a GenArgs) (*TableInfo, error) {
 			return nil, err
 		}
 		return DeleteEveryTenth(ctx, a.Dir, a.RowsPerFragment)
+	case "upserts":
+		if a.From == "" {
+			return nil, errors.New("gen upserts: --from is required")
+		}
+		return GenUpserts(ctx, a.From, a.Dir, a.Upserts)
 	case "merge":
 		return GenMerge(ctx, MergeSpec{Dir: a.Dir, BaseRows: a.BaseRows, RowsPerFragment: a.RowsPerFragment, Upserts: a.Upserts, Parallelism: a.Parallelism, Seed: 1})
 	}
-	return nil, fmt.Errorf("gen: unknown kind %q (compact, delete, merge)", a.Kind)
+	return nil, fmt.Errorf("gen: unknown kind %q (compact, delete, upserts, merge)", a.Kind)
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }

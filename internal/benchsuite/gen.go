@@ -224,11 +224,45 @@ func GenMerge(ctx context.Context, spec MergeSpec) (*TableInfo, error) {
 	if spec.BaseRows%spec.RowsPerFragment != 0 {
 		return nil, fmt.Errorf("generate merge: base rows %d must be a multiple of rows per fragment %d", spec.BaseRows, spec.RowsPerFragment)
 	}
-	info, err := genTable(ctx, GenSpec{Dir: spec.Dir, Fragments: frags, RowsPerFragment: spec.RowsPerFragment, Parallelism: spec.Parallelism, Seed: spec.Seed}, s, mergeRow)
+	if _, err := genTable(ctx, GenSpec{Dir: spec.Dir, Fragments: frags, RowsPerFragment: spec.RowsPerFragment, Parallelism: spec.Parallelism, Seed: spec.Seed}, s, mergeRow); err != nil {
+		return nil, err
+	}
+	return flushUpserts(ctx, spec.Dir, s, spec.BaseRows, spec.Upserts, func(_ *rand.Rand, id int64) table.Row {
+		return table.Row{id, "upserted", float64(-id)}
+	})
+}
+
+// GenUpserts clones the compaction table at from (hard links) into dir and
+// flushes upserts of existing keys spread evenly over its rows: a merge on
+// the large table, for the peak-RSS check.
+func GenUpserts(ctx context.Context, from, dir string, upserts int) (*TableInfo, error) {
+	if err := cloneTree(ctx, from, dir); err != nil {
+		return nil, err
+	}
+	_, b, err := openTable(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	t, b, err := openTable(ctx, spec.Dir)
+	m, err := table.ReadLatest(ctx, b)
+	_ = b.Close()
+	if err != nil {
+		return nil, err
+	}
+	var rows uint64
+	for _, f := range m.Fragments {
+		rows += f.PhysicalRows
+	}
+	if upserts < 1 || uint64(upserts) > rows {
+		return nil, fmt.Errorf("generate upserts: upserts must be in [1, %d], got %d", rows, upserts)
+	}
+	return flushUpserts(ctx, dir, m.Schema, int(rows), upserts, compactRow)
+}
+
+// flushUpserts configures a one-shard MemWAL on the table at dir and
+// flushes n upserts of the keys 0, stride, 2·stride, ... (stride =
+// rows/n) to one SSTable, generation 1, ready for `compactord merge`.
+func flushUpserts(ctx context.Context, dir string, s *pb.Schema, rows, n int, row func(*rand.Rand, int64) table.Row) (*TableInfo, error) {
+	t, b, err := openTable(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -243,13 +277,13 @@ func GenMerge(ctx context.Context, spec MergeSpec) (*TableInfo, error) {
 	if _, err := w.Claim(ctx); err != nil {
 		return nil, err
 	}
-	stride := spec.BaseRows / spec.Upserts
+	rng := rand.New(rand.NewPCG(7, 7))
+	stride := rows / n
 	const batch = 50_000
 	recs := make([]memwal.Record, 0, batch)
-	for i := range spec.Upserts {
-		id := int64(i * stride)
-		recs = append(recs, memwal.Record{Op: memwal.Upsert, Row: table.Row{id, "upserted", float64(-id)}})
-		if len(recs) == batch || i == spec.Upserts-1 {
+	for i := range n {
+		recs = append(recs, memwal.Record{Op: memwal.Upsert, Row: row(rng, int64(i*stride))})
+		if len(recs) == batch || i == n-1 {
 			if _, err := w.Append(ctx, recs); err != nil {
 				return nil, err
 			}
@@ -261,14 +295,14 @@ func GenMerge(ctx context.Context, spec MergeSpec) (*TableInfo, error) {
 		return nil, err
 	}
 	if len(fr.SSTables) != 1 {
-		return nil, fmt.Errorf("generate merge: flush wrote %d SSTables, want 1", len(fr.SSTables))
+		return nil, fmt.Errorf("generate upserts: flush wrote %d SSTables, want 1", len(fr.SSTables))
 	}
 	m, err := table.ReadLatest(ctx, b)
 	if err != nil {
 		return nil, err
 	}
-	info = describe(spec.Dir, m)
-	info.SSTable = filepath.Join(spec.Dir, filepath.FromSlash(fr.SSTables[0].Path))
-	info.Upserts = uint64(spec.Upserts)
+	info := describe(dir, m)
+	info.SSTable = filepath.Join(dir, filepath.FromSlash(fr.SSTables[0].Path))
+	info.Upserts = uint64(n)
 	return info, nil
 }

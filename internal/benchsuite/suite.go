@@ -61,6 +61,9 @@ type Host struct {
 	// SuiteHWM is the suite's own peak RSS: every child's getrusage peak
 	// is at least this (see Run.MaxRSS).
 	SuiteHWM int64 `json:"suite_hwm_bytes"`
+	// StartupRSS is the peak RSS of `compactord version`: the binary's
+	// floor (runtime, package initialisation, pages of the executable).
+	StartupRSS int64 `json:"startup_rss_bytes"`
 }
 
 func loadavg() string {
@@ -88,6 +91,13 @@ func (s *Suite) Run(ctx context.Context) (*Results, error) {
 	}
 	if err := os.MkdirAll(s.scratch(""), 0o755); err != nil {
 		return nil, err
+	}
+	// compactord's start-up footprint, for the idle figure: measured first,
+	// while the suite is small (see Run.MaxRSS).
+	if s.cfg.runs("idle") {
+		if r, err := runCmd(ctx, s.goEnv(), s.cfg.Compactord, "version"); err == nil {
+			res.Host.StartupRSS = r.MaxRSS
+		}
 	}
 	run := func(name string, fn func() error) {
 		if !s.cfg.runs(name) || ctx.Err() != nil {

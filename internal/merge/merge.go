@@ -32,7 +32,9 @@ type Config struct {
 	// LocateBatchKeys bounds the distinct keys a job holds at once (and
 	// so its memory); a job with more locates its base rows in several
 	// passes over the base key columns. 0 means DefaultLocateBatchKeys.
-	LocateBatchKeys int `yaml:"locate_batch_keys"`
+	// Not a configuration key yet (configs/compactord.yaml documents every
+	// key, and the daemon's owner decides what it exposes).
+	LocateBatchKeys int `yaml:"-"`
 	// IndexLocator overrides how keys are looked up through a primary-key
 	// index (tests); nil means IndexLocator{}.
 	IndexLocator func(indexName string) Locator `yaml:"-"`

@@ -507,6 +507,7 @@ func (h *harness) settle(ctx context.Context, st *stepCtx, before *Ref, apply fu
 		cands = []*Ref{before}
 	}
 	if opErr != nil {
+		h.logf("  -> %s failed: %v", st.name, opErr)
 		h.stats.Failed++
 		lostRace := st.raced && (errors.Is(opErr, commit.ErrRetryable) || errors.Is(opErr, commit.ErrIncompatible))
 		if st.fired == 0 && !st.crashed && !lostRace {

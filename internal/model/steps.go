@@ -326,6 +326,7 @@ func (h *harness) writer(ctx context.Context, shard string) (*writerState, error
 // of a crashed process, is dropped; a failure without any disturbance is a
 // violation unless the writer had failed before.
 func (h *harness) writerFailed(st *stepCtx, shard string, ws *writerState, err error) error {
+	h.logf("  -> %s failed: %v", st.name, err)
 	h.stats.Failed++
 	if isAmbiguous(err) || st.crashed {
 		h.stats.Ambiguous++
