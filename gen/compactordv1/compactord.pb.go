@@ -1078,8 +1078,14 @@ type Manifest struct {
 	Config          map[string]string `protobuf:"bytes,8,rep,name=config,proto3" json:"config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	ReadVersion     uint64            `protobuf:"varint,9,opt,name=read_version,json=readVersion,proto3" json:"read_version,omitempty"`
 	TransactionUuid string            `protobuf:"bytes,10,opt,name=transaction_uuid,json=transactionUuid,proto3" json:"transaction_uuid,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The transaction that made this version, inline, so that a committer
+	// classifying conflicts reads it with the manifest it already fetched, and
+	// the transaction file can be written in parallel with the manifest
+	// (one round trip per commit instead of two). Only this version carries
+	// it; the next version carries its own.
+	Transaction   *Transaction `protobuf:"bytes,11,opt,name=transaction,proto3" json:"transaction,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Manifest) Reset() {
@@ -1180,6 +1186,13 @@ func (x *Manifest) GetTransactionUuid() string {
 		return x.TransactionUuid
 	}
 	return ""
+}
+
+func (x *Manifest) GetTransaction() *Transaction {
+	if x != nil {
+		return x.Transaction
+	}
+	return nil
 }
 
 type Create struct {
@@ -2642,7 +2655,7 @@ const file_compactord_v1_compactord_proto_rawDesc = "" +
 	"\x11removed_fragments\x18\x03 \x01(\fR\x10removedFragments\x12!\n" +
 	"\fread_version\x18\x04 \x01(\x04R\vreadVersion\"T\n" +
 	"\x15FragReuseIndexDetails\x12;\n" +
-	"\bversions\x18\x01 \x03(\v2\x1f.compactord.v1.FragReuseVersionR\bversions\"\x9f\x04\n" +
+	"\bversions\x18\x01 \x03(\v2\x1f.compactord.v1.FragReuseVersionR\bversions\"\xdd\x04\n" +
 	"\bManifest\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\x12)\n" +
 	"\x10timestamp_micros\x18\x02 \x01(\x03R\x0ftimestampMicros\x12-\n" +
@@ -2654,7 +2667,8 @@ const file_compactord_v1_compactord_proto_rawDesc = "" +
 	"\x06config\x18\b \x03(\v2#.compactord.v1.Manifest.ConfigEntryR\x06config\x12!\n" +
 	"\fread_version\x18\t \x01(\x04R\vreadVersion\x12)\n" +
 	"\x10transaction_uuid\x18\n" +
-	" \x01(\tR\x0ftransactionUuid\x1a9\n" +
+	" \x01(\tR\x0ftransactionUuid\x12<\n" +
+	"\vtransaction\x18\v \x01(\v2\x1a.compactord.v1.TransactionR\vtransaction\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x12\n" +
@@ -2849,38 +2863,39 @@ var file_compactord_v1_compactord_proto_depIdxs = []int32{
 	7,  // 15: compactord.v1.Manifest.fragments:type_name -> compactord.v1.Fragment
 	8,  // 16: compactord.v1.Manifest.indices:type_name -> compactord.v1.IndexMetadata
 	37, // 17: compactord.v1.Manifest.config:type_name -> compactord.v1.Manifest.ConfigEntry
-	4,  // 18: compactord.v1.Create.schema:type_name -> compactord.v1.Schema
-	38, // 19: compactord.v1.Create.config:type_name -> compactord.v1.Create.ConfigEntry
-	7,  // 20: compactord.v1.Append.fragments:type_name -> compactord.v1.Fragment
-	7,  // 21: compactord.v1.Delete.updated_fragments:type_name -> compactord.v1.Fragment
-	7,  // 22: compactord.v1.RewriteGroup.old_fragments:type_name -> compactord.v1.Fragment
-	7,  // 23: compactord.v1.RewriteGroup.new_fragments:type_name -> compactord.v1.Fragment
-	8,  // 24: compactord.v1.RewrittenIndices.new_indices:type_name -> compactord.v1.IndexMetadata
-	20, // 25: compactord.v1.Rewrite.groups:type_name -> compactord.v1.RewriteGroup
-	21, // 26: compactord.v1.Rewrite.rewritten_indices:type_name -> compactord.v1.RewrittenIndices
-	14, // 27: compactord.v1.Rewrite.frag_reuse_version:type_name -> compactord.v1.FragReuseVersion
-	8,  // 28: compactord.v1.CreateIndex.new_indices:type_name -> compactord.v1.IndexMetadata
-	7,  // 29: compactord.v1.MergeSSTables.new_fragments:type_name -> compactord.v1.Fragment
-	7,  // 30: compactord.v1.MergeSSTables.updated_fragments:type_name -> compactord.v1.Fragment
-	17, // 31: compactord.v1.Transaction.create:type_name -> compactord.v1.Create
-	18, // 32: compactord.v1.Transaction.append:type_name -> compactord.v1.Append
-	19, // 33: compactord.v1.Transaction.delete:type_name -> compactord.v1.Delete
-	22, // 34: compactord.v1.Transaction.rewrite:type_name -> compactord.v1.Rewrite
-	23, // 35: compactord.v1.Transaction.create_index:type_name -> compactord.v1.CreateIndex
-	24, // 36: compactord.v1.Transaction.merge_sstables:type_name -> compactord.v1.MergeSSTables
-	26, // 37: compactord.v1.Transaction.configure_mem_wal:type_name -> compactord.v1.ConfigureMemWal
-	25, // 38: compactord.v1.Transaction.reserve_fragments:type_name -> compactord.v1.ReserveFragments
-	28, // 39: compactord.v1.ShardManifest.sstables:type_name -> compactord.v1.SSTable
-	1,  // 40: compactord.v1.ShardManifest.status:type_name -> compactord.v1.ShardStatus
-	2,  // 41: compactord.v1.WalRecord.op:type_name -> compactord.v1.RowOp
-	30, // 42: compactord.v1.WalRecord.values:type_name -> compactord.v1.Value
-	31, // 43: compactord.v1.WalEntry.records:type_name -> compactord.v1.WalRecord
-	10, // 44: compactord.v1.MemWalIndexDetails.IndexCatchupEntry.value:type_name -> compactord.v1.ShardGenerations
-	45, // [45:45] is the sub-list for method output_type
-	45, // [45:45] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	27, // 18: compactord.v1.Manifest.transaction:type_name -> compactord.v1.Transaction
+	4,  // 19: compactord.v1.Create.schema:type_name -> compactord.v1.Schema
+	38, // 20: compactord.v1.Create.config:type_name -> compactord.v1.Create.ConfigEntry
+	7,  // 21: compactord.v1.Append.fragments:type_name -> compactord.v1.Fragment
+	7,  // 22: compactord.v1.Delete.updated_fragments:type_name -> compactord.v1.Fragment
+	7,  // 23: compactord.v1.RewriteGroup.old_fragments:type_name -> compactord.v1.Fragment
+	7,  // 24: compactord.v1.RewriteGroup.new_fragments:type_name -> compactord.v1.Fragment
+	8,  // 25: compactord.v1.RewrittenIndices.new_indices:type_name -> compactord.v1.IndexMetadata
+	20, // 26: compactord.v1.Rewrite.groups:type_name -> compactord.v1.RewriteGroup
+	21, // 27: compactord.v1.Rewrite.rewritten_indices:type_name -> compactord.v1.RewrittenIndices
+	14, // 28: compactord.v1.Rewrite.frag_reuse_version:type_name -> compactord.v1.FragReuseVersion
+	8,  // 29: compactord.v1.CreateIndex.new_indices:type_name -> compactord.v1.IndexMetadata
+	7,  // 30: compactord.v1.MergeSSTables.new_fragments:type_name -> compactord.v1.Fragment
+	7,  // 31: compactord.v1.MergeSSTables.updated_fragments:type_name -> compactord.v1.Fragment
+	17, // 32: compactord.v1.Transaction.create:type_name -> compactord.v1.Create
+	18, // 33: compactord.v1.Transaction.append:type_name -> compactord.v1.Append
+	19, // 34: compactord.v1.Transaction.delete:type_name -> compactord.v1.Delete
+	22, // 35: compactord.v1.Transaction.rewrite:type_name -> compactord.v1.Rewrite
+	23, // 36: compactord.v1.Transaction.create_index:type_name -> compactord.v1.CreateIndex
+	24, // 37: compactord.v1.Transaction.merge_sstables:type_name -> compactord.v1.MergeSSTables
+	26, // 38: compactord.v1.Transaction.configure_mem_wal:type_name -> compactord.v1.ConfigureMemWal
+	25, // 39: compactord.v1.Transaction.reserve_fragments:type_name -> compactord.v1.ReserveFragments
+	28, // 40: compactord.v1.ShardManifest.sstables:type_name -> compactord.v1.SSTable
+	1,  // 41: compactord.v1.ShardManifest.status:type_name -> compactord.v1.ShardStatus
+	2,  // 42: compactord.v1.WalRecord.op:type_name -> compactord.v1.RowOp
+	30, // 43: compactord.v1.WalRecord.values:type_name -> compactord.v1.Value
+	31, // 44: compactord.v1.WalEntry.records:type_name -> compactord.v1.WalRecord
+	10, // 45: compactord.v1.MemWalIndexDetails.IndexCatchupEntry.value:type_name -> compactord.v1.ShardGenerations
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_compactord_v1_compactord_proto_init() }

@@ -147,7 +147,9 @@ func Inspect(ctx context.Context, b storage.Bucket, v uint64) (any, error) {
 		FragReuse: inspectFragReuse{Versions: []inspectFRIVersion{}},
 		Timestamp: time.UnixMicro(m.TimestampMicros).UTC().Format(time.RFC3339Nano),
 	}
-	if txn, err := table.ReadTransaction(ctx, b, m.TransactionPath); err == nil {
+	if m.Transaction != nil {
+		doc.Operation = commitOpName(m.Transaction)
+	} else if txn, err := table.ReadTransaction(ctx, b, m.TransactionPath); err == nil {
 		doc.Operation = commitOpName(txn)
 	} else if !errors.Is(err, storage.ErrNotFound) {
 		return nil, err

@@ -68,6 +68,7 @@ func BuildManifest(head *pb.Manifest, txn *pb.Transaction, read *pb.Manifest) (*
 			Config:          c.Config,
 			TransactionPath: table.TransactionKey(txn.ReadVersion, txn.Uuid),
 			TransactionUuid: txn.Uuid,
+			Transaction:     txn,
 		}, nil
 	}
 	if head == nil {
@@ -79,6 +80,7 @@ func BuildManifest(head *pb.Manifest, txn *pb.Transaction, read *pb.Manifest) (*
 	next.ReadVersion = txn.ReadVersion
 	next.TransactionPath = table.TransactionKey(txn.ReadVersion, txn.Uuid)
 	next.TransactionUuid = txn.Uuid
+	next.Transaction = txn
 
 	var err error
 	switch op := txn.GetOperation().(type) {

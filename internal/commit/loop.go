@@ -117,52 +117,40 @@ type Committer struct {
 	metrics *Metrics
 	logger  *zap.Logger
 	rng     *rand.Rand
-	// hint is the newest version this committer has seen. Probing forward
-	// from it costs one stat per new version, where a listing of
-	// _versions/ costs O(versions) on file:// and mem://.
-	hint atomic.Uint64
+	// last is the newest manifest this committer built or read: a job
+	// that plans against the version it just committed (the common case)
+	// starts its commit without reading that manifest again.
+	last atomic.Pointer[pb.Manifest]
 }
 
-// maxProbe bounds forward probing from the hint before falling back to a
-// listing.
-const maxProbe = 32
-
-// LatestVersion returns the head version, probing forward from the last
-// version seen. INVARIANT: versions are dense (every v below the head
-// exists unless cleanup removed it, and cleanup never removes the latest),
-// so "v exists and v+1 does not" identifies the head.
+// LatestVersion returns the head version with one listing of _versions/
+// (newest first: one entry on object stores). A forward probe from the last
+// version seen ("v+1 is absent, so v is the head") was faster on file:// but
+// unsound: cleanup may delete v+1 while keeping a tagged v, and a commit at
+// v+1 would then land below the real head, invisible.
 func (c *Committer) LatestVersion(ctx context.Context) (uint64, error) {
-	if v := c.hint.Load(); v > 0 {
-		for i := 0; i < maxProbe; i++ {
-			_, err := c.bucket.Attributes(ctx, table.ManifestKey(v+1))
-			if storage.IsNotFound(err) {
-				if i == 0 {
-					// Confirm the hint itself still exists (a re-created
-					// table would otherwise look stuck).
-					if _, err := c.bucket.Attributes(ctx, table.ManifestKey(v)); err != nil {
-						break
-					}
-				}
-				c.observe(v)
-				return v, nil
-			}
-			if err != nil {
-				return 0, fmt.Errorf("probe version %d: %w", v+1, err)
-			}
-			v++
-		}
-	}
-	v, err := table.LatestVersion(ctx, c.bucket)
-	if err == nil {
-		c.observe(v)
-	}
-	return v, err
+	return table.LatestVersion(ctx, c.bucket)
 }
 
-func (c *Committer) observe(v uint64) {
+// manifest returns version v, from the cache when it holds it.
+func (c *Committer) manifest(ctx context.Context, v uint64) (*pb.Manifest, error) {
+	if m := c.last.Load(); m != nil && m.Version == v {
+		return m, nil
+	}
+	m, err := table.ReadManifest(ctx, c.bucket, v)
+	if err == nil {
+		c.remember(m)
+	}
+	return m, err
+}
+
+func (c *Committer) remember(m *pb.Manifest) {
 	for {
-		cur := c.hint.Load()
-		if v <= cur || c.hint.CompareAndSwap(cur, v) {
+		cur := c.last.Load()
+		if cur != nil && cur.Version >= m.Version {
+			return
+		}
+		if c.last.CompareAndSwap(cur, m) {
 			return
 		}
 	}
@@ -249,7 +237,7 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 
 	var read *pb.Manifest
 	if txn.ReadVersion > 0 {
-		if read, err = table.ReadManifest(ctx, c.bucket, txn.ReadVersion); err != nil {
+		if read, err = c.manifest(ctx, txn.ReadVersion); err != nil {
 			return nil, fmt.Errorf("read version %d: %w", txn.ReadVersion, err)
 		}
 	}
@@ -299,7 +287,6 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 				return fail(fmt.Errorf("commit %s: %w", op, err))
 			}
 		}
-		c.observe(txn.ReadVersion)
 		headV, err := c.LatestVersion(ctx)
 		if errors.Is(err, table.ErrNoTable) {
 			headV, err = 0, nil
@@ -319,7 +306,10 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 				return &Result{Manifest: m, Attempts: attempt, Rebased: rebased, Transaction: cur}, nil
 			}
 			delete(unresolved, v)
-			theirs, err := table.ReadTransaction(ctx, c.bucket, m.TransactionPath)
+			theirs := m.Transaction
+			if theirs == nil { // written before transactions were inlined
+				theirs, err = table.ReadTransaction(ctx, c.bucket, m.TransactionPath)
+			}
 			if err != nil {
 				return fail(fmt.Errorf("classify against version %d: %w", v, err))
 			}
@@ -360,9 +350,6 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 		if err != nil {
 			return nil, err
 		}
-		if err := c.bucket.Put(ctx, txnKey, data); err != nil {
-			return fail(fmt.Errorf("write transaction %s: %w", txnKey, err))
-		}
 		next, err := BuildManifest(head, cur, read)
 		if err != nil {
 			var ce *ConflictError
@@ -377,9 +364,18 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 			return nil, err
 		}
 		c.metrics.attempts.WithLabelValues(op).Inc()
+		// The transaction file and the manifest are written in parallel:
+		// the manifest carries the transaction inline, so nobody needs the
+		// file to classify against this version, and the commit costs one
+		// round trip. The file stays for audits and older readers.
+		txnDone := make(chan error, 1)
+		go func() { txnDone <- c.bucket.Put(ctx, txnKey, data) }()
 		perr := c.bucket.PutIfAbsent(ctx, table.ManifestKey(next.Version), mdata)
+		if terr := <-txnDone; terr != nil {
+			c.logger.Warn("could not write the transaction file; the manifest carries the transaction", zap.String("key", txnKey), zap.Error(terr))
+		}
 		if perr == nil {
-			c.observe(next.Version)
+			c.remember(next)
 			return &Result{Manifest: next, Attempts: attempt, Rebased: rebased, Transaction: cur, Garbage: garbage(append(written, deletionFiles(txn)...), cur, len(unresolved) > 0)}, nil
 		}
 		if ctx.Err() != nil && !storage.IsAlreadyExists(perr) {

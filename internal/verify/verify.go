@@ -137,7 +137,9 @@ func (c *checker) manifest(m *pb.Manifest) {
 	if m.Version > 1 && m.ReadVersion >= m.Version {
 		c.add(obj, "read version %d is not below the version", m.ReadVersion)
 	}
-	if m.TransactionPath != "" {
+	// The transaction travels inline in the manifest; the file is written
+	// in parallel for audits, and is required only when it is not inline.
+	if m.TransactionPath != "" && m.Transaction == nil {
 		c.file(obj, m.TransactionPath, 0)
 	}
 	ids := map[uint32]bool{}
