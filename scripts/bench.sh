@@ -22,6 +22,8 @@
 #   BENCH_IDLE_TABLES=N         idle daemon tables (default 100)
 #   BENCH_IDLE_SETTLE=D BENCH_IDLE_WINDOW=D   e.g. 20s
 #   BENCH_S3=0                  skip S3 (versitygw) in the commit benchmark
+#   BENCH_BASELINE=BIN          an older compactord, run in the same compaction and merge
+#                               trials for before/after figures of a change
 #   BENCH_WORK=DIR              data sets and scratch (default var/bench; on the disk to measure)
 #   BENCH_OUT=FILE              document to update (default docs/benchmarks.md; "-" prints)
 set -euo pipefail
@@ -62,6 +64,7 @@ add --idle-tables "${BENCH_IDLE_TABLES:-}"
 add --idle-settle "${BENCH_IDLE_SETTLE:-}"
 add --idle-window "${BENCH_IDLE_WINDOW:-}"
 add --only "${BENCH_ONLY:-}"
+add --baseline "${BENCH_BASELINE:-}"
 
 out=${BENCH_OUT:-docs/benchmarks.md}
 if [ "$out" = - ]; then out=""; fi

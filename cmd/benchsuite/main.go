@@ -48,6 +48,7 @@ func run(ctx context.Context, args []string) error {
 	var only string
 	fs.StringVar(&cfg.Work, "work", "var/bench", "data sets and scratch space (on the disk to measure)")
 	fs.StringVar(&cfg.Compactord, "compactord", "bin/compactord", "compactord binary under test")
+	fs.StringVar(&cfg.Baseline, "baseline", "", "an older compactord binary run in the same compaction and merge trials (before/after)")
 	fs.StringVar(&cfg.Node, "node", "node", "node binary (DuckDB peer)")
 	fs.StringVar(&cfg.BenchDir, "bench-dir", "bench", "directory of the peer scripts and their node_modules")
 	fs.StringVar(&cfg.VersityGW, "versitygw", "", "versitygw binary: adds S3 over loopback to the commit benchmark")

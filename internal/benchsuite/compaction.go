@@ -77,6 +77,11 @@ func (s *Suite) compaction(ctx context.Context) (*CompactResult, error) {
 		s.jobStep(stepCompactDel, del, files, checkCompact(del.Rows, false), args...),
 		s.duckStep(stepDuckDel, files, 1, filtered),
 	}
+	if s.cfg.Baseline != "" {
+		steps = append(steps,
+			s.baselineStep(stepCompact, base, files, checkCompact(base.Rows, true), args...),
+			s.baselineStep(stepCompactDel, del, files, checkCompact(del.Rows, false), args...))
+	}
 	runs, err := s.trials(ctx, "compaction", steps)
 	if err != nil {
 		return nil, err

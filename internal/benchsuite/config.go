@@ -30,6 +30,10 @@ type Config struct {
 	// small: a child's getrusage peak starts from its parent's).
 	Compactord string
 	Self       string
+	// Baseline, when set, is an older compactord binary run next to
+	// Compactord in the compaction and merge trials (interleaved, same
+	// data), for before/after figures of a change.
+	Baseline string
 	// Node runs the DuckDB peer from BenchDir (bench/, with node_modules).
 	Node     string
 	BenchDir string

@@ -81,6 +81,18 @@ func (s *Suite) cpStep(files []string) step {
 
 // jobStep runs a compactord job on a hard-linked clone of template.
 func (s *Suite) jobStep(name string, template *TableInfo, warmFiles []string, check func(out map[string]any) error, args ...string) step {
+	return s.binStep(name, s.cfg.Compactord, template, warmFiles, check, args...)
+}
+
+// baselineStep is jobStep with the baseline binary (Config.Baseline).
+func (s *Suite) baselineStep(name string, template *TableInfo, warmFiles []string, check func(out map[string]any) error, args ...string) step {
+	return s.binStep(baselinePrefix+name, s.cfg.Baseline, template, warmFiles, check, args...)
+}
+
+// baselinePrefix names the baseline binary's steps.
+const baselinePrefix = "baseline:"
+
+func (s *Suite) binStep(name, bin string, template *TableInfo, warmFiles []string, check func(out map[string]any) error, args ...string) step {
 	return step{name: name, run: func(ctx context.Context) (*Run, error) {
 		dir := s.scratch("table")
 		if err := cloneTree(ctx, strings.TrimPrefix(template.URL, "file://"), dir); err != nil {
@@ -90,7 +102,7 @@ func (s *Suite) jobStep(name string, template *TableInfo, warmFiles []string, ch
 		if err := warm(warmFiles); err != nil {
 			return nil, err
 		}
-		argv := append([]string{s.cfg.Compactord, args[0], "file://" + dir}, args[1:]...)
+		argv := append([]string{bin, args[0], "file://" + dir}, args[1:]...)
 		r, err := runCmd(ctx, s.goEnv(), argv...)
 		if err != nil {
 			return nil, err

@@ -50,6 +50,9 @@ func (s *Suite) merge(ctx context.Context) (*MergeResult, error) {
 		s.duckStep(stepDuckMerge, files, 1, rewrite),
 		s.duckStep(stepDuckLocate, files, 2, locate, upserts),
 	}
+	if s.cfg.Baseline != "" {
+		steps = append(steps, s.baselineStep(stepMerge, set, files, check, "merge", "--shard", "s0"))
+	}
 	runs, err := s.trials(ctx, "merge", steps)
 	if err != nil {
 		return nil, err

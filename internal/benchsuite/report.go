@@ -226,6 +226,7 @@ func Render(res *Results, cfg Config) string {
 	if i := res.Idle; i != nil {
 		renderIdle(p, i, res.Host.StartupRSS)
 	}
+	renderBaseline(p, res)
 	if len(res.Errors) > 0 {
 		p("### Sections that failed\n\n")
 		for _, k := range Sections {
@@ -393,4 +394,38 @@ func renderIdle(p printer, i *IdleResult, startup int64) {
 			"RssFile is the executable's pages, shared and clean.\n\n", mibs(startup))
 	}
 	commands(p, []string{"BENCH_ONLY=idle make bench", i.Command})
+}
+
+// renderBaseline compares the baseline binary's steps with the current
+// ones, trial by trial.
+func renderBaseline(p printer, res *Results) {
+	type pair struct {
+		what string
+		runs map[string][]Run
+		step string
+	}
+	var pairs []pair
+	if c := res.Compact; c != nil {
+		pairs = append(pairs, pair{"compaction, copy path", c.Runs, stepCompact}, pair{"compaction, 10 % deleted", c.Runs, stepCompactDel})
+	}
+	if m := res.Merge; m != nil {
+		pairs = append(pairs, pair{"merge", m.Runs, stepMerge})
+	}
+	header := false
+	for _, pr := range pairs {
+		before, after := pr.runs[baselinePrefix+pr.step], pr.runs[pr.step]
+		if len(before) == 0 {
+			continue
+		}
+		if !header {
+			p("### Before → after (baseline binary in the same trials)\n\n| job | before | after | speed-up (wall) | speed-up (CPU) | peak RSS before → after |\n|---|---|---|---|---|---|\n")
+			header = true
+		}
+		p("| %s | %s, %.2f cpu-s | %s, %.2f cpu-s | %.2f× | %.2f× | %s → %s |\n", pr.what,
+			secs(runSecs(before)), median(cpuSecs(before)), secs(runSecs(after)), median(cpuSecs(after)),
+			median(ratios(walls(before), walls(after))), median(ratios(cpus(before), cpus(after))), mibs(maxRSS(before)), mibs(maxRSS(after)))
+	}
+	if header {
+		p("\n")
+	}
 }
