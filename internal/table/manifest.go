@@ -20,12 +20,21 @@ var errStop = errors.New("stop")
 // LatestVersion returns the newest committed version. Inverted names make
 // the newest the first key of the listing, so this reads one entry.
 func LatestVersion(ctx context.Context, b storage.Bucket) (uint64, error) {
+	// Fast path: one one-key page. A stray object sorting first (a temp
+	// file, an editor backup) falls back to the full listing.
+	if a, ok, err := storage.First(ctx, b, VersionsDir); err != nil {
+		return 0, fmt.Errorf("list versions: %w", err)
+	} else if !ok {
+		return 0, ErrNoTable
+	} else if v, ok := ParseManifestKey(a.Key); ok {
+		return v, nil
+	}
 	var latest uint64
 	found := false
 	err := b.List(ctx, VersionsDir, func(a storage.Attrs) error {
 		v, ok := ParseManifestKey(a.Key)
 		if !ok {
-			return nil // a stray file (temp file, editor backup): not a version
+			return nil
 		}
 		latest, found = v, true
 		return errStop
