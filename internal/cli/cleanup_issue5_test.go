@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// Bad cleanup/trim input: one clear line, non-zero exit, nothing deleted.
+func TestCleanupTrimBadInput(t *testing.T) {
+	dir := newTable(t)
+	mustRun(t, "", "table", "append", dir, "--rows", "10")
+	mustRun(t, "", "table", "delete", dir, "--keys", "1")
+	for _, tc := range []struct {
+		args   []string
+		expect string
+	}{
+		{[]string{"cleanup", dir, "--older-than", "-3h"}, "must not be negative"},
+		{[]string{"cleanup", dir, "--min-age", "soon"}, "not a duration"},
+		{[]string{"cleanup", dir, "--retain-versions", "0"}, "at least 1"},
+		{[]string{"cleanup", dir, "--concurrency", "0"}, "at least 1"},
+		{[]string{"trim", dir, "--keep-shard-manifests", "1"}, "at least 2"},
+	} {
+		before := snapshot(t, dir)
+		r := run(t, "", tc.args...)
+		line := strings.TrimSuffix(r.stderr, "\n")
+		if r.code == 0 || strings.Contains(line, "\n") || !strings.Contains(line, tc.expect) {
+			t.Fatalf("%v: exit %d, stderr %q; want one line mentioning %q", tc.args, r.code, r.stderr, tc.expect)
+		}
+		if after := snapshot(t, dir); strings.Join(after, "\n") != strings.Join(before, "\n") {
+			t.Fatalf("%v changed files", tc.args)
+		}
+	}
+	// A dry run prints the plan and changes nothing.
+	before := snapshot(t, dir)
+	doc := mustRun(t, "", "cleanup", dir, "--retain-versions", "1", "--older-than", "0s", "--min-age", "0s", "--dry-run")
+	if vs, ok := doc["delete_versions"].([]any); !ok || len(vs) != 2 {
+		t.Fatalf("dry-run plan %v", doc)
+	}
+	if after := snapshot(t, dir); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Fatal("cleanup --dry-run changed files")
+	}
+}
