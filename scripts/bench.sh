@@ -18,7 +18,7 @@
 #   BENCH_MERGE_BASE=N          merge base rows (default 10000000)
 #   BENCH_MERGE_UPSERTS=N       merge upserts (default 1000000)
 #   BENCH_MERGE_FRAGMENT_ROWS=N rows per base fragment (default 1000000)
-#   BENCH_COMMIT_SAMPLES=N      commit latency samples (default 200)
+#   BENCH_COMMIT_SAMPLES=N      commit latency samples (default 500)
 #   BENCH_IDLE_TABLES=N         idle daemon tables (default 100)
 #   BENCH_IDLE_SETTLE=D BENCH_IDLE_WINDOW=D   e.g. 20s
 #   BENCH_S3=0                  skip S3 (versitygw) in the commit benchmark

@@ -170,3 +170,21 @@ func TestGenMerge(t *testing.T) {
 		t.Fatalf("merge: %+v %v", res, err)
 	}
 }
+
+// A partial run keeps the other sections of the previous one, dated.
+func TestCarryOver(t *testing.T) {
+	prevStart := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+	prev := &Results{Started: prevStart, Merge: &MergeResult{Upserts: 7}, Idle: &IdleResult{Tables: 3},
+		Compact: &CompactResult{Fragments: 1}, Carried: map[string]time.Time{"idle": prevStart.Add(-time.Hour)}}
+	cur := &Results{Compact: &CompactResult{Fragments: 2}}
+	cur.CarryOver(prev, func(s string) bool { return s == "compact" })
+	if cur.Compact.Fragments != 2 || cur.Merge == nil || cur.Idle == nil || cur.RSS != nil {
+		t.Fatalf("carried %+v", cur)
+	}
+	if !cur.Carried["merge"].Equal(prevStart) || !cur.Carried["idle"].Equal(prevStart.Add(-time.Hour)) || len(cur.Carried) != 2 {
+		t.Fatalf("dates %v", cur.Carried)
+	}
+	if doc := Render(cur, DefaultConfig()); !strings.Contains(doc, "carried over from an earlier run: merge (2026-01-02 03:04 UTC), idle (2026-01-02 02:04 UTC)") {
+		t.Fatalf("render:\n%s", doc)
+	}
+}

@@ -31,6 +31,8 @@ type CommitResult struct {
 	Get  float64 `json:"get_s"`
 	Stat float64 `json:"stat_s"`
 	Put  float64 `json:"put_s"`
+	// Head is table.LatestVersion: how the loop finds the head.
+	Head float64 `json:"head_s"`
 	// Throughput by committer count.
 	Throughput []Throughput `json:"throughput"`
 }
@@ -96,7 +98,7 @@ func (s *Suite) commitBackend(ctx context.Context, backend string, url func(stri
 		return nil, err
 	}
 	head := cres.Manifest
-	var gets, stats, puts []float64
+	var gets, stats, puts, heads []float64
 	timed := func(dst *[]float64, fn func() error) error {
 		start := time.Now()
 		err := fn()
@@ -131,14 +133,17 @@ func (s *Suite) commitBackend(ctx context.Context, backend string, url func(stri
 		if err := timed(&stats, func() error { _, err := b.Attributes(ctx, table.ManifestKey(head.Version)); return err }); err != nil {
 			return nil, err
 		}
+		if err := timed(&heads, func() error { _, err := table.LatestVersion(ctx, b); return err }); err != nil {
+			return nil, err
+		}
 		tdata, _ := table.EncodeProto(txn)
 		if err := timed(&puts, func() error { return b.Put(ctx, fmt.Sprintf("put/%06d", i), tdata) }); err != nil {
 			return nil, err
 		}
 	}
-	res.Get, res.Stat, res.Put = median(gets), median(stats), median(puts)
-	s.logf("commit %s: put-if-absent %.2f ms, commit %.2f ms (get %.2f, stat %.2f, put %.2f)", backend,
-		1e3*median(res.PutIfAbsent), 1e3*median(res.Commit), 1e3*res.Get, 1e3*res.Stat, 1e3*res.Put)
+	res.Get, res.Stat, res.Put, res.Head = median(gets), median(stats), median(puts), median(heads)
+	s.logf("commit %s: put-if-absent %.2f ms, commit %.2f ms (get %.2f, stat %.2f, put %.2f, find head %.2f)", backend,
+		1e3*median(res.PutIfAbsent), 1e3*median(res.Commit), 1e3*res.Get, 1e3*res.Stat, 1e3*res.Put, 1e3*res.Head)
 	for _, n := range []int{1, 4, 16} {
 		tp, err := s.throughput(ctx, url(fmt.Sprintf("throughput-%d", n)), n)
 		if err != nil {

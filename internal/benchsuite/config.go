@@ -94,7 +94,7 @@ func DefaultConfig() Config {
 		MergeBase:         10_000_000,
 		MergeFragmentRows: 1_000_000,
 		MergeUpserts:      1_000_000,
-		CommitSamples:     200,
+		CommitSamples:     500,
 		CommitWindow:      3 * time.Second,
 		IdleTables:        100,
 		IdleSettle:        20 * time.Second,

@@ -3,7 +3,9 @@ package benchsuite
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -49,6 +51,53 @@ type Results struct {
 	Commit   []CommitResult    `json:"commit,omitempty"`
 	Idle     *IdleResult       `json:"idle,omitempty"`
 	Errors   map[string]string `json:"errors,omitempty"`
+	// Carried lists sections taken from the previous run's results
+	// (they were not run this time: Config.Only), with that run's start.
+	Carried map[string]time.Time `json:"carried,omitempty"`
+}
+
+// CarryOver fills the sections this run did not run from prev (the
+// previous results.json), so that a partial run (BENCH_ONLY) updates its
+// sections of the document without dropping the others.
+func (r *Results) CarryOver(prev *Results, ran func(section string) bool) {
+	if prev == nil {
+		return
+	}
+	carry := func(section string, ok bool, take func()) {
+		if ran(section) || !ok {
+			return
+		}
+		take()
+		if r.Carried == nil {
+			r.Carried = map[string]time.Time{}
+		}
+		at := prev.Started
+		if t, ok := prev.Carried[section]; ok {
+			at = t
+		}
+		r.Carried[section] = at
+	}
+	carry("compact", prev.Compact != nil, func() { r.Compact = prev.Compact })
+	carry("rss", prev.RSS != nil, func() { r.RSS = prev.RSS })
+	carry("merge", prev.Merge != nil, func() { r.Merge = prev.Merge })
+	carry("commit", len(prev.Commit) > 0, func() { r.Commit = prev.Commit })
+	carry("idle", prev.Idle != nil, func() { r.Idle = prev.Idle; r.Host.StartupRSS = prev.Host.StartupRSS })
+}
+
+// LoadPrevious reads the previous run's results, if any.
+func (s *Suite) LoadPrevious() (*Results, error) {
+	data, err := os.ReadFile(filepath.Join(s.cfg.Work, "results.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var prev Results
+	if err := json.Unmarshal(data, &prev); err != nil {
+		return nil, fmt.Errorf("previous results: %w", err)
+	}
+	return &prev, nil
 }
 
 // Host describes the machine and its load, which the figures depend on.
@@ -122,6 +171,13 @@ func (s *Suite) Run(ctx context.Context) (*Results, error) {
 	}
 	res.Finished = time.Now()
 	res.Host.LoadEnd = loadavg()
+	if len(s.cfg.Only) > 0 {
+		prev, err := s.LoadPrevious()
+		if err != nil {
+			s.logf("previous results not carried over: %v", err)
+		}
+		res.CarryOver(prev, s.cfg.runs)
+	}
 	if st, err := procStatus(os.Getpid(), "VmHWM"); err == nil {
 		res.Host.SuiteHWM = st["VmHWM"]
 	}
