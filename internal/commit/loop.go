@@ -296,7 +296,7 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 		}
 		needRebase := false
 		for v := checked + 1; v <= headV; v++ {
-			m, err := table.ReadManifest(ctx, c.bucket, v)
+			m, err := c.manifest(ctx, v)
 			if err != nil {
 				return fail(err)
 			}
@@ -331,7 +331,7 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 		checked = max(checked, headV)
 		if head == nil || head.Version != headV {
 			if headV > 0 {
-				if head, err = table.ReadManifest(ctx, c.bucket, headV); err != nil {
+				if head, err = c.manifest(ctx, headV); err != nil {
 					return fail(err)
 				}
 			}
