@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { testutil.Main(m) }
 
 var (
 	seedFlag  = flag.Uint64("seed", 0, "run only this seed (also COMPACTORD_CRASH_SEED)")
-	stepsFlag = flag.Int("steps", 70, "processes per seed")
+	stepsFlag = flag.Int("steps", 100, "processes per seed")
 	verbose   = flag.Bool("crash.v", false, "log every process")
 )
 
