@@ -556,7 +556,7 @@ func (o *outWriter) writeRange(rg parquet.RowGroup, lo, hi, start uint64, del *r
 	for i, cc := range rg.ColumnChunks() {
 		var r, wrote uint64
 		di := 0
-		err := readValues(cc, o.vals[:o.batch], func(vs []parquet.Value) error {
+		err := table.ReadColumnValues(cc, o.vals[:o.batch], func(vs []parquet.Value) error {
 			b0 := r
 			r += uint64(len(vs))
 			a, e := max(b0, lo), min(r, hi)
@@ -611,44 +611,4 @@ func (o *outWriter) abort(cancel context.CancelFunc) {
 		_, _ = o.cur.close()
 		o.cur = nil
 	}
-}
-
-// readValues calls fn with the values of a column chunk in batches of at
-// most len(buf), page by page, until done reports true or the chunk ends.
-// Values are valid only during the call (they point into the page).
-func readValues(cc parquet.ColumnChunk, buf []parquet.Value, fn func([]parquet.Value) error, done func() bool) error {
-	pages := cc.Pages()
-	defer pages.Close()
-	for !done() {
-		p, err := pages.ReadPage()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		vr := p.Values()
-		for !done() {
-			k, rerr := vr.ReadValues(buf)
-			if k > 0 {
-				if err := fn(buf[:k]); err != nil {
-					parquet.Release(p)
-					return err
-				}
-			}
-			if errors.Is(rerr, io.EOF) {
-				break
-			}
-			if rerr != nil {
-				parquet.Release(p)
-				return rerr
-			}
-			if k == 0 {
-				parquet.Release(p)
-				return io.ErrNoProgress
-			}
-		}
-		parquet.Release(p)
-	}
-	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
 )
 
 const (
@@ -207,7 +208,7 @@ func (t *btreeFile) readRowGroup(i int, keys *keyArena, addrs []uint64) ([]uint6
 	rg := t.RowGroups()[i]
 	cols := rg.ColumnChunks()
 	buf := make([]parquet.Value, 1024)
-	if err := readValues(cols[t.keyCol], buf, func(vs []parquet.Value) error {
+	if err := table.ReadColumnValues(cols[t.keyCol], buf, func(vs []parquet.Value) error {
 		for _, v := range vs {
 			if v.IsNull() {
 				return corruptf("%s: null key", t.key)
@@ -215,10 +216,10 @@ func (t *btreeFile) readRowGroup(i int, keys *keyArena, addrs []uint64) ([]uint6
 			keys.add(v.ByteArray())
 		}
 		return nil
-	}); err != nil {
+	}, nil); err != nil {
 		return nil, t.wrap(err)
 	}
-	if err := readValues(cols[t.addrCol], buf, func(vs []parquet.Value) error {
+	if err := table.ReadColumnValues(cols[t.addrCol], buf, func(vs []parquet.Value) error {
 		for _, v := range vs {
 			if v.IsNull() {
 				return corruptf("%s: null address", t.key)
@@ -226,7 +227,7 @@ func (t *btreeFile) readRowGroup(i int, keys *keyArena, addrs []uint64) ([]uint6
 			addrs = append(addrs, v.Uint64())
 		}
 		return nil
-	}); err != nil {
+	}, nil); err != nil {
 		return nil, t.wrap(err)
 	}
 	if int64(keys.len()) != rg.NumRows() || int64(len(addrs)) != rg.NumRows() {

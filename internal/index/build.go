@@ -56,7 +56,7 @@ func scanColumn(ctx context.Context, b storage.Bucket, f *pb.Fragment, field *pb
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := readValues(rg.ColumnChunks()[leaf.ColumnIndex], buf, func(vs []parquet.Value) error {
+		err := table.ReadColumnValues(rg.ColumnChunks()[leaf.ColumnIndex], buf, func(vs []parquet.Value) error {
 			for _, v := range vs {
 				o := off
 				off++
@@ -71,7 +71,7 @@ func scanColumn(ctx context.Context, b storage.Bucket, f *pb.Fragment, field *pb
 				}
 			}
 			return nil
-		})
+		}, nil)
 		if err != nil {
 			if errors.Is(err, ErrBadSpec) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return err

@@ -2,7 +2,6 @@ package index
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -55,44 +54,4 @@ func openParquet(ctx context.Context, b storage.Bucket, key string, size int64, 
 		return nil, fmt.Errorf("%w: %s: %v", corrupt, key, err)
 	}
 	return &parquetFile{File: f, ra: ra, key: key}, nil
-}
-
-// readValues calls fn with the values of a column chunk, in batches of at
-// most len(buf), page by page: memory is bounded by one page, never a row
-// group. Values handed to fn point into the page and are valid only during
-// the call.
-func readValues(cc parquet.ColumnChunk, buf []parquet.Value, fn func([]parquet.Value) error) error {
-	pages := cc.Pages()
-	defer pages.Close()
-	for {
-		p, err := pages.ReadPage()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		vr := p.Values()
-		for {
-			n, rerr := vr.ReadValues(buf)
-			if n > 0 {
-				if err := fn(buf[:n]); err != nil {
-					parquet.Release(p)
-					return err
-				}
-			}
-			if errors.Is(rerr, io.EOF) {
-				break
-			}
-			if rerr != nil {
-				parquet.Release(p)
-				return rerr
-			}
-			if n == 0 {
-				parquet.Release(p)
-				return io.ErrNoProgress
-			}
-		}
-		parquet.Release(p)
-	}
 }

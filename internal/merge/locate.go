@@ -268,32 +268,12 @@ func readValues(cc parquet.ColumnChunk, buf *[]parquet.Value, fn func(parquet.Va
 	if *buf == nil {
 		*buf = make([]parquet.Value, 1024)
 	}
-	pages := cc.Pages()
-	defer pages.Close()
-	for {
-		p, err := pages.ReadPage()
-		if errors.Is(err, io.EOF) {
-			return nil
+	return table.ReadColumnValues(cc, *buf, func(vs []parquet.Value) error {
+		for _, v := range vs {
+			fn(v)
 		}
-		if err != nil {
-			return err
-		}
-		vr := p.Values()
-		for {
-			k, err := vr.ReadValues(*buf)
-			for _, v := range (*buf)[:k] {
-				fn(v)
-			}
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				parquet.Release(p)
-				return err
-			}
-		}
-		parquet.Release(p)
-	}
+		return nil
+	}, nil)
 }
 
 // mayHold reports whether a column chunk's statistics admit a key in
