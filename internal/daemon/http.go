@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"strings"
 
@@ -68,6 +69,14 @@ func (d *Daemon) Handler() http.Handler {
 	mux.Handle("POST /api/v1/tables/{name}/resume", d.admin(func(w http.ResponseWriter, r *http.Request) {
 		d.control(w, r.PathValue("name"), d.sched.Resume)
 	}))
+	// Go's profiler, for operators chasing memory or CPU: it reveals the
+	// process's internals (command line, stacks), so it sits behind the
+	// admin guard.
+	mux.Handle("GET /debug/pprof/", d.admin(pprof.Index))
+	mux.Handle("GET /debug/pprof/cmdline", d.admin(pprof.Cmdline))
+	mux.Handle("GET /debug/pprof/profile", d.admin(pprof.Profile))
+	mux.Handle("GET /debug/pprof/symbol", d.admin(pprof.Symbol))
+	mux.Handle("GET /debug/pprof/trace", d.admin(pprof.Trace))
 	mux.HandleFunc("GET /{$}", d.statusPage)
 	return mux
 }

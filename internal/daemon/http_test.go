@@ -103,6 +103,16 @@ func TestHTTPEndpoints(t *testing.T) {
 	if res := do(t, "GET", r.base+"/", ""); res.status != 200 || !strings.Contains(res.body, "<h2>t1") {
 		t.Fatalf("status page: %d", res.status)
 	}
+	// The profiler sits behind the admin guard.
+	if res := do(t, "GET", r.base+"/debug/pprof/heap?debug=1", ""); res.status != 401 {
+		t.Fatalf("profile without a token: %+v", res)
+	}
+	if res := do(t, "GET", r.base+"/debug/pprof/", "s3cret"); res.status != 200 || !strings.Contains(res.body, "goroutine") {
+		t.Fatalf("profile index: %+v", res)
+	}
+	if res := do(t, "GET", r.base+"/debug/pprof/heap?debug=1", "s3cret"); res.status != 200 || !strings.Contains(res.body, "heap profile") {
+		t.Fatalf("heap profile: %+v", res)
+	}
 	if res := do(t, "GET", r.base+"/nothing-here", ""); res.status != 404 {
 		t.Fatalf("unknown path: %d", res.status)
 	}
