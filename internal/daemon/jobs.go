@@ -132,14 +132,17 @@ func indexJob(cfg func() JobsConfig) scheduler.JobFunc {
 
 func trimJob(cfg func() JobsConfig) scheduler.JobFunc {
 	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
-		res, err := trim.Run(ctx, t.Bucket, cfg().Trim)
+		tc := cfg().Trim
+		tc.Now = t.Now
+		res, err := trim.Run(ctx, t.Bucket, tc)
 		if res == nil {
 			return scheduler.Outcome{}, err
 		}
 		return scheduler.Outcome{
 			Summary: fmt.Sprintf("retired %d SSTables (%d bytes), deleted %d WAL entries and %d shard manifests",
 				res.RetiredSSTables, res.BytesTrimmed, res.WALDeleted, res.ManifestsPruned),
-			Stats: scheduler.Stats{BytesTrimmed: res.BytesTrimmed},
+			Stats:   scheduler.Stats{BytesTrimmed: res.BytesTrimmed},
+			Waiting: res.Waiting(),
 		}, err
 	}
 }

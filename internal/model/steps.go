@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	pb "github.com/compactord/compactord/gen/compactordv1"
 	"github.com/compactord/compactord/internal/cleanup"
 	"github.com/compactord/compactord/internal/compact"
 	"github.com/compactord/compactord/internal/index"
@@ -678,8 +679,12 @@ func (h *harness) stepConfigure(ctx context.Context, st *stepCtx) error {
 
 func (h *harness) stepTrim(ctx context.Context, st *stepCtx) error {
 	cfg := trim.Config{Concurrency: 1, KeepShardManifests: 2 + h.rng.IntN(3), MaxAttempts: 3}
-	h.logf("step %d trim keep=%d [%s]", h.step, cfg.KeepShardManifests, st.desc)
-	bound, before, err := h.trimBounds(ctx)
+	if h.rng.IntN(2) == 0 {
+		// Every retained version of this short run is within the grace.
+		cfg.ReaderGrace = time.Hour
+	}
+	h.logf("step %d trim keep=%d grace=%s [%s]", h.step, cfg.KeepShardManifests, cfg.ReaderGrace, st.desc)
+	bound, before, err := h.trimBounds(ctx, cfg.ReaderGrace > 0)
 	if err != nil {
 		return err
 	}
@@ -689,7 +694,8 @@ func (h *harness) stepTrim(ctx context.Context, st *stepCtx) error {
 		return err
 	}
 	// Re-derive the trim rule independently (SCENARIOS 19): a retired
-	// generation is merged in every retained version and covered by the
+	// generation is merged in the latest version (and, within the reader
+	// grace, in every retained version naming the shard) and covered by the
 	// catch-up entry of every maintained index; an absent entry retains.
 	for _, s := range h.shards {
 		sm, err := memwal.ReadShardManifest(ctx, h.raw, s)
@@ -715,26 +721,35 @@ func (h *harness) stepTrim(ctx context.Context, st *stepCtx) error {
 // (the oldest retained version's compacted position, capped by every
 // maintained index's catch-up entry at the latest version), and the
 // generations each shard manifest lists now.
-func (h *harness) trimBounds(ctx context.Context) (map[string]uint64, map[string][]uint64, error) {
+func (h *harness) trimBounds(ctx context.Context, allRetained bool) (map[string]uint64, map[string][]uint64, error) {
 	latest, err := table.ReadLatest(ctx, h.raw)
 	if err != nil {
 		return nil, nil, err
 	}
-	versions, err := table.ListVersions(ctx, h.raw)
-	if err != nil {
-		return nil, nil, err
-	}
-	oldest := latest
-	if ov := slices.Min(versions); ov != latest.Version {
-		if oldest, err = table.ReadManifest(ctx, h.raw, ov); err != nil {
+	var readers []*pb.MemWalIndexDetails
+	if allRetained {
+		versions, err := table.ListVersions(ctx, h.raw)
+		if err != nil {
 			return nil, nil, err
+		}
+		for _, v := range versions {
+			m, err := table.ReadManifest(ctx, h.raw, v)
+			if err != nil {
+				return nil, nil, err
+			}
+			readers = append(readers, table.MemWal(m))
 		}
 	}
 	d := table.MemWal(latest)
 	bound := map[string]uint64{}
 	gens := map[string][]uint64{}
 	for _, s := range h.shards {
-		b := min(d.GetCompactedSstables()[s], table.MemWal(oldest).GetCompactedSstables()[s])
+		b := d.GetCompactedSstables()[s]
+		for _, r := range readers {
+			if slices.Contains(r.GetShards(), s) {
+				b = min(b, r.GetCompactedSstables()[s])
+			}
+		}
 		for _, n := range d.GetMaintainedIndexes() {
 			b = min(b, d.GetIndexCatchup()[n].GetGenerations()[s])
 		}

@@ -584,7 +584,7 @@ func (s *Scheduler) finish(st *tableState, a *attempt, h *TableHandle, out Outco
 		st.failures[i], st.retries[i] = 0, 0
 		st.upToDate[i] = now
 		st.clean[i] = ""
-		if out.Version == 0 && !out.More && a.kind != KindCleanup {
+		if out.Version == 0 && !out.More && !out.Waiting && a.kind != KindCleanup {
 			// The fingerprint from before the attempt: a change during it
 			// makes the next scheduled run happen.
 			st.clean[i] = a.fp

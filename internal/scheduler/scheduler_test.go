@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -566,4 +567,40 @@ func TestUnchangedTableElidesScheduledJobs(t *testing.T) {
 	eventually(t, "the change seen", func() bool { st := h.status("t"); return st.Snapshot != nil && st.Snapshot.Version == 2 })
 	advance(1)
 	eventually(t, "merge again", func() bool { return h.jobs.count("t", scheduler.KindMerge) == 2 })
+}
+
+// A run that reports Waiting (trim holding SSTables for the reader grace)
+// is not elided: the table does not change when the grace passes, so the
+// next scheduled run must happen. Once it reports nothing waiting, eliding
+// resumes.
+func TestWaitingOutcomeIsNotElided(t *testing.T) {
+	cfg := testConfig()
+	cfg.Schedule.Merge = "@every 1s"
+	cfg.Schedule.Trim = "@every 1s"
+	h := start(t, harnessOpts{cfg: cfg}, specs(t, "t")...)
+	h.waitSynced("t")
+	var waiting atomic.Bool
+	waiting.Store(true)
+	h.jobs.setBehave(func(ctx context.Context, c call) (scheduler.Outcome, error) {
+		return scheduler.Outcome{Summary: "nothing to do", Waiting: c.kind == scheduler.KindTrim && waiting.Load()}, nil
+	})
+	advance := func(n int) {
+		for range n {
+			h.idle(3)
+			h.clk.Advance(time.Second)
+		}
+		h.idle(3)
+	}
+	advance(4)
+	eventually(t, "trims", func() bool { return h.jobs.count("t", scheduler.KindTrim) >= 4 })
+	if n := h.jobs.count("t", scheduler.KindMerge); n != 1 {
+		t.Fatalf("%d merges on an unchanged table", n)
+	}
+	waiting.Store(false)
+	advance(1)
+	n := h.jobs.count("t", scheduler.KindTrim)
+	advance(3)
+	if m := h.jobs.count("t", scheduler.KindTrim); m != n {
+		t.Fatalf("trim ran %d more times after it stopped waiting", m-n)
+	}
 }

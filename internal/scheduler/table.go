@@ -50,8 +50,12 @@ type Outcome struct {
 	Summary string
 	// More asks for another attempt at once: the job stopped with work
 	// left (e.g. it merged some generations of many).
-	More  bool
-	Stats Stats
+	More bool
+	// Waiting says work is left that only time releases (trim holding
+	// SSTables for the reader grace): the next scheduled attempt runs even
+	// if the table did not change, instead of being elided.
+	Waiting bool
+	Stats   Stats
 }
 
 // Stats feed the work counters (DESIGN §11).

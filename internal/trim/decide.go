@@ -6,8 +6,18 @@
 //   - g <= index_catchup[N][s] for every maintained index N: each index holds
 //     its rows. An ABSENT entry means not caught up (scenario 19): an index
 //     that never recorded a position retains everything;
-//   - g <= compacted_sstables[s] at the oldest retained base version: a
-//     reader or restore of that version still needs the SSTable.
+//   - g <= compacted_sstables[s] at every version that may still be read
+//     with its SSTable view (see Readers): an LSM reader of version V reads
+//     V's fragments plus the SSTables above V's compacted position.
+//
+// Which versions may still be read that way: the latest; every version
+// that stopped being the latest less than ReaderGrace ago (a reader opens
+// the newest version, and the grace covers the reads it started then);
+// tagged versions; and the read version of any live in-flight marker (a
+// job, or a reader that takes longer than the grace, registers one through
+// package inflight). An older untagged version that cleanup still retains
+// keeps its base files for time travel, not its SSTables: its view is the
+// base table as of that version.
 //
 // WAL entries covered by a published flush (position <= the replay cursor)
 // are deleted except the newest of them: deleting every entry would let a
@@ -47,17 +57,29 @@ type Decision struct {
 	Detail string `json:"detail,omitempty"`
 }
 
+// Reader is the version with the lowest compacted position, for one shard,
+// among the versions that may still be read with their SSTable view.
+type Reader struct {
+	Version   uint64 `json:"version"`
+	Compacted uint64 `json:"compacted"`
+	// Why the version may still be read (tagged, in the reader grace, an
+	// in-flight marker).
+	Why string `json:"why"`
+	// Passing: the pin ends with time alone (the reader grace, a marker's
+	// expiry), not only with a change to the table or its tags.
+	Passing bool `json:"passing"`
+}
+
+// Readers holds a Reader per shard. A shard without one is read by no
+// version older than the latest.
+type Readers map[string]Reader
+
 // Decide is the pure retirement rule. latest is the newest base manifest;
-// oldest carries, per shard, the lowest compacted position among retained
-// versions that read the shard (see oldestReaders; the oldest retained
-// manifest itself when every version has the MemWAL); shards holds the
-// newest manifest of each shard (nil entries: never claimed).
-func Decide(latest, oldest *pb.Manifest, shards map[string]*pb.ShardManifest) []Decision {
+// readers the per-shard lowest compacted position of versions that may
+// still be read (see the package doc); shards holds the newest manifest of
+// each shard (nil entries: never claimed).
+func Decide(latest *pb.Manifest, readers Readers, shards map[string]*pb.ShardManifest) []Decision {
 	d := table.MemWal(latest)
-	var oldCompacted map[string]uint64
-	if od := table.MemWal(oldest); od != nil {
-		oldCompacted = od.CompactedSstables
-	}
 	var out []Decision
 	names := make([]string, 0, len(shards))
 	for s := range shards {
@@ -71,13 +93,13 @@ func Decide(latest, oldest *pb.Manifest, shards map[string]*pb.ShardManifest) []
 		}
 		for _, sst := range sm.Sstables {
 			dec := Decision{Shard: s, Generation: sst.Generation, Path: sst.Path, Bytes: sst.Bytes}
-			out = append(out, decideOne(d, oldCompacted, dec))
+			out = append(out, decideOne(d, readers, dec))
 		}
 	}
 	return out
 }
 
-func decideOne(d *pb.MemWalIndexDetails, oldCompacted map[string]uint64, dec Decision) Decision {
+func decideOne(d *pb.MemWalIndexDetails, readers Readers, dec Decision) Decision {
 	s, g := dec.Shard, dec.Generation
 	if d == nil {
 		dec.Reason, dec.Detail = ReasonNotMerged, "the table has no MemWAL configured"
@@ -103,8 +125,8 @@ func decideOne(d *pb.MemWalIndexDetails, oldCompacted map[string]uint64, dec Dec
 			return dec
 		}
 	}
-	if oc := oldCompacted[s]; g > oc {
-		dec.Reason, dec.Detail = ReasonVersionRetention, fmt.Sprintf("the oldest retained version merged only through %d", oc)
+	if r, ok := readers[s]; ok && g > r.Compacted {
+		dec.Reason, dec.Detail = ReasonVersionRetention, fmt.Sprintf("version %d may still be read (%s) and merged only through %d", r.Version, r.Why, r.Compacted)
 		return dec
 	}
 	dec.Retire = true

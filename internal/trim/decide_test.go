@@ -31,9 +31,10 @@ func shards(gens map[string][]uint64) map[string]*pb.ShardManifest {
 func TestDecide(t *testing.T) {
 	all := map[string][]uint64{"a": {1, 2, 3}, "b": {1, 2}}
 	cases := []struct {
-		name           string
-		latest, oldest *pb.Manifest
-		want           string // per SSTable: "+" retire, or the reason[/index]
+		name    string
+		latest  *pb.Manifest
+		readers Readers
+		want    string // per SSTable: "+" retire, or the reason[/index]
 	}{
 		{
 			name:   "no maintained index: merged generations retire",
@@ -66,10 +67,16 @@ func TestDecide(t *testing.T) {
 			want:   "a1:+ a2:not_merged a3:not_merged b1:not_merged b2:not_merged",
 		},
 		{
-			name:   "a retained version that still reads the SSTable",
-			latest: manifest(map[string]uint64{"a": 3, "b": 2}, nil, nil),
-			oldest: manifest(map[string]uint64{"a": 1}, nil, nil),
-			want:   "a1:+ a2:version_retention a3:version_retention b1:version_retention b2:version_retention",
+			name:    "a version that may still be read needs the SSTables above its position",
+			latest:  manifest(map[string]uint64{"a": 3, "b": 2}, nil, nil),
+			readers: Readers{"a": {Version: 4, Compacted: 1, Why: "tagged"}, "b": {Version: 4, Compacted: 0, Why: "tagged"}},
+			want:    "a1:+ a2:version_retention a3:version_retention b1:version_retention b2:version_retention",
+		},
+		{
+			name:    "a shard no older version reads retires on the latest's terms",
+			latest:  manifest(map[string]uint64{"a": 3, "b": 2}, nil, nil),
+			readers: Readers{"a": {Version: 4, Compacted: 2, Why: "within the reader grace"}},
+			want:    "a1:+ a2:+ a3:version_retention b1:+ b2:+",
 		},
 		{
 			name:   "no MemWAL configured",
@@ -79,12 +86,8 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			oldest := tc.oldest
-			if oldest == nil {
-				oldest = tc.latest
-			}
 			got := ""
-			for _, d := range Decide(tc.latest, oldest, shards(all)) {
+			for _, d := range Decide(tc.latest, tc.readers, shards(all)) {
 				if got != "" {
 					got += " "
 				}

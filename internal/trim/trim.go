@@ -2,13 +2,16 @@ package trim
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/compactord/compactord/gen/compactordv1"
+	"github.com/compactord/compactord/internal/inflight"
 	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
@@ -24,11 +27,17 @@ type Config struct {
 	DryRun             bool `yaml:"-"`
 	// MaxAttempts bounds publishing a shard manifest against racing writers.
 	MaxAttempts int `yaml:"max_attempts"`
+	// ReaderGrace is how long a version keeps the SSTables its LSM view
+	// reads after it stopped being the latest (see the package doc).
+	// Readers that take longer register an in-flight marker.
+	ReaderGrace time.Duration `yaml:"reader_grace"`
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time `yaml:"-"`
 }
 
 // DefaultConfig is used for zero fields.
 func DefaultConfig() Config {
-	return Config{Concurrency: 16, KeepShardManifests: 10, MaxAttempts: 10}
+	return Config{Concurrency: 16, KeepShardManifests: 10, MaxAttempts: 10, ReaderGrace: time.Minute}
 }
 
 // Validate checks the config.
@@ -40,6 +49,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("trim keep_shard_manifests must be at least 2, got %d", c.KeepShardManifests)
 	case c.MaxAttempts < 1:
 		return fmt.Errorf("trim max_attempts must be at least 1, got %d", c.MaxAttempts)
+	case c.ReaderGrace < 0:
+		return fmt.Errorf("trim reader_grace must not be negative, got %s", c.ReaderGrace)
 	}
 	return nil
 }
@@ -55,7 +66,22 @@ type Result struct {
 	OrphansDeleted  int        `json:"orphan_sstables_deleted"`
 	// Retained bytes by reason.
 	Retained map[string]uint64 `json:"retained_bytes"`
-	DryRun   bool              `json:"dry_run"`
+	// Readers is, per shard, the version that may still be read with the
+	// lowest compacted position (absent: only the latest reads the shard).
+	Readers Readers `json:"readers"`
+	DryRun  bool    `json:"dry_run"`
+}
+
+// Waiting says some SSTable is kept only by a pin that time alone ends
+// (the reader grace, an in-flight marker): a later run may retire it
+// although the table did not change.
+func (r *Result) Waiting() bool {
+	for _, d := range r.Decisions {
+		if !d.Retire && d.Reason == ReasonVersionRetention && r.Readers[d.Shard].Passing {
+			return true
+		}
+	}
+	return false
 }
 
 // Run plans and (unless DryRun) executes a trim of every shard.
@@ -79,10 +105,15 @@ func Run(ctx context.Context, b storage.Bucket, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	oldest, err := oldestReaders(ctx, b, versions, latest)
+	now := time.Now()
+	if cfg.Now != nil {
+		now = cfg.Now()
+	}
+	readers, err := findReaders(ctx, b, cfg.ReaderGrace, now, versions, latest)
 	if err != nil {
 		return nil, err
 	}
+	res.Readers = readers
 	shards := map[string]*pb.ShardManifest{}
 	for _, s := range d.Shards {
 		sm, err := memwal.ReadShardManifest(ctx, b, s)
@@ -91,7 +122,7 @@ func Run(ctx context.Context, b storage.Bucket, cfg Config) (*Result, error) {
 		}
 		shards[s] = sm
 	}
-	res.Decisions = Decide(latest, oldest, shards)
+	res.Decisions = Decide(latest, readers, shards)
 	for _, dec := range res.Decisions {
 		if dec.Retire {
 			res.RetiredSSTables++
@@ -107,50 +138,123 @@ func Run(ctx context.Context, b storage.Bucket, cfg Config) (*Result, error) {
 		if shards[s] == nil {
 			continue
 		}
-		if err := trimShard(ctx, b, cfg, latest, oldest, s, res); err != nil {
+		if err := trimShard(ctx, b, cfg, latest, readers, s, res); err != nil {
 			return res, fmt.Errorf("trim shard %q: %w", s, err)
 		}
 	}
 	return res, nil
 }
 
-// oldestReaders returns, as a manifest whose MemWAL details hold per shard
-// the lowest compacted position of any retained version that reads that
-// shard's SSTables. A reader of version V reads the SSTables above V's
-// compacted position; a version from before the MemWAL (or the shard)
-// existed reads none. compacted_sstables only grows, so the oldest version
-// naming the shard has the lowest position; versions are read from the
-// oldest up until every shard is found.
-func oldestReaders(ctx context.Context, b storage.Bucket, versions []uint64, latest *pb.Manifest) (*pb.Manifest, error) {
+// findReaders returns, per shard, the version with the lowest compacted
+// position among those that may still be read with their SSTable view:
+// versions that stopped being the latest less than grace ago (or whose
+// successor's commit time is unknown), tagged versions, and the oldest
+// read version of a live in-flight marker. versions is newest first. A
+// version from before the MemWAL (or the shard) existed reads none of its
+// SSTables. compacted_sstables only grows with the version, so the oldest
+// such version naming a shard has the lowest position.
+func findReaders(ctx context.Context, b storage.Bucket, grace time.Duration, now time.Time, versions []uint64, latest *pb.Manifest) (Readers, error) {
 	want := map[string]bool{}
 	for _, s := range table.MemWal(latest).GetShards() {
 		want[s] = true
 	}
-	low := map[string]uint64{}
-	for i := len(versions) - 1; i >= 0 && len(low) < len(want); i-- {
-		m := latest
-		if versions[i] != latest.Version {
-			var err error
-			if m, err = table.ReadManifest(ctx, b, versions[i]); err != nil {
-				return nil, fmt.Errorf("read retained version %d: %w", versions[i], err)
-			}
+	read := map[uint64]*pb.Manifest{latest.Version: latest}
+	get := func(v uint64) (*pb.Manifest, error) {
+		if m := read[v]; m != nil {
+			return m, nil
 		}
-		d := table.MemWal(m)
-		for _, s := range d.GetShards() {
-			if _, seen := low[s]; !seen && want[s] {
-				low[s] = d.CompactedSstables[s]
+		m, err := table.ReadManifest(ctx, b, v)
+		if err != nil {
+			return nil, err
+		}
+		read[v] = m
+		return m, nil
+	}
+	why := map[uint64]string{}
+	passing := map[uint64]bool{}
+	// The reader grace: walk down from the newest while the successor is
+	// younger than the grace. A successor cleanup removed meanwhile is
+	// skipped: the next one up was committed later, which only widens the
+	// window.
+	for i := 1; i < len(versions); i++ {
+		succ, err := get(versions[i-1])
+		if errors.Is(err, table.ErrVersionNotFound) {
+			why[versions[i]], passing[versions[i]] = "its successor vanished during the run", true
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read version %d: %w", versions[i-1], err)
+		}
+		if succ.TimestampMicros == 0 {
+			why[versions[i]] = fmt.Sprintf("version %d has no commit time", succ.Version)
+			continue
+		}
+		ago := now.Sub(time.UnixMicro(succ.TimestampMicros))
+		if ago >= grace {
+			break
+		}
+		why[versions[i]], passing[versions[i]] = fmt.Sprintf("the latest until %s ago, within the %s reader grace", ago.Round(time.Second), grace), true
+	}
+	exists := map[uint64]bool{}
+	for _, v := range versions {
+		exists[v] = true
+	}
+	tags, err := table.LoadTags(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	for v, name := range tags {
+		if exists[v] {
+			why[v], passing[v] = fmt.Sprintf("tagged %q", name), false
+		}
+	}
+	wm, err := inflight.Load(ctx, b, now)
+	if err != nil {
+		return nil, err
+	}
+	if wm.ReadVersion > 0 {
+		// The marker's version, or the oldest retained one above it.
+		for i := len(versions) - 1; i >= 0; i-- {
+			if versions[i] >= wm.ReadVersion {
+				if _, tagged := why[versions[i]]; !tagged || passing[versions[i]] {
+					why[versions[i]], passing[versions[i]] = fmt.Sprintf("an in-flight job or reader read version %d", wm.ReadVersion), true
+				}
+				break
 			}
 		}
 	}
-	return &pb.Manifest{Indices: []*pb.IndexMetadata{{Name: table.MemWalIndexName, Type: table.MemWalIndexName,
-		Details: &pb.IndexMetadata_MemWal{MemWal: &pb.MemWalIndexDetails{Shards: table.MemWal(latest).GetShards(), CompactedSstables: low}}}}}, nil
+	pinned := make([]uint64, 0, len(why))
+	for v := range why {
+		pinned = append(pinned, v)
+	}
+	slices.Sort(pinned)
+	out := Readers{}
+	for _, v := range pinned {
+		if len(out) == len(want) {
+			break
+		}
+		m, err := get(v)
+		if errors.Is(err, table.ErrVersionNotFound) {
+			continue // deleted meanwhile: nobody can open it any more
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read version %d: %w", v, err)
+		}
+		d := table.MemWal(m)
+		for _, s := range d.GetShards() {
+			if _, seen := out[s]; !seen && want[s] {
+				out[s] = Reader{Version: v, Compacted: d.CompactedSstables[s], Why: why[v], Passing: passing[v]}
+			}
+		}
+	}
+	return out, nil
 }
 
 // trimShard publishes a shard manifest without the retired SSTables, then
 // deletes their files, the covered WAL entries and old shard manifests.
 // Manifest first: a crash afterwards leaves only unreferenced files, which
 // the next run sweeps by generation.
-func trimShard(ctx context.Context, b storage.Bucket, cfg Config, latest, oldest *pb.Manifest, shard string, res *Result) error {
+func trimShard(ctx context.Context, b storage.Bucket, cfg Config, latest *pb.Manifest, readers Readers, shard string, res *Result) error {
 	var sm *pb.ShardManifest
 	var retired []*pb.SSTable
 	for attempt := 0; ; attempt++ {
@@ -162,7 +266,7 @@ func trimShard(ctx context.Context, b storage.Bucket, cfg Config, latest, oldest
 		next := proto.Clone(cur).(*pb.ShardManifest)
 		next.Sstables = nil
 		for _, sst := range cur.Sstables {
-			dec := decideOne(table.MemWal(latest), table.MemWal(oldest).GetCompactedSstables(), Decision{Shard: shard, Generation: sst.Generation})
+			dec := decideOne(table.MemWal(latest), readers, Decision{Shard: shard, Generation: sst.Generation})
 			if dec.Retire {
 				retired = append(retired, sst)
 				next.TrimmedThroughGeneration = max(next.TrimmedThroughGeneration, sst.Generation)

@@ -11,8 +11,8 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	pb "github.com/compactord/compactord/gen/compactordv1"
-	"github.com/compactord/compactord/internal/cleanup"
 	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/inflight"
 	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/merge"
 	"github.com/compactord/compactord/internal/ops"
@@ -92,15 +92,6 @@ func (fx *fixture) flush(t *testing.T) {
 	}
 }
 
-// forget drops every version but the latest, so no retained version reads
-// the SSTables the merge landed.
-func (fx *fixture) forget(t *testing.T) {
-	t.Helper()
-	if _, err := cleanup.Run(context.Background(), fx.tb.Bucket, cleanup.Config{Policy: cleanup.Policy{RetainVersions: 1, MinAge: time.Hour}, Concurrency: 4}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func (fx *fixture) merge(t *testing.T) {
 	t.Helper()
 	m, err := merge.New(merge.Config{}, fx.tb)
@@ -114,8 +105,17 @@ func (fx *fixture) merge(t *testing.T) {
 
 func run(t *testing.T, b storage.Bucket, dry bool) *trim.Result {
 	t.Helper()
+	return runAt(t, b, dry, time.Now())
+}
+
+// later is past the default reader grace of every version committed so far.
+func later() time.Time { return time.Now().Add(trim.DefaultConfig().ReaderGrace + time.Second) }
+
+func runAt(t *testing.T, b storage.Bucket, dry bool, now time.Time) *trim.Result {
+	t.Helper()
 	cfg := trim.DefaultConfig()
 	cfg.KeepShardManifests, cfg.DryRun = 2, dry
+	cfg.Now = func() time.Time { return now }
 	res, err := trim.Run(context.Background(), b, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -154,11 +154,19 @@ func TestTrimRetiresMergedSSTablesAndWAL(t *testing.T) {
 			t.Fatalf("before merge: %s", got)
 		}
 		fx.merge(t)
-		if got := verdicts(run(t, fx.tb.Bucket, true)); got != "1:version_retention 2:version_retention 3:version_retention" {
-			t.Fatalf("after merge, with older versions retained: %s", got)
+		// The version before the merge was the latest a moment ago: a
+		// reader that opened it may still read its SSTables.
+		within := run(t, fx.tb.Bucket, true)
+		if got := verdicts(within); got != "1:version_retention 2:version_retention 3:version_retention" {
+			t.Fatalf("after merge, within the reader grace: %s", got)
 		}
-		fx.forget(t)
-		dry := run(t, fx.tb.Bucket, true)
+		if r := within.Readers["s0"]; r.Compacted != 0 || !r.Passing || !within.Waiting() || !strings.Contains(r.Why, "reader grace") || !strings.Contains(within.Decisions[0].Detail, "reader grace") {
+			t.Fatalf("readers %+v, detail %q", within.Readers, within.Decisions[0].Detail)
+		}
+		// Past the grace, older versions (still retained by cleanup for
+		// time travel of the base table) no longer pin the SSTables.
+		now := later()
+		dry := runAt(t, fx.tb.Bucket, true, now)
 		if got := verdicts(dry); got != "1:+ 2:+ 3:+" || dry.BytesTrimmed == 0 {
 			t.Fatalf("dry run after merge: %s (%d bytes)", got, dry.BytesTrimmed)
 		}
@@ -166,7 +174,7 @@ func TestTrimRetiresMergedSSTablesAndWAL(t *testing.T) {
 		if len(sm.Sstables) != 3 {
 			t.Fatal("dry run changed the shard manifest")
 		}
-		res := run(t, fx.tb.Bucket, false)
+		res := runAt(t, fx.tb.Bucket, false, now)
 		if res.RetiredSSTables != 3 || res.WALDeleted == 0 {
 			t.Fatalf("result %+v", res)
 		}
@@ -200,6 +208,61 @@ func TestTrimRetiresMergedSSTablesAndWAL(t *testing.T) {
 	})
 }
 
+// Past the reader grace, a version keeps its SSTables only while it is
+// tagged or an in-flight marker names it; a zero grace pins nothing else.
+func TestTagsAndInflightReadersPin(t *testing.T) {
+	fx := setup(t, "mem://", false)
+	ctx := context.Background()
+	b := fx.tb.Bucket
+	fx.flush(t)
+	before, err := table.ReadLatest(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.merge(t)
+	why := func(res *trim.Result) string {
+		if len(res.Decisions) != 1 {
+			t.Fatalf("decisions %+v", res.Decisions)
+		}
+		if res.Decisions[0].Retire {
+			return "+"
+		}
+		return res.Decisions[0].Reason + " (" + res.Readers["s0"].Why + ")"
+	}
+	if got := why(runAt(t, b, true, later())); got != "+" {
+		t.Fatalf("untagged, past the grace: %s", got)
+	}
+	if err := b.Put(ctx, table.TagsDir+"release-1", []byte(fmt.Sprint(before.Version))); err != nil {
+		t.Fatal(err)
+	}
+	if res := runAt(t, b, true, later()); why(res) != `version_retention (tagged "release-1")` || res.Waiting() {
+		t.Fatalf("tagged: %s (waiting %v: a tag is not released by time)", why(res), res.Waiting())
+	}
+	if err := b.Delete(ctx, table.TagsDir+"release-1"); err != nil {
+		t.Fatal(err)
+	}
+	release, err := inflight.Register(ctx, b, "reader", before.Version, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := runAt(t, b, true, later()); !strings.HasPrefix(why(res), "version_retention (an in-flight job or reader read version") || !res.Waiting() {
+		t.Fatalf("in-flight reader: %s (waiting %v)", why(res), res.Waiting())
+	}
+	release()
+	cfg := trim.DefaultConfig()
+	cfg.ReaderGrace, cfg.DryRun = 0, true
+	res, err := trim.Run(ctx, b, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := why(res); got != "+" {
+		t.Fatalf("zero grace: %s", got)
+	}
+	if err := (trim.Config{Concurrency: 1, KeepShardManifests: 2, MaxAttempts: 1, ReaderGrace: -time.Second}).Validate(); err == nil || !strings.Contains(err.Error(), "reader_grace") {
+		t.Fatalf("negative grace: %v", err)
+	}
+}
+
 // Scenario 19: an absent catch-up entry retains; once the index provably
 // covers the merged rows, the SSTables retire.
 func TestIndexLagRetains(t *testing.T) {
@@ -207,8 +270,7 @@ func TestIndexLagRetains(t *testing.T) {
 	ctx := context.Background()
 	fx.flush(t)
 	fx.merge(t)
-	fx.forget(t)
-	res := run(t, fx.tb.Bucket, false)
+	res := runAt(t, fx.tb.Bucket, false, later())
 	d := res.Decisions[0]
 	if d.Retire || d.Reason != trim.ReasonIndexLag || d.Index != "ix" || res.Retained[trim.ReasonIndexLag] == 0 {
 		t.Fatalf("decision %+v", d)
@@ -231,8 +293,7 @@ func TestIndexLagRetains(t *testing.T) {
 	if _, err := fx.tb.Append(ctx, []table.Row{{int64(1000), "later"}}); err != nil {
 		t.Fatal(err)
 	}
-	fx.forget(t)
-	res = run(t, fx.tb.Bucket, false)
+	res = runAt(t, fx.tb.Bucket, false, later())
 	if res.RetiredSSTables != 1 {
 		t.Fatalf("after catch-up: %s", verdicts(res))
 	}
@@ -247,10 +308,11 @@ func TestCrashMidTrim(t *testing.T) {
 	fx.flush(t)
 	fx.flush(t)
 	fx.merge(t)
-	fx.forget(t)
 	rule := fx.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpDelete}, KeyPrefix: memwal.SSTableDir("s0"), Nth: 1, Action: storage.Fail(errors.New("killed"))})
 	cfg := trim.DefaultConfig()
 	cfg.Concurrency = 1
+	now := later()
+	cfg.Now = func() time.Time { return now }
 	if _, err := trim.Run(ctx, fx.tb.Bucket, cfg); err == nil {
 		t.Fatal("trim did not see the injected crash")
 	}

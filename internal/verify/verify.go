@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -95,7 +96,17 @@ func Run(ctx context.Context, b storage.Bucket, opt Options) (*Report, error) {
 		return r, nil
 	}
 	latest := manifests[len(manifests)-1]
-	c.memwal(manifests[0], latest)
+	tags, err := table.LoadTags(ctx, b)
+	if err != nil {
+		c.add(table.TagsDir, "%v", err)
+	}
+	var tagged []*pb.Manifest
+	for _, m := range manifests {
+		if tags[m.Version] != "" {
+			tagged = append(tagged, m)
+		}
+	}
+	c.memwal(tagged, latest)
 	c.uniqueKeys(latest)
 	if opt.Deep {
 		if opt.DeepCheck == nil {
@@ -242,14 +253,15 @@ func (c *checker) chain(prev, m *pb.Manifest) {
 	}
 }
 
-// memwal checks that no SSTable an index or a retained version needs was
-// trimmed, and that every SSTable named exists.
-func (c *checker) memwal(oldest, latest *pb.Manifest) {
+// memwal checks that no SSTable the latest version or a tagged version
+// reads was trimmed, and that every SSTable named exists. (Versions pinned
+// only for a while, by the reader grace or an in-flight marker, cannot be
+// rechecked after the fact.)
+func (c *checker) memwal(tagged []*pb.Manifest, latest *pb.Manifest) {
 	d := table.MemWal(latest)
 	if d == nil {
 		return
 	}
-	od := table.MemWal(oldest)
 	for _, s := range d.Shards {
 		sm, err := memwal.ReadShardManifest(c.ctx, c.b, s)
 		if err != nil {
@@ -263,14 +275,15 @@ func (c *checker) memwal(oldest, latest *pb.Manifest) {
 		// base table. The catch-up part of the trim rule cannot be rechecked
 		// after the fact: an index rebuilt later legitimately resets its
 		// position to 0 without needing the SSTables back.
-		bound := d.CompactedSstables[s]
-		if od != nil {
-			bound = min(bound, od.CompactedSstables[s])
-		} else {
-			bound = 0
+		bound, by := d.CompactedSstables[s], fmt.Sprintf("the latest version %d", latest.Version)
+		for _, m := range tagged {
+			td := table.MemWal(m)
+			if td != nil && slices.Contains(td.Shards, s) && td.CompactedSstables[s] < bound {
+				bound, by = td.CompactedSstables[s], fmt.Sprintf("tagged version %d", m.Version)
+			}
 		}
 		if sm.TrimmedThroughGeneration > bound {
-			c.add("shard "+s, "trimmed through generation %d, but retained versions merged only through %d", sm.TrimmedThroughGeneration, bound)
+			c.add("shard "+s, "trimmed through generation %d, but %s merged only through %d", sm.TrimmedThroughGeneration, by, bound)
 		}
 		for _, sst := range sm.Sstables {
 			c.file("shard "+s, sst.Path, sst.Bytes)

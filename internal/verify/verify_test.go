@@ -2,6 +2,7 @@ package verify_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 
 	pb "github.com/compactord/compactord/gen/compactordv1"
 	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/ops"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
@@ -56,6 +58,22 @@ func publish(t *testing.T, b storage.Bucket, m *pb.Manifest) {
 	m.ReadVersion = m.Version - 1
 	data, _ := table.EncodeProto(m)
 	if err := b.PutIfAbsent(context.Background(), table.ManifestKey(m.Version), data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// withMemWal publishes a version whose shard "s" is merged through
+// compacted and, when trimmed > 0, a shard manifest trimmed through it.
+func withMemWal(t *testing.T, b storage.Bucket, m *pb.Manifest, compacted, trimmed uint64) {
+	t.Helper()
+	m.Indices = []*pb.IndexMetadata{{Name: table.MemWalIndexName, Type: table.MemWalIndexName, Uuid: "m",
+		Details: &pb.IndexMetadata_MemWal{MemWal: &pb.MemWalIndexDetails{Shards: []string{"s"}, CompactedSstables: map[string]uint64{"s": compacted}}}}}
+	publish(t, b, m)
+	if trimmed == 0 {
+		return
+	}
+	data, _ := table.EncodeProto(&pb.ShardManifest{ShardId: "s", Version: 1, TrimmedThroughGeneration: trimmed})
+	if err := b.PutIfAbsent(context.Background(), memwal.ShardManifestKey("s", 1), data); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -118,6 +136,16 @@ func TestViolationsAreFound(t *testing.T) {
 					IndexCatchup: map[string]*pb.ShardGenerations{table.MemWalIndexName: {Generations: map[string]uint64{"s": 3}}}}}})
 			publish(t, b, m)
 		}, "above compacted"},
+		{"trimmed past the latest version's merge", func(t *testing.T, b storage.Bucket, m *pb.Manifest) {
+			withMemWal(t, b, m, 1, 3)
+		}, "but the latest version"},
+		{"trimmed past a tagged version's merge", func(t *testing.T, b storage.Bucket, m *pb.Manifest) {
+			withMemWal(t, b, m, 1, 0)
+			if err := b.Put(context.Background(), table.TagsDir+"keep", []byte(fmt.Sprint(m.Version))); err != nil {
+				t.Fatal(err)
+			}
+			withMemWal(t, b, m, 3, 3)
+		}, "but tagged version"},
 		{"corrupt manifest", func(t *testing.T, b storage.Bucket, m *pb.Manifest) {
 			_ = b.Put(context.Background(), table.ManifestKey(2), []byte("garbage"))
 		}, "does not parse"},
