@@ -146,6 +146,10 @@ func (mg *Merger) PlanLatest(ctx context.Context, shard string) (*pb.Manifest, [
 func (mg *Merger) Run(ctx context.Context, shard string) ([]Result, error) {
 	var results []Result
 	failures := 0
+	// lostFrom is, per shard, the first generation of the last job another
+	// merge beat us to. Losing to progress is not a failure; losing twice
+	// at the same position is (the conflict is not progress elsewhere).
+	lostFrom := map[string]uint64{}
 	for {
 		_, jobs, blocked, err := mg.PlanLatest(ctx, shard)
 		if err != nil {
@@ -173,6 +177,10 @@ func (mg *Merger) Run(ctx context.Context, shard string) ([]Result, error) {
 				zap.Uint64("from", job.From), zap.Uint64("through", job.Through), zap.Error(err))
 			results = append(results, Result{Shard: job.Shard, From: job.From, Through: job.Through,
 				ReadVersion: job.ReadVersion, Skipped: true, Reason: err.Error()})
+			if prev, seen := lostFrom[job.Shard]; !seen || job.From > prev {
+				lostFrom[job.Shard] = job.From
+				continue
+			}
 		case errors.Is(err, commit.ErrRetryable):
 			mg.logger.Info("merge conflicted; re-planning", zap.String("shard", job.Shard), zap.Error(err))
 		default:

@@ -3,6 +3,7 @@ package merge_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -199,6 +200,69 @@ func TestRacingMergesOneWins(t *testing.T) {
 	}
 	if h := mergeHistory(t, tbA); strings.Join(h, ",") != "s0@2" {
 		t.Fatalf("merge history %v, want one commit through 2", h)
+	}
+	equalRef(t, scan(t, tbA), want)
+	assertNoOrphans(t, tbA)
+}
+
+// A merge that keeps losing to another instance's progress does not give
+// up: each loss is a generation merged elsewhere, not a failed attempt.
+// (Before, three losses in a row exhausted replan_attempts and the job
+// failed, which quarantined busy tables served by two instances.)
+func TestLosingToProgressIsNotAFailure(t *testing.T) {
+	ctx := t.Context()
+	url := "mem://" + testutil.UniqueName(t)
+	tbA := openTable(t, url, nil)
+	want := createTable(t, tbA, 20, 10, "s0")
+	const gens = 3
+	for g := 0; g < gens; g++ {
+		recs := randomRecords(rand.New(rand.NewPCG(uint64(g), 7)), 8, 30, "g")
+		writeGeneration(t, tbA.Bucket, "s0", recs)
+		want.apply(recs)
+	}
+	var faulty *storage.Faulty
+	tbB := openTable(t, url, func(b storage.Bucket) storage.Bucket { faulty = storage.NewFaulty(b); return faulty })
+	tokens := make(chan struct{})
+	rule := faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: table.VersionsDir, Action: storage.Block(tokens)})
+	mB, err := merge.New(merge.Config{MaxGenerations: 1, ReplanAttempts: 1}, tbB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mA, err := merge.New(merge.Config{MaxGenerations: 1}, tbA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type out struct {
+		res []merge.Result
+		err error
+	}
+	bDone := make(chan out, 1)
+	go func() {
+		res, err := mB.Run(ctx, "s0")
+		bDone <- out{res, err}
+	}()
+	for i := 1; i <= gens; i++ {
+		waitFor(t, fmt.Sprintf("merge B at commit %d", i), func() bool { return rule.Matched() >= i })
+		_, jobs, _, err := mA.PlanLatest(ctx, "s0")
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("plan A: %v %+v", err, jobs)
+		}
+		if _, err := mA.Execute(ctx, jobs[0]); err != nil {
+			t.Fatal(err)
+		}
+		tokens <- struct{}{}
+	}
+	b := <-bDone
+	if b.err != nil || len(b.res) != gens {
+		t.Fatalf("merge B: %+v %v", b.res, b.err)
+	}
+	for _, r := range b.res {
+		if !r.Skipped || !strings.Contains(r.Reason, "already merged") {
+			t.Fatalf("merge B result %+v", r)
+		}
+	}
+	if h := mergeHistory(t, tbA); strings.Join(h, ",") != "s0@1,s0@2,s0@3" {
+		t.Fatalf("merge history %v", h)
 	}
 	equalRef(t, scan(t, tbA), want)
 	assertNoOrphans(t, tbA)
