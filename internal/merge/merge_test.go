@@ -161,33 +161,49 @@ func TestStaleCompactedPositionFailsWhole(t *testing.T) {
 	}
 }
 
+// racingPair makes a table with gens pending generations of shard s0 and
+// two handles on it: A plain, B with every version put parked until the
+// returned channel releases it (closed: all; a send: one).
+func racingPair(t *testing.T, gens int, seed uint64) (tbA, tbB *ops.Table, want ref, rule *storage.FaultRule, gate chan struct{}) {
+	t.Helper()
+	url := "mem://" + testutil.UniqueName(t)
+	tbA = openTable(t, url, nil)
+	want = createTable(t, tbA, 20, 10, "s0")
+	for g := 0; g < gens; g++ {
+		recs := randomRecords(rand.New(rand.NewPCG(uint64(g), seed)), 8, 30, "g")
+		writeGeneration(t, tbA.Bucket, "s0", recs)
+		want.apply(recs)
+	}
+	var faulty *storage.Faulty
+	tbB = openTable(t, url, func(b storage.Bucket) storage.Bucket { faulty = storage.NewFaulty(b); return faulty })
+	gate = make(chan struct{})
+	rule = faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: table.VersionsDir, Action: storage.Block(gate)})
+	return tbA, tbB, want, rule, gate
+}
+
+type runOut struct {
+	res []merge.Result
+	err error
+}
+
+// runAsync runs m on shard in a goroutine; the channel gets its outcome.
+func runAsync(ctx context.Context, m *merge.Merger, shard string) <-chan runOut {
+	done := make(chan runOut, 1)
+	go func() {
+		res, err := m.Run(ctx, shard)
+		done <- runOut{res, err}
+	}()
+	return done
+}
+
 // Racing merges, deterministic: B plans and stalls at its commit while A
 // merges the same generations; B's commit is then incompatible and is
 // skipped. Exactly one commit per generation.
 func TestRacingMergesOneWins(t *testing.T) {
 	ctx := t.Context()
-	url := "mem://" + testutil.UniqueName(t)
-	tbA := openTable(t, url, nil)
-	want := createTable(t, tbA, 20, 10, "s0")
-	for g := 0; g < 2; g++ {
-		recs := randomRecords(rand.New(rand.NewPCG(uint64(g), 1)), 8, 30, "g")
-		writeGeneration(t, tbA.Bucket, "s0", recs)
-		want.apply(recs)
-	}
-	var faulty *storage.Faulty
-	tbB := openTable(t, url, func(b storage.Bucket) storage.Bucket { faulty = storage.NewFaulty(b); return faulty })
-	release := make(chan struct{})
-	rule := faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: table.VersionsDir, Action: storage.Block(release)})
+	tbA, tbB, want, rule, release := racingPair(t, 2, 1)
 
-	type out struct {
-		res []merge.Result
-		err error
-	}
-	bDone := make(chan out, 1)
-	go func() {
-		res, err := newMerger(t, tbB).Run(ctx, "s0")
-		bDone <- out{res, err}
-	}()
+	bDone := runAsync(ctx, newMerger(t, tbB), "s0")
 	waitFor(t, "merge B to reach its commit", func() bool { return rule.Matched() >= 1 })
 	resA, err := newMerger(t, tbA).Run(ctx, "s0")
 	if err != nil || len(resA) != 1 || resA[0].Skipped {
@@ -211,19 +227,8 @@ func TestRacingMergesOneWins(t *testing.T) {
 // failed, which quarantined busy tables served by two instances.)
 func TestLosingToProgressIsNotAFailure(t *testing.T) {
 	ctx := t.Context()
-	url := "mem://" + testutil.UniqueName(t)
-	tbA := openTable(t, url, nil)
-	want := createTable(t, tbA, 20, 10, "s0")
 	const gens = 3
-	for g := 0; g < gens; g++ {
-		recs := randomRecords(rand.New(rand.NewPCG(uint64(g), 7)), 8, 30, "g")
-		writeGeneration(t, tbA.Bucket, "s0", recs)
-		want.apply(recs)
-	}
-	var faulty *storage.Faulty
-	tbB := openTable(t, url, func(b storage.Bucket) storage.Bucket { faulty = storage.NewFaulty(b); return faulty })
-	tokens := make(chan struct{})
-	rule := faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: table.VersionsDir, Action: storage.Block(tokens)})
+	tbA, tbB, want, rule, tokens := racingPair(t, gens, 7)
 	mB, err := merge.New(merge.Config{MaxGenerations: 1, ReplanAttempts: 1}, tbB)
 	if err != nil {
 		t.Fatal(err)
@@ -232,15 +237,7 @@ func TestLosingToProgressIsNotAFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type out struct {
-		res []merge.Result
-		err error
-	}
-	bDone := make(chan out, 1)
-	go func() {
-		res, err := mB.Run(ctx, "s0")
-		bDone <- out{res, err}
-	}()
+	bDone := runAsync(ctx, mB, "s0")
 	for i := 1; i <= gens; i++ {
 		waitFor(t, fmt.Sprintf("merge B at commit %d", i), func() bool { return rule.Matched() >= i })
 		_, jobs, _, err := mA.PlanLatest(ctx, "s0")

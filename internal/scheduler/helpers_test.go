@@ -308,6 +308,17 @@ func (h *harness) idle(loops int) {
 	})
 }
 
+// tick advances the clock a second n times, letting the scheduler go idle
+// (loops timers armed) before each step and after the last.
+func (h *harness) tick(n, loops int) {
+	h.t.Helper()
+	for range n {
+		h.idle(loops)
+		h.clk.Advance(time.Second)
+	}
+	h.idle(loops)
+}
+
 // gate blocks jobs until opened.
 type gate struct {
 	once sync.Once

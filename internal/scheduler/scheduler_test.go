@@ -532,13 +532,7 @@ func TestUnchangedTableElidesScheduledJobs(t *testing.T) {
 	h.jobs.setBehave(func(ctx context.Context, c call) (scheduler.Outcome, error) {
 		return scheduler.Outcome{Summary: "nothing to do"}, nil
 	})
-	advance := func(n int) {
-		for range n {
-			h.idle(3)
-			h.clk.Advance(time.Second)
-		}
-		h.idle(3)
-	}
+	advance := func(n int) { h.tick(n, 3) }
 	advance(1)
 	eventually(t, "first merge", func() bool { return h.jobs.count("t", scheduler.KindMerge) == 1 })
 	advance(3)
@@ -584,13 +578,7 @@ func TestWaitingOutcomeIsNotElided(t *testing.T) {
 	h.jobs.setBehave(func(ctx context.Context, c call) (scheduler.Outcome, error) {
 		return scheduler.Outcome{Summary: "nothing to do", Waiting: c.kind == scheduler.KindTrim && waiting.Load()}, nil
 	})
-	advance := func(n int) {
-		for range n {
-			h.idle(3)
-			h.clk.Advance(time.Second)
-		}
-		h.idle(3)
-	}
+	advance := func(n int) { h.tick(n, 3) }
 	advance(4)
 	eventually(t, "trims", func() bool { return h.jobs.count("t", scheduler.KindTrim) >= 4 })
 	if n := h.jobs.count("t", scheduler.KindMerge); n != 1 {
