@@ -10,6 +10,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
 	"gocloud.dev/gcerrors"
+	"google.golang.org/api/googleapi"
 )
 
 // ErrConflict marks a conditional write that the store refused because another
@@ -79,6 +80,15 @@ func errorClass(err error) error {
 			if apiErr == nil || apiErr.ErrorCode() == "" {
 				return ErrConflict
 			}
+		}
+	}
+	var gErr *googleapi.Error
+	if errors.As(err, &gErr) {
+		switch gErr.Code {
+		case http.StatusNotFound:
+			return ErrNotFound
+		case http.StatusPreconditionFailed:
+			return ErrAlreadyExists
 		}
 	}
 	var azErr *azcore.ResponseError

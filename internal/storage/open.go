@@ -14,7 +14,6 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // registers azblob:// with blob.DefaultURLMux
-	_ "gocloud.dev/blob/gcsblob"   // registers gs:// with blob.DefaultURLMux
 	"gocloud.dev/blob/memblob"
 	"gocloud.dev/blob/s3blob"
 )
@@ -26,13 +25,15 @@ import (
 //	mem://                           in-memory, fresh on every call
 //	s3://bucket/prefix?region=...    Amazon S3 or compatible (endpoint=,
 //	                                 use_path_style=, disable_https=, ...)
-//	gs://bucket/prefix               Google Cloud Storage
+//	gs://bucket/prefix               Google Cloud Storage (anonymous=true,
+//	                                 universe_domain=; see gcs.go)
 //	azblob://container/prefix        Azure Blob Storage
 //
 // For object stores the URL path is a key prefix: the returned bucket sees
 // only keys below it, with the prefix stripped. Query parameters are those of
-// the gocloud.dev driver for the scheme; credentials come from the
-// environment, as the driver documents.
+// the gocloud.dev driver for the scheme (for gs://, of this package's own
+// driver); credentials come from the environment, as the Google, AWS and
+// Azure SDKs document.
 func Open(ctx context.Context, rawURL string) (Bucket, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -50,9 +51,12 @@ func Open(ctx context.Context, rawURL string) (Bucket, error) {
 		}
 		u.Path, u.RawPath = "", ""
 		var b Bucket
-		if u.Scheme == "s3" {
+		switch u.Scheme {
+		case "s3":
 			b, err = openS3(ctx, u, prefix)
-		} else {
+		case "gs":
+			b, err = openGCS(ctx, u, prefix)
+		default:
 			b, err = openGocloud(ctx, u, prefix)
 		}
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"gocloud.dev/gcerrors"
+	"google.golang.org/api/googleapi"
 )
 
 // IsTransient reports whether err is an object-store failure that may go
@@ -31,6 +32,10 @@ func IsTransient(err error) bool {
 	}
 	var aws *awshttp.ResponseError
 	if errors.As(err, &aws) && (aws.HTTPStatusCode() >= 500 || aws.HTTPStatusCode() == 429) {
+		return true
+	}
+	var g *googleapi.Error
+	if errors.As(err, &g) && (g.Code >= 500 || g.Code == 429 || g.Code == 408) {
 		return true
 	}
 	var az *azcore.ResponseError
