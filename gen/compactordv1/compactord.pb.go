@@ -1083,9 +1083,16 @@ type Manifest struct {
 	// the transaction file can be written in parallel with the manifest
 	// (one round trip per commit instead of two). Only this version carries
 	// it; the next version carries its own.
-	Transaction   *Transaction `protobuf:"bytes,11,opt,name=transaction,proto3" json:"transaction,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Transaction *Transaction `protobuf:"bytes,11,opt,name=transaction,proto3" json:"transaction,omitempty"`
+	// transaction_uuid of the version this one was built on (version - 1);
+	// empty for version 1 and in manifests written before the field existed.
+	// A committer whose put may have landed in a gap below the head (a version
+	// deleted by cleanup too young, against the cleanup floor) reads its
+	// successor's parent to tell a version built on its own from a gap
+	// (docs/format.md, "Commit protocol").
+	ParentTransactionUuid string `protobuf:"bytes,12,opt,name=parent_transaction_uuid,json=parentTransactionUuid,proto3" json:"parent_transaction_uuid,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *Manifest) Reset() {
@@ -1193,6 +1200,13 @@ func (x *Manifest) GetTransaction() *Transaction {
 		return x.Transaction
 	}
 	return nil
+}
+
+func (x *Manifest) GetParentTransactionUuid() string {
+	if x != nil {
+		return x.ParentTransactionUuid
+	}
+	return ""
 }
 
 type Create struct {
@@ -2655,7 +2669,7 @@ const file_compactord_v1_compactord_proto_rawDesc = "" +
 	"\x11removed_fragments\x18\x03 \x01(\fR\x10removedFragments\x12!\n" +
 	"\fread_version\x18\x04 \x01(\x04R\vreadVersion\"T\n" +
 	"\x15FragReuseIndexDetails\x12;\n" +
-	"\bversions\x18\x01 \x03(\v2\x1f.compactord.v1.FragReuseVersionR\bversions\"\xdd\x04\n" +
+	"\bversions\x18\x01 \x03(\v2\x1f.compactord.v1.FragReuseVersionR\bversions\"\x95\x05\n" +
 	"\bManifest\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\x12)\n" +
 	"\x10timestamp_micros\x18\x02 \x01(\x03R\x0ftimestampMicros\x12-\n" +
@@ -2668,7 +2682,8 @@ const file_compactord_v1_compactord_proto_rawDesc = "" +
 	"\fread_version\x18\t \x01(\x04R\vreadVersion\x12)\n" +
 	"\x10transaction_uuid\x18\n" +
 	" \x01(\tR\x0ftransactionUuid\x12<\n" +
-	"\vtransaction\x18\v \x01(\v2\x1a.compactord.v1.TransactionR\vtransaction\x1a9\n" +
+	"\vtransaction\x18\v \x01(\v2\x1a.compactord.v1.TransactionR\vtransaction\x126\n" +
+	"\x17parent_transaction_uuid\x18\f \x01(\tR\x15parentTransactionUuid\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x12\n" +

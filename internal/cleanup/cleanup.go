@@ -66,9 +66,21 @@ func Run(ctx context.Context, b storage.Bucket, cfg Config, now time.Time) (*Res
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	versions, err := table.ListVersions(ctx, b)
+	// Versions newest first, with their manifests' modification times
+	// (the store's clock; the version floor judges age by them).
+	var versions []uint64
+	modTimes := map[uint64]time.Time{}
+	err := b.List(ctx, table.VersionsDir, func(a storage.Attrs) error {
+		if v, ok := table.ParseManifestKey(a.Key); ok {
+			versions = append(versions, v)
+			if !a.ModTime.IsZero() {
+				modTimes[v] = a.ModTime
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list versions: %w", err)
 	}
 	if len(versions) == 0 {
 		return nil, table.ErrNoTable
@@ -81,7 +93,7 @@ func Run(ctx context.Context, b storage.Bucket, cfg Config, now time.Time) (*Res
 	if err != nil {
 		return nil, err
 	}
-	env := Env{Now: now, Policy: cfg.Policy, Watermark: wm, Tagged: tags}
+	env := Env{Now: now, Policy: cfg.Policy, Watermark: wm, Tagged: tags, ModTimes: modTimes}
 
 	// Read manifests newest first, only those the policy retains: a
 	// 10 000-version table with retain 10 reads about 10. Once a version is
@@ -89,51 +101,61 @@ func Run(ctx context.Context, b storage.Bucket, cfg Config, now time.Time) (*Res
 	// (commit times grow with versions, up to clock skew between writers,
 	// which is small against any sensible older-than), so only tagged
 	// versions are read after that.
+	//
+	// The version floor adds the versions whose manifests were modified
+	// less than twice the floor ago: the younger ones are kept (their
+	// references count), the others are judged by the later of their
+	// modification and commit times, which takes reading them. Beyond twice
+	// the floor the modification time decides alone: for such a version to
+	// be young, the store's clock would have to lag this host's by more
+	// than the floor.
 	ts := map[uint64]time.Time{}
-	var kept []*pb.Manifest
-	read := func(v uint64) (*pb.Manifest, error) {
+	manifests := map[uint64]*pb.Manifest{}
+	recent := now.Add(-2 * table.VersionFloor)
+	ageExhausted := cfg.Policy.OlderThan == 0
+	cutoff := now.Add(-cfg.Policy.OlderThan)
+	for i, v := range versions {
+		structural := i < cfg.Policy.RetainVersions || tags[v] != "" || (wm.ReadVersion > 0 && v >= wm.ReadVersion)
+		mt, known := modTimes[v]
+		floorRead := !known || mt.After(recent)
+		if !structural && !floorRead && ageExhausted {
+			continue
+		}
 		m, err := table.ReadManifest(ctx, b, v)
 		if err != nil {
 			// Failing safe: a manifest we cannot read may reference anything.
 			return nil, fmt.Errorf("cleanup stopped, nothing deleted: %w", err)
 		}
+		manifests[v] = m
 		ts[v] = time.UnixMicro(m.TimestampMicros)
-		return m, nil
+		if !structural && !ts[v].After(cutoff) {
+			ageExhausted = true
+		}
 	}
-	ageExhausted := cfg.Policy.OlderThan == 0
-	cutoff := now.Add(-cfg.Policy.OlderThan)
-	for i, v := range versions {
-		structural := i < cfg.Policy.RetainVersions || tags[v] != "" || (wm.ReadVersion > 0 && v >= wm.ReadVersion)
-		if !structural && ageExhausted {
-			continue
-		}
-		m, err := read(v)
-		if err != nil {
-			return nil, err
-		}
-		if structural || ts[v].After(cutoff) {
-			kept = append(kept, m)
-			continue
-		}
-		ageExhausted = true
-		ts[v] = time.UnixMicro(m.TimestampMicros)
-	}
-	// Versions never read are old by the argument above.
+	// Versions never read are old by the arguments above. The stand-in
+	// commit time is before the age cutoff and before the modification
+	// time, which then decides the floor alone.
 	for _, v := range versions {
 		if _, ok := ts[v]; !ok {
-			ts[v] = cutoff.Add(-time.Nanosecond)
+			t := cutoff
+			if mt := modTimes[v]; mt.Before(t) {
+				t = mt
+			}
+			ts[v] = t.Add(-time.Nanosecond)
 		}
 	}
 	keep := Retained(versions, ts, env)
-	have := map[uint64]bool{}
-	for _, m := range kept {
-		have[m.Version] = true
-	}
-	for v := range keep {
-		if !have[v] {
+	var kept []*pb.Manifest
+	for _, v := range versions {
+		if !keep[v] {
+			continue
+		}
+		m, ok := manifests[v]
+		if !ok {
 			// INVARIANT: every retained version's references are known.
 			return nil, fmt.Errorf("cleanup stopped, nothing deleted: internal: retained version %d was not read", v)
 		}
+		kept = append(kept, m)
 	}
 	var objects []storage.Attrs
 	for _, dir := range Collected {

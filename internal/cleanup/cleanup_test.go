@@ -44,6 +44,8 @@ func TestRetained(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			// Each manifest object was written when its version committed.
+			tc.env.ModTimes = ts
 			keep := cleanup.Retained(versions, ts, tc.env)
 			var got []uint64
 			for _, v := range versions {
@@ -55,6 +57,42 @@ func TestRetained(t *testing.T) {
 				t.Fatalf("kept %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// INVARIANT: no version younger than table.VersionFloor is deleted, whatever
+// the policy. Age is the later of the manifest object's modification time
+// and the commit time; an unknown modification time keeps the version.
+func TestRetainedKeepsVersionsYoungerThanTheFloor(t *testing.T) {
+	now := t0.Add(24 * time.Hour)
+	old := now.Add(-table.VersionFloor - time.Second)
+	young := now.Add(-table.VersionFloor + time.Second)
+	versions := []uint64{6, 5, 4, 3, 2, 1}
+	ts := map[uint64]time.Time{
+		5: now.Add(-20 * time.Hour), // a job that started long ago committed just now
+		4: young,                    // the store's clock lags: the commit time is younger
+		3: old,                      // modification time unknown
+		2: old,
+		1: old,
+	}
+	mod := map[uint64]time.Time{6: now, 5: young, 4: old, 2: old, 1: old}
+	env := cleanup.Env{Now: now, Policy: cleanup.Policy{RetainVersions: 1}, ModTimes: mod, Tagged: map[uint64]string{1: "release"}}
+	keep := cleanup.Retained(versions, ts, env)
+	var got []uint64
+	for _, v := range versions {
+		if keep[v] {
+			got = append(got, v)
+		}
+	}
+	if want := []uint64{6, 5, 4, 3, 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("kept %v, want %v: only version 2 is older than the floor by both clocks and untagged", got, want)
+	}
+	// Once the floor has passed by every clock, the policy alone decides.
+	env.Now = now.Add(table.VersionFloor)
+	env.ModTimes[3] = old
+	keep = cleanup.Retained(versions, ts, env)
+	if len(keep) != 2 || !keep[6] || !keep[1] {
+		t.Fatalf("kept %v, want the latest and the tagged version", keep)
 	}
 }
 
@@ -193,6 +231,60 @@ func TestRunDeletesOutsideRetention(t *testing.T) {
 		again, err := cleanup.Run(ctx, fx.tb.Bucket, cleanup.Config{Policy: cleanup.Policy{RetainVersions: 3}, Concurrency: 4}, later)
 		if err != nil || len(again.Plan.DeleteFiles)+len(again.Plan.DeleteVersions) != 0 {
 			t.Fatalf("second run: %v %+v", err, again.Plan)
+		}
+	})
+}
+
+// INVARIANT (the commit protocol's fast path rests on it): cleanup never
+// deletes a version younger than table.VersionFloor, however aggressive the
+// policy, and judges age by the manifest object's modification time, not
+// only by the commit time (a transaction's timestamp, which can be old).
+func TestRunKeepsVersionsYoungerThanTheFloor(t *testing.T) {
+	testutil.ForEachStore(t, func(t *testing.T, url string) {
+		fx := build(t, url, 3)
+		ctx := context.Background()
+		// A commit whose transaction was created long ago (a long job).
+		head, err := table.ReadLatest(ctx, fx.tb.Bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frags, files, err := fx.tb.WriteFragments(ctx, head.Schema, []table.Row{{int64(100), "x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		txn := fx.tb.NewTxn(head.Version)
+		txn.TimestampMicros = time.Now().Add(-48 * time.Hour).UnixMicro()
+		txn.Operation = &pb.Transaction_Append{Append: &pb.Append{Fragments: frags}}
+		if _, err := fx.tb.CommitOrClean(ctx, txn, files); err != nil {
+			t.Fatal(err)
+		}
+		before := checkRetained(t, fx.tb.Bucket)
+		files0 := listAll(t, fx.tb.Bucket)
+		cfg := cleanup.Config{Policy: cleanup.Policy{RetainVersions: 1}, Concurrency: 2}
+		// A minute short of the floor for the newest manifests: nothing
+		// goes, not even the version whose commit time is two days old.
+		res, err := cleanup.Run(ctx, fx.tb.Bucket, cfg, time.Now().Add(table.VersionFloor-time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.DeletedVersion != 0 || len(res.Plan.DeleteVersions) != 0 {
+			t.Fatalf("deleted %d versions younger than the floor: %+v", res.DeletedVersion, res.Plan.DeleteVersions)
+		}
+		if vs := checkRetained(t, fx.tb.Bucket); fmt.Sprint(vs) != fmt.Sprint(before) {
+			t.Fatalf("versions %v, want %v", vs, before)
+		}
+		after := listAll(t, fx.tb.Bucket)
+		for k := range files0 {
+			if !after[k] {
+				t.Fatalf("file %s of a version younger than the floor was deleted", k)
+			}
+		}
+		// Past the floor the policy applies.
+		if _, err := cleanup.Run(ctx, fx.tb.Bucket, cfg, time.Now().Add(table.VersionFloor+time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if vs := checkRetained(t, fx.tb.Bucket); len(vs) != 1 || vs[0] != before[0] {
+			t.Fatalf("versions %v after the floor, want only %d", vs, before[0])
 		}
 	})
 }

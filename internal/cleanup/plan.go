@@ -58,6 +58,9 @@ type Env struct {
 	Watermark inflight.Watermark
 	// Tagged versions are kept whatever their age.
 	Tagged map[uint64]string
+	// ModTimes gives the store's modification time of each version's
+	// manifest object, where known (see Retained).
+	ModTimes map[uint64]time.Time
 }
 
 // Action is one deletion with its reason.
@@ -80,6 +83,14 @@ type Plan struct {
 // Retained decides which versions the policy keeps. versions is newest
 // first; timestamps gives each version's commit time where known (a version
 // without one is judged young, i.e. kept, if OlderThan is set).
+//
+// Whatever the policy, a version younger than table.VersionFloor is kept
+// (INVARIANT; the commit protocol's fast path rests on it). Its age is
+// judged by the later of its manifest's modification time in Env.ModTimes
+// and its commit time, so that either clock may lag; a version whose
+// modification time is unknown is kept. The commit time alone cannot tell:
+// it is the transaction's, taken when a job started, possibly long before
+// the commit.
 func Retained(versions []uint64, timestamps map[uint64]time.Time, env Env) map[uint64]bool {
 	keep := map[uint64]bool{}
 	cutoff := env.Now.Add(-env.Policy.OlderThan)
@@ -87,6 +98,8 @@ func Retained(versions []uint64, timestamps map[uint64]time.Time, env Env) map[u
 		ts, known := timestamps[v]
 		switch {
 		case i == 0: // INVARIANT: the latest version is never deleted
+			keep[v] = true
+		case YoungerThanFloor(v, timestamps, env):
 			keep[v] = true
 		case i < env.Policy.RetainVersions:
 			keep[v] = true
@@ -100,6 +113,21 @@ func Retained(versions []uint64, timestamps map[uint64]time.Time, env Env) map[u
 		}
 	}
 	return keep
+}
+
+// YoungerThanFloor reports whether version v may be younger than
+// table.VersionFloor: its manifest's modification time (env.ModTimes) is
+// unknown, or the later of it and the commit time (timestamps) is within the
+// floor of env.Now.
+func YoungerThanFloor(v uint64, timestamps map[uint64]time.Time, env Env) bool {
+	created, ok := env.ModTimes[v]
+	if !ok || created.IsZero() {
+		return true
+	}
+	if ts, ok := timestamps[v]; ok && ts.After(created) {
+		created = ts
+	}
+	return created.After(env.Now.Add(-table.VersionFloor))
 }
 
 // References lists every file a manifest references, relative to the table

@@ -80,6 +80,7 @@ func BuildManifest(head *pb.Manifest, txn *pb.Transaction, read *pb.Manifest) (*
 	next.ReadVersion = txn.ReadVersion
 	next.TransactionPath = table.TransactionKey(txn.ReadVersion, txn.Uuid)
 	next.TransactionUuid = txn.Uuid
+	next.ParentTransactionUuid = head.TransactionUuid
 	next.Transaction = txn
 
 	var err error

@@ -42,6 +42,21 @@ func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// HintTTL is how long a head hint lets a commit skip finding the head (the
+// fast path). The hint is a fact "no version above h existed at t0", t0
+// measured on the local monotonic clock.
+const HintTTL = 5 * time.Second
+
+// MaxDeadline bounds Config.Deadline. Every put of a version relies on a fact
+// established at most HintTTL before the Commit call or during it, and lands
+// (or is abandoned) before the Commit's deadline; the cleanup floor must
+// exceed that age with room for clock skew.
+const MaxDeadline = 4 * time.Minute
+
+// The constant conversion fails to compile if HintTTL + MaxDeadline leaves
+// less than half of table.VersionFloor for clock skew.
+const _ = uint64(table.VersionFloor - 2*(HintTTL+MaxDeadline))
+
 // Config bounds the commit loop.
 type Config struct {
 	MaxAttempts int           `yaml:"max_attempts"`
@@ -68,6 +83,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("commit backoff: need 0 <= base_backoff <= max_backoff")
 	case c.Deadline <= 0:
 		return fmt.Errorf("commit.deadline must be positive")
+	case c.Deadline > MaxDeadline:
+		// A put must not land long after the fact it relies on; the
+		// cleanup floor (table.VersionFloor) covers at most this.
+		return fmt.Errorf("commit.deadline must be at most %s (the cleanup floor of %s must exceed the age of a commit), got %s", MaxDeadline, table.VersionFloor, c.Deadline)
 	}
 	return nil
 }
@@ -79,7 +98,20 @@ type Metrics struct {
 	rebases   *prometheus.CounterVec
 	ambiguous *prometheus.CounterVec
 	commits   *prometheus.CounterVec
+	fastPath  *prometheus.CounterVec
 }
+
+// Fast-path outcomes (compactord_commit_fast_path_total).
+const (
+	fastCommitted  = "committed"  // landed, and no newer head was seen
+	fastFollowed   = "followed"   // landed; the newer head seen was built on it
+	fastLost       = "lost"       // the put did not land (lost race or no answer); normal path
+	fastGap        = "gap"        // landed below the head: removed; normal path
+	fastUnverified = "unverified" // landed; a newer head was seen and could not be checked
+	fastAmbiguous  = "ambiguous"  // landed, but the version listed above it is gone: reported ambiguous
+)
+
+var fastOutcomes = []string{fastCommitted, fastFollowed, fastLost, fastGap, fastUnverified, fastAmbiguous}
 
 // NewMetrics registers the commit metrics with every series pre-created.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -90,6 +122,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		rebases:   f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_commit_rebases_total", Help: "Transactions rewritten to apply on top of a newer head, by operation."}, []string{"operation"}),
 		ambiguous: f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_commit_ambiguous_total", Help: "Puts with an unknown outcome, by how the read-back resolved them."}, []string{"resolution"}),
 		commits:   f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_commits_total", Help: "Commit calls by operation and result."}, []string{"operation", "result"}),
+		fastPath:  f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_commit_fast_path_total", Help: "First attempts that put the next version without finding the head first (fresh head hint), by outcome. gap means a version landed below the head and was removed: a version was deleted younger than the cleanup floor (clock skew, or an old cleanup without the floor)."}, []string{"outcome"}),
+	}
+	for _, o := range fastOutcomes {
+		m.fastPath.WithLabelValues(o)
 	}
 	for _, o := range OpNames {
 		m.attempts.WithLabelValues(o)
@@ -121,15 +157,60 @@ type Committer struct {
 	// that plans against the version it just committed (the common case)
 	// starts its commit without reading that manifest again.
 	last atomic.Pointer[pb.Manifest]
+	// hint is the newest head fact this committer holds (see headHint).
+	hint atomic.Pointer[headHint]
+}
+
+// headHint records the fact "no version above version existed at at". Only
+// two observations establish it: a listing of _versions/ that returned
+// version as the newest (at = when the listing started), and a successful
+// put of version by this committer (at = when the put started: the put
+// relied on "nothing above version-1 existed" and succeeded, so, under the
+// cleanup floor, nothing above version existed when it started). A manifest
+// merely read proves nothing about what follows it.
+type headHint struct {
+	version uint64
+	at      time.Time
+}
+
+// learn records a head fact; the hint keeps the newest.
+func (c *Committer) learn(v uint64, at time.Time) {
+	if v == 0 {
+		return
+	}
+	h := &headHint{version: v, at: at}
+	for {
+		cur := c.hint.Load()
+		if cur != nil && (cur.version > v || cur.version == v && !at.After(cur.at)) {
+			return
+		}
+		if c.hint.CompareAndSwap(cur, h) {
+			return
+		}
+	}
+}
+
+// fresh reports whether the hint says, less than HintTTL ago, that nothing
+// above v existed.
+func (c *Committer) fresh(v uint64) bool {
+	h := c.hint.Load()
+	return v > 0 && h != nil && h.version == v && c.clock.Now().Sub(h.at) < HintTTL
 }
 
 // LatestVersion returns the head version with one listing of _versions/
-// (newest first: one entry on object stores). A forward probe from the last
-// version seen ("v+1 is absent, so v is the head") was faster on file:// but
-// unsound: cleanup may delete v+1 while keeping a tagged v, and a commit at
-// v+1 would then land below the real head, invisible.
+// (newest first: one entry on object stores), and records it as a head
+// hint. A forward probe from the last version seen ("v+1 is absent, so v is
+// the head") is unsound: cleanup may delete v+1 while keeping a tagged v,
+// and a commit at v+1 would then land below the real head, invisible. The
+// fast path of Commit (see there) skips the listing only on a fresh fact,
+// under the cleanup floor.
 func (c *Committer) LatestVersion(ctx context.Context) (uint64, error) {
-	return table.LatestVersion(ctx, c.bucket)
+	start := c.clock.Now()
+	v, err := table.LatestVersion(ctx, c.bucket)
+	if err == nil {
+		c.learn(v, start)
+	}
+	return v, err
 }
 
 // manifest returns version v, from the cache when it holds it.
@@ -281,18 +362,40 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 		return nil, err
 	}
 
+	// The fast path's head listing runs alongside its put; it is stopped
+	// and joined on every way out.
+	var probe *headProbe
+	defer func() {
+		if probe != nil {
+			probe.stop()
+		}
+	}()
+
 	for attempt := 1; attempt <= c.cfg.MaxAttempts; attempt++ {
 		if attempt > 1 {
 			if err := c.backoff(ctx, attempt); err != nil {
 				return fail(fmt.Errorf("commit %s: %w", op, err))
 			}
 		}
-		headV, err := c.LatestVersion(ctx)
-		if errors.Is(err, table.ErrNoTable) {
-			headV, err = 0, nil
-		}
-		if err != nil {
-			return fail(err)
+		var headV uint64
+		if attempt == 1 && c.fresh(txn.ReadVersion) {
+			// Fast path: less than HintTTL ago nothing above the read
+			// version existed, so it is very likely still the head: build
+			// on it and put the next version without finding the head
+			// first. The listing still runs, alongside the put, to catch a
+			// put that landed below the head (see checkLanded). A lost race
+			// goes round the normal path.
+			headV = txn.ReadVersion
+			probe = c.probeHead(ctx)
+		} else {
+			var err error
+			headV, err = c.LatestVersion(ctx)
+			if errors.Is(err, table.ErrNoTable) {
+				headV, err = 0, nil
+			}
+			if err != nil {
+				return fail(err)
+			}
 		}
 		needRebase := false
 		for v := checked + 1; v <= headV; v++ {
@@ -301,7 +404,23 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 				return fail(err)
 			}
 			if m.TransactionUuid == txn.Uuid {
-				// An earlier attempt's put landed after all.
+				// An earlier attempt's put landed after all. If the head
+				// is above it, it must have been built on it (a gap would
+				// mean a version was deleted younger than the floor).
+				if v < headV {
+					switch c.onLine(ctx, v, txn.Uuid) {
+					case lineGap:
+						delete(unresolved, v)
+						if err := c.removeGap(ctx, v, headV); err != nil {
+							unresolved[v] = true
+							return fail(err)
+						}
+						return fail(fmt.Errorf("commit %s: version %d landed below the head %d (a version younger than the cleanup floor was deleted) and was removed", op, v, headV))
+					case lineMissing:
+						unresolved[v] = true
+						return fail(fmt.Errorf("commit %s: version %d is ours but version %d, listed above it, is gone", op, v, v+1))
+					}
+				}
 				c.metrics.ambiguous.WithLabelValues("ours").Inc()
 				return &Result{Manifest: m, Attempts: attempt, Rebased: rebased, Transaction: cur}, nil
 			}
@@ -368,49 +487,201 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 		// the manifest carries the transaction inline, so nobody needs the
 		// file to classify against this version, and the commit costs one
 		// round trip. The file stays for audits and older readers.
+		putStart := c.clock.Now()
 		txnDone := make(chan error, 1)
 		go func() { txnDone <- c.bucket.Put(ctx, txnKey, data) }()
 		perr := c.bucket.PutIfAbsent(ctx, table.ManifestKey(next.Version), mdata)
 		if terr := <-txnDone; terr != nil {
 			c.logger.Warn("could not write the transaction file; the manifest carries the transaction", zap.String("key", txnKey), zap.Error(terr))
 		}
+		// landed is our version when the put is known to have landed.
+		var landed *pb.Manifest
+		if perr == nil {
+			landed = next
+		} else {
+			if ctx.Err() != nil && !storage.IsAlreadyExists(perr) {
+				unresolved[next.Version] = true
+				return nil, &AmbiguousError{Version: next.Version, Err: perr}
+			}
+			// Lost race or unknown outcome: read the version back. A lost
+			// race can also hide our own landed write (a retried put that
+			// got 412).
+			got, rerr := c.readBack(ctx, next.Version)
+			switch {
+			case rerr == nil && got.TransactionUuid == txn.Uuid:
+				if !storage.IsAlreadyExists(perr) {
+					c.metrics.ambiguous.WithLabelValues("ours").Inc()
+				}
+				landed = got
+			case storage.IsAlreadyExists(perr):
+				c.logger.Debug("lost the race for a version", zap.Uint64("version", next.Version))
+			case rerr == nil:
+				c.metrics.ambiguous.WithLabelValues("theirs").Inc()
+			case errors.Is(rerr, table.ErrVersionNotFound):
+				if isPermanent(perr) {
+					return fail(fmt.Errorf("write version %d: %w", next.Version, perr))
+				}
+				c.metrics.ambiguous.WithLabelValues("absent").Inc()
+			default:
+				// We cannot tell; the next attempt's scan recognises our
+				// uuid if the put landed.
+				unresolved[next.Version] = true
+				c.metrics.ambiguous.WithLabelValues("unresolved").Inc()
+			}
+			if landed == nil && !storage.IsAlreadyExists(perr) {
+				c.logger.Warn("put of a version had an unknown outcome", zap.Uint64("version", next.Version), zap.Error(perr))
+			}
+		}
+		if probe != nil {
+			p := probe
+			probe = nil
+			if landed == nil {
+				p.stop()
+				c.metrics.fastPath.WithLabelValues(fastLost).Inc()
+				continue
+			}
+			outcome, err := c.checkLanded(ctx, p, landed.Version, txn.Uuid)
+			c.metrics.fastPath.WithLabelValues(outcome).Inc()
+			if outcome == fastGap {
+				if err != nil {
+					unresolved[landed.Version] = true
+					return fail(err)
+				}
+				// Removed: nothing was built on it (checkLanded). Go round
+				// the normal path, as after a lost race.
+				continue
+			}
+			if err != nil {
+				unresolved[landed.Version] = true
+				return fail(err)
+			}
+		}
+		if landed == nil {
+			continue
+		}
+		c.learn(landed.Version, putStart)
 		if perr == nil {
 			c.remember(next)
 			return &Result{Manifest: next, Attempts: attempt, Rebased: rebased, Transaction: cur, Garbage: garbage(append(written, deletionFiles(txn)...), cur, len(unresolved) > 0)}, nil
 		}
-		if ctx.Err() != nil && !storage.IsAlreadyExists(perr) {
-			unresolved[next.Version] = true
-			return nil, &AmbiguousError{Version: next.Version, Err: perr}
-		}
-		// Lost race or unknown outcome: read the version back. A lost race
-		// can also hide our own landed write (a retried put that got 412).
-		got, rerr := c.readBack(ctx, next.Version)
-		switch {
-		case rerr == nil && got.TransactionUuid == txn.Uuid:
-			if !storage.IsAlreadyExists(perr) {
-				c.metrics.ambiguous.WithLabelValues("ours").Inc()
-			}
-			return &Result{Manifest: got, Attempts: attempt, Rebased: rebased, Transaction: cur}, nil
-		case storage.IsAlreadyExists(perr):
-			c.logger.Debug("lost the race for a version", zap.Uint64("version", next.Version))
-		case rerr == nil:
-			c.metrics.ambiguous.WithLabelValues("theirs").Inc()
-		case errors.Is(rerr, table.ErrVersionNotFound):
-			if isPermanent(perr) {
-				return fail(fmt.Errorf("write version %d: %w", next.Version, perr))
-			}
-			c.metrics.ambiguous.WithLabelValues("absent").Inc()
-		default:
-			// We cannot tell; the next attempt's scan recognises our uuid
-			// if the put landed.
-			unresolved[next.Version] = true
-			c.metrics.ambiguous.WithLabelValues("unresolved").Inc()
-		}
-		if !storage.IsAlreadyExists(perr) {
-			c.logger.Warn("put of a version had an unknown outcome", zap.Uint64("version", next.Version), zap.Error(perr))
-		}
+		return &Result{Manifest: landed, Attempts: attempt, Rebased: rebased, Transaction: cur}, nil
 	}
 	return fail(&ConflictError{Class: ErrRetryable, Ours: op, Reason: fmt.Sprintf("gave up after %d attempts", c.cfg.MaxAttempts)})
+}
+
+// headProbe is the head listing of the fast path, run alongside its put.
+type headProbe struct {
+	cancel  context.CancelFunc
+	done    chan struct{}
+	version uint64
+	err     error
+}
+
+func (c *Committer) probeHead(ctx context.Context) *headProbe {
+	pctx, cancel := context.WithCancel(ctx)
+	p := &headProbe{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.version, p.err = c.LatestVersion(pctx)
+		if errors.Is(p.err, table.ErrNoTable) {
+			p.version, p.err = 0, nil
+		}
+	}()
+	return p
+}
+
+// result waits for the listing.
+func (p *headProbe) result() (uint64, error) {
+	<-p.done
+	p.cancel()
+	return p.version, p.err
+}
+
+// stop abandons the listing and waits for it to end.
+func (p *headProbe) stop() {
+	p.cancel()
+	<-p.done
+}
+
+// checkLanded is the defence of the fast path, run once its put of version
+// v has landed. The put relied on the hint "nothing above v-1 existed at
+// t0", at most HintTTL before the put. It landed below the head only if a
+// version v existed after t0 and was deleted before the put, younger than
+// the cleanup floor: impossible unless a host running cleanup has a clock
+// far ahead of the store's, or runs a cleanup without the floor. The check
+// catches such a gap when it predates the listing.
+//
+// A listing that shows a head above v is not proof of a gap by itself: it
+// ran in parallel with the put and may have seen versions committed on top
+// of ours after it landed (the common case under contention). Version v+1
+// tells them apart: built on ours, its parent_transaction_uuid is our uuid;
+// built on another parent, it was in place before ours could land (that
+// parent held v, and ours landed only once it was gone), so nothing is or
+// ever will be built on ours, and removing ours loses nothing: that is the
+// gap outcome, after which the caller goes round the normal path.
+func (c *Committer) checkLanded(ctx context.Context, p *headProbe, v uint64, uuid string) (string, error) {
+	listed, err := p.result()
+	if err != nil {
+		listed, err = c.LatestVersion(ctx)
+	}
+	if err != nil {
+		c.logger.Warn("fast path: could not list the head after a commit; relying on the cleanup floor", zap.Uint64("version", v), zap.Error(err))
+		return fastUnverified, nil
+	}
+	if listed <= v {
+		return fastCommitted, nil
+	}
+	switch c.onLine(ctx, v, uuid) {
+	case lineOn:
+		return fastFollowed, nil
+	case lineGap:
+		return fastGap, c.removeGap(ctx, v, listed)
+	case lineMissing:
+		return fastAmbiguous, fmt.Errorf("version %d is ours but version %d, listed above it, is gone (a version younger than the cleanup floor was deleted?)", v, v+1)
+	}
+	return fastUnverified, nil
+}
+
+type lineVerdict int
+
+const (
+	lineOn         lineVerdict = iota // v+1 was built on our v
+	lineGap                           // v+1 was built on another v: ours is below the head
+	lineMissing                       // v+1 is gone
+	lineUnverified                    // v+1 predates parent uuids, or could not be read
+)
+
+// onLine tells, for our version v with a head above it, whether v+1 was
+// built on it.
+func (c *Committer) onLine(ctx context.Context, v uint64, uuid string) lineVerdict {
+	next, err := c.readBack(ctx, v+1)
+	switch {
+	case err == nil && next.ParentTransactionUuid == uuid:
+		return lineOn
+	case err == nil && next.ParentTransactionUuid == "":
+		c.logger.Warn("cannot tell whether the version above ours was built on it (written before parent uuids); relying on the cleanup floor", zap.Uint64("version", v))
+		return lineUnverified
+	case err == nil:
+		return lineGap
+	case errors.Is(err, table.ErrVersionNotFound):
+		c.logger.Error("the version above ours is gone: a version younger than the cleanup floor was deleted", zap.Uint64("version", v+1))
+		return lineMissing
+	}
+	c.logger.Warn("cannot read the version above ours; relying on the cleanup floor", zap.Uint64("version", v+1), zap.Error(err))
+	return lineUnverified
+}
+
+// removeGap deletes our version v, found below the head built on another
+// parent (see checkLanded for why nothing depends on it).
+func (c *Committer) removeGap(ctx context.Context, v, head uint64) error {
+	c.logger.Error("a commit landed below the head: a version younger than the cleanup floor was deleted (a cleanup host's clock ahead of the store's, or a cleanup without the floor); removing it",
+		zap.Uint64("version", v), zap.Uint64("head", head))
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.ReadBackTimeout)
+	defer cancel()
+	if err := c.bucket.Delete(dctx, table.ManifestKey(v)); err != nil && !storage.IsNotFound(err) {
+		return fmt.Errorf("version %d landed below the head %d and could not be removed: %w", v, head, err)
+	}
+	return nil
 }
 
 // readBack reads a version on a detached context: it must finish even if

@@ -4,10 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	pb "github.com/compactord/compactord/gen/compactordv1"
 	"github.com/compactord/compactord/internal/storage"
 )
+
+// VersionFloor is the age below which no version manifest is ever deleted,
+// whatever the retention policy (cleanup judges a version's age by the later
+// of its commit timestamp and its object's modification time, and keeps it
+// when it cannot tell).
+//
+// The commit protocol rests on it. A committer puts version h+1 on the
+// strength of a fact younger than HintTTL + the commit deadline (a listing
+// that showed h as the newest version, or its own put of h): "no version
+// above h existed at time t0". A put at h+1 can land below the head only if
+// some version h+1 was created after t0 and deleted again before the put,
+// which the floor forbids as long as the clock of a host running cleanup is
+// not ahead of the object store's clock by more than the floor minus that
+// bound (docs/format.md, "Commit protocol").
+const VersionFloor = 10 * time.Minute
 
 // ErrNoTable means the root holds no manifest.
 var ErrNoTable = errors.New("no table here (no manifest under _versions/)")
