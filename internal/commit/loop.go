@@ -152,7 +152,6 @@ type Committer struct {
 	clock   Clock
 	metrics *Metrics
 	logger  *zap.Logger
-	rng     *rand.Rand
 	// last is the newest manifest this committer built or read: a job
 	// that plans against the version it just committed (the common case)
 	// starts its commit without reading that manifest again.
@@ -272,7 +271,7 @@ func NewCommitter(cfg Config, b storage.Bucket, clock Clock, metrics *Metrics, l
 		logger = zap.NewNop()
 	}
 	return &Committer{cfg: cfg, bucket: b, clock: clock, metrics: metrics,
-		logger: logger.With(zap.String("component", "commit")), rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}, nil
+		logger: logger.With(zap.String("component", "commit"))}, nil
 }
 
 // Result of a successful commit.
@@ -723,7 +722,9 @@ func (c *Committer) backoff(ctx context.Context, attempt int) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	return c.clock.Sleep(ctx, time.Duration(c.rng.Int64N(int64(d))))
+	// The package-level source: a Committer is shared by goroutines, and a
+	// *rand.Rand is not safe for concurrent use (a data race before).
+	return c.clock.Sleep(ctx, time.Duration(rand.Int64N(int64(d))))
 }
 
 // garbage lists files the loop wrote that the committed transaction does not

@@ -1,0 +1,465 @@
+package commit_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+
+	pb "github.com/compactord/compactord/gen/compactordv1"
+	"github.com/compactord/compactord/internal/cleanup"
+	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/ops"
+	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
+	"github.com/compactord/compactord/internal/testutil"
+)
+
+// Tests of the fast path: a commit whose read version is the committer's
+// fresh head hint puts the next version without finding the head first, and
+// lists the head alongside the put as a defence (docs/format.md, "Commit
+// protocol").
+
+// offsetClock is the wall clock moved forward by a settable offset.
+type offsetClock struct{ off atomic.Int64 }
+
+func (c *offsetClock) Now() time.Time { return time.Now().Add(time.Duration(c.off.Load())) }
+
+func (c *offsetClock) Sleep(ctx context.Context, d time.Duration) error {
+	return commit.RealClock{}.Sleep(ctx, d)
+}
+
+func (c *offsetClock) advance(d time.Duration) { c.off.Add(int64(d)) }
+
+// tableWithClock is f.table with an injected clock.
+func (f *fixture) tableWithClock(t *testing.T, clock commit.Clock) *ops.Table {
+	t.Helper()
+	c, err := commit.NewCommitter(commit.Config{BaseBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond}, f.faulty, clock, f.metrics, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ops.NewTable(f.faulty, c, nil, nil)
+}
+
+// other is a second, independent committer on the same store, bypassing
+// f.faulty's rules.
+func (f *fixture) other(t *testing.T) *ops.Table {
+	t.Helper()
+	return newFixtureShared(t, f)
+}
+
+func fastPath(t *testing.T, f *fixture, outcome string) float64 {
+	t.Helper()
+	return promtest.ToFloat64(counter(t, f.reg, "compactord_commit_fast_path_total", "outcome", outcome))
+}
+
+func fastPathTotal(t *testing.T, f *fixture) float64 {
+	t.Helper()
+	n := 0.0
+	for _, o := range []string{"committed", "followed", "lost", "gap", "unverified", "ambiguous"} {
+		n += fastPath(t, f, o)
+	}
+	return n
+}
+
+// appendTxn writes rows and returns an append transaction against read.
+func appendTxn(t *testing.T, tb *ops.Table, read uint64, rs []table.Row) (*pb.Transaction, []string) {
+	t.Helper()
+	frags, files, err := tb.WriteFragments(context.Background(), schema(t), rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := tb.NewTxn(read)
+	txn.Operation = &pb.Transaction_Append{Append: &pb.Append{Fragments: frags}}
+	return txn, files
+}
+
+func versions(t *testing.T, b storage.Bucket) []uint64 {
+	t.Helper()
+	vs, err := table.ListVersions(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
+// With a fresh hint (the committer's own last commit), the put of the next
+// version is issued without waiting for the head listing: it lands while
+// the listing is held, and the listing still runs.
+func TestFastPathPutsWithoutWaitingForTheListing(t *testing.T) {
+	testutil.ForEachStore(t, func(t *testing.T, url string) {
+		f := newFixture(t, url)
+		tb := f.table(t, commit.Config{})
+		ctx := context.Background()
+		if _, err := tb.Create(ctx, schema(t)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tb.Append(ctx, rows(0, 5)); err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		var once sync.Once
+		open := func() { once.Do(func() { close(release) }) }
+		t.Cleanup(open)
+		base := fastPath(t, f, "committed")
+		list := f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpList}, KeyPrefix: table.VersionsDir, Action: storage.Block(release)})
+		txn, _ := appendTxn(t, tb, 2, rows(5, 5))
+		done := make(chan error, 1)
+		var res *commit.Result
+		go func() {
+			var err error
+			res, err = tb.Committer.Commit(ctx, txn)
+			done <- err
+		}()
+		waitFor(t, func() bool {
+			m, err := table.ReadManifest(ctx, f.bucket, 3)
+			return err == nil && m.TransactionUuid == txn.Uuid
+		})
+		if list.Matched() != 1 {
+			t.Fatalf("%d head listings issued alongside the put, want 1", list.Matched())
+		}
+		open()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if res.Manifest.Version != 3 || res.Attempts != 1 || fastPath(t, f, "committed") != base+1 {
+			t.Fatalf("version %d after %d attempts, fast path committed %v times", res.Manifest.Version, res.Attempts, fastPath(t, f, "committed")-base)
+		}
+		if res.Manifest.ParentTransactionUuid == "" {
+			t.Fatal("the manifest does not name its parent")
+		}
+		if got := len(scanKeys(t, tb, 0)); got != 10 {
+			t.Fatalf("%d rows, want 10", got)
+		}
+	})
+}
+
+// A hint learned from a listing (Committer.LatestVersion) counts too.
+func TestFastPathAfterLatestVersion(t *testing.T) {
+	f := newFixture(t, "mem://")
+	tb := f.table(t, commit.Config{})
+	other := f.other(t)
+	ctx := context.Background()
+	if _, err := tb.Create(ctx, schema(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Append(ctx, rows(0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	head, err := tb.Committer.LatestVersion(ctx)
+	if err != nil || head != 2 {
+		t.Fatalf("head %d, %v", head, err)
+	}
+	// The first head listing fails: the fast path does not need it.
+	f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpList}, KeyPrefix: table.VersionsDir, Nth: 1, Action: storage.Fail(nil)})
+	txn, _ := appendTxn(t, tb, head, rows(5, 5))
+	res, err := tb.Committer.Commit(ctx, txn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Manifest.Version != 3 || fastPath(t, f, "committed") != 1 {
+		t.Fatalf("version %d, fast path committed %v", res.Manifest.Version, fastPath(t, f, "committed"))
+	}
+}
+
+// A hint older than HintTTL is not used: the commit finds the head first,
+// so a failing head listing fails it before any put.
+func TestStaleHintTakesTheNormalPath(t *testing.T) {
+	f := newFixture(t, "mem://")
+	clock := &offsetClock{}
+	tb := f.tableWithClock(t, clock)
+	ctx := context.Background()
+	if _, err := tb.Create(ctx, schema(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.Append(ctx, rows(0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	fast := fastPathTotal(t, f)
+	clock.advance(commit.HintTTL)
+	f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpList}, KeyPrefix: table.VersionsDir, Nth: 1, Action: storage.Fail(nil)})
+	put := f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: table.VersionsDir})
+	txn, files := appendTxn(t, tb, 2, rows(5, 5))
+	if _, err := tb.CommitOrClean(ctx, txn, files); err == nil || !errors.Is(err, storage.ErrInjected) {
+		t.Fatalf("got %v, want the injected listing failure", err)
+	}
+	if put.Matched() != 0 || fastPathTotal(t, f) != fast {
+		t.Fatalf("%d puts issued, fast path taken %v times: a stale hint was used", put.Matched(), fastPathTotal(t, f)-fast)
+	}
+	// Just inside the TTL the same commit takes the fast path.
+	clock.off.Store(0)
+	if _, err := tb.Append(ctx, rows(5, 5)); err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(commit.HintTTL - time.Second)
+	f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpList}, KeyPrefix: table.VersionsDir, Nth: 1, Action: storage.Fail(nil)})
+	txn, files = appendTxn(t, tb, 3, rows(10, 5))
+	res, err := tb.CommitOrClean(ctx, txn, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Manifest.Version != 4 || fastPathTotal(t, f) != fast+2 {
+		t.Fatalf("version %d, fast path taken %v times, want 2", res.Manifest.Version, fastPathTotal(t, f)-fast)
+	}
+}
+
+// A manufactured gap: cleanup on a host whose clock runs an hour ahead
+// deletes version 3 while keeping the tagged version 2 and the head 4. A
+// committer whose fresh hint says 2 puts version 3 into the gap; the
+// listing alongside shows 4, which was built on another version 3, so the
+// commit must not succeed below the head: the stray version is removed and
+// the commit fails without claiming success.
+func TestFastPathIntoAGapDoesNotCommitBelowTheHead(t *testing.T) {
+	testutil.ForEachStore(t, func(t *testing.T, url string) {
+		f := newFixture(t, url)
+		tb := f.table(t, commit.Config{})
+		other := f.other(t)
+		ctx := context.Background()
+		if _, err := tb.Create(ctx, schema(t)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tb.Append(ctx, rows(0, 5)); err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= 2; i++ {
+			if _, err := other.Append(ctx, rows(100*i, 5)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := f.bucket.Put(ctx, table.TagsDir+"keep", []byte("2")); err != nil {
+			t.Fatal(err)
+		}
+		skewed := time.Now().Add(time.Hour)
+		if _, err := cleanup.Run(ctx, f.bucket, cleanup.Config{Policy: cleanup.Policy{RetainVersions: 1, MinAge: time.Hour}, Concurrency: 1}, skewed); err != nil {
+			t.Fatal(err)
+		}
+		if vs := versions(t, f.bucket); len(vs) != 2 || vs[0] != 4 || vs[1] != 2 {
+			t.Fatalf("versions %v after the skewed cleanup, want [4 2]", vs)
+		}
+		txn, files := appendTxn(t, tb, 2, rows(50, 5))
+		res, err := tb.CommitOrClean(ctx, txn, files)
+		if err == nil {
+			t.Fatalf("committed version %d below the head 4", res.Manifest.Version)
+		}
+		var ae *commit.AmbiguousError
+		if errors.As(err, &ae) {
+			t.Fatalf("got an ambiguous error %v; the gap was detected and the stray version removed", err)
+		}
+		if fastPath(t, f, "gap") != 1 {
+			t.Fatalf("fast path gap = %v, want 1", fastPath(t, f, "gap"))
+		}
+		if vs := versions(t, f.bucket); len(vs) != 2 || vs[0] != 4 || vs[1] != 2 {
+			t.Fatalf("versions %v, want [4 2]: the stray version 3 was to be removed", vs)
+		}
+		got := scanKeys(t, tb, 0)
+		if len(got) != 15 || got[50] {
+			t.Fatalf("head holds %d rows (key 50: %v), want the 15 committed ones", len(got), got[50])
+		}
+		// Planned again from the head, the append commits.
+		if _, err := tb.Append(ctx, rows(50, 5)); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(scanKeys(t, tb, 0)); got != 20 {
+			t.Fatalf("%d rows, want 20", got)
+		}
+	})
+}
+
+// If the stray version in a gap cannot be removed, the commit is
+// ambiguous: its files must stay, since the version names them.
+func TestFastPathGapNotRemovedIsAmbiguous(t *testing.T) {
+	f := newFixture(t, "mem://")
+	tb := f.table(t, commit.Config{})
+	other := f.other(t)
+	ctx := context.Background()
+	if _, err := tb.Create(ctx, schema(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.Append(ctx, rows(0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 2; i++ {
+		if _, err := other.Append(ctx, rows(100*i, 5)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.bucket.Delete(ctx, table.ManifestKey(3)); err != nil {
+		t.Fatal(err)
+	}
+	f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpDelete}, KeyPrefix: table.ManifestKey(3), Action: storage.Fail(nil)})
+	txn, files := appendTxn(t, tb, 2, rows(50, 5))
+	_, err := tb.CommitOrClean(ctx, txn, files)
+	var ae *commit.AmbiguousError
+	if !errors.As(err, &ae) || ae.Version != 3 {
+		t.Fatalf("got %v, want an AmbiguousError for version 3", err)
+	}
+	for _, k := range files {
+		if _, err := f.bucket.Attributes(ctx, k); err != nil {
+			t.Fatalf("file %s of the stray version 3 was deleted: %v", k, err)
+		}
+	}
+}
+
+// The listing alongside the put may see versions committed on top of ours
+// after it landed; those are not a gap. Version 4, built on our version 3,
+// names it as parent, and our commit stands.
+func TestFastPathFollowedBySuccessorsIsNotAGap(t *testing.T) {
+	testutil.ForEachStore(t, func(t *testing.T, url string) {
+		f := newFixture(t, url)
+		tb := f.table(t, commit.Config{})
+		other := f.other(t)
+		ctx := context.Background()
+		if _, err := tb.Create(ctx, schema(t)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tb.Append(ctx, rows(0, 5)); err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		var once sync.Once
+		open := func() { once.Do(func() { close(release) }) }
+		t.Cleanup(open)
+		f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpList}, KeyPrefix: table.VersionsDir, Nth: 1, Action: storage.Block(release)})
+		txn, _ := appendTxn(t, tb, 2, rows(5, 5))
+		done := make(chan error, 1)
+		var res *commit.Result
+		go func() {
+			var err error
+			res, err = tb.Committer.Commit(ctx, txn)
+			done <- err
+		}()
+		waitFor(t, func() bool {
+			m, err := table.ReadManifest(ctx, f.bucket, 3)
+			return err == nil && m.TransactionUuid == txn.Uuid
+		})
+		// Another writer commits on top of ours before our listing runs.
+		r4, err := other.Append(ctx, rows(100, 5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r4.Manifest.Version != 4 || r4.Manifest.ParentTransactionUuid != txn.Uuid {
+			t.Fatalf("version %d with parent %q, want 4 on ours", r4.Manifest.Version, r4.Manifest.ParentTransactionUuid)
+		}
+		open()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if res.Manifest.Version != 3 || fastPath(t, f, "followed") != 1 || fastPath(t, f, "gap") != 0 {
+			t.Fatalf("version %d, fast path followed %v gap %v", res.Manifest.Version, fastPath(t, f, "followed"), fastPath(t, f, "gap"))
+		}
+		if vs := versions(t, f.bucket); len(vs) != 4 {
+			t.Fatalf("versions %v, want 4..1", vs)
+		}
+		if got := len(scanKeys(t, tb, 0)); got != 15 {
+			t.Fatalf("%d rows, want 15", got)
+		}
+	})
+}
+
+// A lost race on the fast path goes round the normal path: the delete
+// committed meanwhile is classified and ours rebased onto it.
+func TestFastPathLostRaceRebases(t *testing.T) {
+	testutil.ForEachStore(t, func(t *testing.T, url string) {
+		f := newFixture(t, url)
+		tb := f.table(t, commit.Config{})
+		other := f.other(t)
+		ctx := context.Background()
+		if _, err := tb.Create(ctx, schema(t)); err != nil {
+			t.Fatal(err)
+		}
+		r2, err := tb.Append(ctx, rows(0, 100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := r2.Manifest
+		keys := func(ks ...int64) ops.DeleteSpec {
+			var s ops.DeleteSpec
+			for _, k := range ks {
+				s.Keys = append(s.Keys, table.Row{k, nil})
+			}
+			return s
+		}
+		if _, _, err := other.Delete(ctx, read, keys(1, 2, 3)); err != nil {
+			t.Fatal(err)
+		}
+		res, _, err := tb.Delete(ctx, read, keys(3, 50, 99))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fastPath(t, f, "lost") != 1 {
+			t.Fatalf("fast path lost = %v, want 1", fastPath(t, f, "lost"))
+		}
+		if res.Manifest.Version != 4 || !res.Rebased || res.Attempts != 2 {
+			t.Fatalf("version %d, rebased %v, attempts %d; want 4, true, 2", res.Manifest.Version, res.Rebased, res.Attempts)
+		}
+		got := scanKeys(t, tb, 0)
+		for _, k := range []int64{1, 2, 3, 50, 99} {
+			if got[k] {
+				t.Fatalf("deleted key %d is back", k)
+			}
+		}
+		if len(got) != 95 {
+			t.Fatalf("%d rows, want 95", len(got))
+		}
+	})
+}
+
+// An ambiguous put on the fast path keeps the ambiguity rules: a landed put
+// whose read-back fails, followed by a failing head listing, is an
+// AmbiguousError and no file is deleted; with a working read-back the
+// commit is recognised as ours.
+func TestFastPathAmbiguousPut(t *testing.T) {
+	for _, readBack := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unresolved", true: "read back"}[readBack], func(t *testing.T) {
+			f := newFixture(t, "mem://")
+			tb := f.table(t, commit.Config{})
+			ctx := context.Background()
+			if _, err := tb.Create(ctx, schema(t)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tb.Append(ctx, rows(0, 5)); err != nil {
+				t.Fatal(err)
+			}
+			base := fastPath(t, f, "committed")
+			v3 := table.ManifestKey(3)
+			f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: v3, Nth: 1, Action: storage.LandThenFail(nil)})
+			if !readBack {
+				f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpGet, storage.OpGetRange}, KeyPrefix: v3, Action: storage.Fail(nil)})
+				// The first listing runs alongside the put; the second
+				// attempt's fails.
+				f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpList}, KeyPrefix: table.VersionsDir, Nth: 2, Action: storage.Fail(nil)})
+			}
+			txn, files := appendTxn(t, tb, 2, rows(5, 5))
+			res, err := tb.CommitOrClean(ctx, txn, files)
+			f.faulty.Clear()
+			if m, rerr := table.ReadManifest(ctx, f.bucket, 3); rerr != nil || m.TransactionUuid != txn.Uuid {
+				t.Fatalf("version 3 was to land as ours: %v", rerr)
+			}
+			if readBack {
+				if err != nil || res.Manifest.Version != 3 || fastPath(t, f, "committed") != base+1 {
+					t.Fatalf("got %v, want version 3 recognised as ours on the fast path", err)
+				}
+				if got := promtest.ToFloat64(counter(t, f.reg, "compactord_commit_ambiguous_total", "resolution", "ours")); got != 1 {
+					t.Fatalf("ambiguous{ours} = %v, want 1", got)
+				}
+			} else {
+				var ae *commit.AmbiguousError
+				if !errors.As(err, &ae) || ae.Version != 3 {
+					t.Fatalf("got %v, want an AmbiguousError for version 3", err)
+				}
+				if fastPath(t, f, "lost") != 1 {
+					t.Fatalf("fast path lost = %v, want 1", fastPath(t, f, "lost"))
+				}
+			}
+			for _, k := range files {
+				if _, err := f.bucket.Attributes(ctx, k); err != nil {
+					t.Fatalf("data file %s of committed version 3 is gone: %v", k, err)
+				}
+			}
+		})
+	}
+}
