@@ -188,16 +188,8 @@ func (m *Manager) Read(ctx context.Context, b storage.Bucket, name string) (Stat
 	// A record can be deleted between the listing and the read (its holder
 	// wrote a newer one and removed it): list again.
 	for range 5 {
-		var epoch uint64
-		found := false
-		err := b.List(ctx, Dir(name), func(a storage.Attrs) error {
-			if e, ok := parseKey(name, a.Key); ok {
-				epoch, found = e, true
-				return errStop
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, errStop) {
+		epoch, found, err := newestEpoch(ctx, b, name)
+		if err != nil {
 			return State{}, fmt.Errorf("list lease %s: %w", name, err)
 		}
 		if !found {
@@ -219,6 +211,40 @@ func (m *Manager) Read(ctx context.Context, b storage.Bucket, name string) (Stat
 	return State{}, fmt.Errorf("read lease %s: the newest record kept disappearing", name)
 }
 
+// newestEpoch finds the newest record's epoch: the first key of the folder
+// (epochs are stored inverted), asked of the store as a one-key listing;
+// a folder whose first key is not a record is listed in full.
+func newestEpoch(ctx context.Context, b storage.Bucket, name string) (uint64, bool, error) {
+	a, ok, err := storage.First(ctx, b, Dir(name))
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	if e, ok := parseKey(name, a.Key); ok {
+		return e, true, nil
+	}
+	var epoch uint64
+	found := false
+	err = b.List(ctx, Dir(name), func(a storage.Attrs) error {
+		if e, ok := parseKey(name, a.Key); ok {
+			epoch, found = e, true
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return 0, false, err
+	}
+	return epoch, found, nil
+}
+
+// Fresh reports whether cur, a record of this holder's lease, needs no
+// renewal yet: more than half its TTL is left. Until then no other holder
+// may take the lease, so a holder that remembers the record it wrote need
+// not read it again.
+func (m *Manager) Fresh(cur State) bool {
+	return cur.Holder == m.holder && cur.Expires.Sub(m.clock.Now()) > m.ttl/2
+}
+
 // TryAcquire takes lease name if it is free or expired, renews it if this
 // holder has it and half its TTL has passed, and otherwise reports the
 // current holder. held says whether this holder owns the lease on return.
@@ -228,7 +254,7 @@ func (m *Manager) TryAcquire(ctx context.Context, b storage.Bucket, name string)
 		return State{}, false, err
 	}
 	now := m.clock.Now()
-	if cur.Holder == m.holder && cur.Expires.Sub(now) > m.ttl/2 {
+	if m.Fresh(cur) {
 		return cur, true, nil
 	}
 	if cur.Holder != m.holder && cur.Live(now) {
@@ -236,6 +262,19 @@ func (m *Manager) TryAcquire(ctx context.Context, b storage.Bucket, name string)
 	}
 	// Free, expired, or ours and due for renewal: write the next epoch.
 	return m.write(ctx, b, name, cur, now.Add(m.ttl))
+}
+
+// Renew extends the lease that this holder last knew as held, the record
+// prev it wrote or read, without reading it first: it writes the next
+// epoch. Had another holder moved on meanwhile, the write collides with
+// that holder's record, or is found not to be the newest when read back,
+// exactly as a TryAcquire that read a stale record; held then reports the
+// loss.
+func (m *Manager) Renew(ctx context.Context, b storage.Bucket, name string, prev State) (st State, held bool, err error) {
+	if prev.Holder != m.holder || prev.Epoch == 0 {
+		return m.TryAcquire(ctx, b, name)
+	}
+	return m.write(ctx, b, name, prev, m.clock.Now().Add(m.ttl))
 }
 
 // Release ends this holder's lease now, so that another instance can take

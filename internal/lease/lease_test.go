@@ -87,6 +87,68 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 	})
 }
 
+// A holder renews from the record it remembers, without reading first; a
+// lease lost meanwhile (taken over, even several epochs ahead) is reported
+// lost, and the new holder's record stays the newest.
+func TestRenewFromMemory(t *testing.T) {
+	testutil.ForEachStore(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		b, err := storage.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		a, c := manager(t, "a", clk), manager(t, "b", clk)
+		st, held, err := a.TryAcquire(ctx, b, "table")
+		if err != nil || !held {
+			t.Fatalf("acquire: %+v %v %v", st, held, err)
+		}
+		if !a.Fresh(st) || c.Fresh(st) {
+			t.Fatal("Fresh: a's new record is fresh for a only")
+		}
+		clk.Advance(16 * time.Second)
+		if a.Fresh(st) {
+			t.Fatal("a record with less than half its TTL left is fresh")
+		}
+		st, held, err = a.Renew(ctx, b, "table", st)
+		if err != nil || !held || st.Epoch != 2 || !st.Expires.Equal(clk.Now().Add(30*time.Second)) {
+			t.Fatalf("renew: %+v %v %v", st, held, err)
+		}
+		if cur, _ := a.Read(ctx, b, "table"); !same(cur, st) {
+			t.Fatalf("read back %+v, renewed %+v", cur, st)
+		}
+		// a stalls past expiry; b takes over and renews twice.
+		stale := st
+		clk.Advance(30 * time.Second)
+		bst, held, err := c.TryAcquire(ctx, b, "table")
+		if err != nil || !held || bst.Epoch != 3 {
+			t.Fatalf("takeover: %+v %v %v", bst, held, err)
+		}
+		if st, held, err := a.Renew(ctx, b, "table", stale); err != nil || held || st.Holder != "b" {
+			t.Fatalf("renew of a lost lease (next epoch taken): %+v %v %v", st, held, err)
+		}
+		for range 2 {
+			clk.Advance(16 * time.Second)
+			if bst, held, err = c.Renew(ctx, b, "table", bst); err != nil || !held {
+				t.Fatalf("b renews: %+v %v %v", bst, held, err)
+			}
+		}
+		// Epoch 3 (the one after a's) is history now: a's write of it lands,
+		// but is not the newest.
+		if st, held, err := a.Renew(ctx, b, "table", stale); err != nil || held || !same(st, bst) {
+			t.Fatalf("renew of a lost lease (epochs ahead): %+v %v %v; want b's %+v", st, held, err, bst)
+		}
+		if cur, _ := c.Read(ctx, b, "table"); !same(cur, bst) {
+			t.Fatalf("after a's stale renewal the newest record is %+v, want b's %+v", cur, bst)
+		}
+	})
+}
+
+func same(x, y lease.State) bool {
+	return x.Holder == y.Holder && x.Epoch == y.Epoch && x.Expires.Equal(y.Expires)
+}
+
 // Of many instances racing for a free lease, exactly one wins.
 func TestRacingAcquireOneWinner(t *testing.T) {
 	testutil.ForEachStore(t, func(t *testing.T, url string) {

@@ -126,7 +126,18 @@ func (s *Scheduler) leaseTable(ctx context.Context, st *tableState, assign map[s
 			}
 		}
 	}
-	cur, held, err := lm.TryAcquire(ctx, h.Bucket, leaseName)
+	var cur lease.State
+	var held bool
+	switch {
+	case owned && lm.Fresh(cached):
+		// Renewed less than half a TTL ago: no other instance may take it
+		// before it expires, so there is nothing to read or write yet.
+		return
+	case owned && cached.Holder == holder:
+		cur, held, err = lm.Renew(ctx, h.Bucket, leaseName, cached)
+	default:
+		cur, held, err = lm.TryAcquire(ctx, h.Bucket, leaseName)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st.removed {

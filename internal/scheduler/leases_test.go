@@ -2,6 +2,8 @@ package scheduler_test
 
 import (
 	"context"
+	"maps"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -178,5 +180,87 @@ func TestTwoInstancesSplitTablesViaLeases(t *testing.T) {
 	}
 	if got := b.metric("compactord_lease_owned", "table", aTables[0]); got != 1 {
 		t.Fatalf("lease_owned = %v", got)
+	}
+}
+
+// opCounter counts operations on keys under a prefix, over every bucket
+// wrapped with it (two loops may open a table at once; one handle wins).
+type opCounter struct {
+	prefix string
+	mu     sync.Mutex
+	ops    map[string]int
+}
+
+func (c *opCounter) note(op, key string) {
+	if strings.HasPrefix(key, c.prefix) {
+		c.mu.Lock()
+		c.ops[op]++
+		c.mu.Unlock()
+	}
+}
+
+func (c *opCounter) counts() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.ops)
+}
+
+type countingBucket struct {
+	storage.Bucket
+	c *opCounter
+}
+
+func (c *countingBucket) Get(ctx context.Context, key string) ([]byte, error) {
+	c.c.note("get", key)
+	return c.Bucket.Get(ctx, key)
+}
+
+func (c *countingBucket) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	c.c.note("put_if_absent", key)
+	return c.Bucket.PutIfAbsent(ctx, key, data)
+}
+
+func (c *countingBucket) List(ctx context.Context, prefix string, fn func(storage.Attrs) error) error {
+	c.c.note("list", prefix)
+	return c.Bucket.List(ctx, prefix, fn)
+}
+
+func (c *countingBucket) Delete(ctx context.Context, key string) error {
+	c.c.note("delete", key)
+	return c.Bucket.Delete(ctx, key)
+}
+
+// A holder touches the store for its lease only to renew it, once half the
+// TTL has passed: the rounds in between cost no request.
+func TestLeaseRoundsBetweenRenewalsDoNoIO(t *testing.T) {
+	cfg := testConfig()
+	cfg.Lease = lease.Config{Enabled: true, TTL: 30 * time.Second, RenewInterval: 10 * time.Second}
+	cb := &opCounter{prefix: lease.Dir("table"), ops: map[string]int{}}
+	h := start(t, harnessOpts{cfg: cfg, wrap: func(_ string, b storage.Bucket) storage.Bucket {
+		return &countingBucket{Bucket: b, c: cb}
+	}, deps: func(d *scheduler.Deps) {
+		var err error
+		if d.Leases, err = lease.NewManager("a", cfg.Lease.TTL, d.Clock); err != nil {
+			t.Fatal(err)
+		}
+	}}, specs(t, "t")...)
+	h.waitSynced("t")
+	h.idle(3)
+	before := cb.counts()
+	for range 6 {
+		h.clk.Advance(cfg.Lease.RenewInterval)
+		h.idle(3)
+	}
+	after := cb.counts()
+	// Six rounds, three renewals: each writes the next record, reads it back
+	// (a listing and a get) and deletes the one before the last (none before
+	// the second record).
+	for op, want := range map[string]int{"put_if_absent": 3, "list": 3, "get": 3, "delete": 2} {
+		if got := after[op] - before[op]; got != want {
+			t.Errorf("%s on the lease: %d in six rounds, want %d (all: before %v, after %v)", op, got, want, before, after)
+		}
+	}
+	if !h.status("t").Owned {
+		t.Fatal("the lease was lost")
 	}
 }
