@@ -245,11 +245,23 @@ type observer struct {
 
 var errStop = errors.New("stop")
 
-// newestShardVersion lists a shard's manifest folder up to its first key,
-// the newest version (0: never claimed).
+// newestShardVersion reads the first key of a shard's manifest folder, the
+// newest version (0: never claimed), with a one-key listing; a folder whose
+// first key is not a manifest is listed until one is.
 func newestShardVersion(ctx context.Context, b storage.Bucket, shard string) (uint64, error) {
+	dir := memwal.ShardManifestDir(shard)
+	first, ok, err := storage.First(ctx, b, dir)
+	if err != nil {
+		return 0, fmt.Errorf("list manifests of shard %q: %w", shard, err)
+	}
+	if !ok {
+		return 0, nil
+	}
+	if n, ok := memwal.ParseShardManifestKey(shard, first.Key); ok {
+		return n, nil
+	}
 	var v uint64
-	err := b.List(ctx, memwal.ShardManifestDir(shard), func(a storage.Attrs) error {
+	err = b.List(ctx, dir, func(a storage.Attrs) error {
 		if n, ok := memwal.ParseShardManifestKey(shard, a.Key); ok {
 			v = n
 			return errStop
