@@ -146,7 +146,9 @@ func build(t *testing.T, url string, appends int) *fixture {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	f := storage.NewFaulty(b)
-	c, err := commit.NewCommitter(commit.Config{}, f, nil, nil, nil)
+	// With transaction files, as tables written before they became
+	// optional have them: cleanup collects them too.
+	c, err := commit.NewCommitter(commit.Config{TransactionFiles: true}, f, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

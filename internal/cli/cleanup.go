@@ -32,6 +32,9 @@ func (f durationFlag) Set(s string) error {
 	return nil
 }
 
+// cleanupNow is the clock cleanup judges ages by; tests move it.
+var cleanupNow = time.Now
+
 func newCleanupCmd(e *env) *cobra.Command {
 	cfg := cleanup.Config{Policy: cleanup.DefaultPolicy(), Concurrency: 16}
 	cmd := &cobra.Command{
@@ -47,7 +50,7 @@ func newCleanupCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer done()
-			res, err := cleanup.Run(cmd.Context(), t.Bucket, cfg, time.Now())
+			res, err := cleanup.Run(cmd.Context(), t.Bucket, cfg, cleanupNow())
 			if err != nil {
 				return err
 			}

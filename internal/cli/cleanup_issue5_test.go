@@ -3,6 +3,9 @@ package cli
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/compactord/compactord/internal/table"
 )
 
 // Bad cleanup/trim input: one clear line, non-zero exit, nothing deleted.
@@ -30,9 +33,18 @@ func TestCleanupTrimBadInput(t *testing.T) {
 			t.Fatalf("%v changed files", tc.args)
 		}
 	}
-	// A dry run prints the plan and changes nothing.
+	// A dry run prints the plan and changes nothing. Versions younger than
+	// the floor are never deleted, so the plan is empty now and names the
+	// two older versions once the floor has passed.
 	before := snapshot(t, dir)
-	doc := mustRun(t, "", "cleanup", dir, "--retain-versions", "1", "--older-than", "0s", "--min-age", "0s", "--dry-run")
+	args := []string{"cleanup", dir, "--retain-versions", "1", "--older-than", "0s", "--min-age", "0s", "--dry-run"}
+	if vs, ok := mustRun(t, "", args...)["delete_versions"].([]any); !ok || len(vs) != 0 {
+		t.Fatalf("dry-run plan deletes versions younger than the floor: %v", vs)
+	}
+	later := time.Now().Add(table.VersionFloor + time.Minute)
+	cleanupNow = func() time.Time { return later }
+	defer func() { cleanupNow = time.Now }()
+	doc := mustRun(t, "", args...)
 	if vs, ok := doc["delete_versions"].([]any); !ok || len(vs) != 2 {
 		t.Fatalf("dry-run plan %v", doc)
 	}

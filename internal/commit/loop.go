@@ -66,6 +66,14 @@ type Config struct {
 	Deadline time.Duration `yaml:"deadline"`
 	// ReadBackTimeout bounds resolving an ambiguous put.
 	ReadBackTimeout time.Duration `yaml:"read_back_timeout"`
+	// TransactionFiles also writes each transaction to
+	// _transactions/{read_version}-{uuid}.txn, in parallel with its
+	// manifest, and names it in the manifest's transaction_path. Off by
+	// default: the manifest carries its transaction, which is all this
+	// version reads; the file is for tools and compactord builds from before
+	// the transaction was inline (pre-dd2fbb5), which classify conflicts by
+	// reading it. The extra put costs each commit a second write request.
+	TransactionFiles bool `yaml:"transaction_files"`
 }
 
 // DefaultConfig is the configuration used when a field is zero.
@@ -338,7 +346,11 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 		}
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer dcancel()
-		for _, k := range append(written, txnKey) {
+		remove := written[:len(written):len(written)]
+		if c.cfg.TransactionFiles {
+			remove = append(remove, txnKey)
+		}
+		for _, k := range remove {
 			if derr := c.bucket.Delete(dctx, k); derr != nil && !storage.IsNotFound(derr) {
 				c.logger.Warn("could not remove file of a failed commit", zap.String("key", k), zap.Error(derr))
 			}
@@ -464,10 +476,6 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 			cur, rebased = nt, true
 			c.metrics.rebases.WithLabelValues(op).Inc()
 		}
-		data, err := table.EncodeProto(cur)
-		if err != nil {
-			return nil, err
-		}
 		next, err := BuildManifest(head, cur, read)
 		if err != nil {
 			var ce *ConflictError
@@ -477,21 +485,32 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 			}
 			return fail(fmt.Errorf("build version %d: %w", headV+1, err))
 		}
+		if !c.cfg.TransactionFiles {
+			next.TransactionPath = "" // the transaction is inline only
+		}
 		mdata, err := table.EncodeProto(next)
 		if err != nil {
 			return nil, err
 		}
 		c.metrics.attempts.WithLabelValues(op).Inc()
-		// The transaction file and the manifest are written in parallel:
-		// the manifest carries the transaction inline, so nobody needs the
-		// file to classify against this version, and the commit costs one
-		// round trip. The file stays for audits and older readers.
+		// With TransactionFiles, the transaction file and the manifest are
+		// written in parallel: the manifest carries the transaction inline,
+		// so nobody needs the file to classify against this version.
 		putStart := c.clock.Now()
-		txnDone := make(chan error, 1)
-		go func() { txnDone <- c.bucket.Put(ctx, txnKey, data) }()
+		var txnDone chan error
+		if c.cfg.TransactionFiles {
+			data, err := table.EncodeProto(cur)
+			if err != nil {
+				return nil, err
+			}
+			txnDone = make(chan error, 1)
+			go func() { txnDone <- c.bucket.Put(ctx, txnKey, data) }()
+		}
 		perr := c.bucket.PutIfAbsent(ctx, table.ManifestKey(next.Version), mdata)
-		if terr := <-txnDone; terr != nil {
-			c.logger.Warn("could not write the transaction file; the manifest carries the transaction", zap.String("key", txnKey), zap.Error(terr))
+		if txnDone != nil {
+			if terr := <-txnDone; terr != nil {
+				c.logger.Warn("could not write the transaction file; the manifest carries the transaction", zap.String("key", txnKey), zap.Error(terr))
+			}
 		}
 		// landed is our version when the put is known to have landed.
 		var landed *pb.Manifest

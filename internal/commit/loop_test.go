@@ -227,10 +227,10 @@ func TestLostRaceIsRetried(t *testing.T) {
 }
 
 // A permanent error surfaces as a clear error and removes the transaction's
-// files.
+// files (the transaction file too, when they are written).
 func TestPermanentErrorSurfaces(t *testing.T) {
 	f := newFixture(t, "mem://")
-	tb := f.table(t, commit.Config{})
+	tb := f.table(t, commit.Config{TransactionFiles: true})
 	ctx := context.Background()
 	if _, err := tb.Create(ctx, schema(t)); err != nil {
 		t.Fatal(err)
@@ -252,7 +252,7 @@ func TestPermanentErrorSurfaces(t *testing.T) {
 // Scenario 3: retries run out; a typed retryable error, stale files removed.
 func TestRetriesRunOut(t *testing.T) {
 	f := newFixture(t, "mem://")
-	tb := f.table(t, commit.Config{MaxAttempts: 3})
+	tb := f.table(t, commit.Config{MaxAttempts: 3, TransactionFiles: true})
 	ctx := context.Background()
 	if _, err := tb.Create(ctx, schema(t)); err != nil {
 		t.Fatal(err)
@@ -273,6 +273,51 @@ func TestRetriesRunOut(t *testing.T) {
 	if got := promtest.ToFloat64(counter(t, f.reg, "compactord_commit_attempts_total", "operation", "append")); got != 3 {
 		t.Fatalf("attempts = %v, want 3", got)
 	}
+}
+
+// By default a commit writes its manifest only: the transaction travels
+// inline, no transaction file is written or named, and conflicts are
+// classified from the inline copy.
+func TestNoTransactionFileByDefault(t *testing.T) {
+	testutil.ForEachStore(t, func(t *testing.T, url string) {
+		f := newFixture(t, url)
+		tb := f.table(t, commit.Config{})
+		ctx := context.Background()
+		if _, err := tb.Create(ctx, schema(t)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tb.Append(ctx, rows(0, 100)); err != nil {
+			t.Fatal(err)
+		}
+		read, err := table.ReadLatest(ctx, f.bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := ops.DeleteSpec{Keys: []table.Row{{int64(1), nil}}}
+		if _, _, err := newFixtureShared(t, f).Delete(ctx, read, spec); err != nil {
+			t.Fatal(err)
+		}
+		spec = ops.DeleteSpec{Keys: []table.Row{{int64(2), nil}}}
+		res, _, err := tb.Delete(ctx, read, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Rebased || len(scanKeys(t, tb, 0)) != 98 {
+			t.Fatalf("rebased %v, %d rows; want a rebase onto the other delete and 98 rows", res.Rebased, len(scanKeys(t, tb, 0)))
+		}
+		if got := listKeys(t, f.bucket, table.TransactionsDir); len(got) != 0 {
+			t.Fatalf("transaction files %v, want none", got)
+		}
+		for v := uint64(1); v <= 4; v++ {
+			m, err := table.ReadManifest(ctx, f.bucket, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.TransactionPath != "" || m.Transaction == nil || m.Transaction.Uuid != m.TransactionUuid {
+				t.Fatalf("version %d: transaction path %q, inline transaction %v", v, m.TransactionPath, m.Transaction != nil)
+			}
+		}
+	})
 }
 
 // Scenario 4: deletes on different rows of one fragment rebase by union;

@@ -206,9 +206,11 @@ func mergeHistory(t testing.TB, tb *ops.Table) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		txn, err := table.ReadTransaction(ctx, tb.Bucket, m.TransactionPath)
-		if err != nil {
-			t.Fatal(err)
+		txn := m.Transaction // inline; the transaction file is optional
+		if txn == nil {
+			if txn, err = table.ReadTransaction(ctx, tb.Bucket, m.TransactionPath); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if ms := txn.GetMergeSstables(); ms != nil {
 			out = append(out, fmt.Sprintf("%s@%d", ms.Shard, ms.ThroughGeneration))

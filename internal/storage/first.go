@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"gocloud.dev/blob"
@@ -82,3 +86,63 @@ func (s *subBucket) First(ctx context.Context, prefix string) (Attrs, bool, erro
 	a.Key = strings.TrimPrefix(a.Key, s.prefix)
 	return a, ok, err
 }
+
+// First finds the lexically first object under prefix with one unsorted
+// directory read, when prefix ends at a directory boundary ("_versions/")
+// and the first entry is a file: latest-version discovery on every commit,
+// in a directory that holds every retained version. Other cases, and an
+// entry removed between the read and its stat, take the ordered walk.
+func (b *fileBucket) First(ctx context.Context, prefix string) (Attrs, bool, error) {
+	walk := func() (Attrs, bool, error) { return First(ctx, listOnly{b}, prefix) }
+	if err := validatePrefix(prefix); err != nil {
+		return Attrs{}, false, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	if !strings.HasSuffix(prefix, "/") {
+		return walk()
+	}
+	if err := ctx.Err(); err != nil {
+		return Attrs{}, false, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	dir := filepath.Join(b.root, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))
+	f, err := os.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return Attrs{}, false, nil
+	}
+	if err != nil {
+		return Attrs{}, false, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	entries, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return Attrs{}, false, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	var first fs.DirEntry
+	firstKey := ""
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, tmpPrefix) {
+			continue
+		}
+		k := name
+		if e.IsDir() {
+			k += "/" // the order List uses
+		}
+		if first == nil || k < firstKey {
+			first, firstKey = e, k
+		}
+	}
+	if first == nil {
+		return Attrs{}, false, nil
+	}
+	if !first.Type().IsRegular() {
+		return walk()
+	}
+	fi, err := first.Info()
+	if err != nil {
+		return walk()
+	}
+	return Attrs{Key: prefix + first.Name(), Size: fi.Size(), ModTime: fi.ModTime()}, true, nil
+}
+
+// listOnly hides a bucket's First, so that First falls back to List.
+type listOnly struct{ Bucket }

@@ -2,6 +2,8 @@ package storage_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,5 +43,54 @@ func TestFirst(t *testing.T) {
 		if err != nil || !ok || a.Key != "001" {
 			t.Fatalf("sub: First = %+v %v %v", a, ok, err)
 		}
+	})
+}
+
+// First on file:// reads the directory unsorted; it must agree with the
+// ordered listing: a subdirectory ("v/0/", which sorts before "v/001") comes
+// first, temporary files of writes in progress are not objects.
+func TestFirstAgreesWithList(t *testing.T) {
+	testutil.ForEachStore(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		b, err := storage.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		check := func(prefix string) {
+			t.Helper()
+			var want string
+			if err := b.List(ctx, prefix, func(a storage.Attrs) error {
+				if want == "" {
+					want = a.Key
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			a, ok, err := storage.First(ctx, b, prefix)
+			if err != nil || ok != (want != "") || a.Key != want {
+				t.Fatalf("First(%q) = %q %v %v, List starts with %q", prefix, a.Key, ok, err, want)
+			}
+		}
+		for _, k := range []string{"v/003", "v/001", "v/0a"} {
+			if err := b.Put(ctx, k, []byte(k)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check("v/")
+		if lp, ok := b.(storage.LocalPather); ok {
+			p, _ := lp.LocalPath("v/000")
+			if err := os.WriteFile(filepath.Join(filepath.Dir(p), ".tmp-000000"), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check("v/")
+		if err := b.Put(ctx, "v/0/x", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		check("v/")
+		check("v/0/")
+		check("w/")
 	})
 }
