@@ -45,6 +45,11 @@ jobs:
     retain_versions: 1
     older_than: 0s
     min_age: 0s
+  trim:
+    # Cleanup keeps every version younger than the version floor (10m), so
+    # the versions merged SSTables were read through stay; with no reader
+    # grace they do not pin those SSTables.
+    reader_grace: 0s
 `
 
 // opCounts is compactord_objstore_operations_total by operation.
@@ -161,9 +166,10 @@ func TestDaemonJobsOnObjectStores(t *testing.T) {
 			}
 			return e.sum("compactord_job_runs_total", labels...)
 		}
-		// Trim twice: the first keeps the merged SSTables (older versions
-		// still name them), cleanup drops those versions, the second
-		// retires them.
+		// Trim before and after cleanup. Cleanup keeps every version
+		// younger than the version floor; with no reader grace (config
+		// above) the older versions do not pin the merged, caught-up
+		// SSTables, so trim retires them.
 		for _, kind := range []string{"merge", "compact", "index", "trim", "cleanup", "trim"} {
 			before := parseExposition(d.scrape(t))
 			resp, err := http.Post(base+"/api/v1/tables/t/jobs/"+kind, "application/json", nil)
