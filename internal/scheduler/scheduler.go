@@ -351,7 +351,7 @@ func (s *Scheduler) collectDueLocked(now time.Time) {
 				continue
 			}
 			if s.eligibleLocked(st) {
-				if fp := st.snap.fingerprint(); k != KindCleanup && st.pending[i] == "" && fp != "" && st.clean[i] == fp {
+				if st.pending[i] == "" && s.nothingToDoLocked(st, k, now) {
 					s.elideLocked(st, k, now)
 				} else {
 					st.pend(k, TriggerSchedule, now)
@@ -362,10 +362,32 @@ func (s *Scheduler) collectDueLocked(now time.Time) {
 	}
 }
 
+// nothingToDoLocked reports whether a scheduled attempt of kind k would
+// find nothing to do:
+//   - the kind last succeeded without committing, and neither the table
+//     version nor any shard manifest changed since (its fingerprint); or
+//   - for a merge, no shard has flushed a generation the table has not
+//     merged, by shard manifests checked within two poll intervals. A flush
+//     after that check is seen by change polling, which queues a merge
+//     itself, so the scheduled merge would only repeat the poll's answer.
+//     It holds after commits of other kinds, which change the fingerprint
+//     but leave no merge work, and from the first sync on.
+//
+// Cleanup, which depends on the clock, never qualifies. REQUIRES: s.mu held.
+func (s *Scheduler) nothingToDoLocked(st *tableState, k Kind, now time.Time) bool {
+	if k == KindCleanup {
+		return false
+	}
+	if fp := st.snap.fingerprint(); fp != "" && st.clean[k.index()] == fp {
+		return true
+	}
+	iv := s.cfg.PollInterval
+	return k == KindMerge && iv > 0 && st.snap != nil && st.snap.MemWal && st.snap.PendingGenerations == 0 &&
+		!st.shardsChecked.IsZero() && now.Sub(st.shardsChecked) <= 2*iv
+}
+
 // elideLocked stands for a scheduled attempt that would find nothing to
-// do: the kind last succeeded without committing, and neither the table
-// version nor any shard manifest changed since. Cleanup, which depends on
-// the clock, is never elided. An idle table then costs no object-store
+// do (nothingToDoLocked). An idle table then costs no object-store
 // request between syncs; the job still counts as up to date (result
 // "skipped"), so that staleness alerts stay quiet. REQUIRES: s.mu held.
 func (s *Scheduler) elideLocked(st *tableState, k Kind, now time.Time) {

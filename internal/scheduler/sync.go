@@ -119,6 +119,7 @@ func (s *Scheduler) syncTable(ctx context.Context, st *tableState, h *TableHandl
 	case err == nil:
 		wasSynced := st.synced
 		st.synced, st.snap, st.lastSync, st.syncErr, st.syncFailures = true, snap, now, "", 0
+		st.shardsChecked = now
 		s.metrics.lastSync.WithLabelValues(name).Set(float64(now.UnixMilli()) / 1e3)
 		s.applySnapshotLocked(st, snap)
 		if !wasSynced {
@@ -222,12 +223,13 @@ func (s *Scheduler) pollTable(ctx context.Context, st *tableState) {
 		}
 		return
 	}
-	if snap == nil {
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st.removed {
+		return
+	}
+	st.shardsChecked = s.clock.Now()
+	if snap == nil {
 		return
 	}
 	st.snap = snap

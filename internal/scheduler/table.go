@@ -110,11 +110,14 @@ type tableState struct {
 	halted  *Halt
 	removed bool
 
-	synced       bool
-	snap         *Snapshot
-	lastSync     time.Time
-	syncErr      string
-	syncFailures int
+	synced bool
+	snap   *Snapshot
+	// shardsChecked is when the shard manifests behind snap were last
+	// checked (by a sync or a change poll) without error.
+	shardsChecked time.Time
+	lastSync      time.Time
+	syncErr       string
+	syncFailures  int
 
 	owned     bool
 	lease     lease.State
