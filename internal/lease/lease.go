@@ -318,14 +318,23 @@ func (m *Manager) write(ctx context.Context, b storage.Bucket, name string, cur 
 	}
 	// Confirm that our record is the newest. A slow instance that read an
 	// old record could otherwise write an epoch whose key an older cleanup
-	// had freed, and believe it holds the lease behind a newer record.
-	got, err := m.Read(ctx, b, name)
+	// had freed, and believe it holds the lease behind a newer record. The
+	// listing alone confirms it: a newest key of our epoch is the record our
+	// put-if-absent created (a record is deleted only once two newer ones
+	// exist). Otherwise the newest record says who holds the lease.
+	epoch, found, err := newestEpoch(ctx, b, name)
 	if err != nil {
-		return State{}, false, err
+		return State{}, false, fmt.Errorf("list lease %s: %w", name, err)
 	}
-	if got.Epoch != next.Epoch || got.Holder != m.holder {
-		_ = b.Delete(ctx, key) // our record is history already
-		return got, got.Holder == m.holder && got.Live(m.clock.Now()), nil
+	if !found || epoch != next.Epoch {
+		got, err := m.Read(ctx, b, name)
+		if err != nil {
+			return State{}, false, err
+		}
+		if got.Epoch != next.Epoch || got.Holder != m.holder {
+			_ = b.Delete(ctx, key) // our record is history already
+			return got, got.Holder == m.holder && got.Live(m.clock.Now()), nil
+		}
 	}
 	// Keep the two newest records (the newest decides; the one before makes
 	// a put-if-absent from a reader one epoch behind collide). Older ones
