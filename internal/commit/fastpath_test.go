@@ -3,6 +3,7 @@ package commit_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -462,4 +463,61 @@ func TestFastPathAmbiguousPut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The normal path checks that the versions it classifies against chain
+// (each names the one below as parent). A stray version in a gap (here
+// forged: version 3 deleted under version 4, then another version 3 put in
+// its place, as an undetected fast-path put would) breaks the chain; the
+// commit fails instead of classifying against a change that was never
+// committed on the line.
+func TestNormalPathRefusesABrokenChain(t *testing.T) {
+	f := newFixture(t, "mem://")
+	tb := f.table(t, commit.Config{})
+	other := f.other(t)
+	ctx := context.Background()
+	if _, err := tb.Create(ctx, schema(t)); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := tb.Append(ctx, rows(0, 100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 2; i++ {
+		if _, err := other.Append(ctx, rows(100*i, 5)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.bucket.Delete(ctx, table.ManifestKey(3)); err != nil {
+		t.Fatal(err)
+	}
+	// The stray version 3, built on version 2.
+	m3, err := commit.BuildManifest(r2.Manifest, &pb.Transaction{ReadVersion: 2, Uuid: "stray", Operation: &pb.Transaction_ReserveFragments{ReserveFragments: &pb.ReserveFragments{NumFragments: 1}}}, r2.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := table.EncodeProto(m3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.bucket.PutIfAbsent(ctx, table.ManifestKey(3), data); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = newFixtureShared(t, f).Delete(ctx, r2.Manifest, ops.DeleteSpec{Predicate: mustPredicate(t, "id < 50")})
+	var ae *commit.AmbiguousError
+	if err == nil || errors.As(err, &ae) || !strings.Contains(err.Error(), "was not built on version 3") {
+		t.Fatalf("got %v, want a plain error naming the broken chain", err)
+	}
+	if vs := versions(t, f.bucket); vs[0] != 4 {
+		t.Fatalf("versions %v: something committed across the gap", vs)
+	}
+}
+
+func mustPredicate(t *testing.T, expr string) *ops.Predicate {
+	t.Helper()
+	p, err := ops.ParsePredicate(schema(t), expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -409,11 +409,25 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 			}
 		}
 		needRebase := false
+		prev := head // the version below v, when known
+		if prev == nil {
+			prev = read
+		}
 		for v := checked + 1; v <= headV; v++ {
 			m, err := c.manifest(ctx, v)
 			if err != nil {
 				return fail(err)
 			}
+			// Every version names the one it was built on. A break in the
+			// chain is a gap: a version was deleted younger than the floor
+			// and another put landed in its place, below the head.
+			// Classifying against that stray version would apply changes
+			// that were never committed.
+			if prev != nil && prev.Version == v-1 && m.ParentTransactionUuid != "" && prev.TransactionUuid != "" && m.ParentTransactionUuid != prev.TransactionUuid {
+				c.logger.Error("versions do not chain: a version younger than the cleanup floor was deleted and another landed in its place", zap.Uint64("version", v))
+				return fail(fmt.Errorf("commit %s: version %d was not built on version %d (a gap left by a deleted version); plan again from the head", op, v, v-1))
+			}
+			prev = m
 			if m.TransactionUuid == txn.Uuid {
 				// An earlier attempt's put landed after all. If the head
 				// is above it, it must have been built on it (a gap would
