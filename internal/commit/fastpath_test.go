@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	pb "github.com/compactord/compactord/gen/compactordv1"
@@ -520,4 +521,45 @@ func mustPredicate(t *testing.T, expr string) *ops.Predicate {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// A version's timestamp is when it was committed, not when its transaction
+// started, and never below its parent's: cleanup's age cutoff and trim's
+// reader grace read it as "committed at".
+func TestVersionTimestampIsCommitTime(t *testing.T) {
+	ctx := context.Background()
+	b, err := storage.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	sch, _ := table.ParseSchema("id:int64", []string{"id"})
+	started := time.Now().Add(-2 * time.Hour).UnixMicro() // a long job
+	before := time.Now()
+	c, err := commit.NewCommitter(commit.Config{}, b, &offsetClock{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, err := c.Commit(ctx, &pb.Transaction{Uuid: uuid.NewString(), TimestampMicros: started,
+		Operation: &pb.Transaction_Create{Create: &pb.Create{Schema: sch}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r1.Manifest.TimestampMicros; got < before.UnixMicro() || got > time.Now().UnixMicro() {
+		t.Fatalf("version 1 stamped %s, committed between %s and now", time.UnixMicro(got), before)
+	}
+	behind := &offsetClock{}
+	behind.advance(-time.Hour)
+	c2, err := commit.NewCommitter(commit.Config{}, b, behind, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := c2.Commit(ctx, &pb.Transaction{ReadVersion: 1, Uuid: uuid.NewString(), TimestampMicros: started,
+		Operation: &pb.Transaction_Append{Append: &pb.Append{Fragments: []*pb.Fragment{{PhysicalRows: 1, DataFile: &pb.DataFile{Path: "data/x.parquet", SizeBytes: 1}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.Manifest.TimestampMicros != r1.Manifest.TimestampMicros {
+		t.Fatalf("a committer an hour behind stamped %s after %s; timestamps must not go down", time.UnixMicro(r2.Manifest.TimestampMicros), time.UnixMicro(r1.Manifest.TimestampMicros))
+	}
 }

@@ -502,6 +502,7 @@ func (c *Committer) Commit(ctx context.Context, txn *pb.Transaction) (res *Resul
 		if !c.cfg.TransactionFiles {
 			next.TransactionPath = "" // the transaction is inline only
 		}
+		stampCommitTime(next, head, c.clock.Now())
 		mdata, err := table.EncodeProto(next)
 		if err != nil {
 			return nil, err
@@ -807,4 +808,17 @@ func deletionFiles(txn *pb.Transaction) []string {
 		add(g.NewFragments)
 	}
 	return out
+}
+
+// stampCommitTime sets a version's timestamp to when it is committed, not
+// when its transaction started (a long job commits late), and never below
+// its parent's: timestamps then grow with versions even across committers
+// whose clocks disagree. Cleanup's age cutoff and trim's reader grace both
+// read it as "committed at"; a start time made a late commit look old.
+func stampCommitTime(next, head *pb.Manifest, now time.Time) {
+	ts := now.UnixMicro()
+	if head != nil {
+		ts = max(ts, head.TimestampMicros)
+	}
+	next.TimestampMicros = ts
 }
