@@ -3,8 +3,6 @@ package cleanup
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	pb "github.com/compactord/compactord/gen/compactordv1"
@@ -38,29 +36,6 @@ type Result struct {
 	DryRun         bool  `json:"dry_run"`
 }
 
-// LoadTags reads `_tags/{name}`, each holding a version number.
-func LoadTags(ctx context.Context, b storage.Bucket) (map[uint64]string, error) {
-	tags := map[uint64]string{}
-	var keys []string
-	if err := b.List(ctx, table.TagsDir, func(a storage.Attrs) error { keys = append(keys, a.Key); return nil }); err != nil {
-		return nil, fmt.Errorf("list tags: %w", err)
-	}
-	for _, k := range keys {
-		data, err := b.Get(ctx, k)
-		if err != nil {
-			return nil, fmt.Errorf("read tag %s: %w", k, err)
-		}
-		v, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
-		if err != nil {
-			// Failing safe: an unreadable tag stops the run rather than
-			// letting the version it protects be deleted.
-			return nil, fmt.Errorf("tag %s: not a version number: %q", k, data)
-		}
-		tags[v] = strings.TrimPrefix(k, table.TagsDir)
-	}
-	return tags, nil
-}
-
 // Run plans and (unless DryRun) executes a cleanup.
 func Run(ctx context.Context, b storage.Bucket, cfg Config, now time.Time) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
@@ -85,7 +60,7 @@ func Run(ctx context.Context, b storage.Bucket, cfg Config, now time.Time) (*Res
 	if len(versions) == 0 {
 		return nil, table.ErrNoTable
 	}
-	tags, err := LoadTags(ctx, b)
+	tags, err := table.LoadTags(ctx, b)
 	if err != nil {
 		return nil, err
 	}
