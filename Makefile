@@ -4,6 +4,7 @@ TOOLS := $(CURDIR)/tools
 export PATH := $(TOOLS):$(PATH)
 export COMPACTORD_TOOLS := $(TOOLS)
 VERSITYGW_VERSION := v1.8.0
+FAKE_GCS_SERVER_VERSION := v1.56.1
 PROTOC_GEN_GO_VERSION := v1.36.12
 TEST_FLAGS ?= -count=1 -timeout 20m
 BIN := bin/compactord
@@ -14,13 +15,17 @@ build:
 	$(GO) build -ldflags "-X github.com/compactord/compactord/internal/cli.Version=$$(git describe --always --dirty 2>/dev/null || echo dev)" -o $(BIN) ./cmd/compactord
 
 # Everything the tests need, installed into ./tools.
-tools: $(TOOLS)/versitygw bench/node_modules/@duckdb/node-api
+tools: $(TOOLS)/versitygw $(TOOLS)/fake-gcs-server bench/node_modules/@duckdb/node-api
 
 bench/node_modules/@duckdb/node-api: bench/package.json bench/package-lock.json
 	cd bench && npm ci --no-audit --no-fund
 
 $(TOOLS)/versitygw:
 	GOBIN=$(TOOLS) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+
+# The Cloud Storage emulator the gs:// tests start (internal/testutil/gcsserver).
+$(TOOLS)/fake-gcs-server:
+	GOBIN=$(TOOLS) $(GO) install github.com/fsouza/fake-gcs-server@$(FAKE_GCS_SERVER_VERSION)
 
 $(TOOLS)/protoc-gen-go:
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)

@@ -3,12 +3,47 @@ package storage
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/url"
+	"os"
 	"slices"
 	"testing"
 
 	"gocloud.dev/blob"
+	"gocloud.dev/blob/driver"
 )
+
+// GCSListPages lists prefix in a gs:// bucket through the driver (at
+// STORAGE_EMULATOR_HOST), pageSize objects a page, and returns each page's
+// keys: Bucket.List cannot choose a page size, and takes 1000 a page.
+// TestGCSEmulator checks pagination against an emulator with it.
+func GCSListPages(ctx context.Context, bucket, prefix string, pageSize int) ([][]string, error) {
+	svc, err := gcsClient(ctx, gcsClientKey{emulator: os.Getenv("STORAGE_EMULATOR_HOST")})
+	if err != nil {
+		return nil, err
+	}
+	b := &gcsBucket{svc: svc, name: bucket, retry: defaultGCSRetry}
+	var pages [][]string
+	var token []byte
+	for {
+		p, err := b.ListPaged(ctx, &driver.ListOptions{Prefix: prefix, PageSize: pageSize, PageToken: token})
+		if err != nil {
+			return pages, err
+		}
+		var keys []string
+		for _, o := range p.Objects {
+			keys = append(keys, o.Key)
+		}
+		pages = append(pages, keys)
+		if len(p.NextPageToken) == 0 {
+			return pages, nil
+		}
+		if len(pages) >= 1000 {
+			return pages, errors.New("the listing does not end")
+		}
+		token = p.NextPageToken
+	}
+}
 
 // Keys are escaped as gcsblob escaped them, so that objects it wrote keep
 // their names.

@@ -3,7 +3,6 @@ package storage_test
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -17,40 +16,10 @@ import (
 )
 
 // The package INVARIANT through the gs:// driver: ifGenerationMatch=0 and
-// the 412 classification.
+// the 412 classification (putIfAbsentRace, shared with TestGCSEmulator).
 func TestGCSPutIfAbsentRace(t *testing.T) {
-	const writers, rounds = 8, 50
 	storage.NewFakeGCS(t)
-	ctx := t.Context()
-	b := open(t, "gs://bucket/"+testutil.UniqueName(t))
-	for round := range rounds {
-		key := fmt.Sprintf("_log/%020d.json", round)
-		errs := make([]error, writers)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for w := range writers {
-			wg.Go(func() {
-				<-start
-				errs[w] = b.PutIfAbsent(ctx, key, fmt.Appendf(nil, "writer %d", w))
-			})
-		}
-		close(start)
-		wg.Wait()
-		winner := -1
-		for w, err := range errs {
-			switch {
-			case err == nil && winner >= 0:
-				t.Fatalf("round %d: writers %d and %d both won", round, winner, w)
-			case err == nil:
-				winner = w
-			case !storage.IsAlreadyExists(err):
-				t.Fatalf("round %d: writer %d: %v", round, w, err)
-			}
-		}
-		if got, err := b.Get(ctx, key); winner < 0 || err != nil || string(got) != fmt.Sprintf("writer %d", winner) {
-			t.Fatalf("round %d: winner %d, stored %q, %v", round, winner, got, err)
-		}
-	}
+	putIfAbsentRace(t, open(t, "gs://bucket/"+testutil.UniqueName(t)), 8, 50)
 }
 
 // A conditional write whose response is lost is not retried by the driver:
@@ -160,7 +129,13 @@ func TestGCSDetectsCorruptDownload(t *testing.T) {
 
 func TestGCSReadPastEnd(t *testing.T) {
 	storage.NewFakeGCS(t)
-	b := open(t, "gs://bucket")
+	readPastEnd(t, open(t, "gs://bucket"))
+}
+
+// readPastEnd: ranges that start at or past the end of an object, and empty
+// ranges, read nothing; an empty range of a missing key is not found.
+func readPastEnd(t *testing.T, b storage.Bucket) {
+	t.Helper()
 	ctx := t.Context()
 	if err := b.Put(ctx, "k", []byte("0123456789")); err != nil {
 		t.Fatal(err)
