@@ -14,12 +14,15 @@ import (
 	"github.com/compactord/compactord/internal/cli"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testutil"
+	"github.com/compactord/compactord/internal/testutil/gcsserver"
 )
 
 // forEachServer runs fn against each real object-store server started on
-// loopback: versitygw (S3; shared by the test binary) and Azurite (Azure
-// Blob Storage; one per call). newURL gives each caller an empty table
-// location of its own.
+// loopback: versitygw (S3; shared by the test binary), Azurite (Azure Blob
+// Storage; one per call) and fake-gcs-server (Cloud Storage, through the
+// gs:// driver; one per call, found through STORAGE_EMULATOR_HOST, which
+// the daemon started by a test inherits). newURL gives each caller an
+// empty table location of its own.
 func forEachServer(t *testing.T, fn func(t *testing.T, newURL func(t *testing.T) string)) {
 	t.Run("s3", func(t *testing.T) {
 		srv := testutil.SharedS3(t)
@@ -28,6 +31,10 @@ func forEachServer(t *testing.T, fn func(t *testing.T, newURL func(t *testing.T)
 	t.Run("azblob", func(t *testing.T) {
 		az := startAzurite(t)
 		fn(t, func(t *testing.T) string { return az.URL(testutil.UniqueName(t)) })
+	})
+	t.Run("gs", func(t *testing.T) {
+		gs := gcsserver.Start(t)
+		fn(t, func(t *testing.T) string { return gs.URL(testutil.UniqueName(t)) })
 	})
 }
 

@@ -137,8 +137,9 @@ func SkipOrFail(t testing.TB, err error) {
 }
 
 // Start runs an emulator for one test, points STORAGE_EMULATOR_HOST at it
-// with t.Setenv (so t must not be parallel) and stops it in t.Cleanup. A
-// missing binary skips the test, or fails it under CI=true.
+// with t.Setenv (so t must not be parallel) and stops it in t.Cleanup,
+// logging its output if t failed. A missing binary skips the test, or fails
+// it under CI=true.
 func Start(t testing.TB) *Server {
 	t.Helper()
 	bin, err := Binary()
@@ -152,6 +153,8 @@ func Start(t testing.TB) *Server {
 	t.Cleanup(func() {
 		if err := s.Stop(); err != nil {
 			t.Errorf("stop fake-gcs-server: %v", err)
+		} else if t.Failed() {
+			t.Logf("fake-gcs-server output (last %d bytes):\n%s", maxOutput, s.Output())
 		}
 	})
 	t.Setenv(EnvVar, s.Host)
