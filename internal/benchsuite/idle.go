@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/table"
+	"github.com/compactord/compactord/internal/testutil/toolproc"
 )
 
 // IdleResult is the idle daemon's footprint.
@@ -52,7 +52,7 @@ func (s *Suite) idle(ctx context.Context) (*IdleResult, error) {
 		Command: "compactord run --config c.yaml   # " + fmt.Sprint(c.IdleTables) + " file:// tables, defaults otherwise"}
 	sch, _ := table.ParseSchema("id:int64,cat:string,val:float64", []string{"id"})
 	var cfg strings.Builder
-	port, err := freePort()
+	port, err := toolproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -164,15 +164,6 @@ func httpOK(ctx context.Context, url string) (bool, error) {
 		return false, errors.New(resp.Status)
 	}
 	return true, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+
+	"github.com/compactord/compactord/internal/testutil/toolproc"
 )
 
 // Azurite's well-known development account (documented by Microsoft for
@@ -29,24 +30,14 @@ const (
 // azuriteBinary finds azurite-blob installed by `make azurite`.
 func azuriteBinary(t testing.TB) string {
 	t.Helper()
-	var tried []string
-	dirs := []string{}
-	if d := os.Getenv("COMPACTORD_TOOLS"); d != "" {
-		dirs = append(dirs, d)
+	p, tried := toolproc.Find("azurite/node_modules/.bin/azurite-blob")
+	if p == "" {
+		skipOrFail(t, "azurite-blob not found (looked at %s); install it with: %s", strings.Join(tried, ", "), azuriteInstall)
 	}
-	dirs = append(dirs, repoFile(t, "tools"))
-	for _, d := range dirs {
-		p := filepath.Join(d, "azurite", "node_modules", ".bin", "azurite-blob")
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			if _, err := exec.LookPath("node"); err != nil {
-				skipOrFail(t, "node not found in PATH (Azurite is a Node.js program); install it with: apt-get install -y nodejs")
-			}
-			return p
-		}
-		tried = append(tried, p)
+	if _, err := exec.LookPath("node"); err != nil {
+		skipOrFail(t, "node not found in PATH (Azurite is a Node.js program); install it with: apt-get install -y nodejs")
 	}
-	skipOrFail(t, "azurite-blob not found (looked at %s); install it with: %s", strings.Join(tried, ", "), azuriteInstall)
-	return ""
+	return p
 }
 
 // azuriteServer is a running Azurite Blob service.

@@ -187,7 +187,7 @@ func TestDaemonJobsOnObjectStores(t *testing.T) {
 			})
 			if runs(after, kind, "success") != runs(before, kind, "success")+1 {
 				t.Fatalf("%s did not succeed: runs by result now %v (success %v before)\n%s",
-					kind, runs(after, kind, ""), runs(before, kind, "success"), d.out.String())
+					kind, runs(after, kind, ""), runs(before, kind, "success"), d.Output())
 			}
 			delta, total := objstoreOps(after).minus(objstoreOps(before))
 			t.Logf("%-7s %4.0f object-store requests: %s", kind, total, delta)

@@ -93,7 +93,7 @@ func startDaemon(t *testing.T) *daemonProc {
 func stopDaemon(t *testing.T, d *daemonProc) {
 	t.Helper()
 	if err := d.stop(); err != nil {
-		t.Errorf("compactord did not exit cleanly on SIGTERM: %v\n%s", err, d.out.String())
+		t.Errorf("compactord did not exit cleanly on SIGTERM: %v\n%s", err, d.Output())
 	}
 }
 

@@ -2,34 +2,26 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
-)
 
-// inCI reports whether a missing component must fail the test: CI must not
-// silently lose the coverage these tests give.
-func inCI() bool { return os.Getenv("CI") == "true" }
+	"github.com/compactord/compactord/internal/testutil/toolproc"
+)
 
 // skipOrFail reports a missing prerequisite: a failure under CI=true, a
 // skip with the reason elsewhere.
 func skipOrFail(t testing.TB, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
-	if inCI() {
-		t.Fatalf("CI=true and a required component is missing: %s", msg)
-	}
-	t.Skipf("skipping: %s", msg)
+	toolproc.SkipOrFail(t, "CI=true and a required component is missing: "+msg, "skipping: "+msg)
 }
 
 // requireTool returns the path of an executable in PATH, or skips/fails
@@ -53,25 +45,7 @@ var root struct {
 // directory).
 func moduleRoot(t testing.TB) string {
 	t.Helper()
-	root.once.Do(func() {
-		dir, err := os.Getwd()
-		if err != nil {
-			root.err = err
-			return
-		}
-		for {
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				root.dir = dir
-				return
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				root.err = errors.New("go.mod not found above the working directory")
-				return
-			}
-			dir = parent
-		}
-	})
+	root.once.Do(func() { root.dir, root.err = toolproc.ModuleRoot() })
 	if root.err != nil {
 		t.Fatalf("module root: %v", root.err)
 	}
@@ -94,12 +68,11 @@ func readRepoFile(t testing.TB, rel string) []byte {
 
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := toolproc.FreePort()
 	if err != nil {
 		t.Fatalf("find a free port: %v", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // run runs a command to completion and returns its combined output.
@@ -119,13 +92,8 @@ func run(t testing.TB, dir string, env []string, name string, args ...string) (s
 // proc is a server process started by a test. It dies with the test binary
 // (PDEATHSIG on Linux) and is stopped by the test's cleanup.
 type proc struct {
-	name     string
-	cmd      *exec.Cmd
-	out      *lockedBuffer
-	exited   chan struct{} // closed when the process has exited
-	waitErr  error         // set before exited closes
-	stopOnce sync.Once
-	stopErr  error
+	*toolproc.Proc
+	name string
 	// kill skips the graceful stop: for servers whose state is a temp dir
 	// and whose drain would wait for the clients' idle keep-alive
 	// connections (Azurite).
@@ -136,57 +104,34 @@ type proc struct {
 // the test ends.
 func startProc(t testing.TB, name string, cmd *exec.Cmd) *proc {
 	t.Helper()
-	p := &proc{name: name, cmd: cmd, out: &lockedBuffer{}, exited: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
-	if err := startWithDeathSignal(p); err != nil {
+	tp, err := toolproc.Start(cmd)
+	if err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
+	p := &proc{Proc: tp, name: name}
 	t.Cleanup(func() {
 		if err := p.stop(); err != nil && !t.Failed() {
 			t.Logf("%s exited with %v", name, err)
 		}
 		if t.Failed() {
-			t.Logf("%s output (last %d bytes):\n%s", name, maxOutput, p.out.String())
+			t.Logf("%s output (last %d bytes):\n%s", name, toolproc.MaxOutput, p.Output())
 		}
 	})
 	return p
 }
 
-// stop sends SIGTERM, waits up to 30s, then kills. It returns the wait
-// error (nil for exit status 0). It is idempotent.
+// stop sends SIGTERM, waits up to 30s, then kills (kills at once if
+// p.kill). It returns the wait error (nil for exit status 0, and nil when
+// p.kill and it killed the process). It is idempotent.
 func (p *proc) stop() error {
-	p.stopOnce.Do(func() {
-		select {
-		case <-p.exited:
-		default:
-			if p.kill {
-				_ = p.cmd.Process.Kill()
-				<-p.exited
-				p.stopErr = nil
-				return
-			}
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
-			timer := time.NewTimer(30 * time.Second)
-			select {
-			case <-p.exited:
-			case <-timer.C:
-				_ = p.cmd.Process.Kill()
-				<-p.exited
-			}
-			timer.Stop()
-		}
-		p.stopErr = p.waitErr
-	})
-	return p.stopErr
-}
-
-func (p *proc) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
+	grace := 30 * time.Second
+	if p.kill {
+		grace = 0
 	}
+	if p.Stop(grace) && p.kill {
+		return nil
+	}
+	return p.Err()
 }
 
 // waitFor polls cond every 50ms until it reports true, the process (if
@@ -200,7 +145,7 @@ func waitFor(t testing.TB, timeout time.Duration, what string, p *proc, cond fun
 	defer tick.Stop()
 	var exited <-chan struct{}
 	if p != nil {
-		exited = p.exited
+		exited = p.Exited()
 	}
 	last := ""
 	for {
@@ -211,7 +156,7 @@ func waitFor(t testing.TB, timeout time.Duration, what string, p *proc, cond fun
 		last = detail
 		select {
 		case <-exited:
-			t.Fatalf("waiting for %s: %s exited (%v); last: %s\noutput:\n%s", what, p.name, p.waitErr, last, p.out.String())
+			t.Fatalf("waiting for %s: %s exited (%v); last: %s\noutput:\n%s", what, p.name, p.Err(), last, p.Output())
 		case <-deadline.C:
 			t.Fatalf("waiting for %s: timed out after %s; last: %s", what, timeout, last)
 		case <-tick.C:
@@ -230,30 +175,6 @@ func httpGet(url string) (int, string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	return resp.StatusCode, string(b), err
-}
-
-// lockedBuffer collects a process's output, bounded.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-const maxOutput = 64 << 10
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if len(b.buf) > maxOutput {
-		b.buf = b.buf[len(b.buf)-maxOutput:]
-	}
-	return len(p), nil
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }
 
 // envWith returns the process environment with the given variables set.

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testutil"
 	"github.com/compactord/compactord/internal/testutil/gcsserver"
 )
 
@@ -26,30 +27,11 @@ func TestStart(t *testing.T) {
 	if got, want := s.URL("some/prefix"), "gs://"+gcsserver.Bucket+"/some/prefix"; got != want {
 		t.Errorf("URL = %s, want %s", got, want)
 	}
-	ctx := t.Context()
-	b, err := storage.Open(ctx, s.URL("some/prefix"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if err := b.PutIfAbsent(ctx, "k", []byte("v")); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.PutIfAbsent(ctx, "k", []byte("w")); !storage.IsAlreadyExists(err) {
-		t.Errorf("second PutIfAbsent: %v", err)
-	}
-	// The prefix is honoured: the object is at some/prefix/k in the bucket.
-	root, err := storage.Open(ctx, s.URL(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	if got, err := root.Get(ctx, "some/prefix/k"); err != nil || string(got) != "v" {
-		t.Errorf("unprefixed Get = %q, %v", got, err)
-	}
+	testutil.CheckPrefixedURL(t, s.URL)
 
 	// A second bucket; creating it again is no error. Objects are per
 	// bucket.
+	ctx := t.Context()
 	if err := s.CreateBucket(ctx, "other"); err != nil {
 		t.Fatal(err)
 	}
@@ -84,16 +66,9 @@ func TestStart(t *testing.T) {
 	}
 }
 
-func TestBinaryFromEnv(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "fake-gcs-server")
-	if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("COMPACTORD_TOOLS", dir)
-	if got, err := gcsserver.Binary(); err != nil || got != p {
-		t.Errorf("Binary() = %q, %v; want %q", got, err, p)
-	}
+// Binary looks for fake-gcs-server with toolproc.Find (tested there);
+// missing, it wraps ErrNotInstalled and says how to install it.
+func TestBinaryNotInstalled(t *testing.T) {
 	t.Setenv("COMPACTORD_TOOLS", t.TempDir())
 	t.Chdir(t.TempDir()) // outside the module: no fallback
 	_, err := gcsserver.Binary()

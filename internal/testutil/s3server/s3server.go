@@ -16,21 +16,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/compactord/compactord/internal/testutil/toolproc"
 )
 
 // Fixed test credentials. They only ever guard a gateway on 127.0.0.1 that
@@ -42,8 +40,6 @@ const (
 	Bucket    = "compactord-test"
 )
 
-const readyTimeout = 30 * time.Second
-
 // Server is a running versitygw.
 type Server struct {
 	// Endpoint is the gateway's base URL, http://127.0.0.1:PORT.
@@ -51,12 +47,8 @@ type Server struct {
 	// Bucket is a bucket created at start.
 	Bucket string
 
-	dir      string
-	cmd      *exec.Cmd
-	exited   chan struct{} // closed when the process has exited
-	waitErr  error         // set before exited closes
-	stopOnce sync.Once
-	output   *lockedBuffer
+	dir  string
+	proc *toolproc.Proc
 }
 
 // URL returns a gocloud s3:// URL for the server's bucket, with prefix (may be
@@ -83,57 +75,19 @@ var ErrNotInstalled = errors.New("versitygw not installed")
 // Binary returns the path of the versitygw binary, or an error wrapping
 // ErrNotInstalled that says where it was looked for.
 func Binary() (string, error) {
-	var tried []string
-	if dir := os.Getenv("COMPACTORD_TOOLS"); dir != "" {
-		p := filepath.Join(dir, "versitygw")
-		if isExecutable(p) {
-			return p, nil
-		}
-		tried = append(tried, p)
+	p, tried := toolproc.Find("versitygw")
+	if p == "" {
+		return "", fmt.Errorf("%w (looked at %s); install it from the module root with: GOBIN=$PWD/tools go install github.com/versity/versitygw/cmd/versitygw@v1.8.0",
+			ErrNotInstalled, strings.Join(tried, ", "))
 	}
-	if root, err := moduleRoot(); err == nil {
-		p := filepath.Join(root, "tools", "versitygw")
-		if isExecutable(p) {
-			return p, nil
-		}
-		tried = append(tried, p)
-	}
-	return "", fmt.Errorf("%w (looked at %s); install it from the module root with: GOBIN=$PWD/tools go install github.com/versity/versitygw/cmd/versitygw@v1.8.0",
-		ErrNotInstalled, strings.Join(tried, ", "))
-}
-
-func isExecutable(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
-}
-
-// moduleRoot walks up from the working directory (a package directory under
-// go test) to the directory holding go.mod.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
+	return p, nil
 }
 
 // SkipOrFail reports a missing prerequisite: t.Fatal under CI=true, where
 // skipping would hide lost coverage, t.Skip elsewhere.
 func SkipOrFail(t testing.TB, err error) {
 	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("s3 tests need versitygw: %v", err)
-	}
-	t.Skipf("skipping s3 test: %v", err)
+	toolproc.SkipOrFail(t, fmt.Sprintf("s3 tests need versitygw: %v", err), fmt.Sprintf("skipping s3 test: %v", err))
 }
 
 // Start runs a gateway for one test and stops it in t.Cleanup. It sets the
@@ -188,59 +142,32 @@ func StartDetached(ctx context.Context, dir string, removeDir bool) (*Server, er
 	return s, nil
 }
 
+// start runs the gateway on a free port and waits until it serves the bucket.
 func start(ctx context.Context, bin, dir string) (*Server, error) {
-	var lastErr error
-	// A free port found by listening and closing can be taken by someone
-	// else before the gateway binds it; try a few ports.
-	for range 3 {
-		s, err := startOnce(ctx, bin, dir)
-		if err == nil {
-			return s, nil
+	return toolproc.OnFreePort(ctx, func(port int) (*Server, error) {
+		root := filepath.Join(dir, "gw")
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return nil, err
 		}
-		lastErr = err
-		if ctx.Err() != nil {
-			break
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		s := &Server{Endpoint: "http://" + addr, Bucket: Bucket}
+		cmd := exec.Command(bin,
+			"--port", addr,
+			"--access", AccessKey,
+			"--secret", SecretKey,
+			"--region", Region,
+			"--quiet",
+			"posix", root)
+		// The gateway's environment must not carry a caller's ROOT_* or
+		// VGW_* settings that would override the flags.
+		cmd.Env = filteredEnv()
+		p, err := toolproc.StartServer(ctx, "versitygw", addr, cmd, s.createBucket())
+		if err != nil {
+			return nil, err
 		}
-	}
-	return nil, lastErr
-}
-
-func startOnce(ctx context.Context, bin, dir string) (*Server, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	root := filepath.Join(dir, "gw")
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, err
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	s := &Server{
-		Endpoint: "http://" + addr,
-		Bucket:   Bucket,
-		exited:   make(chan struct{}),
-		output:   &lockedBuffer{},
-	}
-	s.cmd = exec.Command(bin,
-		"--port", addr,
-		"--access", AccessKey,
-		"--secret", SecretKey,
-		"--region", Region,
-		"--quiet",
-		"posix", root)
-	s.cmd.Stdout = s.output
-	s.cmd.Stderr = s.output
-	// The gateway's environment must not carry a caller's ROOT_* or VGW_*
-	// settings that would override the flags.
-	s.cmd.Env = filteredEnv()
-	if err := startWithDeathSignal(s); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	if err := s.waitReady(ctx); err != nil {
-		s.Stop()
-		return nil, fmt.Errorf("versitygw on %s not ready: %w; output:\n%s", addr, err, s.output.String())
-	}
-	return s, nil
+		s.proc = p
+		return s, nil
+	})
 }
 
 func filteredEnv() []string {
@@ -252,15 +179,6 @@ func filteredEnv() []string {
 		env = append(env, kv)
 	}
 	return env
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // client returns an S3 client for the gateway, independent of the
@@ -275,31 +193,17 @@ func (s *Server) client() *s3.Client {
 	})
 }
 
-// waitReady polls until the bucket exists: each round tries to create it (a
-// request the gateway can only answer once it is serving) and stops at the
-// first success, when the process exits, or at a bounded deadline.
-func (s *Server) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
+// createBucket returns the readiness probe: it creates the bucket, a request
+// the gateway can only answer once it is serving; one it already owns is
+// no error.
+func (s *Server) createBucket() func(context.Context) error {
 	c := s.client()
-	tick := time.NewTicker(25 * time.Millisecond)
-	defer tick.Stop()
-	var lastErr error
-	for {
-		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := c.CreateBucket(actx, &s3.CreateBucketInput{Bucket: aws.String(s.Bucket)})
-		acancel()
+	return func(ctx context.Context) error {
+		_, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(s.Bucket)})
 		if err == nil || isAlreadyOwned(err) {
 			return nil
 		}
-		lastErr = err
-		select {
-		case <-s.exited:
-			return fmt.Errorf("process exited (%v)", s.waitErr)
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %v)", ctx.Err(), lastErr)
-		case <-tick.C:
-		}
+		return err
 	}
 }
 
@@ -311,53 +215,11 @@ func isAlreadyOwned(err error) bool {
 // Stop kills the gateway, waits for it to exit and removes its directory if
 // it owns one. It is idempotent.
 func (s *Server) Stop() error {
-	var err error
-	s.stopOnce.Do(func() {
-		select {
-		case <-s.exited:
-		default:
-			if s.cmd.Process != nil {
-				_ = s.cmd.Process.Signal(syscall.SIGTERM)
-			}
-			t := time.NewTimer(5 * time.Second)
-			select {
-			case <-s.exited:
-			case <-t.C:
-				_ = s.cmd.Process.Kill()
-				<-s.exited
-			}
-			t.Stop()
-		}
-		if s.dir != "" {
-			err = os.RemoveAll(s.dir)
-		}
-	})
-	return err
-}
-
-// lockedBuffer collects the gateway's output for error messages, bounded so
-// that a chatty gateway cannot grow it without limit.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-const maxOutput = 64 << 10
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if len(b.buf) > maxOutput {
-		b.buf = b.buf[len(b.buf)-maxOutput:]
+	s.proc.Stop(toolproc.StopGrace)
+	if s.dir != "" {
+		return os.RemoveAll(s.dir)
 	}
-	return len(p), nil
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
+	return nil
 }
 
 // RandomSuffix returns a short random hex string for unique names.

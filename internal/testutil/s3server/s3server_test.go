@@ -3,13 +3,11 @@ package s3server_test
 import (
 	"errors"
 	"net/url"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"go.uber.org/goleak"
 
-	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testutil"
 	"github.com/compactord/compactord/internal/testutil/s3server"
 )
 
@@ -24,27 +22,7 @@ func TestStart(t *testing.T) {
 	if u.Scheme != "s3" || u.Host != s3server.Bucket || u.Path != "/some/prefix" || u.Query().Get("endpoint") != s.Endpoint {
 		t.Errorf("URL = %s", u)
 	}
-	ctx := t.Context()
-	b, err := storage.Open(ctx, u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if err := b.PutIfAbsent(ctx, "k", []byte("v")); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.PutIfAbsent(ctx, "k", []byte("w")); !storage.IsAlreadyExists(err) {
-		t.Errorf("second PutIfAbsent: %v", err)
-	}
-	// The prefix is honoured: the object is at some/prefix/k in the bucket.
-	root, err := storage.Open(ctx, s.URL(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	if got, err := root.Get(ctx, "some/prefix/k"); err != nil || string(got) != "v" {
-		t.Errorf("unprefixed Get = %q, %v", got, err)
-	}
+	testutil.CheckPrefixedURL(t, s.URL)
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -53,16 +31,9 @@ func TestStart(t *testing.T) {
 	}
 }
 
-func TestBinaryFromEnv(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "versitygw")
-	if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("COMPACTORD_TOOLS", dir)
-	if got, err := s3server.Binary(); err != nil || got != p {
-		t.Errorf("Binary() = %q, %v; want %q", got, err, p)
-	}
+// Binary looks for versitygw with toolproc.Find (tested there); missing, it
+// wraps ErrNotInstalled.
+func TestBinaryNotInstalled(t *testing.T) {
 	t.Setenv("COMPACTORD_TOOLS", t.TempDir())
 	t.Chdir(t.TempDir()) // outside the module: no fallback
 	if _, err := s3server.Binary(); !errors.Is(err, s3server.ErrNotInstalled) {
