@@ -362,6 +362,20 @@ type callbackError struct{ err error }
 
 func (e callbackError) Error() string { return e.err.Error() }
 
+// listOrderKey returns the name by which List orders a directory entry, a
+// directory's with "/" after it (so that "v/0/" sorts before "v/001"), and
+// false for the temporary file of a write in progress, which is no object.
+func listOrderKey(e fs.DirEntry) (string, bool) {
+	name := e.Name()
+	if strings.HasPrefix(name, tmpPrefix) {
+		return "", false
+	}
+	if e.IsDir() {
+		return name + "/", true
+	}
+	return name, true
+}
+
 func (b *fileBucket) walk(ctx context.Context, rel, prefix string, fn func(Attrs) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -379,15 +393,9 @@ func (b *fileBucket) walk(ctx context.Context, rel, prefix string, fn func(Attrs
 	}
 	sorted := make([]entry, 0, len(entries))
 	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, tmpPrefix) {
-			continue
+		if k, ok := listOrderKey(e); ok {
+			sorted = append(sorted, entry{k, e})
 		}
-		k := name
-		if e.IsDir() {
-			k += "/"
-		}
-		sorted = append(sorted, entry{k, e})
 	}
 	slices.SortFunc(sorted, func(a, b entry) int { return strings.Compare(a.sortKey, b.sortKey) })
 

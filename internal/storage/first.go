@@ -119,15 +119,8 @@ func (b *fileBucket) First(ctx context.Context, prefix string) (Attrs, bool, err
 	var first fs.DirEntry
 	firstKey := ""
 	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, tmpPrefix) {
-			continue
-		}
-		k := name
-		if e.IsDir() {
-			k += "/" // the order List uses
-		}
-		if first == nil || k < firstKey {
+		k, ok := listOrderKey(e)
+		if ok && (first == nil || k < firstKey) {
 			first, firstKey = e, k
 		}
 	}

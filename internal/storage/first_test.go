@@ -3,7 +3,9 @@ package storage_test
 import (
 	"context"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,11 +17,7 @@ import (
 func TestFirst(t *testing.T) {
 	testutil.ForEachStore(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		b, err := storage.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
+		b := open(t, url)
 		for _, k := range []string{"v/003", "v/001", "v/002", "w/000", "u/999"} {
 			if err := b.Put(ctx, k, []byte(k)); err != nil {
 				t.Fatal(err)
@@ -52,15 +50,16 @@ func TestFirst(t *testing.T) {
 func TestFirstAgreesWithList(t *testing.T) {
 	testutil.ForEachStore(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		b, err := storage.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
+		b := open(t, url)
 		check := func(prefix string) {
 			t.Helper()
 			var want string
 			if err := b.List(ctx, prefix, func(a storage.Attrs) error {
+				// First and List on file:// share the rule that skips
+				// these, so agreeing is not enough.
+				if strings.HasPrefix(path.Base(a.Key), ".tmp-") {
+					t.Fatalf("List(%q) returned the temporary file %q", prefix, a.Key)
+				}
 				if want == "" {
 					want = a.Key
 				}
