@@ -3,6 +3,7 @@ package commit_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,6 +90,94 @@ func versions(t *testing.T, b storage.Bucket) []uint64 {
 	return vs
 }
 
+// onHeadListing installs a rule on the head listings (of the versions
+// directory): the nth one, or every one with nth 0.
+func (f *fixture) onHeadListing(nth int, a storage.Action) *storage.FaultRule {
+	return f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpList}, KeyPrefix: table.VersionsDir, Nth: nth, Action: a})
+}
+
+// landedAs reports whether version v is stored with transaction uuid.
+func landedAs(b storage.Bucket, v uint64, uuid string) bool {
+	m, err := table.ReadManifest(context.Background(), b, v)
+	return err == nil && m.TransactionUuid == uuid
+}
+
+// commitWhileListingHeld commits rows 5..9 through tb against version 2
+// while the head listing (the nth, or every one with nth 0) is held, and
+// returns once version 3 has landed as the transaction's: the put did not
+// wait for the listing. finish releases the listing and returns the
+// commit's result, failing the test if the commit failed.
+func commitWhileListingHeld(t *testing.T, f *fixture, tb *ops.Table, nth int) (list *storage.FaultRule, txn *pb.Transaction, finish func() *commit.Result) {
+	t.Helper()
+	release := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(open)
+	list = f.onHeadListing(nth, storage.Block(release))
+	txn, _ = appendTxn(t, tb, 2, rows(5, 5))
+	done := make(chan error, 1)
+	var res *commit.Result
+	go func() {
+		var err error
+		res, err = tb.Committer.Commit(context.Background(), txn)
+		done <- err
+	}()
+	waitFor(t, func() bool { return landedAs(f.bucket, 3, txn.Uuid) })
+	return list, txn, func() *commit.Result {
+		t.Helper()
+		open()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+}
+
+// overtaken returns a table at url whose committer holds a fresh hint of
+// version 2 (rows 0..n-1, appended through it) while the head is version
+// 4: another committer appended rows 100..104 and 200..204 as versions 3
+// and 4. The fixture's other committers see the same store.
+func overtaken(t *testing.T, url string, n int) (*fixture, *ops.Table, *commit.Result) {
+	t.Helper()
+	f := newFixture(t, url)
+	tb := f.table(t, commit.Config{})
+	r2 := createWithRows(t, tb, n)
+	other := f.other(t)
+	for i := 1; i <= 2; i++ {
+		mustAppend(t, other, rows(100*i, 5))
+	}
+	return f, tb, r2
+}
+
+// wantVersions fails unless the store lists exactly the versions want,
+// newest first; why says what a difference means.
+func wantVersions(t *testing.T, b storage.Bucket, why string, want ...uint64) {
+	t.Helper()
+	if vs := versions(t, b); !slices.Equal(vs, want) {
+		t.Fatalf("versions %v, want %v: %s", vs, want, why)
+	}
+}
+
+// wantAmbiguous fails unless err is an AmbiguousError for version v.
+func wantAmbiguous(t *testing.T, err error, v uint64) {
+	t.Helper()
+	var ae *commit.AmbiguousError
+	if !errors.As(err, &ae) || ae.Version != v {
+		t.Fatalf("got %v, want an AmbiguousError for version %d", err, v)
+	}
+}
+
+// wantFilesKept fails if any of files is gone from b; whose names the
+// version that references them.
+func wantFilesKept(t *testing.T, b storage.Bucket, files []string, whose string) {
+	t.Helper()
+	for _, k := range files {
+		if _, err := b.Attributes(context.Background(), k); err != nil {
+			t.Fatalf("file %s of %s was deleted: %v", k, whose, err)
+		}
+	}
+}
+
 // With a fresh hint (the committer's own last commit), the put of the next
 // version is issued without waiting for the head listing: it lands while
 // the listing is held, and the listing still runs.
@@ -96,47 +185,20 @@ func TestFastPathPutsWithoutWaitingForTheListing(t *testing.T) {
 	testutil.ForEachStore(t, func(t *testing.T, url string) {
 		f := newFixture(t, url)
 		tb := f.table(t, commit.Config{})
-		ctx := context.Background()
-		if _, err := tb.Create(ctx, schema(t)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tb.Append(ctx, rows(0, 5)); err != nil {
-			t.Fatal(err)
-		}
-		release := make(chan struct{})
-		var once sync.Once
-		open := func() { once.Do(func() { close(release) }) }
-		t.Cleanup(open)
+		createWithRows(t, tb, 5)
 		base := fastPath(t, f, "committed")
-		list := f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpList}, KeyPrefix: table.VersionsDir, Action: storage.Block(release)})
-		txn, _ := appendTxn(t, tb, 2, rows(5, 5))
-		done := make(chan error, 1)
-		var res *commit.Result
-		go func() {
-			var err error
-			res, err = tb.Committer.Commit(ctx, txn)
-			done <- err
-		}()
-		waitFor(t, func() bool {
-			m, err := table.ReadManifest(ctx, f.bucket, 3)
-			return err == nil && m.TransactionUuid == txn.Uuid
-		})
+		list, _, finish := commitWhileListingHeld(t, f, tb, 0)
 		if list.Matched() != 1 {
 			t.Fatalf("%d head listings issued alongside the put, want 1", list.Matched())
 		}
-		open()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		res := finish()
 		if res.Manifest.Version != 3 || res.Attempts != 1 || fastPath(t, f, "committed") != base+1 {
 			t.Fatalf("version %d after %d attempts, fast path committed %v times", res.Manifest.Version, res.Attempts, fastPath(t, f, "committed")-base)
 		}
 		if res.Manifest.ParentTransactionUuid == "" {
 			t.Fatal("the manifest does not name its parent")
 		}
-		if got := len(scanKeys(t, tb, 0)); got != 10 {
-			t.Fatalf("%d rows, want 10", got)
-		}
+		wantRows(t, tb, 10)
 	})
 }
 
@@ -144,20 +206,17 @@ func TestFastPathPutsWithoutWaitingForTheListing(t *testing.T) {
 func TestFastPathAfterLatestVersion(t *testing.T) {
 	f := newFixture(t, "mem://")
 	tb := f.table(t, commit.Config{})
-	other := f.other(t)
 	ctx := context.Background()
 	if _, err := tb.Create(ctx, schema(t)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := other.Append(ctx, rows(0, 5)); err != nil {
-		t.Fatal(err)
-	}
+	mustAppend(t, f.other(t), rows(0, 5))
 	head, err := tb.Committer.LatestVersion(ctx)
 	if err != nil || head != 2 {
 		t.Fatalf("head %d, %v", head, err)
 	}
 	// The first head listing fails: the fast path does not need it.
-	f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpList}, KeyPrefix: table.VersionsDir, Nth: 1, Action: storage.Fail(nil)})
+	f.onHeadListing(1, storage.Fail(nil))
 	txn, _ := appendTxn(t, tb, head, rows(5, 5))
 	res, err := tb.Committer.Commit(ctx, txn)
 	if err != nil {
@@ -175,15 +234,10 @@ func TestStaleHintTakesTheNormalPath(t *testing.T) {
 	clock := &offsetClock{}
 	tb := f.tableWithClock(t, clock)
 	ctx := context.Background()
-	if _, err := tb.Create(ctx, schema(t)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tb.Append(ctx, rows(0, 5)); err != nil {
-		t.Fatal(err)
-	}
+	createWithRows(t, tb, 5)
 	fast := fastPathTotal(t, f)
 	clock.advance(commit.HintTTL)
-	f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpList}, KeyPrefix: table.VersionsDir, Nth: 1, Action: storage.Fail(nil)})
+	f.onHeadListing(1, storage.Fail(nil))
 	put := f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: table.VersionsDir})
 	txn, files := appendTxn(t, tb, 2, rows(5, 5))
 	if _, err := tb.CommitOrClean(ctx, txn, files); err == nil || !errors.Is(err, storage.ErrInjected) {
@@ -194,11 +248,9 @@ func TestStaleHintTakesTheNormalPath(t *testing.T) {
 	}
 	// Just inside the TTL the same commit takes the fast path.
 	clock.off.Store(0)
-	if _, err := tb.Append(ctx, rows(5, 5)); err != nil {
-		t.Fatal(err)
-	}
+	mustAppend(t, tb, rows(5, 5))
 	clock.advance(commit.HintTTL - time.Second)
-	f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpList}, KeyPrefix: table.VersionsDir, Nth: 1, Action: storage.Fail(nil)})
+	f.onHeadListing(1, storage.Fail(nil))
 	txn, files = appendTxn(t, tb, 3, rows(10, 5))
 	res, err := tb.CommitOrClean(ctx, txn, files)
 	if err != nil {
@@ -217,21 +269,8 @@ func TestStaleHintTakesTheNormalPath(t *testing.T) {
 // the commit fails without claiming success.
 func TestFastPathIntoAGapDoesNotCommitBelowTheHead(t *testing.T) {
 	testutil.ForEachStore(t, func(t *testing.T, url string) {
-		f := newFixture(t, url)
-		tb := f.table(t, commit.Config{})
-		other := f.other(t)
+		f, tb, _ := overtaken(t, url, 5)
 		ctx := context.Background()
-		if _, err := tb.Create(ctx, schema(t)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tb.Append(ctx, rows(0, 5)); err != nil {
-			t.Fatal(err)
-		}
-		for i := 1; i <= 2; i++ {
-			if _, err := other.Append(ctx, rows(100*i, 5)); err != nil {
-				t.Fatal(err)
-			}
-		}
 		if err := f.bucket.Put(ctx, table.TagsDir+"keep", []byte("2")); err != nil {
 			t.Fatal(err)
 		}
@@ -239,9 +278,7 @@ func TestFastPathIntoAGapDoesNotCommitBelowTheHead(t *testing.T) {
 		if _, err := cleanup.Run(ctx, f.bucket, cleanup.Config{Policy: cleanup.Policy{RetainVersions: 1, MinAge: time.Hour}, Concurrency: 1}, skewed); err != nil {
 			t.Fatal(err)
 		}
-		if vs := versions(t, f.bucket); len(vs) != 2 || vs[0] != 4 || vs[1] != 2 {
-			t.Fatalf("versions %v after the skewed cleanup, want [4 2]", vs)
-		}
+		wantVersions(t, f.bucket, "after the skewed cleanup", 4, 2)
 		txn, files := appendTxn(t, tb, 2, rows(50, 5))
 		res, err := tb.CommitOrClean(ctx, txn, files)
 		if err == nil {
@@ -254,56 +291,27 @@ func TestFastPathIntoAGapDoesNotCommitBelowTheHead(t *testing.T) {
 		if fastPath(t, f, "gap") != 1 {
 			t.Fatalf("fast path gap = %v, want 1", fastPath(t, f, "gap"))
 		}
-		if vs := versions(t, f.bucket); len(vs) != 2 || vs[0] != 4 || vs[1] != 2 {
-			t.Fatalf("versions %v, want [4 2]: the stray version 3 was to be removed", vs)
-		}
-		got := scanKeys(t, tb, 0)
-		if len(got) != 15 || got[50] {
-			t.Fatalf("head holds %d rows (key 50: %v), want the 15 committed ones", len(got), got[50])
-		}
+		wantVersions(t, f.bucket, "the stray version 3 was to be removed", 4, 2)
+		wantRows(t, tb, 15, 50)
 		// Planned again from the head, the append commits.
-		if _, err := tb.Append(ctx, rows(50, 5)); err != nil {
-			t.Fatal(err)
-		}
-		if got := len(scanKeys(t, tb, 0)); got != 20 {
-			t.Fatalf("%d rows, want 20", got)
-		}
+		mustAppend(t, tb, rows(50, 5))
+		wantRows(t, tb, 20)
 	})
 }
 
 // If the stray version in a gap cannot be removed, the commit is
 // ambiguous: its files must stay, since the version names them.
 func TestFastPathGapNotRemovedIsAmbiguous(t *testing.T) {
-	f := newFixture(t, "mem://")
-	tb := f.table(t, commit.Config{})
-	other := f.other(t)
+	f, tb, _ := overtaken(t, "mem://", 5)
 	ctx := context.Background()
-	if _, err := tb.Create(ctx, schema(t)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tb.Append(ctx, rows(0, 5)); err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i <= 2; i++ {
-		if _, err := other.Append(ctx, rows(100*i, 5)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if err := f.bucket.Delete(ctx, table.ManifestKey(3)); err != nil {
 		t.Fatal(err)
 	}
 	f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpDelete}, KeyPrefix: table.ManifestKey(3), Action: storage.Fail(nil)})
 	txn, files := appendTxn(t, tb, 2, rows(50, 5))
 	_, err := tb.CommitOrClean(ctx, txn, files)
-	var ae *commit.AmbiguousError
-	if !errors.As(err, &ae) || ae.Version != 3 {
-		t.Fatalf("got %v, want an AmbiguousError for version 3", err)
-	}
-	for _, k := range files {
-		if _, err := f.bucket.Attributes(ctx, k); err != nil {
-			t.Fatalf("file %s of the stray version 3 was deleted: %v", k, err)
-		}
-	}
+	wantAmbiguous(t, err, 3)
+	wantFilesKept(t, f.bucket, files, "the stray version 3")
 }
 
 // The listing alongside the put may see versions committed on top of ours
@@ -313,52 +321,19 @@ func TestFastPathFollowedBySuccessorsIsNotAGap(t *testing.T) {
 	testutil.ForEachStore(t, func(t *testing.T, url string) {
 		f := newFixture(t, url)
 		tb := f.table(t, commit.Config{})
-		other := f.other(t)
-		ctx := context.Background()
-		if _, err := tb.Create(ctx, schema(t)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tb.Append(ctx, rows(0, 5)); err != nil {
-			t.Fatal(err)
-		}
-		release := make(chan struct{})
-		var once sync.Once
-		open := func() { once.Do(func() { close(release) }) }
-		t.Cleanup(open)
-		f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpList}, KeyPrefix: table.VersionsDir, Nth: 1, Action: storage.Block(release)})
-		txn, _ := appendTxn(t, tb, 2, rows(5, 5))
-		done := make(chan error, 1)
-		var res *commit.Result
-		go func() {
-			var err error
-			res, err = tb.Committer.Commit(ctx, txn)
-			done <- err
-		}()
-		waitFor(t, func() bool {
-			m, err := table.ReadManifest(ctx, f.bucket, 3)
-			return err == nil && m.TransactionUuid == txn.Uuid
-		})
+		createWithRows(t, tb, 5)
+		_, txn, finish := commitWhileListingHeld(t, f, tb, 1)
 		// Another writer commits on top of ours before our listing runs.
-		r4, err := other.Append(ctx, rows(100, 5))
-		if err != nil {
-			t.Fatal(err)
-		}
+		r4 := mustAppend(t, f.other(t), rows(100, 5))
 		if r4.Manifest.Version != 4 || r4.Manifest.ParentTransactionUuid != txn.Uuid {
 			t.Fatalf("version %d with parent %q, want 4 on ours", r4.Manifest.Version, r4.Manifest.ParentTransactionUuid)
 		}
-		open()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		res := finish()
 		if res.Manifest.Version != 3 || fastPath(t, f, "followed") != 1 || fastPath(t, f, "gap") != 0 {
 			t.Fatalf("version %d, fast path followed %v gap %v", res.Manifest.Version, fastPath(t, f, "followed"), fastPath(t, f, "gap"))
 		}
-		if vs := versions(t, f.bucket); len(vs) != 4 {
-			t.Fatalf("versions %v, want 4..1", vs)
-		}
-		if got := len(scanKeys(t, tb, 0)); got != 15 {
-			t.Fatalf("%d rows, want 15", got)
-		}
+		wantVersions(t, f.bucket, "ours and its successor both stand", 4, 3, 2, 1)
+		wantRows(t, tb, 15)
 	})
 }
 
@@ -368,27 +343,12 @@ func TestFastPathLostRaceRebases(t *testing.T) {
 	testutil.ForEachStore(t, func(t *testing.T, url string) {
 		f := newFixture(t, url)
 		tb := f.table(t, commit.Config{})
-		other := f.other(t)
+		read := createWithRows(t, tb, 100).Manifest
 		ctx := context.Background()
-		if _, err := tb.Create(ctx, schema(t)); err != nil {
+		if _, _, err := f.other(t).Delete(ctx, read, deleteKeys(1, 2, 3)); err != nil {
 			t.Fatal(err)
 		}
-		r2, err := tb.Append(ctx, rows(0, 100))
-		if err != nil {
-			t.Fatal(err)
-		}
-		read := r2.Manifest
-		keys := func(ks ...int64) ops.DeleteSpec {
-			var s ops.DeleteSpec
-			for _, k := range ks {
-				s.Keys = append(s.Keys, table.Row{k, nil})
-			}
-			return s
-		}
-		if _, _, err := other.Delete(ctx, read, keys(1, 2, 3)); err != nil {
-			t.Fatal(err)
-		}
-		res, _, err := tb.Delete(ctx, read, keys(3, 50, 99))
+		res, _, err := tb.Delete(ctx, read, deleteKeys(3, 50, 99))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -398,15 +358,7 @@ func TestFastPathLostRaceRebases(t *testing.T) {
 		if res.Manifest.Version != 4 || !res.Rebased || res.Attempts != 2 {
 			t.Fatalf("version %d, rebased %v, attempts %d; want 4, true, 2", res.Manifest.Version, res.Rebased, res.Attempts)
 		}
-		got := scanKeys(t, tb, 0)
-		for _, k := range []int64{1, 2, 3, 50, 99} {
-			if got[k] {
-				t.Fatalf("deleted key %d is back", k)
-			}
-		}
-		if len(got) != 95 {
-			t.Fatalf("%d rows, want 95", len(got))
-		}
+		wantRows(t, tb, 95, 1, 2, 3, 50, 99)
 	})
 }
 
@@ -419,13 +371,7 @@ func TestFastPathAmbiguousPut(t *testing.T) {
 		t.Run(map[bool]string{false: "unresolved", true: "read back"}[readBack], func(t *testing.T) {
 			f := newFixture(t, "mem://")
 			tb := f.table(t, commit.Config{})
-			ctx := context.Background()
-			if _, err := tb.Create(ctx, schema(t)); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := tb.Append(ctx, rows(0, 5)); err != nil {
-				t.Fatal(err)
-			}
+			createWithRows(t, tb, 5)
 			base := fastPath(t, f, "committed")
 			v3 := table.ManifestKey(3)
 			f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: v3, Nth: 1, Action: storage.LandThenFail(nil)})
@@ -433,9 +379,10 @@ func TestFastPathAmbiguousPut(t *testing.T) {
 				f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpGet, storage.OpGetRange}, KeyPrefix: v3, Action: storage.Fail(nil)})
 				// The first listing runs alongside the put; the second
 				// attempt's fails.
-				f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpList}, KeyPrefix: table.VersionsDir, Nth: 2, Action: storage.Fail(nil)})
+				f.onHeadListing(2, storage.Fail(nil))
 			}
 			txn, files := appendTxn(t, tb, 2, rows(5, 5))
+			ctx := context.Background()
 			res, err := tb.CommitOrClean(ctx, txn, files)
 			f.faulty.Clear()
 			if m, rerr := table.ReadManifest(ctx, f.bucket, 3); rerr != nil || m.TransactionUuid != txn.Uuid {
@@ -449,19 +396,12 @@ func TestFastPathAmbiguousPut(t *testing.T) {
 					t.Fatalf("ambiguous{ours} = %v, want 1", got)
 				}
 			} else {
-				var ae *commit.AmbiguousError
-				if !errors.As(err, &ae) || ae.Version != 3 {
-					t.Fatalf("got %v, want an AmbiguousError for version 3", err)
-				}
+				wantAmbiguous(t, err, 3)
 				if fastPath(t, f, "lost") != 1 {
 					t.Fatalf("fast path lost = %v, want 1", fastPath(t, f, "lost"))
 				}
 			}
-			for _, k := range files {
-				if _, err := f.bucket.Attributes(ctx, k); err != nil {
-					t.Fatalf("data file %s of committed version 3 is gone: %v", k, err)
-				}
-			}
+			wantFilesKept(t, f.bucket, files, "committed version 3")
 		})
 	}
 }
@@ -473,22 +413,8 @@ func TestFastPathAmbiguousPut(t *testing.T) {
 // commit fails instead of classifying against a change that was never
 // committed on the line.
 func TestNormalPathRefusesABrokenChain(t *testing.T) {
-	f := newFixture(t, "mem://")
-	tb := f.table(t, commit.Config{})
-	other := f.other(t)
+	f, _, r2 := overtaken(t, "mem://", 100)
 	ctx := context.Background()
-	if _, err := tb.Create(ctx, schema(t)); err != nil {
-		t.Fatal(err)
-	}
-	r2, err := tb.Append(ctx, rows(0, 100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i <= 2; i++ {
-		if _, err := other.Append(ctx, rows(100*i, 5)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if err := f.bucket.Delete(ctx, table.ManifestKey(3)); err != nil {
 		t.Fatal(err)
 	}
@@ -504,7 +430,7 @@ func TestNormalPathRefusesABrokenChain(t *testing.T) {
 	if err := f.bucket.PutIfAbsent(ctx, table.ManifestKey(3), data); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = newFixtureShared(t, f).Delete(ctx, r2.Manifest, ops.DeleteSpec{Predicate: mustPredicate(t, "id < 50")})
+	_, _, err = f.other(t).Delete(ctx, r2.Manifest, ops.DeleteSpec{Predicate: mustPredicate(t, "id < 50")})
 	var ae *commit.AmbiguousError
 	if err == nil || errors.As(err, &ae) || !strings.Contains(err.Error(), "was not built on version 3") {
 		t.Fatalf("got %v, want a plain error naming the broken chain", err)

@@ -96,6 +96,61 @@ func listKeys(t *testing.T, b storage.Bucket, prefix string) []string {
 	return out
 }
 
+// mustAppend appends rs through tb and returns the commit's result.
+func mustAppend(t *testing.T, tb *ops.Table, rs []table.Row) *commit.Result {
+	t.Helper()
+	res, err := tb.Append(context.Background(), rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// createWithRows creates the table through tb (version 1) and appends rows
+// 0..n-1 (version 2), whose result it returns: tb's committer then holds a
+// fresh hint of version 2.
+func createWithRows(t *testing.T, tb *ops.Table, n int) *commit.Result {
+	t.Helper()
+	if _, err := tb.Create(context.Background(), schema(t)); err != nil {
+		t.Fatal(err)
+	}
+	return mustAppend(t, tb, rows(0, n))
+}
+
+// readHead reads the newest version's manifest from b.
+func readHead(t *testing.T, b storage.Bucket) *pb.Manifest {
+	t.Helper()
+	m, err := table.ReadLatest(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// deleteKeys deletes the rows with keys ks.
+func deleteKeys(ks ...int64) ops.DeleteSpec {
+	var s ops.DeleteSpec
+	for _, k := range ks {
+		s.Keys = append(s.Keys, table.Row{k, nil})
+	}
+	return s
+}
+
+// wantRows fails unless tb's head holds n rows, none of them with a key in
+// deleted.
+func wantRows(t *testing.T, tb *ops.Table, n int, deleted ...int64) {
+	t.Helper()
+	got := scanKeys(t, tb, 0)
+	for _, k := range deleted {
+		if got[k] {
+			t.Fatalf("deleted key %d is back", k)
+		}
+	}
+	if len(got) != n {
+		t.Fatalf("%d rows, want %d", len(got), n)
+	}
+}
+
 // Concurrent appenders all land as consecutive versions with no lost rows.
 func TestConcurrentAppendsAllLand(t *testing.T) {
 	testutil.ForEachStore(t, func(t *testing.T, url string) {
@@ -282,29 +337,20 @@ func TestNoTransactionFileByDefault(t *testing.T) {
 	testutil.ForEachStore(t, func(t *testing.T, url string) {
 		f := newFixture(t, url)
 		tb := f.table(t, commit.Config{})
+		createWithRows(t, tb, 100)
 		ctx := context.Background()
-		if _, err := tb.Create(ctx, schema(t)); err != nil {
+		read := readHead(t, f.bucket)
+		if _, _, err := newFixtureShared(t, f).Delete(ctx, read, deleteKeys(1)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tb.Append(ctx, rows(0, 100)); err != nil {
-			t.Fatal(err)
-		}
-		read, err := table.ReadLatest(ctx, f.bucket)
+		res, _, err := tb.Delete(ctx, read, deleteKeys(2))
 		if err != nil {
 			t.Fatal(err)
 		}
-		spec := ops.DeleteSpec{Keys: []table.Row{{int64(1), nil}}}
-		if _, _, err := newFixtureShared(t, f).Delete(ctx, read, spec); err != nil {
-			t.Fatal(err)
+		if !res.Rebased {
+			t.Fatal("not rebased; want a rebase onto the other delete")
 		}
-		spec = ops.DeleteSpec{Keys: []table.Row{{int64(2), nil}}}
-		res, _, err := tb.Delete(ctx, read, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !res.Rebased || len(scanKeys(t, tb, 0)) != 98 {
-			t.Fatalf("rebased %v, %d rows; want a rebase onto the other delete and 98 rows", res.Rebased, len(scanKeys(t, tb, 0)))
-		}
+		wantRows(t, tb, 98, 1, 2)
 		if got := listKeys(t, f.bucket, table.TransactionsDir); len(got) != 0 {
 			t.Fatalf("transaction files %v, want none", got)
 		}
@@ -325,45 +371,22 @@ func TestNoTransactionFileByDefault(t *testing.T) {
 func TestConcurrentDeletesOnOneFragmentBothHold(t *testing.T) {
 	f := newFixture(t, "mem://")
 	tb := f.table(t, commit.Config{})
+	createWithRows(t, tb, 100)
 	ctx := context.Background()
-	if _, err := tb.Create(ctx, schema(t)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tb.Append(ctx, rows(0, 100)); err != nil {
-		t.Fatal(err)
-	}
-	read, err := table.ReadLatest(ctx, f.bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := func(ks ...int64) ops.DeleteSpec {
-		var s ops.DeleteSpec
-		for _, k := range ks {
-			s.Keys = append(s.Keys, table.Row{k, nil})
-		}
-		return s
-	}
+	read := readHead(t, f.bucket)
 	// Both planned against the same read version.
-	r1, _, err := tb.Delete(ctx, read, keys(1, 2, 3))
+	r1, _, err := tb.Delete(ctx, read, deleteKeys(1, 2, 3))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, _, err := tb.Delete(ctx, read, keys(3, 50, 99))
+	r2, _, err := tb.Delete(ctx, read, deleteKeys(3, 50, 99))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r1.Rebased || !r2.Rebased {
 		t.Fatalf("rebased: first %v second %v, want false/true", r1.Rebased, r2.Rebased)
 	}
-	got := scanKeys(t, tb, 0)
-	for _, k := range []int64{1, 2, 3, 50, 99} {
-		if got[k] {
-			t.Fatalf("deleted key %d is back", k)
-		}
-	}
-	if len(got) != 95 {
-		t.Fatalf("%d rows, want 95", len(got))
-	}
+	wantRows(t, tb, 95, 1, 2, 3, 50, 99)
 	if n := r2.Manifest.Fragments[0].DeletionFile.NumDeleted; n != 5 {
 		t.Fatalf("deletion file holds %d rows, want 5", n)
 	}

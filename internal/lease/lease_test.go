@@ -25,23 +25,42 @@ func manager(t *testing.T, holder string, clk lease.Clock) *lease.Manager {
 	return m
 }
 
+// openStore opens the store at url for the test.
+func openStore(t *testing.T, url string) storage.Bucket {
+	t.Helper()
+	b, err := storage.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// twoHolders returns managers for holders "a" and "b" on one fake clock.
+func twoHolders(t *testing.T) (clk *clock.Fake, a, b *lease.Manager) {
+	t.Helper()
+	clk = clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	return clk, manager(t, "a", clk), manager(t, "b", clk)
+}
+
+// acquireFree has m acquire the free lease on "table": the first record.
+func acquireFree(t *testing.T, m *lease.Manager, b storage.Bucket) lease.State {
+	t.Helper()
+	st, held, err := m.TryAcquire(context.Background(), b, "table")
+	if err != nil || !held || st.Epoch != 1 || st.Holder != m.Holder() {
+		t.Fatalf("first acquire: %+v %v %v", st, held, err)
+	}
+	return st
+}
+
 // Acquire, renewal, refusal while live, takeover after expiry with an
 // injected clock, and the old holder learning it lost the lease.
 func TestTakeoverAfterExpiry(t *testing.T) {
 	testutil.ForEachStore(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		b, err := storage.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
-		clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-		a, c := manager(t, "a", clk), manager(t, "b", clk)
-
-		st, held, err := a.TryAcquire(ctx, b, "table")
-		if err != nil || !held || st.Epoch != 1 || st.Holder != "a" {
-			t.Fatalf("first acquire: %+v %v %v", st, held, err)
-		}
+		b := openStore(t, url)
+		clk, a, c := twoHolders(t)
+		acquireFree(t, a, b)
 		if st, held, err := c.TryAcquire(ctx, b, "table"); err != nil || held || st.Holder != "a" {
 			t.Fatalf("b took a live lease: %+v %v %v", st, held, err)
 		}
@@ -52,7 +71,7 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 			t.Fatalf("early renewal wrote a record: %+v", st)
 		}
 		clk.Advance(10 * time.Second)
-		st, held, err = a.TryAcquire(ctx, b, "table")
+		st, held, err := a.TryAcquire(ctx, b, "table")
 		if err != nil || !held || st.Epoch != 2 || !st.Expires.Equal(clk.Now().Add(30*time.Second)) {
 			t.Fatalf("renewal: %+v %v %v", st, held, err)
 		}
@@ -93,17 +112,9 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 func TestRenewFromMemory(t *testing.T) {
 	testutil.ForEachStore(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		b, err := storage.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
-		clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-		a, c := manager(t, "a", clk), manager(t, "b", clk)
-		st, held, err := a.TryAcquire(ctx, b, "table")
-		if err != nil || !held {
-			t.Fatalf("acquire: %+v %v %v", st, held, err)
-		}
+		b := openStore(t, url)
+		clk, a, c := twoHolders(t)
+		st := acquireFree(t, a, b)
 		if !a.Fresh(st) || c.Fresh(st) {
 			t.Fatal("Fresh: a's new record is fresh for a only")
 		}
@@ -111,7 +122,7 @@ func TestRenewFromMemory(t *testing.T) {
 		if a.Fresh(st) {
 			t.Fatal("a record with less than half its TTL left is fresh")
 		}
-		st, held, err = a.Renew(ctx, b, "table", st)
+		st, held, err := a.Renew(ctx, b, "table", st)
 		if err != nil || !held || st.Epoch != 2 || !st.Expires.Equal(clk.Now().Add(30*time.Second)) {
 			t.Fatalf("renew: %+v %v %v", st, held, err)
 		}
@@ -153,11 +164,7 @@ func same(x, y lease.State) bool {
 func TestRacingAcquireOneWinner(t *testing.T) {
 	testutil.ForEachStore(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		b, err := storage.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
+		b := openStore(t, url)
 		clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 		for round := range 5 {
 			var winners atomic.Int32
@@ -185,11 +192,7 @@ func TestRacingAcquireOneWinner(t *testing.T) {
 // forever.
 func TestCorruptRecordIsSuperseded(t *testing.T) {
 	ctx := context.Background()
-	b, err := storage.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openStore(t, "mem://")
 	if err := b.PutIfAbsent(ctx, lease.Key("table", 4), []byte("garbage")); err != nil {
 		t.Fatal(err)
 	}
@@ -236,11 +239,7 @@ func TestAssignIsEvenAndDeterministic(t *testing.T) {
 
 func TestMembersLiveAndExpiry(t *testing.T) {
 	ctx := context.Background()
-	b, err := storage.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openStore(t, "mem://")
 	clk := clock.NewFake(time.Unix(1e9, 0))
 	a, err := lease.NewMembers(b, "a", 30*time.Second, clk)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/ops"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/scheduler/clock"
@@ -317,6 +318,38 @@ func (h *harness) tick(n, loops int) {
 		h.clk.Advance(time.Second)
 	}
 	h.idle(loops)
+}
+
+// claimShard returns a MemWAL writer that has claimed shard of tb, with the
+// head's schema.
+func claimShard(t *testing.T, tb *ops.Table, shard string) *memwal.Writer {
+	t.Helper()
+	ctx := context.Background()
+	head, err := table.ReadLatest(ctx, tb.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := memwal.NewWriter(memwal.Config{Shard: shard, Schema: head.Schema}, tb.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Claim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// flushRow has w write one row and flush it: the shard publishes an
+// SSTable of a new generation, which the table has not merged.
+func flushRow(t *testing.T, w *memwal.Writer) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := w.Append(ctx, []memwal.Record{{Op: memwal.Upsert, Row: table.Row{int64(1), "a", 1.5}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // gate blocks jobs until opened.

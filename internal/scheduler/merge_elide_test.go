@@ -7,7 +7,6 @@ import (
 
 	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/scheduler"
-	"github.com/compactord/compactord/internal/table"
 )
 
 // A scheduled merge is elided while change polling shows no shard with a
@@ -44,23 +43,7 @@ func TestScheduledMergeElidedWhileNothingIsFlushed(t *testing.T) {
 				t.Fatalf("elided merges counted %v times, want one per tick", got)
 			}
 
-			head, err := table.ReadLatest(ctx, tb.Bucket)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w, err := memwal.NewWriter(memwal.Config{Shard: "s0", Schema: head.Schema}, tb.Bucket)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := w.Claim(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := w.Append(ctx, []memwal.Record{{Op: memwal.Upsert, Row: table.Row{int64(1), "a", 1.5}}}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := w.Flush(ctx); err != nil {
-				t.Fatal(err)
-			}
+			flushRow(t, claimShard(t, tb, "s0"))
 			h.tick(5, 3)
 			calls := h.jobs.snapshot()
 			if len(calls) < 3 || calls[0].trigger != scheduler.TriggerChange {

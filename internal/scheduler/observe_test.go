@@ -92,17 +92,7 @@ func TestChangePollingTriggersMerge(t *testing.T) {
 	cfg.PollInterval = time.Second
 	h := start(t, harnessOpts{cfg: cfg, kinds: []scheduler.Kind{scheduler.KindMerge}}, scheduler.TableSpec{Name: "t", URL: url})
 	h.waitSynced("t")
-	head, err := table.ReadLatest(ctx, tb.Bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := memwal.NewWriter(memwal.Config{Shard: "s0", Schema: head.Schema}, tb.Bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Claim(ctx); err != nil {
-		t.Fatal(err)
-	}
+	w := claimShard(t, tb, "s0")
 	// A claim alone publishes no SSTable: no merge.
 	h.idle(2)
 	h.clk.Advance(time.Second)
@@ -110,12 +100,7 @@ func TestChangePollingTriggersMerge(t *testing.T) {
 	if n := h.jobs.count("t", scheduler.KindMerge); n != 0 {
 		t.Fatalf("%d merges without new SSTables", n)
 	}
-	if _, err := w.Append(ctx, []memwal.Record{{Op: memwal.Upsert, Row: table.Row{int64(1), "a", 1.5}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	flushRow(t, w)
 	for i := 0; i < 10 && !within(func() bool { return h.jobs.count("t", scheduler.KindMerge) > 0 }); i++ {
 		h.clk.Advance(time.Second)
 	}

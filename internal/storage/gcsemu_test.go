@@ -11,7 +11,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -137,40 +136,4 @@ func TestGCSEmulator(t *testing.T) {
 			t.Fatalf("pages %q, want %q in pages of 3", pages, want)
 		}
 	})
-}
-
-// putIfAbsentRace is the package INVARIANT: writers race PutIfAbsent on one
-// key, round after round; exactly one wins each round, every other is told
-// the key exists, and the stored object is the winner's.
-func putIfAbsentRace(t *testing.T, b storage.Bucket, writers, rounds int) {
-	t.Helper()
-	ctx := t.Context()
-	for round := range rounds {
-		key := fmt.Sprintf("_log/%020d.json", round)
-		errs := make([]error, writers)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for w := range writers {
-			wg.Go(func() {
-				<-start
-				errs[w] = b.PutIfAbsent(ctx, key, fmt.Appendf(nil, "writer %d", w))
-			})
-		}
-		close(start)
-		wg.Wait()
-		winner := -1
-		for w, err := range errs {
-			switch {
-			case err == nil && winner >= 0:
-				t.Fatalf("round %d: writers %d and %d both won", round, winner, w)
-			case err == nil:
-				winner = w
-			case !storage.IsAlreadyExists(err):
-				t.Fatalf("round %d: writer %d: %v", round, w, err)
-			}
-		}
-		if got, err := b.Get(ctx, key); winner < 0 || err != nil || string(got) != fmt.Sprintf("writer %d", winner) {
-			t.Fatalf("round %d: winner %d, stored %q, %v", round, winner, got, err)
-		}
-	}
 }

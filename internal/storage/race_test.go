@@ -26,42 +26,50 @@ func TestPutIfAbsentRace(t *testing.T) {
 		rounds = 100
 	}
 	testutil.ForEachStore(t, func(t *testing.T, url string) {
-		ctx := t.Context()
-		b := open(t, url)
-		errs := make([]error, writers)
-		for round := range rounds {
-			key := fmt.Sprintf("_log/%020d.json", round)
-			start := make(chan struct{})
-			var wg sync.WaitGroup
-			for w := range writers {
-				wg.Go(func() {
-					<-start
-					errs[w] = b.PutIfAbsent(ctx, key, []byte(fmt.Sprintf("writer %d round %d", w, round)))
-				})
-			}
-			close(start)
-			wg.Wait()
+		putIfAbsentRace(t, open(t, url), writers, rounds)
+	})
+}
 
-			winner := -1
-			for w, err := range errs {
-				switch {
-				case err == nil && winner >= 0:
-					t.Fatalf("round %d: writers %d and %d both won", round, winner, w)
-				case err == nil:
-					winner = w
-				case !storage.IsAlreadyExists(err):
-					t.Fatalf("round %d: writer %d: %v", round, w, err)
-				}
-			}
-			if winner < 0 {
-				t.Fatalf("round %d: no writer won", round)
-			}
-			got, err := b.Get(ctx, key)
-			if want := fmt.Sprintf("writer %d round %d", winner, round); err != nil || string(got) != want {
-				t.Fatalf("round %d: stored %q, %v; want the winner's %q", round, got, err, want)
+// putIfAbsentRace is the package INVARIANT: writers race PutIfAbsent on one
+// fresh key, starting together, round after round; exactly one wins each
+// round, every other is told the key exists, and the stored object is the
+// winner's.
+func putIfAbsentRace(t *testing.T, b storage.Bucket, writers, rounds int) {
+	t.Helper()
+	ctx := t.Context()
+	for round := range rounds {
+		key := fmt.Sprintf("_log/%020d.json", round)
+		errs := make([]error, writers)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Go(func() {
+				<-start
+				errs[w] = b.PutIfAbsent(ctx, key, fmt.Appendf(nil, "writer %d round %d", w, round))
+			})
+		}
+		close(start)
+		wg.Wait()
+
+		winner := -1
+		for w, err := range errs {
+			switch {
+			case err == nil && winner >= 0:
+				t.Fatalf("round %d: writers %d and %d both won", round, winner, w)
+			case err == nil:
+				winner = w
+			case !storage.IsAlreadyExists(err):
+				t.Fatalf("round %d: writer %d: %v", round, w, err)
 			}
 		}
-	})
+		if winner < 0 {
+			t.Fatalf("round %d: no writer won", round)
+		}
+		got, err := b.Get(ctx, key)
+		if want := fmt.Sprintf("writer %d round %d", winner, round); err != nil || string(got) != want {
+			t.Fatalf("round %d: stored %q, %v; want the winner's %q", round, got, err, want)
+		}
+	}
 }
 
 // Cross-process race on the file backend: the test binary re-executes itself
