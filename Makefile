@@ -35,8 +35,10 @@ test: tools
 	$(GO) vet ./...
 	$(GO) test $(TEST_FLAGS) ./...
 
+# Every .proto under proto/ (compactord's own records and our Lance
+# definitions); the generated Go is committed.
 proto: $(TOOLS)/protoc-gen-go
-	protoc --proto_path=proto --go_out=. --go_opt=module=github.com/compactord/compactord proto/compactord/v1/compactord.proto
+	protoc --proto_path=proto --go_out=. --go_opt=module=github.com/compactord/compactord $$(find proto -name '*.proto' | sort)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
