@@ -81,6 +81,25 @@ $(AZURITE_DIR)/node_modules/.bin/azurite-blob: $(AZURITE_SRC)/package.json $(AZU
 # tools target above without changing its rule.
 tools: azurite
 
+# LanceDB 0.39.0, the test oracle for the Lance code (internal/testutil/lancedb),
+# from npm into tools/lancedb, pinned by its lockfile. npm ci refuses this lock
+# (the registry does not serve the other platforms' builds to this one), so it
+# is npm install with the optional packages (other platforms, embeddings) left
+# out; the linux-x64-gnu build is a direct dependency and stays.
+LANCEDB_DIR := $(TOOLS)/lancedb
+LANCEDB_SRC := internal/testutil/lancedb/node
+
+.PHONY: lancedb
+lancedb: $(LANCEDB_DIR)/node_modules/@lancedb/lancedb/package.json
+
+$(LANCEDB_DIR)/node_modules/@lancedb/lancedb/package.json: $(LANCEDB_SRC)/package.json $(LANCEDB_SRC)/package-lock.json
+	mkdir -p $(LANCEDB_DIR)
+	cp $(LANCEDB_SRC)/package.json $(LANCEDB_SRC)/package-lock.json $(LANCEDB_DIR)/
+	cd $(LANCEDB_DIR) && npm install --omit=optional --no-audit --no-fund
+	touch $@
+
+tools: lancedb
+
 # The deployment artifacts alone, validated with the real tools (promtool,
 # systemd-analyze, the Dockerfile's build, the daemon's /metrics).
 deploy-check:
