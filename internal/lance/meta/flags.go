@@ -1,0 +1,120 @@
+package meta
+
+import (
+	"fmt"
+	"math/bits"
+	"strings"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
+)
+
+// Feature flags, shared by manifest fields reader_feature_flags and
+// writer_feature_flags. A reader (writer) must refuse a table carrying a bit
+// it does not implement.
+const (
+	FlagDeletionFiles    uint64 = 1 << 0
+	FlagStableRowIDs     uint64 = 1 << 1
+	FlagUseV2Format      uint64 = 1 << 2 // deprecated, still set by old writers
+	FlagTableConfig      uint64 = 1 << 3
+	FlagBasePaths        uint64 = 1 << 4
+	FlagNoTxnFiles       uint64 = 1 << 5
+	FlagDataOverlays     uint64 = 1 << 6
+	FlagCoveringIndexes  uint64 = 1 << 7
+	FlagPerFileVersions  uint64 = 1 << 8
+	knownFlags                  = 1<<9 - 1
+	flagNameUnknownOffer        = "unknown"
+)
+
+var flagNames = map[uint64]string{
+	FlagDeletionFiles:   "deletion files",
+	FlagStableRowIDs:    "stable row ids",
+	FlagUseV2Format:     "v2 format",
+	FlagTableConfig:     "table config",
+	FlagBasePaths:       "multiple base paths",
+	FlagNoTxnFiles:      "no transaction files",
+	FlagDataOverlays:    "data overlay files",
+	FlagCoveringIndexes: "covering indexes",
+	FlagPerFileVersions: "per-file data file versions",
+}
+
+// ReadableFlags are the reader flags whose meaning compactord implements for
+// reading metadata. Data overlays change what a data file's rows are, so a
+// table with them is readable as metadata only (see CheckDataRead).
+const ReadableFlags = FlagDeletionFiles | FlagStableRowIDs | FlagUseV2Format | FlagTableConfig |
+	FlagNoTxnFiles | FlagBasePaths | FlagDataOverlays | FlagCoveringIndexes
+
+// WritableFlags are the writer flags compactord implements when it commits:
+// it keeps deletion files, config, stable row-id sequences it does not move,
+// and honours "no transaction files". Base paths (files outside the table
+// root), overlays, covering indexes and per-file versions are refused: a
+// writer that half-understood them would maintain the table wrongly.
+const WritableFlags = FlagDeletionFiles | FlagStableRowIDs | FlagUseV2Format | FlagTableConfig | FlagNoTxnFiles
+
+// FeatureError names the flags that stop an operation.
+type FeatureError struct {
+	Write bool
+	Bits  uint64
+}
+
+func (e *FeatureError) Error() string {
+	verb := "read"
+	if e.Write {
+		verb = "write"
+	}
+	return fmt.Sprintf("cannot %s this table: it uses Lance features compactord does not implement for %s: %s", verb, verb+"ing", describeFlags(e.Bits))
+}
+
+func describeFlags(bs uint64) string {
+	var names []string
+	for bs != 0 {
+		bit := uint64(1) << bits.TrailingZeros64(bs)
+		bs &^= bit
+		if n, ok := flagNames[bit]; ok {
+			names = append(names, fmt.Sprintf("%s (flag %d)", n, bit))
+		} else {
+			names = append(names, fmt.Sprintf("%s flag %d", flagNameUnknownOffer, bit))
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// CheckRead refuses a manifest whose reader flags compactord cannot honour.
+func CheckRead(m *pb.Manifest) error {
+	if extra := m.GetReaderFeatureFlags() &^ ReadableFlags; extra != 0 {
+		return &FeatureError{Bits: extra}
+	}
+	return nil
+}
+
+// CheckWrite refuses to commit on top of a manifest whose writer flags
+// compactord does not implement.
+func CheckWrite(m *pb.Manifest) error {
+	if err := CheckRead(m); err != nil {
+		return err
+	}
+	if extra := m.GetWriterFeatureFlags() &^ WritableFlags; extra != 0 {
+		return &FeatureError{Write: true, Bits: extra}
+	}
+	return nil
+}
+
+// RecomputeFlags sets the flags of a new manifest from its content, as Lance
+// does on every commit: deletion files and config follow the manifest, the
+// table-wide choices (stable row ids, no transaction files, base paths) stay
+// as the previous version had them.
+func RecomputeFlags(m *pb.Manifest, prevReader, prevWriter uint64) {
+	sticky := FlagStableRowIDs | FlagNoTxnFiles | FlagBasePaths | FlagUseV2Format | FlagDataOverlays | FlagCoveringIndexes | FlagPerFileVersions | ^uint64(knownFlags)
+	r, w := prevReader&sticky, prevWriter&sticky
+	for _, f := range m.GetFragments() {
+		if f.GetDeletionFile() != nil {
+			r |= FlagDeletionFiles
+			w |= FlagDeletionFiles
+			break
+		}
+	}
+	if len(m.GetConfig()) > 0 {
+		r |= FlagTableConfig
+		w |= FlagTableConfig
+	}
+	m.ReaderFeatureFlags, m.WriterFeatureFlags = r, w
+}

@@ -1,0 +1,92 @@
+package meta
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
+)
+
+// MemWalIndex returns the MemWAL system index of a version, or nil.
+func MemWalIndex(ixs []*pb.IndexMetadata) *pb.IndexMetadata {
+	for _, ix := range ixs {
+		if ix.GetName() == MemWalIndexName {
+			return ix
+		}
+	}
+	return nil
+}
+
+// MemWalDetails decodes the MemWAL index's details.
+func MemWalDetails(ix *pb.IndexMetadata) (*pb.MemWalIndexDetails, error) {
+	any := ix.GetIndexDetails()
+	if !strings.EqualFold(any.GetTypeUrl(), TypeURLMemWal) {
+		return nil, fmt.Errorf("index %s: details are %q, not MemWAL details", ix.GetName(), any.GetTypeUrl())
+	}
+	d := &pb.MemWalIndexDetails{}
+	if err := proto.Unmarshal(any.GetValue(), d); err != nil {
+		return nil, fmt.Errorf("index %s: MemWAL details: %w", ix.GetName(), err)
+	}
+	return d, nil
+}
+
+// EncodeMemWalDetails packs details as Lance stores them.
+func EncodeMemWalDetails(d *pb.MemWalIndexDetails) (*anypb.Any, error) {
+	v, err := marshal.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	return &anypb.Any{TypeUrl: TypeURLMemWal, Value: v}, nil
+}
+
+// Compacted is compacted_sstables as a map from shard id to generation.
+func Compacted(d *pb.MemWalIndexDetails) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, c := range d.GetCompactedSstables() {
+		id := UUIDString(c.GetShardId())
+		if c.GetGeneration() > out[id] {
+			out[id] = c.GetGeneration()
+		}
+	}
+	return out
+}
+
+// Catchup is index_catchup as index name → shard id → generation. An index
+// or shard absent from the map has no recorded catch-up: not caught up.
+func Catchup(d *pb.MemWalIndexDetails) map[string]map[string]uint64 {
+	out := map[string]map[string]uint64{}
+	for _, p := range d.GetIndexCatchup() {
+		m := out[p.GetIndexName()]
+		if m == nil {
+			m = map[string]uint64{}
+			out[p.GetIndexName()] = m
+		}
+		for _, c := range p.GetCaughtUpGenerations() {
+			m[UUIDString(c.GetShardId())] = c.GetGeneration()
+		}
+	}
+	return out
+}
+
+// CompactedList renders a shard → generation map in Lance's repeated form,
+// sorted by shard id so equal maps encode to equal bytes.
+func CompactedList(m map[string]uint64) ([]*pb.CompactedSsTable, error) {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	out := make([]*pb.CompactedSsTable, 0, len(ids))
+	for _, id := range ids {
+		u, err := ParseUUID(id)
+		if err != nil {
+			return nil, fmt.Errorf("shard id %q: %w", id, err)
+		}
+		out = append(out, &pb.CompactedSsTable{ShardId: u, Generation: m[id]})
+	}
+	return out, nil
+}
