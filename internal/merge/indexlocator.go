@@ -52,6 +52,11 @@ func (l IndexLocator) Locate(ctx context.Context, b storage.Bucket, m *pb.Manife
 		if err != nil {
 			return err
 		}
+		// table.AppendKey encodes a timestamp like an int64 (one tag for
+		// both), so the decoded value takes the column's type here.
+		if x, ok := v.(int64); ok && f.Type == pb.FieldType_FIELD_TYPE_TIMESTAMP {
+			v = table.Timestamp(x)
+		}
 		ik, err := index.EncodeKey(f.Type, v)
 		if err != nil {
 			return err

@@ -614,3 +614,60 @@ func TestMergeThroughRealPrimaryKeyIndex(t *testing.T) {
 	}
 	equalRef(t, scan(t, tb), want)
 }
+
+// A timestamp primary key with an index over it: the index locator encodes
+// the keys as timestamps (table.AppendKey stores them like int64s).
+func TestMergeThroughTimestampKeyIndex(t *testing.T) {
+	ctx := t.Context()
+	tb := openTable(t, "mem://", nil)
+	s, err := table.ParseSchema("ts:timestamp,cat:string", []string{"ts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	var rows []table.Row
+	for i := int64(0); i < 5; i++ {
+		rows = append(rows, table.Row{table.Timestamp(i), "base"})
+	}
+	if _, err := tb.Append(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := index.Create(ctx, tb, index.Spec{Name: "byts", Column: "ts", Type: index.TypeBTree}, index.BuildConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := memwal.Configure(ctx, tb, []string{"s0"}, []string{"byts"}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := memwal.NewWriter(memwal.Config{Shard: "s0", Schema: s}, tb.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Claim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs := []memwal.Record{{Op: memwal.Upsert, Row: table.Row{table.Timestamp(2), "wal"}}, {Op: memwal.Upsert, Row: table.Row{table.Timestamp(9), "new"}},
+		{Op: memwal.Delete, Row: table.Row{table.Timestamp(4), nil}}}
+	if _, err := w.Append(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := newMerger(t, tb).Run(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Lookup != "index:byts" || res[0].Updated != 1 || res[0].Deleted != 1 || res[0].Inserted != 1 {
+		t.Fatalf("%+v", res)
+	}
+	got := map[table.Timestamp]string{}
+	if _, err := tb.Scan(ctx, 0, func(r table.Row) error { got[r[0].(table.Timestamp)] = r[1].(string); return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := map[table.Timestamp]string{0: "base", 1: "base", 2: "wal", 3: "base", 9: "new"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+}
