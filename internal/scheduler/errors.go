@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/storage"
@@ -119,7 +118,6 @@ func Classify(err, cause error) (Class, string) {
 		return ClassRetry, ""
 	}
 	var ambiguous *commit.AmbiguousError
-	var netErr net.Error
 	switch {
 	case errors.Is(err, commit.ErrIncompatible):
 		// Another instance already did this work (DESIGN §4: a merge whose
@@ -133,8 +131,6 @@ func Classify(err, cause error) (Class, string) {
 		return ClassRetry, ""
 	case errors.Is(err, table.ErrCorrupt):
 		return ClassError, ReasonCorrupt
-	case errors.As(err, &netErr) && netErr.Timeout():
-		return ClassRetry, ""
 	}
 	return ClassError, ReasonFailing
 }

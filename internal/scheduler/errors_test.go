@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"syscall"
 	"testing"
 
 	"github.com/compactord/compactord/internal/commit"
@@ -36,6 +38,10 @@ func TestClassify(t *testing.T) {
 		{"already merged elsewhere", fmt.Errorf("merge: %w", &commit.ConflictError{Class: commit.ErrIncompatible}), nil, scheduler.ClassSkipped, ""},
 		{"corrupt", fmt.Errorf("manifest 3: %w", table.ErrCorrupt), nil, scheduler.ClassError, scheduler.ReasonCorrupt},
 		{"anything else", errors.New("boom"), nil, scheduler.ClassError, scheduler.ReasonFailing},
+		// syscall.Errno has the methods of net.Error; a missing or
+		// unreadable file is still not a network blip.
+		{"missing data file", fmt.Errorf("data/f1.parquet: %w", &fs.PathError{Op: "open", Path: "/t/data/f1.parquet", Err: syscall.ENOENT}), nil, scheduler.ClassError, scheduler.ReasonFailing},
+		{"unreadable data file", &fs.PathError{Op: "open", Path: "/t/data/f1.parquet", Err: syscall.EACCES}, nil, scheduler.ClassError, scheduler.ReasonFailing},
 		{"explicit retry", scheduler.Retryable(table.ErrCorrupt), nil, scheduler.ClassRetry, ""},
 		{"explicit quarantine", scheduler.Quarantine(scheduler.ReasonCorrupt, errors.New("x")), nil, scheduler.ClassError, scheduler.ReasonCorrupt},
 		{"explicit fatal", fmt.Errorf("w: %w", scheduler.Fatal(errors.New("x"))), nil, scheduler.ClassFatal, ""},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -16,7 +17,7 @@ import (
 var ErrInjected = errors.New("injected fault")
 
 // ErrInjectedTimeout looks like a network timeout on the response path (it is
-// a net.Error with Timeout() true) and matches ErrInjected. Use it with
+// a net.Error with Timeout() true and matches os.ErrDeadlineExceeded) and matches ErrInjected. Use it with
 // LandThenFail for the ambiguous case: the write happened, the caller cannot
 // know. It deliberately is not context.DeadlineExceeded, which would claim
 // the caller's own deadline expired.
@@ -24,10 +25,14 @@ var ErrInjectedTimeout error = injectedTimeout{}
 
 type injectedTimeout struct{}
 
-func (injectedTimeout) Error() string        { return "injected fault: i/o timeout awaiting response" }
-func (injectedTimeout) Timeout() bool        { return true }
-func (injectedTimeout) Temporary() bool      { return true }
-func (injectedTimeout) Is(target error) bool { return target == ErrInjected }
+func (injectedTimeout) Error() string   { return "injected fault: i/o timeout awaiting response" }
+func (injectedTimeout) Timeout() bool   { return true }
+func (injectedTimeout) Temporary() bool { return true }
+func (injectedTimeout) Is(target error) bool {
+	// It stands for a network read that timed out: os.ErrDeadlineExceeded
+	// is what the net package reports then.
+	return target == ErrInjected || target == os.ErrDeadlineExceeded
+}
 
 // Action is what a firing fault rule does. Build one with Fail, LandThenFail,
 // Delay or Block.

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/url"
+	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -45,5 +48,41 @@ func TestIsTransient(t *testing.T) {
 	_, err = b.Get(ctx, "k")
 	if err == nil || !IsTransient(err) {
 		t.Fatalf("Get against a closed port: %v, transient %v", err, IsTransient(err))
+	}
+}
+
+// A file-system error is not a network error, though syscall.Errno has the
+// methods of net.Error: a missing or unreadable data file on file:// must
+// not be retried forever.
+func TestIsTransientFileSystemErrors(t *testing.T) {
+	dir := t.TempDir()
+	_, missing := os.Open(filepath.Join(dir, "gone.parquet"))
+	if missing == nil {
+		t.Fatal("opened a missing file")
+	}
+	permanent := []error{
+		missing,
+		fmt.Errorf("data file: %w", &fs.PathError{Op: "open", Path: "/t/data/x.parquet", Err: syscall.ENOENT}),
+		&fs.PathError{Op: "open", Path: "/t/data/x.parquet", Err: syscall.EACCES},
+		&fs.PathError{Op: "read", Path: "/t/data/x.parquet", Err: syscall.EISDIR},
+		syscall.ENOSPC,
+		syscall.EAGAIN, // Timeout() is true on an Errno; it is not a network timeout here
+	}
+	for _, err := range permanent {
+		if IsTransient(err) {
+			t.Errorf("IsTransient(%v) = true", err)
+		}
+	}
+	// Real network failures stay transient whatever wraps them.
+	transient := []error{
+		&url.Error{Op: "Get", URL: "http://x", Err: &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}},
+		&net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.EHOSTUNREACH}},
+		&net.DNSError{Err: "server misbehaving", Name: "s3.example", IsTemporary: true},
+		fmt.Errorf("read body: %w", os.ErrDeadlineExceeded),
+	}
+	for _, err := range transient {
+		if !IsTransient(err) {
+			t.Errorf("IsTransient(%v) = false", err)
+		}
 	}
 }
