@@ -403,3 +403,12 @@ func TaggedRows(lo, hi int64, tag string) []Row {
 	}
 	return rows
 }
+
+// OpNames lists the ops of steps (for logs and READMEs).
+func OpNames(s []Step) []string {
+	var out []string
+	for _, st := range s {
+		out = append(out, st["op"].(string))
+	}
+	return out
+}
