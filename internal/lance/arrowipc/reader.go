@@ -436,11 +436,11 @@ func (r *batchReader) array(f *Field, depth int) (*Array, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Array{Type: f.Type, Len: int(n.length), NullCount: int(n.nulls)}
 	t := f.Type
 	if f.Dict != nil {
 		t = f.Dict.IndexType
 	}
+	a := &Array{Type: t, Len: int(n.length), NullCount: int(n.nulls)}
 	if t.ID == Null {
 		a.NullCount = a.Len // V5 Null arrays have no buffers
 		return a, nil

@@ -226,8 +226,10 @@ func (s *Schema) Index(name string) int {
 //   - Offsets (Utf8, Binary, List) or LargeOffsets (the large variants) hold
 //     Len+1 offsets into Values or into Children[0].
 //   - Children holds the child of lists and the fields of a Struct.
-//   - For a dictionary-encoded column, Values holds indices of
-//     Field.Dict.IndexType and Dict the dictionary's values.
+//   - For a dictionary-encoded column, Type is the index type
+//     (Field.Dict.IndexType), Values holds the indices, and Dict the
+//     dictionary's values (of the field's Type); indices are checked to be
+//     within Dict.
 type Array struct {
 	Type         DataType
 	Len          int
