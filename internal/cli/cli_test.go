@@ -183,6 +183,9 @@ func TestBadInput(t *testing.T) {
 		{name: "unknown URL scheme", args: []string{"table", "scan", "ftp://somewhere/t"}, expect: "unsupported URL scheme"},
 		{name: "unknown flag", args: []string{"table", "scan", dir, "--colour"}, expect: "unknown flag"},
 		{name: "bad predicate", args: []string{"table", "delete", dir, "--where", "id ~ 3"}, expect: "predicate"},
+		{name: "more generated rows than a command holds", args: []string{"table", "append", dir, "--rows", "9223372036854775807"}, expect: "--rows 9223372036854775807 is more than"},
+		{name: "negative rows", args: []string{"table", "append", dir, "--rows", "-3"}, expect: "--rows must be positive"},
+		{name: "generated keys past the int64 limit", args: []string{"table", "append", dir, "--rows", "10", "--start", "9223372036854775800"}, expect: "past the largest key"},
 		{name: "no table", args: []string{"table", "scan", filepath.Join(t.TempDir(), "none")}, expect: "no table"},
 		{name: "bad schema", args: []string{"table", "create", filepath.Join(t.TempDir(), "x"), "--schema", "id:uint8", "--primary-key", "id"}, expect: "unknown type"},
 		{name: "truncated manifest", setup: func(t *testing.T, dir string) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -62,8 +63,8 @@ func newTableAppendCmd(e *env) *cobra.Command {
 			if (jsonl == "") == (n == 0) {
 				return fmt.Errorf("give exactly one of --jsonl or --rows")
 			}
-			if n < 0 {
-				return fmt.Errorf("--rows must be positive, got %d", n)
+			if err := checkGenerated(n, start); err != nil {
+				return err
 			}
 			t, done, err := openWriter(cmd.Context(), e, args[0], "table append")
 			if err != nil {
@@ -102,14 +103,33 @@ func newTableAppendCmd(e *env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&jsonl, "jsonl", "", "JSON lines file, or - for stdin")
-	cmd.Flags().Int64Var(&n, "rows", 0, "generate N rows")
-	cmd.Flags().Int64Var(&start, "start", 0, "first generated primary key")
+	cmd.Flags().Int64Var(&n, "rows", 0, fmt.Sprintf("generate N rows (at most %d per command: they are held in memory)", MaxGeneratedRows))
+	cmd.Flags().Int64Var(&start, "start", 0, "first generated primary key (keys start..start+N-1 must fit an int64)")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed for generated values")
 	return cmd
 }
 
+// MaxGeneratedRows bounds --rows: generated rows are held in memory (and a
+// WAL write logs them as one entry), about 150 MB at this count. Larger
+// loads are several commands with consecutive --start values.
+const MaxGeneratedRows = 1_000_000
+
+// checkGenerated checks --rows and --start before anything is generated.
+func checkGenerated(n, start int64) error {
+	switch {
+	case n < 0:
+		return fmt.Errorf("--rows must be positive, got %d", n)
+	case n > MaxGeneratedRows:
+		return fmt.Errorf("--rows %d is more than the %d generated rows one command holds; run several with consecutive --start values", n, MaxGeneratedRows)
+	case n > 0 && start > math.MaxInt64-(n-1):
+		return fmt.Errorf("--start %d with --rows %d runs past the largest key (%d): keys would wrap around", start, n, int64(math.MaxInt64))
+	}
+	return nil
+}
+
 // GenerateRows makes n deterministic rows with keys start..start+n-1 (for
-// every integer primary-key field; string keys get "k<n>").
+// every integer primary-key field; string keys get "k<n>"). The caller
+// checks n and start with checkGenerated.
 func GenerateRows(s *pb.Schema, start, n int64, seed uint64) []table.Row {
 	rng := rand.New(rand.NewPCG(seed, uint64(start)))
 	rows := make([]table.Row, 0, n)

@@ -108,8 +108,8 @@ func newWalWriteCmd(e *env) *cobra.Command {
 			if (jsonl == "") == (n == 0) {
 				return fmt.Errorf("give exactly one of --jsonl or --rows")
 			}
-			if n < 0 {
-				return fmt.Errorf("--rows must be positive, got %d", n)
+			if err := checkGenerated(n, start); err != nil {
+				return err
 			}
 			t, done, err := openWriter(ctx, e, args[0], "wal write")
 			if err != nil {
@@ -176,8 +176,8 @@ func newWalWriteCmd(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&shard, "shard", "", "shard to write to")
 	cmd.Flags().StringVar(&jsonl, "jsonl", "", "JSON lines file, or - for stdin")
-	cmd.Flags().Int64Var(&n, "rows", 0, "generate N upserts")
-	cmd.Flags().Int64Var(&start, "start", 0, "first generated primary key")
+	cmd.Flags().Int64Var(&n, "rows", 0, fmt.Sprintf("generate N upserts (at most %d per command: they are held in memory)", MaxGeneratedRows))
+	cmd.Flags().Int64Var(&start, "start", 0, "first generated primary key (keys start..start+N-1 must fit an int64)")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed for generated values")
 	cmd.Flags().BoolVar(&flush, "flush", false, "flush the MemTable to an SSTable afterwards")
 	_ = cmd.MarkFlagRequired("shard")

@@ -204,6 +204,8 @@ func TestWALBadInput(t *testing.T) {
 		{"maintained index missing", "", `maintained index "nope" does not exist`, []string{"wal", "configure", dir, "--shards", "s0", "--maintain", "nope"}},
 		{"dropping a shard with unflushed records", "", `cannot drop shard "s0"`, []string{"wal", "configure", dir, "--shards", "s1"}},
 		{"both inputs", "", "exactly one of --jsonl or --rows", []string{"wal", "write", dir, "--shard", "s0", "--jsonl", "-", "--rows", "3"}},
+		{"more generated rows than a command holds", "", "--rows 9223372036854775807 is more than", []string{"wal", "write", dir, "--shard", "s0", "--rows", "9223372036854775807"}},
+		{"generated keys past the int64 limit", "", "past the largest key", []string{"wal", "write", dir, "--shard", "s0", "--rows", "10", "--start", "9223372036854775800"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := dir
