@@ -178,7 +178,7 @@ svg .tick{stroke:#fff;stroke-width:1}
 <h2>{{.Name}} <span class="state state-{{.State}}">{{.State}}</span></h2>
 <div class="meta"><code>{{.URL}}</code>{{if .Lease}} · lease {{.Lease.Holder}} (epoch {{.Lease.Epoch}}, until {{ts .Lease.Expires}}){{end}} · synced {{tsp .LastSync}}</div>
 {{if .Halted}}<p class="err">Quarantined ({{.Halted.Reason}}) by {{.Halted.Kind}} since {{ts .Halted.Since}}: {{.Halted.Error}}. Resume with <code>POST /api/v1/tables/{{.Name}}/resume</code>.</p>{{end}}
-{{if .SyncError}}<p class="err">Sync: {{.SyncError}}</p>{{end}}
+{{if .SyncError}}<p class="err">Sync: {{.SyncError}}{{if .SyncConsecutiveFailures}} ({{.SyncConsecutiveFailures}} failures in a row){{end}}</p>{{end}}
 {{with .Snapshot}}
 <div>version <b class="version">{{.Version}}</b> · {{.Fragments}} fragments · {{.PhysicalRows}} rows ({{.DeletedRows}} deleted) · {{bytes .DataBytes}} · pending generations <b>{{.PendingGenerations}}</b></div>
 {{if .Indices}}<div>indices: {{range .Indices}}<code>{{.Name}}</code> ({{.Type}}, {{.Segments}} segment{{if ne .Segments 1}}s{{end}}{{if .Maintained}}, maintained{{end}}) {{end}}</div>{{end}}
@@ -193,10 +193,10 @@ svg .tick{stroke:#fff;stroke-width:1}
 {{range .FRI}}<tr><td>{{.DatasetVersion}}</td><td>{{.Groups}}</td><td>{{.OldFragments}}</td><td>{{.NewFragments}}</td><td>{{.Removed}}</td></tr>{{end}}</table>
 {{else if .MemWal}}<h3 class="muted">Fragment-reuse index: no versions outstanding</h3>{{end}}{{end}}
 <h3>Jobs</h3>
-<table class="grid"><tr><th>kind</th><th>schedule</th><th>next</th><th>last run</th><th>result</th><th>failures in a row</th></tr>
+<table class="grid"><tr><th>kind</th><th>schedule</th><th>next</th><th>last run</th><th>result</th><th>failures in a row</th><th>next attempt</th></tr>
 {{$jobs := .Jobs}}{{range kinds}}{{$j := job $jobs .}}<tr><td>{{.}}</td>{{if $j.Available}}<td><code>{{$j.Schedule}}</code></td><td>{{tsp $j.Next}}</td>
-<td>{{with $j.LastRun}}{{ts .Finished}} ({{secs .DurationSeconds}}){{else}}—{{end}}</td><td>{{with $j.LastRun}}<span class="res-{{.Result}}">{{.Result}}</span>{{end}}</td><td>{{$j.ConsecutiveFailures}}</td>
-{{else}}<td colspan="5" class="muted">not available in this build</td>{{end}}</tr>{{end}}</table>
+<td>{{with $j.LastRun}}{{ts .Finished}} ({{secs .DurationSeconds}}){{else}}—{{end}}</td><td>{{with $j.LastRun}}<span class="res-{{.Result}}">{{.Result}}</span>{{end}}</td><td class="failures">{{$j.ConsecutiveFailures}}{{with $j.FailingSince}} since {{tsp .}}{{end}}</td><td class="next-attempt">{{tsp $j.NextAttempt}}</td>
+{{else}}<td colspan="6" class="muted">not available in this build</td>{{end}}</tr>{{end}}</table>
 {{if .Running}}<p>Running: {{.Running.Kind}} ({{.Running.Trigger}}) since {{ts .Running.Started}}</p>{{end}}
 {{if .Pending}}<p>Pending: {{range .Pending}}{{.Kind}} ({{.Trigger}}) {{end}}</p>{{end}}
 </div>

@@ -110,6 +110,12 @@ type RetryConfig struct {
 	// QuarantineAfter non-retryable failures in a row (of one kind, or of
 	// table syncs) halt the table until an operator resumes it.
 	QuarantineAfter int `yaml:"quarantine_after"`
+	// Budget bounds retries of transient failures (network errors, 5xx
+	// and throttling answers, commit conflicts, the time budget): once one
+	// kind (or the table's sync) has failed for longer than Budget without
+	// a success in between, and at least QuarantineAfter times, the table
+	// halts with reason retry_budget and the last error. 0 retries forever.
+	Budget time.Duration `yaml:"budget"`
 }
 
 // DefaultConfig is the single place defaults live.
@@ -127,7 +133,7 @@ func DefaultConfig() Config {
 		PollInterval:    10 * time.Second,
 		SyncInterval:    30 * time.Second,
 		SyncConcurrency: 8,
-		Retry:           RetryConfig{BaseBackoff: 5 * time.Second, MaxBackoff: 10 * time.Minute, QuarantineAfter: 5},
+		Retry:           RetryConfig{BaseBackoff: 5 * time.Second, MaxBackoff: 10 * time.Minute, QuarantineAfter: 5, Budget: 30 * time.Minute},
 		ShutdownGrace:   30 * time.Second,
 		History:         20,
 		Lease:           lease.DefaultConfig(),
@@ -194,6 +200,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("retry: need 0 < base_backoff <= max_backoff, got %s and %s", c.Retry.BaseBackoff, c.Retry.MaxBackoff)
 	case c.Retry.QuarantineAfter < 1:
 		return fmt.Errorf("retry.quarantine_after must be at least 1, got %d", c.Retry.QuarantineAfter)
+	case c.Retry.Budget < 0:
+		return fmt.Errorf("retry.budget must not be negative, got %s (0s retries forever)", c.Retry.Budget)
 	case c.ShutdownGrace < 0:
 		return fmt.Errorf("shutdown_grace must not be negative, got %s", c.ShutdownGrace)
 	case c.History < 1:

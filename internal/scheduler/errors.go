@@ -41,9 +41,12 @@ var allClasses = []Class{ClassSuccess, ClassSkipped, ClassCanceled, ClassRetry, 
 const (
 	ReasonCorrupt = "corrupt" // metadata failed its checksum or does not decode
 	ReasonFailing = "failing" // repeated non-retryable errors
+	// ReasonRetryBudget: transient failures (outage, throttling, conflicts)
+	// for longer than retry.budget.
+	ReasonRetryBudget = "retry_budget"
 )
 
-var allReasons = []string{ReasonCorrupt, ReasonFailing}
+var allReasons = []string{ReasonCorrupt, ReasonFailing, ReasonRetryBudget}
 
 // classError carries an explicit class chosen by a job.
 type classError struct {

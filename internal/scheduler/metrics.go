@@ -67,7 +67,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		lastSuccess: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_job_last_success_timestamp_seconds",
 			Help: "Unix time of the last successful (or skipped) attempt by table and kind; 0 before the first."}, tk),
 		halted: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_table_halted",
-			Help: "1 when the table is quarantined for the reason (corrupt, failing); resume it through the API."}, []string{"table", "reason"}),
+			Help: "1 when the table is quarantined for the reason (corrupt, failing, retry_budget); resume it through the API."}, []string{"table", "reason"}),
 		paused: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_table_paused",
 			Help: "1 when an operator paused the table."}, []string{"table"}),
 		leaseOwned: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_lease_owned",
@@ -150,4 +150,49 @@ func (m *Metrics) removeTable(name string) {
 		v.DeletePartialMatch(l)
 	}
 	m.duration.DeletePartialMatch(l)
+}
+
+// jobCollector exports, at scrape time, the per-job state that changes
+// without an attempt finishing (the clock moving a schedule, a backoff):
+// every (table, kind) series exists from the moment the table is added,
+// like the pre-created ones, and disappears with it.
+type jobCollector struct{ s *Scheduler }
+
+var (
+	descConsecutiveFailures = prometheus.NewDesc("compactord_job_consecutive_failures",
+		"Failed attempts in a row (results retry, error and fatal) by table and kind; 0 after a success or skip.", []string{"table", "kind"}, nil)
+	descNextRun = prometheus.NewDesc("compactord_job_next_run_timestamp_seconds",
+		"Unix time when the next attempt may start, by table and kind: the end of a retry's backoff, or the next scheduled run; 0 when none is planned (schedule off, table paused or halted).", []string{"table", "kind"}, nil)
+	descInterval = prometheus.NewDesc("compactord_job_schedule_interval_seconds",
+		"The longest gap between two runs of the kind's schedule (an @every interval, or the widest gap of a cron spec over its next runs); 0 when the schedule is off or this build has no job of the kind.", []string{"kind"}, nil)
+	descSyncFailures = prometheus.NewDesc("compactord_table_sync_consecutive_failures",
+		"Failed syncs of the table in a row; 0 after a successful sync.", []string{"table"}, nil)
+)
+
+func (c jobCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descConsecutiveFailures
+	ch <- descNextRun
+	ch <- descInterval
+	ch <- descSyncFailures
+}
+
+func (c jobCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, k := range Kinds {
+		ch <- prometheus.MustNewConstMetric(descInterval, prometheus.GaugeValue, s.interval[i].Seconds(), string(k))
+	}
+	for _, st := range s.tables {
+		name := st.spec.Name
+		ch <- prometheus.MustNewConstMetric(descSyncFailures, prometheus.GaugeValue, float64(st.syncRetries), name)
+		for i, k := range Kinds {
+			ch <- prometheus.MustNewConstMetric(descConsecutiveFailures, prometheus.GaugeValue, float64(st.retries[i]), name, string(k))
+			next := 0.0
+			if t, ok := s.nextAttemptLocked(st, i); ok {
+				next = float64(t.UnixMilli()) / 1e3
+			}
+			ch <- prometheus.MustNewConstMetric(descNextRun, prometheus.GaugeValue, next, name, string(k))
+		}
+	}
 }

@@ -51,6 +51,7 @@ type Scheduler struct {
 	mu       sync.Mutex
 	cfg      Config
 	sched    [numKinds]cron.Schedule
+	interval [numKinds]time.Duration // of sched, for the metrics
 	tables   map[string]*tableState
 	running  int
 	nextID   uint64
@@ -95,6 +96,9 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 		wake: make(chan struct{}, 1), syncKick: make(chan struct{}, 1), leaseKick: make(chan struct{}, 1),
 	}
 	s.setConfigLocked(cfg)
+	if err := deps.Registerer.Register(jobCollector{s}); err != nil {
+		return nil, fmt.Errorf("scheduler metrics: %w", err)
+	}
 	return s, nil
 }
 
@@ -115,6 +119,7 @@ func (s *Scheduler) setConfigLocked(cfg Config) {
 			}
 		}
 		s.sched[i] = sched
+		s.interval[i] = scheduleInterval(sched, now)
 	}
 	s.cfg = cfg
 	// Job settings may have changed with the configuration: nothing is
@@ -123,6 +128,26 @@ func (s *Scheduler) setConfigLocked(cfg Config) {
 		st.clean = [numKinds]string{}
 	}
 	s.metrics.workers.Set(float64(cfg.Workers))
+}
+
+// scheduleInterval is the widest gap between the next runs of sched (0 for
+// none): the interval of an @every schedule, and for a cron spec the gap a
+// staleness alert must allow (a weekday-only spec has its weekend gap).
+func scheduleInterval(sched cron.Schedule, now time.Time) time.Duration {
+	if sched == nil {
+		return 0
+	}
+	var widest time.Duration
+	t := sched.Next(now)
+	for range 16 {
+		n := sched.Next(t)
+		if n.IsZero() {
+			break
+		}
+		widest = max(widest, n.Sub(t))
+		t = n
+	}
+	return widest
 }
 
 // Reconfigure applies a new configuration (SIGHUP): schedules, limits,
@@ -488,7 +513,7 @@ func (s *Scheduler) startLocked(st *tableState, k Kind, now time.Time) {
 	s.running++
 	s.metrics.busy.Set(float64(s.running))
 	h := *st.handle
-	scope := []zap.Field{zap.String("job", string(k)), zap.Uint64("attempt", a.id), zap.String("trigger", string(a.trigger))}
+	scope := []zap.Field{zap.String("kind", string(k)), zap.Uint64("job_id", a.id), zap.String("trigger", string(a.trigger))}
 	h.Logger = st.jobLogger.With(scope...)
 	a.logger = st.logger.With(scope...)
 	h.Trigger = a.trigger
@@ -590,7 +615,7 @@ func (s *Scheduler) finish(st *tableState, a *attempt, h *TableHandle, out Outco
 	if err != nil {
 		rec.Error = err.Error()
 	}
-	fields := []zap.Field{zap.String("result", string(class)), zap.Duration("duration", dur)}
+	fields := []zap.Field{zap.String("result", string(class)), zap.Float64("duration_seconds", dur.Seconds())}
 	if out.Version > 0 {
 		fields = append(fields, zap.Uint64("version", out.Version))
 	}
@@ -603,7 +628,7 @@ func (s *Scheduler) finish(st *tableState, a *attempt, h *TableHandle, out Outco
 	}
 	switch class {
 	case ClassSuccess, ClassSkipped:
-		st.failures[i], st.retries[i] = 0, 0
+		st.failures[i], st.retries[i], st.failingSince[i] = 0, 0, time.Time{}
 		st.upToDate[i] = now
 		st.clean[i] = ""
 		if out.Version == 0 && !out.More && !out.Waiting && a.kind != KindCleanup {
@@ -640,18 +665,26 @@ func (s *Scheduler) finish(st *tableState, a *attempt, h *TableHandle, out Outco
 		if !st.removed {
 			s.metrics.failures.WithLabelValues(name, ks).Inc()
 		}
+		if st.retries[i] == 0 {
+			st.failingSince[i] = now
+		}
 		st.retries[i]++
 		wait := s.backoff(st.retries[i])
 		st.notBefore[i] = now.Add(wait)
-		fields = append(fields, zap.Error(err), zap.Duration("retry_in", wait))
+		fields = append(fields, zap.Error(err), zap.Int("failures_in_a_row", st.retries[i]),
+			zap.Time("failing_since", st.failingSince[i]), zap.Float64("retry_in_seconds", wait.Seconds()))
 		if class == ClassError {
 			st.failures[i]++
-			fields = append(fields, zap.Int("failures_in_a_row", st.failures[i]))
+			fields = append(fields, zap.Int("errors_in_a_row", st.failures[i]))
 			if st.failures[i] >= s.cfg.Retry.QuarantineAfter {
 				a.logger.Error("job failed", fields...)
 				s.haltLocked(st, reason, ks, err, now)
 				break
 			}
+		} else if s.budgetSpentLocked(st.retries[i], st.failingSince[i], now) {
+			a.logger.Error("job failed; retry budget spent", fields...)
+			s.haltLocked(st, ReasonRetryBudget, ks, err, now)
+			break
 		}
 		a.logger.Warn("job failed", fields...)
 		st.pend(a.kind, TriggerRetry, now)
@@ -678,6 +711,14 @@ func (s *Scheduler) finish(st *tableState, a *attempt, h *TableHandle, out Outco
 	s.kick()
 }
 
+// budgetSpentLocked: a streak of n failures since since has used up the
+// retry budget (retry.budget, and at least quarantine_after attempts).
+// REQUIRES: s.mu held.
+func (s *Scheduler) budgetSpentLocked(n int, since, now time.Time) bool {
+	b := s.cfg.Retry.Budget
+	return b > 0 && n >= s.cfg.Retry.QuarantineAfter && now.Sub(since) >= b
+}
+
 // haltLocked quarantines a table. REQUIRES: s.mu held.
 func (s *Scheduler) haltLocked(st *tableState, reason, kind string, err error, now time.Time) {
 	if st.halted != nil {
@@ -702,7 +743,7 @@ func (s *Scheduler) drain() {
 	n := s.running
 	grace := s.cfg.ShutdownGrace
 	s.mu.Unlock()
-	s.logger.Info("draining: no new jobs start", zap.Int("running", n), zap.Duration("grace", grace))
+	s.logger.Info("draining: no new jobs start", zap.Int("running", n), zap.Float64("grace_seconds", grace.Seconds()))
 	done := make(chan struct{})
 	go func() {
 		s.attempts.Wait()
@@ -894,7 +935,8 @@ func (s *Scheduler) Resume(name string) error {
 		st.halted = nil
 	}
 	st.failures, st.retries, st.notBefore = [numKinds]int{}, [numKinds]int{}, [numKinds]time.Time{}
-	st.syncFailures = 0
+	st.failingSince = [numKinds]time.Time{}
+	st.syncFailures, st.syncRetries, st.syncFailingSince = 0, 0, time.Time{}
 	st.logger.Info("table resumed by an operator")
 	s.kick()
 	return nil

@@ -33,6 +33,8 @@ type TableStatus struct {
 	Synced    bool         `json:"synced"`
 	LastSync  *time.Time   `json:"last_sync"`
 	SyncError string       `json:"sync_error,omitempty"`
+	// SyncConsecutiveFailures counts failed syncs in a row, of any class.
+	SyncConsecutiveFailures int `json:"sync_consecutive_failures"`
 	// Snapshot is the table as of the last sync (nil before the first).
 	Snapshot *Snapshot             `json:"snapshot"`
 	Running  *RunningJob           `json:"running"`
@@ -71,7 +73,16 @@ type KindStatus struct {
 	Schedule            string     `json:"schedule"`
 	Next                *time.Time `json:"next"`
 	LastRun             *JobRecord `json:"last_run"`
+	// ConsecutiveFailures counts failed attempts in a row, of every class
+	// (retry, error, fatal), since FailingSince; ConsecutiveErrors only the
+	// non-retryable ones, which quarantine_after counts.
 	ConsecutiveFailures int        `json:"consecutive_failures"`
+	ConsecutiveErrors   int        `json:"consecutive_errors"`
+	FailingSince        *time.Time `json:"failing_since"`
+	// NextAttempt is when the next attempt may start: the end of a retry's
+	// backoff, now for a job waiting for a worker, else the next scheduled
+	// run (nil: none).
+	NextAttempt *time.Time `json:"next_attempt"`
 	// UpToDate is when the kind last succeeded, or was skipped because
 	// nothing it reads had changed since it last found nothing to do.
 	UpToDate *time.Time `json:"up_to_date"`
@@ -80,7 +91,7 @@ type KindStatus struct {
 // status builds the document. REQUIRES: s.mu held.
 func (s *Scheduler) status(st *tableState) TableStatus {
 	ts := TableStatus{Name: st.spec.Name, URL: st.spec.URL, Paused: st.paused, Owned: st.owned,
-		Synced: st.synced, SyncError: st.syncErr, Snapshot: st.snap, Jobs: map[string]KindStatus{},
+		Synced: st.synced, SyncError: st.syncErr, SyncConsecutiveFailures: st.syncRetries, Snapshot: st.snap, Jobs: map[string]KindStatus{},
 		Pending: []PendingJob{}, Recent: slices.Clone(st.history)}
 	if ts.Recent == nil {
 		ts.Recent = []JobRecord{}
@@ -110,7 +121,13 @@ func (s *Scheduler) status(st *tableState) TableStatus {
 		}
 		_, avail := s.deps.Jobs[k]
 		ks := KindStatus{Available: avail, Schedule: s.cfg.Schedule.Get(k), LastRun: st.lastRuns[i],
-			ConsecutiveFailures: st.failures[i]}
+			ConsecutiveFailures: st.retries[i], ConsecutiveErrors: st.failures[i]}
+		if f := st.failingSince[i]; !f.IsZero() {
+			ks.FailingSince = &f
+		}
+		if n, ok := s.nextAttemptLocked(st, i); ok {
+			ks.NextAttempt = &n
+		}
 		if ks.Schedule == "" {
 			ks.Schedule = "off"
 		}
@@ -137,4 +154,27 @@ func (s *Scheduler) status(st *tableState) TableStatus {
 		ts.State = "ok"
 	}
 	return ts
+}
+
+// nextAttemptLocked is when the next attempt of kind index i may start on
+// st: the end of a pending job's backoff, the time it was queued for one
+// waiting for a worker or its table, else the next scheduled run. A halted
+// or paused table has none. REQUIRES: s.mu held.
+func (s *Scheduler) nextAttemptLocked(st *tableState, i int) (time.Time, bool) {
+	if st.halted != nil || st.paused || st.removed {
+		return time.Time{}, false
+	}
+	if _, ok := s.deps.Jobs[Kinds[i]]; !ok {
+		return time.Time{}, false
+	}
+	if st.pending[i] != "" {
+		if nb := st.notBefore[i]; !nb.IsZero() {
+			return nb, true
+		}
+		return st.pendSince[i], true
+	}
+	if s.sched[i] != nil && !st.next[i].IsZero() {
+		return st.next[i], true
+	}
+	return time.Time{}, false
 }

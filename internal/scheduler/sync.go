@@ -119,6 +119,7 @@ func (s *Scheduler) syncTable(ctx context.Context, st *tableState, h *TableHandl
 	case err == nil:
 		wasSynced := st.synced
 		st.synced, st.snap, st.lastSync, st.syncErr, st.syncFailures = true, snap, now, "", 0
+		st.syncRetries, st.syncFailingSince = 0, time.Time{}
 		st.shardsChecked = now
 		s.metrics.lastSync.WithLabelValues(name).Set(float64(now.UnixMilli()) / 1e3)
 		s.applySnapshotLocked(st, snap)
@@ -134,12 +135,22 @@ func (s *Scheduler) syncTable(ctx context.Context, st *tableState, h *TableHandl
 		s.metrics.syncFailures.WithLabelValues(name).Inc()
 		st.syncErr = err.Error()
 		class, reason := Classify(err, nil)
+		if st.syncRetries == 0 {
+			st.syncFailingSince = now
+		}
+		st.syncRetries++
+		fields := []zap.Field{zap.Error(err), zap.Int("failures_in_a_row", st.syncRetries), zap.Time("failing_since", st.syncFailingSince)}
 		if class != ClassError {
-			st.logger.Warn("sync failed; retrying at the next sync", zap.Error(err))
+			if s.budgetSpentLocked(st.syncRetries, st.syncFailingSince, now) {
+				st.logger.Error("sync failed; retry budget spent", fields...)
+				s.haltLocked(st, ReasonRetryBudget, "sync", err, now)
+				return
+			}
+			st.logger.Warn("sync failed; retrying at the next sync", fields...)
 			return
 		}
 		st.syncFailures++
-		st.logger.Warn("sync failed", zap.Error(err), zap.Int("failures_in_a_row", st.syncFailures))
+		st.logger.Warn("sync failed", append(fields, zap.Int("errors_in_a_row", st.syncFailures))...)
 		if st.syncFailures >= s.cfg.Retry.QuarantineAfter {
 			s.haltLocked(st, reason, "sync", err, now)
 		}

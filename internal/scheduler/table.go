@@ -101,9 +101,11 @@ type tableState struct {
 	pendSince [numKinds]time.Time
 	notBefore [numKinds]time.Time
 	// failures counts non-retryable failures in a row per kind; retries
-	// counts failures of any class in a row (for the backoff).
-	failures [numKinds]int
-	retries  [numKinds]int
+	// counts failures of any class in a row (the streak the API shows, and
+	// the backoff), since failingSince.
+	failures     [numKinds]int
+	retries      [numKinds]int
+	failingSince [numKinds]time.Time
 
 	running *attempt
 	paused  bool
@@ -117,7 +119,11 @@ type tableState struct {
 	shardsChecked time.Time
 	lastSync      time.Time
 	syncErr       string
-	syncFailures  int
+	// syncFailures counts non-retryable sync failures in a row;
+	// syncRetries failures of any class, since syncFailingSince.
+	syncFailures     int
+	syncRetries      int
+	syncFailingSince time.Time
 
 	owned     bool
 	lease     lease.State
