@@ -69,10 +69,10 @@ type PendingJob struct {
 // KindStatus is one job kind on one table.
 type KindStatus struct {
 	// Available is false when this build has no job of the kind.
-	Available           bool       `json:"available"`
-	Schedule            string     `json:"schedule"`
-	Next                *time.Time `json:"next"`
-	LastRun             *JobRecord `json:"last_run"`
+	Available bool       `json:"available"`
+	Schedule  string     `json:"schedule"`
+	Next      *time.Time `json:"next"`
+	LastRun   *JobRecord `json:"last_run"`
 	// ConsecutiveFailures counts failed attempts in a row, of every class
 	// (retry, error, fatal), since FailingSince; ConsecutiveErrors only the
 	// non-retryable ones, which quarantine_after counts.
