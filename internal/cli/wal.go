@@ -165,9 +165,19 @@ func newWalWriteCmd(e *env) *cobra.Command {
 				"records": len(recs), "replayed_entries": cr.ReplayedEntries, "replayed_records": cr.ReplayedRecords,
 				"shard_version": w.Manifest().Version, "flushed": false}
 			if flush {
+				if walWriteBeforeFlush != nil {
+					walWriteBeforeFlush(ctx, t, shard)
+				}
 				fr, err := w.Flush(ctx)
 				if err != nil {
-					return err
+					// The entry is durable and acknowledged; only the flush
+					// failed. Say so, with the write's outcome on stdout
+					// and an exit status of its own.
+					out["flush_error"] = oneLine(err.Error())
+					if perr := printJSON(e.stdout, out); perr != nil {
+						return perr
+					}
+					return &exitError{code: ExitWrittenNotFlushed, err: fmt.Errorf("the records were written at WAL position %d of shard %q (acknowledged; a later flush or claim replays them), but the flush failed: %w", pos, shard, err)}
 				}
 				addFlush(out, fr)
 			}
@@ -179,10 +189,18 @@ func newWalWriteCmd(e *env) *cobra.Command {
 	cmd.Flags().Int64Var(&n, "rows", 0, fmt.Sprintf("generate N upserts (at most %d per command: they are held in memory)", MaxGeneratedRows))
 	cmd.Flags().Int64Var(&start, "start", 0, "first generated primary key (keys start..start+N-1 must fit an int64)")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed for generated values")
-	cmd.Flags().BoolVar(&flush, "flush", false, "flush the MemTable to an SSTable afterwards")
+	cmd.Flags().BoolVar(&flush, "flush", false, fmt.Sprintf("flush the MemTable to an SSTable afterwards (exit %d when the write landed but the flush failed)", ExitWrittenNotFlushed))
 	_ = cmd.MarkFlagRequired("shard")
 	return cmd
 }
+
+// ExitWrittenNotFlushed is the exit status of wal write --flush when the
+// write landed but the flush failed (for example fenced by a newer writer).
+const ExitWrittenNotFlushed = 3
+
+// walWriteBeforeFlush, when set (tests), runs between the write and the
+// flush of wal write --flush.
+var walWriteBeforeFlush func(ctx context.Context, t *ops.Table, shard string)
 
 // addFlush adds a flush's outcome to a command's output.
 func addFlush(out map[string]any, fr *memwal.FlushResult) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/compactord/compactord/internal/memwal"
+	"github.com/compactord/compactord/internal/ops"
+	"github.com/compactord/compactord/internal/table"
 )
 
 // scanIDs returns id -> cat of the live rows.
@@ -264,5 +267,46 @@ func TestWALCorruptEntry(t *testing.T) {
 		if !strings.Contains(after, f) {
 			t.Fatalf("%s was changed or deleted", f)
 		}
+	}
+}
+
+// wal write --flush whose flush is fenced after the write landed: the
+// output still reports the write, stderr says the records are written and
+// only the flush failed, and the exit status is ExitWrittenNotFlushed; the
+// next writer replays the records.
+func TestWALWriteFlushFencedAfterWrite(t *testing.T) {
+	dir := newTable(t)
+	mustRun(t, "", "wal", "configure", dir, "--shards", "s0")
+	walWriteBeforeFlush = func(ctx context.Context, tb *ops.Table, shard string) {
+		head, err := table.ReadLatest(ctx, tb.Bucket)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		w, err := memwal.NewWriter(memwal.Config{Shard: shard, Schema: head.Schema}, tb.Bucket)
+		if err == nil {
+			_, err = w.Claim(ctx)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { walWriteBeforeFlush = nil })
+	r := run(t, "", "wal", "write", dir, "--shard", "s0", "--rows", "3", "--flush")
+	line := strings.TrimSuffix(r.stderr, "\n")
+	if r.code != ExitWrittenNotFlushed || strings.Contains(line, "\n") || !strings.Contains(line, "written at WAL position 2") || !strings.Contains(line, "the flush failed") || !strings.Contains(line, "fenced") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("stdout %q: %v", r.stdout, err)
+	}
+	if doc["wal_position"].(float64) != 2 || doc["flushed"] != false || !strings.Contains(doc["flush_error"].(string), "fenced") {
+		t.Fatalf("output %v", doc)
+	}
+	walWriteBeforeFlush = nil
+	doc = mustRun(t, "", "wal", "flush", dir, "--shard", "s0")
+	if doc["sstable_rows"].(float64) != 3 {
+		t.Fatalf("the next flush: %v", doc)
 	}
 }

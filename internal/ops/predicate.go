@@ -21,7 +21,7 @@ type term struct {
 	value any
 }
 
-var termRe = regexp.MustCompile(`^\s*([A-Za-z][A-Za-z0-9_]*)\s*(<=|>=|!=|=|==|<|>)\s*(.+?)\s*$`)
+var termRe = regexp.MustCompile(`^\s*([A-Za-z][A-Za-z0-9_]*)\s*(<=|>=|!=|==|=|<|>)\s*(.+?)\s*$`)
 var andRe = regexp.MustCompile(`(?i)\s+AND\s+`)
 
 // ParsePredicate parses e.g. `id >= 10 AND cat = 'a'`. String literals use
@@ -34,7 +34,7 @@ func ParsePredicate(s *pb.Schema, expr string) (*Predicate, error) {
 	for _, part := range andRe.Split(expr, -1) {
 		m := termRe.FindStringSubmatch(part)
 		if m == nil {
-			return nil, fmt.Errorf("predicate term %q: want <field> <op> <literal> with op one of = != < <= > >=, joined by AND", strings.TrimSpace(part))
+			return nil, fmt.Errorf("predicate term %q: want <field> <op> <literal> with op one of = == != < <= > >=, joined by AND", strings.TrimSpace(part))
 		}
 		f := table.FieldByName(s, m[1])
 		if f == nil {

@@ -403,7 +403,13 @@ func RowJSON(s *pb.Schema, r Row, extra ...string) []byte {
 		var v any = r[i]
 		switch x := v.(type) {
 		case Timestamp:
-			v = time.UnixMicro(int64(x)).UTC().Format(time.RFC3339Nano)
+			// RFC 3339 has four-digit years only; a timestamp outside them
+			// prints as integer microseconds, which ParseValue reads back.
+			if t := time.UnixMicro(int64(x)).UTC(); t.Year() >= 0 && t.Year() <= 9999 {
+				v = t.Format(time.RFC3339Nano)
+			} else {
+				v = int64(x)
+			}
 		case float64:
 			if math.IsNaN(x) {
 				v = "NaN"
