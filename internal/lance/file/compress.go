@@ -1,0 +1,187 @@
+package file
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// maxDecompressed bounds what one compressed buffer may claim to expand to,
+// so a hostile length prefix cannot force a huge allocation; Lance buffers
+// are pages, far below this.
+const maxDecompressed = 1 << 31
+
+var zstdDecoders = sync.Pool{New: func() any {
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxDecompressed))
+	if err != nil {
+		panic(err) // only on invalid options
+	}
+	return d
+}}
+
+var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+
+// unzstd decodes a Lance zstd buffer: a u64 uncompressed length then a
+// frame, or (older writers) a bare frame.
+func unzstd(src []byte) ([]byte, error) {
+	if len(src) == 0 {
+		return nil, nil
+	}
+	d := zstdDecoders.Get().(*zstd.Decoder)
+	defer zstdDecoders.Put(d)
+	if len(src) >= 8 && !(bytes.HasPrefix(src, zstdMagic) && src[4]&0x10 == 0) {
+		n := le.Uint64(src)
+		if n > maxDecompressed || n > uint64(len(src))*1024+1<<16 {
+			return nil, errf("zstd buffer claims %d bytes", n)
+		}
+		out, err := d.DecodeAll(src[8:], make([]byte, 0, n))
+		if err != nil {
+			return nil, errf("zstd: %v", err)
+		}
+		if uint64(len(out)) != n {
+			return nil, errf("zstd buffer decoded to %d bytes, header says %d", len(out), n)
+		}
+		return out, nil
+	}
+	if err := d.Reset(bytes.NewReader(src)); err != nil {
+		return nil, errf("zstd: %v", err)
+	}
+	out, err := io.ReadAll(io.LimitReader(d, maxDecompressed))
+	if err != nil {
+		return nil, errf("zstd: %v", err)
+	}
+	return out, nil
+}
+
+// unlz4 decodes a Lance lz4 buffer: a u32 uncompressed length then a raw
+// LZ4 block.
+func unlz4(src []byte) ([]byte, error) {
+	if len(src) < 4 {
+		return nil, errf("lz4 buffer of %d bytes", len(src))
+	}
+	n := le.Uint32(src)
+	// An LZ4 block expands at most 255x.
+	if uint64(n) > uint64(len(src))*255+16 {
+		return nil, errf("lz4 buffer claims %d bytes from %d", n, len(src))
+	}
+	out := make([]byte, n)
+	if err := lz4Block(src[4:], out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// lz4Block decodes a raw LZ4 block into dst, which must be exactly the
+// decompressed size.
+func lz4Block(src, dst []byte) error {
+	si, di := 0, 0
+	for si < len(src) {
+		tok := src[si]
+		si++
+		lit := int(tok >> 4)
+		if lit == 15 {
+			for {
+				if si >= len(src) {
+					return errf("lz4: truncated literal length")
+				}
+				b := src[si]
+				si++
+				lit += int(b)
+				if b != 255 {
+					break
+				}
+			}
+		}
+		if lit > len(src)-si || lit > len(dst)-di {
+			return errf("lz4: literal run overflows")
+		}
+		copy(dst[di:], src[si:si+lit])
+		si += lit
+		di += lit
+		if si == len(src) {
+			break
+		}
+		if si+2 > len(src) {
+			return errf("lz4: truncated match offset")
+		}
+		off := int(src[si]) | int(src[si+1])<<8
+		si += 2
+		if off == 0 || off > di {
+			return errf("lz4: bad match offset %d", off)
+		}
+		ml := int(tok & 15)
+		if ml == 15 {
+			for {
+				if si >= len(src) {
+					return errf("lz4: truncated match length")
+				}
+				b := src[si]
+				si++
+				ml += int(b)
+				if b != 255 {
+					break
+				}
+			}
+		}
+		ml += 4
+		if ml > len(dst)-di {
+			return errf("lz4: match overflows the output")
+		}
+		for k := 0; k < ml; k++ {
+			dst[di+k] = dst[di-off+k]
+		}
+		di += ml
+	}
+	if di != len(dst) {
+		return errf("lz4: decoded %d bytes, want %d", di, len(dst))
+	}
+	return nil
+}
+
+// fsstTable is a decoded FSST symbol table.
+type fsstTable struct {
+	sym [256]uint64
+	n   [256]uint8
+}
+
+// parseFSST reads Lance's serialized symbol table: an 8-byte header, 256
+// little-endian u64 symbols, then 256 symbol lengths.
+func parseFSST(b []byte) (*fsstTable, error) {
+	if len(b) < 8+256*8+256 {
+		return nil, errf("fsst symbol table of %d bytes", len(b))
+	}
+	t := &fsstTable{}
+	for i := 0; i < 256; i++ {
+		t.sym[i] = le.Uint64(b[8+8*i:])
+		t.n[i] = b[8+2048+i]
+		if t.n[i] > 8 {
+			return nil, errf("fsst symbol %d has length %d", i, t.n[i])
+		}
+	}
+	return t, nil
+}
+
+// decode appends the expansion of src to dst; code 255 escapes a literal.
+func (t *fsstTable) decode(dst, src []byte) ([]byte, error) {
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		if c == 255 {
+			i++
+			if i >= len(src) {
+				return nil, errf("fsst: escape at the end of a value")
+			}
+			dst = append(dst, src[i])
+			continue
+		}
+		s := t.sym[c]
+		for k := uint8(0); k < t.n[c]; k++ {
+			dst = append(dst, byte(s>>(8*k)))
+		}
+	}
+	return dst, nil
+}
+
+func schemeName(s fmt.Stringer) string { return s.String() }
