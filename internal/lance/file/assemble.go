@@ -262,6 +262,16 @@ func fillValues(a *Array, f *Field, b *block) error {
 	case t.Kind == KindNull:
 		return nil
 	case t.Kind == KindBool:
+		if b.bits == 8 && !b.isVar && b.dim == 0 {
+			// Full-zip stores a byte per bool.
+			bm := make([]byte, bitmapLen(b.n))
+			for i := 0; i < b.n; i++ {
+				if b.data[i] != 0 {
+					setBit(bm, i)
+				}
+			}
+			b = &block{n: b.n, bits: 1, data: bm}
+		}
 		if b.bits != 1 || b.isVar {
 			return errf("bool column %q decodes to %d-bit values", f.Name, b.bits)
 		}

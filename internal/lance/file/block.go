@@ -223,7 +223,7 @@ func chunkVariable(b []byte, n, ob int) (*block, error) {
 		}
 		offs[i] = int64(o - base)
 	}
-	return &block{n: n, isVar: true, offsets: offs, data: b[base:uint64(offs[n])+base]}, nil
+	return &block{n: n, isVar: true, offsets: offs, data: b[base : uint64(offs[n])+base]}, nil
 }
 
 // unpackInline decodes inline bitpacking: per 1024 values a header word

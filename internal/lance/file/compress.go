@@ -145,18 +145,29 @@ func lz4Block(src, dst []byte) error {
 type fsstTable struct {
 	sym [256]uint64
 	n   [256]uint8
+	// raw: the encoder switched compression off; values are stored as is.
+	raw bool
 }
 
-// parseFSST reads Lance's serialized symbol table: an 8-byte header, 256
-// little-endian u64 symbols, then 256 symbol lengths.
+// parseFSST reads Lance's serialized symbol table (2312 bytes): a u64
+// header (low byte: the number of symbols; bit 24: compression on), the
+// symbols as u64s, then their lengths right after them.
 func parseFSST(b []byte) (*fsstTable, error) {
-	if len(b) < 8+256*8+256 {
+	if len(b) < 8 {
 		return nil, errf("fsst symbol table of %d bytes", len(b))
 	}
-	t := &fsstTable{}
-	for i := 0; i < 256; i++ {
+	info := le.Uint64(b)
+	if info>>32 != 0x46535354 {
+		return nil, errf("fsst symbol table without its magic")
+	}
+	t := &fsstTable{raw: info&(1<<24) == 0}
+	ns := int(info & 255)
+	if len(b) < 8+ns*9 {
+		return nil, errf("fsst symbol table of %d bytes for %d symbols", len(b), ns)
+	}
+	for i := 0; i < ns; i++ {
 		t.sym[i] = le.Uint64(b[8+8*i:])
-		t.n[i] = b[8+2048+i]
+		t.n[i] = b[8+8*ns+i]
 		if t.n[i] > 8 {
 			return nil, errf("fsst symbol %d has length %d", i, t.n[i])
 		}
@@ -166,6 +177,9 @@ func parseFSST(b []byte) (*fsstTable, error) {
 
 // decode appends the expansion of src to dst; code 255 escapes a literal.
 func (t *fsstTable) decode(dst, src []byte) ([]byte, error) {
+	if t.raw {
+		return append(dst, src...), nil
+	}
 	for i := 0; i < len(src); i++ {
 		c := src[i]
 		if c == 255 {

@@ -451,15 +451,12 @@ func decodeFullZipPage(fz *pb.FullZipLayout, bufs [][]byte, rows int, leaf DataT
 		nv++
 		present := code == 0
 		if fixedBytes > 0 {
-			if present {
-				if p+fixedBytes > len(data) {
-					return nil, errf("full-zip value %d truncated", i)
-				}
-				fixed = append(fixed, data[p:p+fixedBytes]...)
-				p += fixedBytes
-			} else {
-				fixed = append(fixed, make([]byte, fixedBytes)...)
+			// Fixed-width items keep their (placeholder) bytes even when null.
+			if p+fixedBytes > len(data) {
+				return nil, errf("full-zip value %d truncated", i)
 			}
+			fixed = append(fixed, data[p:p+fixedBytes]...)
+			p += fixedBytes
 			continue
 		}
 		if present {
@@ -625,6 +622,16 @@ func decodeConstantPage(cl *pb.ConstantLayout, bufs [][]byte, rows int, leaf Dat
 			}
 		}
 	}
+	if cl.InlineValue == nil && bi < len(bufs) && leaf.IsVariable() {
+		// A constant string or binary: its one value is serialized in the
+		// page's last buffer (a small header, then the bytes).
+		v, err := constVariable(bufs[len(bufs)-1])
+		if err != nil {
+			return nil, err
+		}
+		lp.values = repeatVar(v, nv)
+		return lp, nil
+	}
 	if cl.InlineValue != nil {
 		if len(cl.InlineValue) > 32 {
 			return nil, errf("constant value of %d bytes", len(cl.InlineValue))
@@ -670,4 +677,27 @@ func zeroBlock(t DataType, n int) *block {
 		return &block{n: n, dim: t.Size, child: &block{n: n * t.Size, bits: 8, data: nil}}
 	}
 	return &block{n: n, bits: 8 * t.ByteWidth(), data: alloc(n * t.ByteWidth())}
+}
+
+// constVariable reads the value of a constant variable-width page: u32
+// count of offsets (2), u32 bytes of offsets, u64 bytes of data, the end
+// offset(s), then the data.
+func constVariable(b []byte) ([]byte, error) {
+	if len(b) < 16 {
+		return nil, errf("constant value buffer of %d bytes", len(b))
+	}
+	n := le.Uint64(b[8:])
+	if n > uint64(len(b)) {
+		return nil, errf("constant value of %d bytes in a %d-byte buffer", n, len(b))
+	}
+	return b[uint64(len(b))-n:], nil
+}
+
+func repeatVar(v []byte, n int) *block {
+	out := &block{n: n, isVar: true, offsets: make([]int64, n+1), data: make([]byte, 0, len(v)*n)}
+	for i := 0; i < n; i++ {
+		out.data = append(out.data, v...)
+		out.offsets[i+1] = int64(len(out.data))
+	}
+	return out
 }
