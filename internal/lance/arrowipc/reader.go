@@ -425,6 +425,11 @@ func (r *batchReader) validity(n node) ([]byte, error) {
 	if n.nulls == 0 {
 		return nil, nil
 	}
+	// A wrong null count would make callers that trust it (skipping the
+	// bitmap when it is 0, say) read garbage as values.
+	if c := countNulls(b, int(n.length)); int64(c) != n.nulls {
+		return nil, fmt.Errorf("field node says %d nulls, its validity bitmap %d", n.nulls, c)
+	}
 	return b, nil
 }
 
