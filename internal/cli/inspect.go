@@ -98,6 +98,9 @@ func newInspectCmd(e *env) *cobra.Command {
 		Short: "Print one version's metadata as one JSON document",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if handled, err := lanceInspect(cmd.Context(), e, args[0], version); handled {
+				return err
+			}
 			t, done, err := openTable(cmd.Context(), e, args[0])
 			if err != nil {
 				return err

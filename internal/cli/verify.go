@@ -21,6 +21,9 @@ func newVerifyCmd(e *env) *cobra.Command {
 		Short: "Check every invariant; exit 0 only when all hold",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if handled, err := lanceVerify(cmd.Context(), e, args[0], opt.Version, opt.Deep, asJSON); handled {
+				return err
+			}
 			t, done, err := openTable(cmd.Context(), e, args[0])
 			if err != nil {
 				return err
