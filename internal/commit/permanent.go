@@ -21,3 +21,6 @@ func isPermanent(err error) bool {
 	}
 	return false
 }
+
+// IsPermanent is isPermanent for the Lance commit loop, which shares the rule.
+func IsPermanent(err error) bool { return isPermanent(err) }
