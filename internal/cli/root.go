@@ -6,6 +6,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,13 +17,16 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/compactord/compactord/internal/buildinfo"
 	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/daemon"
 	"github.com/compactord/compactord/internal/inflight"
 	"github.com/compactord/compactord/internal/ops"
 	"github.com/compactord/compactord/internal/storage"
 )
 
-// Version is set at build time with -ldflags.
+// Version is set at build time with -ldflags; without it the version
+// comes from the Go build info (buildinfo.Get).
 var Version = "dev"
 
 // env is what commands share; tests construct it with their own streams.
@@ -30,9 +34,13 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	logger         *zap.Logger
+	// logLevel and logFormat are the root's --log-level and --log-format.
+	logLevel, logFormat string
 }
 
-// Main runs the command line and returns the process exit code.
+// Main runs the command line and returns the process exit code: 0, 1 when
+// a command fails, 2 for a usage or configuration error (like Go's flag
+// package).
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, logger: zap.NewNop()}
 	root := newRoot(e)
@@ -40,11 +48,39 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	if err := root.ExecuteContext(ctx); err != nil {
+	err := root.ExecuteContext(ctx)
+	_ = e.logger.Sync()
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "unknown command ") {
+			err = usageError(err)
+		}
 		fmt.Fprintf(stderr, "compactord: %s\n", oneLine(err.Error()))
 		return exitCodeOf(err)
 	}
 	return 0
+}
+
+// usageError marks err as a usage error: exit code 2.
+func usageError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ec ExitCoder
+	if errors.As(err, &ec) {
+		return err
+	}
+	return &exitError{code: 2, err: err}
+}
+
+// markUsageErrors makes every command's argument-count and flag errors
+// usage errors (exit 2).
+func markUsageErrors(c *cobra.Command) {
+	if args := c.Args; args != nil {
+		c.Args = func(cmd *cobra.Command, a []string) error { return usageError(args(cmd, a)) }
+	}
+	for _, sub := range c.Commands() {
+		markUsageErrors(sub)
+	}
 }
 
 func oneLine(s string) string {
@@ -60,13 +96,21 @@ func newRoot(e *env) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	info := buildinfo.Get(Version)
+	root.Version = info.Version
+	root.SetVersionTemplate(info.String() + "\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	pf := root.PersistentFlags()
+	pf.StringVar(&e.logLevel, "log-level", "", "log level on stderr: debug, info (the default; progress of long jobs), warn, error")
+	pf.StringVar(&e.logFormat, "log-format", "", "log format on stderr: console (the default for one-shot commands) or json")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return e.setupLogger(cmd) }
 	root.AddCommand(
 		&cobra.Command{
 			Use:   "version",
-			Short: "Print the version",
+			Short: "Print the version, VCS revision and Go version (JSON)",
 			Args:  cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return printJSON(e.stdout, map[string]string{"version": Version})
+				return printJSON(e.stdout, info)
 			},
 		},
 		newTableCmd(e),
@@ -75,7 +119,41 @@ func newRoot(e *env) *cobra.Command {
 	for _, c := range extraCommands {
 		root.AddCommand(c(e))
 	}
+	for _, c := range tableSubcommands {
+		if t, _, err := root.Find([]string{"table"}); err == nil && t != root {
+			t.AddCommand(c(e))
+		}
+	}
+	markUsageErrors(root)
 	return root
+}
+
+// tableSubcommands lets other files of this package add `table` commands.
+var tableSubcommands []func(*env) *cobra.Command
+
+// setupLogger builds the logger of one-shot commands from --log-level and
+// --log-format: progress of long jobs at info, on stderr. `run` builds its
+// own from the configuration (the flags override it there).
+func (e *env) setupLogger(cmd *cobra.Command) error {
+	if cmd.Name() == "run" {
+		return nil
+	}
+	lc := daemon.LogConfig{Level: e.logLevel, Format: e.logFormat}
+	if lc.Level == "" {
+		lc.Level = "info"
+	}
+	if lc.Format == "" {
+		lc.Format = "console"
+	}
+	if err := (&daemon.Config{Log: lc}).ValidateLog(); err != nil {
+		return usageError(err)
+	}
+	l, _, err := daemon.NewLogger(lc, e.stderr)
+	if err != nil {
+		return usageError(err)
+	}
+	e.logger = l
+	return nil
 }
 
 // extraCommands lets other files of this package add top-level commands.

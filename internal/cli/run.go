@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/compactord/compactord/internal/buildinfo"
 	"github.com/compactord/compactord/internal/daemon"
 )
 
@@ -38,12 +39,15 @@ func newRunCmd(e *env) *cobra.Command {
 		Use:   "run --config FILE",
 		Short: "Run the maintenance daemon: schedule merge, compact, index, trim and cleanup jobs on the configured tables",
 		Long: `Run the maintenance daemon. The configuration file is YAML (configs/compactord.yaml documents
-every key); flags override it. SIGTERM or Ctrl-C drains and exits 0; SIGHUP reloads the file.`,
+every key); flags override it (--log-level and --log-format override log.level and log.format).
+SIGTERM or Ctrl-C drains and exits 0; SIGHUP (or POST /-/reload) reloads the file. A bad
+configuration exits 2 before anything starts; check one first with ` + "`compactord check config FILE`" + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("demo") {
 				o.Demo = &demo
 			}
+			o.LogLevel, o.LogFormat = e.logLevel, e.logFormat
 			load := func() (daemon.Config, error) {
 				if file == "" {
 					return daemon.Parse(nil, "", o)
@@ -59,7 +63,7 @@ every key); flags override it. SIGTERM or Ctrl-C drains and exits 0; SIGHUP relo
 				return &exitError{code: 2, err: err}
 			}
 			defer func() { _ = logger.Sync() }()
-			d, err := daemon.New(cfg, daemon.Deps{Logger: logger, Level: &level, Reload: load, Version: Version})
+			d, err := daemon.New(cfg, daemon.Deps{Logger: logger, Level: &level, Reload: load, Build: buildinfo.Get(Version)})
 			if err != nil {
 				var ce *daemon.ConfigError
 				if errors.As(err, &ce) {
@@ -97,8 +101,6 @@ every key); flags override it. SIGTERM or Ctrl-C drains and exits 0; SIGHUP relo
 	f := cmd.Flags()
 	f.StringVar(&file, "config", "", "YAML configuration file (without it: defaults and flags)")
 	f.StringVar(&o.Listen, "listen", "", "override http.listen (host:port)")
-	f.StringVar(&o.LogLevel, "log-level", "", "override log.level (debug, info, warn, error)")
-	f.StringVar(&o.LogFormat, "log-format", "", "override log.format (json, console)")
 	f.StringArrayVar(&o.Tables, "table", nil, "add a table URL (repeatable)")
 	f.StringVar(&o.Discover, "discover", "", "override discover.url")
 	f.IntVar(&o.Workers, "workers", 0, "override workers")

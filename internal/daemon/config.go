@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -116,21 +117,14 @@ func (c *Config) Validate() error {
 	if err := c.Scheduler.Validate(); err != nil {
 		return err
 	}
-	switch c.Log.Level {
-	case "debug", "info", "warn", "error":
-	default:
-		return fmt.Errorf("log.level: %q is not one of debug, info, warn, error", c.Log.Level)
-	}
-	switch c.Log.Format {
-	case "json", "console":
-	default:
-		return fmt.Errorf("log.format: %q is not one of json, console", c.Log.Format)
+	if err := c.ValidateLog(); err != nil {
+		return err
 	}
 	if c.GCPercent < 10 {
 		return fmt.Errorf("gc_percent must be at least 10, got %d", c.GCPercent)
 	}
-	if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
-		return fmt.Errorf("http.listen: %q is not host:port: %v", c.HTTP.Listen, err)
+	if err := validateListen(c.HTTP.Listen); err != nil {
+		return fmt.Errorf("http.listen: %v", err)
 	}
 	if c.HTTP.AdminToken != "" && c.HTTP.AdminTokenFile != "" {
 		return fmt.Errorf("http.admin_token_file: set either admin_token or admin_token_file, not both")
@@ -206,6 +200,45 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Demo.Validate(); err != nil {
 		return fmt.Errorf("demo: %w", err)
+	}
+	return nil
+}
+
+// ValidateLog checks the log section (the one-shot commands' --log-level
+// and --log-format use it too).
+func (c *Config) ValidateLog() error {
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("log.level: %q is not one of debug, info, warn, error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "json", "console":
+	default:
+		return fmt.Errorf("log.format: %q is not one of json, console", c.Log.Format)
+	}
+	return nil
+}
+
+// validateListen checks a listen address as far as can be done without
+// binding it: host:port, with a port from 0 to 65535 (or a service name
+// the system knows).
+func validateListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %v", addr, err)
+	}
+	if port == "" {
+		return fmt.Errorf("%q has no port (write host:port; :0 picks a free one)", addr)
+	}
+	if n, err := strconv.ParseInt(port, 10, 64); err == nil {
+		if n < 0 || n > 65535 {
+			return fmt.Errorf("%q: port %d is out of range (0 to 65535)", addr, n)
+		}
+		return nil
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("%q: port %q is neither a number from 0 to 65535 nor a known service", addr, port)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"go.uber.org/zap"
 
+	"github.com/compactord/compactord/internal/buildinfo"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/demo"
 	"github.com/compactord/compactord/internal/lease"
@@ -40,7 +41,9 @@ type Deps struct {
 	// Reload reads the configuration again (on SIGHUP); nil disables
 	// reloading.
 	Reload func() (Config, error)
-	// Version is reported by compactord_build_info and the status page.
+	// Build is reported by compactord_build_info, the API and the status
+	// page; Version, when set, overrides Build.Version (tests).
+	Build   buildinfo.Info
 	Version string
 	// Jobs replaces the real job set (tests inject faulty jobs); nil wires
 	// the real ones (jobs.go).
@@ -72,6 +75,10 @@ type Daemon struct {
 	started      time.Time
 	discoverKick chan struct{}
 	demo         atomic.Pointer[demo.Workload]
+
+	reloadMu      sync.Mutex // one reload at a time (SIGHUP and POST /-/reload)
+	reloadOK      prometheus.Gauge
+	reloadSuccess prometheus.Gauge
 }
 
 // New builds the daemon from a validated configuration; it starts nothing
@@ -86,9 +93,20 @@ func New(cfg Config, deps Deps) (*Daemon, error) {
 	if deps.Clock == nil {
 		deps.Clock = clock.Real()
 	}
-	if deps.Version == "" {
-		deps.Version = "dev"
+	own := buildinfo.Get("")
+	if deps.Version != "" {
+		deps.Build.Version = deps.Version
 	}
+	if deps.Build.Version == "" {
+		deps.Build.Version = own.Version
+	}
+	if deps.Build.Revision == "" {
+		deps.Build.Revision, deps.Build.Modified = own.Revision, own.Modified
+	}
+	if deps.Build.GoVersion == "" {
+		deps.Build.GoVersion = own.GoVersion
+	}
+	deps.Version = deps.Build.Version
 	reg := deps.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -103,10 +121,17 @@ func New(cfg Config, deps Deps) (*Daemon, error) {
 	d.token.Store(&tok)
 	jc := cfg.Jobs
 	d.jobsCfg.Store(&jc)
+	d.reloadOK = promauto.With(reg).NewGauge(prometheus.GaugeOpts{Name: "compactord_config_last_reload_successful",
+		Help: "1 when the last configuration reload (SIGHUP or POST /-/reload) succeeded, or none was tried since start; 0 after a failed one (the running configuration stays)."})
+	d.reloadSuccess = promauto.With(reg).NewGauge(prometheus.GaugeOpts{Name: "compactord_config_last_reload_success_timestamp_seconds",
+		Help: "Unix time of the last successful configuration load: start-up or reload."})
+	d.reloadOK.Set(1)
+	d.reloadSuccess.Set(float64(d.started.UnixMilli()) / 1e3)
 	d.storeMetrics = storage.NewMetrics(reg)
 	d.commitMetrics = commit.NewMetrics(reg)
 	promauto.With(reg).NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_build_info",
-		Help: "Always 1; the version label says which build runs."}, []string{"version"}).WithLabelValues(deps.Version).Set(1)
+		Help: "Always 1; the labels say which build runs: version, the VCS revision (unknown when the build recorded none) and the Go version."},
+		[]string{"version", "revision", "goversion"}).WithLabelValues(deps.Build.Version, deps.Build.Revision, deps.Build.GoVersion).Set(1)
 
 	jobs := deps.Jobs
 	if jobs == nil {
@@ -155,6 +180,17 @@ func missingKinds(jobs map[scheduler.Kind]scheduler.JobFunc) []string {
 		}
 	}
 	return out
+}
+
+// CheckConfig runs the checks New makes on a configuration beyond
+// Validate (which Load and Parse already ran), without starting or opening
+// anything: `compactord check config` gives the messages start-up gives.
+func CheckConfig(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return &ConfigError{Msg: err.Error()}
+	}
+	_, err := loadToken(cfg.HTTP)
+	return err
 }
 
 func loadToken(h HTTPConfig) (string, error) {
@@ -289,7 +325,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		ErrorLog: zap.NewStdLog(d.logger.With(zap.String("component", "http")))}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	d.logger.Info("compactord running", zap.String("version", d.deps.Version), zap.String("listen", addr),
+	d.logger.Info("compactord running", zap.String("version", d.deps.Version), zap.String("revision", d.deps.Build.Revision), zap.String("listen", addr),
 		zap.String("holder", d.sched.Holder()), zap.Int("tables", len(cfg.Tables)), zap.Bool("demo", cfg.Demo.Enabled))
 	if !isLoopback(addr) && *d.token.Load() == "" {
 		d.logger.Warn("the admin API is reachable beyond loopback without a bearer token; set http.admin_token_file")
@@ -382,6 +418,19 @@ func isLoopback(addr string) bool {
 // policy, job settings, the admin token and the log level. On error the
 // running configuration stays.
 func (d *Daemon) Reload() error {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	err := d.reload()
+	if err != nil {
+		d.reloadOK.Set(0)
+		return err
+	}
+	d.reloadOK.Set(1)
+	d.reloadSuccess.Set(float64(d.clock.Now().UnixMilli()) / 1e3)
+	return nil
+}
+
+func (d *Daemon) reload() error {
 	if d.deps.Reload == nil {
 		return errors.New("reload: no configuration source")
 	}

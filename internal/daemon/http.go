@@ -38,7 +38,7 @@ func (d *Daemon) Handler() http.Handler {
 		d.mu.Unlock()
 		writeJSON(w, http.StatusOK, map[string]any{
 			"instance": map[string]any{"holder": d.sched.Holder(), "members": d.sched.Members(), "version": d.deps.Version,
-				"ready": d.Ready(), "discover_error": derr},
+				"revision": d.deps.Build.Revision, "ready": d.Ready(), "discover_error": derr},
 			"tables": d.sched.Tables(),
 		})
 	})
@@ -68,6 +68,19 @@ func (d *Daemon) Handler() http.Handler {
 	}))
 	mux.Handle("POST /api/v1/tables/{name}/resume", d.admin(func(w http.ResponseWriter, r *http.Request) {
 		d.control(w, r.PathValue("name"), d.sched.Resume)
+	}))
+	// A reload, as SIGHUP does; the answer says whether it applied.
+	mux.Handle("POST /-/reload", d.admin(func(w http.ResponseWriter, _ *http.Request) {
+		if err := d.Reload(); err != nil {
+			status := http.StatusInternalServerError
+			var ce *ConfigError
+			if errors.As(err, &ce) {
+				status = http.StatusBadRequest
+			}
+			writeJSON(w, status, map[string]string{"error": "reload failed; the running configuration stays: " + err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"status": "reloaded", "tables": len(d.sched.Tables())})
 	}))
 	// Go's profiler, for operators chasing memory or CPU: it reveals the
 	// process's internals (command line, stacks), so it sits behind the

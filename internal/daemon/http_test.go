@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -175,7 +176,9 @@ func TestMetricsPassPromtool(t *testing.T) {
 		`compactord_lease_owned{table="t"} 1`,
 		`compactord_commit_attempts_total{operation="merge_sstables"} 0`,
 		`compactord_objstore_operations_total{operation="put_if_absent",result="success"}`,
-		`compactord_build_info{version="test"} 1`,
+		// A test binary records no VCS revision.
+		`compactord_build_info{goversion="` + runtime.Version() + `",revision="unknown",version="test"} 1`,
+		"compactord_config_last_reload_successful 1",
 		`process_resident_memory_bytes`,
 		`go_goroutines`,
 	} {

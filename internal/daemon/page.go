@@ -17,6 +17,7 @@ import (
 
 type pageData struct {
 	Version  string
+	Revision string
 	Holder   string
 	Members  []string
 	Ready    bool
@@ -85,7 +86,7 @@ func shardViews(shards []scheduler.ShardInfo) []shardView {
 
 func (d *Daemon) statusPage(w http.ResponseWriter, _ *http.Request) {
 	now := d.clock.Now()
-	data := pageData{Version: d.deps.Version, Holder: d.sched.Holder(), Members: d.sched.Members(), Ready: d.Ready(),
+	data := pageData{Version: d.deps.Version, Revision: d.deps.Build.Revision, Holder: d.sched.Holder(), Members: d.sched.Members(), Ready: d.Ready(),
 		Now: now, Uptime: now.Sub(d.started).Round(time.Second), Recent: d.sched.Recent(30), Refresh: 5}
 	d.mu.Lock()
 	data.Discover = d.cfg.Discover.URL
@@ -167,7 +168,7 @@ svg .tick{stroke:#fff;stroke-width:1}
 </head>
 <body>
 <h1>compactord</h1>
-<div class="meta">version {{.Version}} · {{if .Ready}}ready{{else}}<span class="err">not ready</span>{{end}} · up {{.Uptime}} · {{ts .Now}} UTC
+<div class="meta">version {{.Version}}{{if .Revision}} (revision <code class="revision">{{.Revision}}</code>){{end}} · {{if .Ready}}ready{{else}}<span class="err">not ready</span>{{end}} · up {{.Uptime}} · {{ts .Now}} UTC
 {{if .Holder}} · instance <code>{{.Holder}}</code>{{end}}{{if .Members}} · live instances: {{len .Members}}{{end}}
 {{if .Discover}} · discovering under <code>{{.Discover}}</code>{{end}}
 · <a href="/metrics">metrics</a> · <a href="/api/v1/tables">API</a></div>

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,4 +75,79 @@ func TestReload(t *testing.T) {
 	if got := names(r.d); !slices.Equal(got, []string{"t2"}) {
 		t.Fatalf("tables after a failed reload %v", got)
 	}
+}
+
+// POST /-/reload reloads as SIGHUP does, behind the admin guard, and the
+// outcome shows in compactord_config_last_reload_successful and
+// compactord_config_last_reload_success_timestamp_seconds.
+func TestReloadEndpointAndMetrics(t *testing.T) {
+	root := memRoot(t)
+	createTable(t, root+"/t1")
+	createTable(t, root+"/t2")
+	dir := t.TempDir()
+	file, tok := filepath.Join(dir, "c.yaml"), filepath.Join(dir, "token")
+	if err := os.WriteFile(tok, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write := func(body string) {
+		if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	common := "lease:\n  enabled: false\npoll_interval: 0s\nschedule:\n  merge: \"off\"\n  compact: \"off\"\n  index: \"off\"\n  trim: \"off\"\n  cleanup: \"off\"\n" +
+		"http:\n  admin_token_file: " + tok + "\n"
+	write(common + fmt.Sprintf("tables:\n  - url: %s/t1\n", root))
+	load := func() (daemon.Config, error) { return daemon.Load(file, daemon.Overrides{Listen: "127.0.0.1:0"}) }
+	cfg, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(start)
+	r := run(t, cfg, daemon.Deps{Jobs: (&recorder{}).jobs(), Reload: load, Clock: clk})
+	eventually(t, "ready", r.d.Ready)
+	metrics := func() string {
+		return do(t, "GET", r.base+"/metrics", "").body
+	}
+	wantMetrics := func(ok int, ts time.Time) {
+		t.Helper()
+		m := metrics()
+		for _, want := range []string{
+			fmt.Sprintf("compactord_config_last_reload_successful %d\n", ok),
+			fmt.Sprintf("compactord_config_last_reload_success_timestamp_seconds %s\n", strconv.FormatFloat(float64(ts.Unix()), 'g', -1, 64)),
+		} {
+			if !strings.Contains(m, want) {
+				t.Errorf("metrics lack %q", want)
+			}
+		}
+	}
+	wantMetrics(1, start)
+
+	write(common + fmt.Sprintf("tables:\n  - url: %s/t2\n", root))
+	if res := do(t, "POST", r.base+"/-/reload", ""); res.status != 401 {
+		t.Fatalf("reload without the token: %+v", res)
+	}
+	if got := names(r.d); !slices.Equal(got, []string{"t1"}) {
+		t.Fatalf("an unauthorised reload applied: %v", got)
+	}
+	clk.Advance(time.Minute)
+	res := do(t, "POST", r.base+"/-/reload", "s3cret")
+	if res.status != 200 || decode(t, res.body)["status"] != "reloaded" {
+		t.Fatalf("reload: %+v", res)
+	}
+	if got := names(r.d); !slices.Equal(got, []string{"t2"}) {
+		t.Fatalf("tables after reload %v", got)
+	}
+	wantMetrics(1, start.Add(time.Minute))
+
+	write(common + "workers: 0\n")
+	clk.Advance(time.Minute)
+	res = do(t, "POST", r.base+"/-/reload", "s3cret")
+	if msg, _ := decode(t, res.body)["error"].(string); res.status != 400 || !strings.Contains(msg, "c.yaml:") || !strings.Contains(msg, "workers") {
+		t.Fatalf("bad reload: %+v", res)
+	}
+	if got := names(r.d); !slices.Equal(got, []string{"t2"}) {
+		t.Fatalf("a failed reload changed the tables: %v", got)
+	}
+	wantMetrics(0, start.Add(time.Minute))
 }
