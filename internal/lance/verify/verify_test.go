@@ -259,7 +259,9 @@ func TestViolations(t *testing.T) {
 			})
 		}},
 		{name: "timestamps go back", table: "plain", check: CheckChain, object: "_versions/", breakIt: func(t *testing.T, dir string) {
-			rewriteLatest(t, dir, func(f *meta.ManifestFile) { f.Manifest.Timestamp = timestamppb.New(f.Manifest.Timestamp.AsTime().AddDate(-1, 0, 0)) })
+			rewriteLatest(t, dir, func(f *meta.ManifestFile) {
+				f.Manifest.Timestamp = timestamppb.New(f.Manifest.Timestamp.AsTime().AddDate(-1, 0, 0))
+			})
 		}},
 		{name: "unknown writer flag", table: "plain", check: CheckFlags, object: "_versions/", breakIt: func(t *testing.T, dir string) {
 			rewriteLatest(t, dir, func(f *meta.ManifestFile) { f.Manifest.WriterFeatureFlags |= 1 << 40 })
