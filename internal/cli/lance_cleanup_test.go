@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/compactord/compactord/internal/testutil/lancedb"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func countFiles(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	_ = filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+func TestLanceCleanupCLI(t *testing.T) {
+	dir := lancedb.CorpusDir(t, "tagged")
+	old := cleanupNow
+	cleanupNow = func() time.Time { return time.Now().Add(365 * 24 * time.Hour) }
+	t.Cleanup(func() { cleanupNow = old })
+	n := countFiles(t, dir)
+	code, out, stderr := runCLI(t, "cleanup", dir, "--dry-run", "--retain-versions", "1", "--older-than", "0s")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var plan struct {
+		Versions []struct {
+			Version uint64
+			Delete  bool
+			Reason  string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || len(plan.Versions) != 3 {
+		t.Fatalf("plan %s: %v", out, err)
+	}
+	for _, v := range plan.Versions {
+		if v.Reason == "" || (v.Version <= 2 && v.Reason != "tagged") {
+			t.Errorf("version %d: %s", v.Version, v.Reason)
+		}
+	}
+	if countFiles(t, dir) != n {
+		t.Fatal("dry run changed the table")
+	}
+	code, out, stderr = runCLI(t, "cleanup", dir, "--retain-versions", "1", "--older-than", "0s")
+	if code != 0 || !strings.Contains(out, `"format":"lance"`) {
+		t.Fatalf("exit %d: %s %s", code, out, stderr)
+	}
+	// A corrupt manifest: one line, non-zero, nothing deleted.
+	dir = lancedb.CorpusDir(t, "plain")
+	p := filepath.Join(dir, "_versions", "18446744073709551614.manifest")
+	data, _ := os.ReadFile(p)
+	data[len(data)/2] ^= 0xff
+	data[len(data)/2+1] ^= 0xff
+	_ = os.WriteFile(p, data, 0o644)
+	n = countFiles(t, dir)
+	code, _, stderr = runCLI(t, "cleanup", dir, "--retain-versions", "1", "--older-than", "0s", "--min-age", "0s")
+	if code == 0 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || countFiles(t, dir) != n {
+		t.Fatalf("corrupt manifest: exit %d, stderr %q, files %d→%d", code, stderr, n, countFiles(t, dir))
+	}
+}
+
+func TestLanceTrimCLI(t *testing.T) {
+	dir := lancedb.CorpusDir(t, "memwal_4")
+	code, out, stderr := runCLI(t, "trim", dir, "--dry-run")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Plan struct {
+			Generations []struct {
+				Delete bool
+				Reason string
+			}
+		}
+		DryRun bool `json:"dry_run"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || !res.DryRun || len(res.Plan.Generations) == 0 {
+		t.Fatalf("%s: %v", out, err)
+	}
+	for _, g := range res.Plan.Generations {
+		if g.Delete || g.Reason != "not_merged" {
+			t.Errorf("generation %+v", g)
+		}
+	}
+}
