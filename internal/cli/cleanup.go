@@ -42,6 +42,9 @@ func newCleanupCmd(e *env) *cobra.Command {
 		Short: "Delete versions outside retention, then files no retained version references",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if done, err := runLanceCleanup(cmd, e, args[0], cfg); done {
+				return err
+			}
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
@@ -65,6 +68,7 @@ func newCleanupCmd(e *env) *cobra.Command {
 			})
 		},
 	}
+	cmd.Long += lanceCleanupHelp
 	cmd.Flags().IntVar(&cfg.Policy.RetainVersions, "retain-versions", cfg.Policy.RetainVersions, "keep the newest N versions (at least 1)")
 	cmd.Flags().Var(durationFlag{&cfg.Policy.OlderThan, "older-than"}, "older-than", "keep every version younger than this (0 = age keeps nothing)")
 	cmd.Flags().Var(durationFlag{&cfg.Policy.MinAge, "min-age"}, "min-age", "never delete an unreferenced file younger than this")

@@ -19,6 +19,9 @@ func newTrimCmd(e *env) *cobra.Command {
 			"Every retained SSTable is reported with one reason: not_merged, index_lag (naming the index) or version_retention.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if done, err := runLanceTrim(cmd, e, args[0], cfg); done {
+				return err
+			}
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
@@ -34,6 +37,7 @@ func newTrimCmd(e *env) *cobra.Command {
 			return printJSON(e.stdout, res)
 		},
 	}
+	cmd.Long += lanceTrimHelp
 	cmd.Flags().BoolVar(&cfg.DryRun, "dry-run", false, "print each SSTable's verdict and reason, change nothing")
 	cmd.Flags().IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "parallel deletes")
 	cmd.Flags().DurationVar(&cfg.ReaderGrace, "reader-grace", cfg.ReaderGrace, "how long a version keeps the SSTables its readers need after it stopped being the latest")
