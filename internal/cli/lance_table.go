@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+
+	"github.com/compactord/compactord/internal/lance/commit"
+	"github.com/compactord/compactord/internal/lance/table"
+)
+
+// openLanceHandle opens rawURL as a Lance table with a commit loop. ok is
+// false (and nothing is open) when the URL holds no Lance dataset.
+func openLanceHandle(ctx context.Context, e *env, rawURL string) (h *table.Handle, ok bool, done func(), err error) {
+	b, ok, err := openLance(ctx, rawURL)
+	if err != nil || !ok {
+		return nil, false, nil, err
+	}
+	c, err := commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), e.logger)
+	if err == nil {
+		h, err = table.New(b, c)
+	}
+	if err != nil {
+		_ = b.Close()
+		return nil, false, nil, err
+	}
+	return h, true, func() { _ = b.Close() }, nil
+}
+
+func printCommit(e *env, res *commit.Result, extra map[string]any) error {
+	out := map[string]any{"version": res.Version, "operation": commit.OpName(res.Transaction),
+		"attempts": res.Attempts, "rebased": res.Rebases}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return printJSON(e.stdout, out)
+}
+
+// lanceTableDelete runs `table delete` on a Lance dataset. Only whole
+// fragments can be deleted from metadata alone; row-level deletes need the
+// Lance file reader to find the rows.
+func lanceTableDelete(ctx context.Context, e *env, rawURL string, frag int64, rowLevel bool) (handled bool, err error) {
+	h, ok, done, err := openLanceHandle(ctx, e, rawURL)
+	if err != nil || !ok {
+		return err != nil, err
+	}
+	defer done()
+	if rowLevel {
+		return true, fmt.Errorf("table delete on a Lance table takes --fragment F; --keys and --where are not supported on Lance tables yet")
+	}
+	res, err := h.DeleteFragments(ctx, []uint64{uint64(frag)})
+	if err != nil {
+		return true, fmt.Errorf("table delete %s: %w", rawURL, err)
+	}
+	return true, printCommit(e, res, map[string]any{"deleted_fragments": []int64{frag}})
+}
+
+func newIndexDropCmd(e *env) *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:   "drop URL --name N",
+		Short: "Drop every segment of an index (Lance tables)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if name == "" {
+				return fmt.Errorf("--name is required")
+			}
+			h, ok, done, err := openLanceHandle(cmd.Context(), e, args[0])
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("index drop: %s is not a Lance dataset", args[0])
+			}
+			defer done()
+			res, err := h.DropIndex(cmd.Context(), name)
+			if err != nil {
+				return fmt.Errorf("index drop %s: %w", args[0], err)
+			}
+			return printCommit(e, res, map[string]any{"dropped_index": name})
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "index name")
+	return cmd
+}
