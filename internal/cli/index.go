@@ -17,7 +17,7 @@ func init() { extraCommands = append(extraCommands, newIndexCmd) }
 
 func newIndexCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{Use: "index", Short: "Create, catch up, remap, merge and query secondary indices"}
-	cmd.AddCommand(newIndexCreateCmd(e), newIndexCatchupCmd(e), newIndexRemapCmd(e), newIndexOptimizeCmd(e), newIndexLookupCmd(e))
+	cmd.AddCommand(newIndexCreateCmd(e), newIndexCatchupCmd(e), newIndexRemapCmd(e), newIndexOptimizeCmd(e), newIndexLookupCmd(e), newIndexDropCmd(e))
 	return cmd
 }
 

@@ -187,6 +187,9 @@ func newTableDeleteCmd(e *env) *cobra.Command {
 			if set != 1 {
 				return fmt.Errorf("give exactly one of --keys, --where or --fragment")
 			}
+			if handled, err := lanceTableDelete(cmd.Context(), e, args[0], frag, frag < 0); handled {
+				return err
+			}
 			t, done, err := openWriter(cmd.Context(), e, args[0], "table delete")
 			if err != nil {
 				return err
