@@ -36,13 +36,16 @@ type env struct {
 	logger         *zap.Logger
 	// logLevel and logFormat are the root's --log-level and --log-format.
 	logLevel, logFormat string
+	// progress logs the progress of long work (info); logger the rest,
+	// off unless --log-level is given.
+	progress *zap.Logger
 }
 
 // Main runs the command line and returns the process exit code: 0, 1 when
 // a command fails, 2 for a usage or configuration error (like Go's flag
 // package).
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, logger: zap.NewNop()}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, logger: zap.NewNop(), progress: zap.NewNop()}
 	root := newRoot(e)
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -101,7 +104,7 @@ func newRoot(e *env) *cobra.Command {
 	root.SetVersionTemplate(info.String() + "\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	pf := root.PersistentFlags()
-	pf.StringVar(&e.logLevel, "log-level", "", "log level on stderr: debug, info (the default; progress of long jobs), warn, error")
+	pf.StringVar(&e.logLevel, "log-level", "", "log level on stderr: debug, info, warn, error (default: only the progress of long work, every few seconds; a level also shows the components' logs)")
 	pf.StringVar(&e.logFormat, "log-format", "", "log format on stderr: console (the default for one-shot commands) or json")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return e.setupLogger(cmd) }
 	root.AddCommand(
@@ -152,7 +155,14 @@ func (e *env) setupLogger(cmd *cobra.Command) error {
 	if err != nil {
 		return usageError(err)
 	}
+	e.progress = l.With(zap.String("component", "progress"))
 	e.logger = l
+	if e.logLevel == "" {
+		// By default only progress (every few seconds of long work)
+		// reaches stderr besides the command's one-line error: the
+		// components' own logs need --log-level.
+		e.logger = zap.NewNop()
+	}
 	return nil
 }
 
