@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/compactord/compactord/internal/testutil/lancedb"
+)
+
+// newest returns the path of the one file under dir matching pattern
+// (the first in name order: under _versions/ that is the newest manifest).
+func firstMatch(t *testing.T, dir, pattern string) string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, pattern))
+	if err != nil || len(m) == 0 {
+		t.Fatalf("no %s under %s", pattern, dir)
+	}
+	return m[0]
+}
+
+func flipByte(t *testing.T, path string, fromEnd int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-fromEnd] ^= 0xff
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLanceVerifyCorruption damages one object of a real table at a time:
+// verify must exit non-zero with one line on stderr naming the object, and
+// leave every file as it found it. inspect, where it reads the object,
+// fails the same way.
+func TestLanceVerifyCorruption(t *testing.T) {
+	cases := []struct {
+		name, table string
+		damage      func(t *testing.T, dir string) string // returns the object's key
+		inspectToo  bool
+	}{
+		{"manifest truncated", "indexed", func(t *testing.T, dir string) string {
+			p := firstMatch(t, dir, "_versions/*.manifest")
+			if err := os.Truncate(p, 100); err != nil {
+				t.Fatal(err)
+			}
+			return "_versions/" + filepath.Base(p)
+		}, true},
+		{"manifest footer byte flipped", "plain", func(t *testing.T, dir string) string {
+			p := firstMatch(t, dir, "_versions/*.manifest")
+			flipByte(t, p, 16) // the manifest offset's low byte
+			return "_versions/" + filepath.Base(p)
+		}, true},
+		{"older manifest magic flipped", "plain", func(t *testing.T, dir string) string {
+			p := filepath.Join(dir, "_versions", "18446744073709551614.manifest") // version 1
+			flipByte(t, p, 1)
+			return "_versions/" + filepath.Base(p)
+		}, false},
+		{"shard manifest garbage", "memwal_1", func(t *testing.T, dir string) string {
+			p := firstMatch(t, dir, "_mem_wal/*/manifest/1010*.binpb") // version 5, the newest
+			if err := os.WriteFile(p, []byte{0xff, 0xff, 0xff}, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rel, _ := filepath.Rel(dir, p)
+			return filepath.ToSlash(rel)
+		}, true},
+		{"transaction file garbage", "deletes_arrow", func(t *testing.T, dir string) string {
+			p := firstMatch(t, dir, "_transactions/4-*.txn") // made the latest version
+			if err := os.WriteFile(p, []byte{0x0a, 0xff}, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return "_transactions/" + filepath.Base(p)
+		}, false},
+		{"data file deleted", "plain", func(t *testing.T, dir string) string {
+			p := firstMatch(t, dir, "data/*.lance")
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			return "data/" + filepath.Base(p)
+		}, false},
+		{"index file deleted", "indexed", func(t *testing.T, dir string) string {
+			p := firstMatch(t, dir, "_indices/*/bitmap_page_lookup.lance")
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			rel, _ := filepath.Rel(dir, filepath.Dir(p))
+			return filepath.ToSlash(rel) + "/"
+		}, false},
+		{"deletion file deleted", "deletes_bin", func(t *testing.T, dir string) string {
+			p := firstMatch(t, dir, "_deletions/*.bin")
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			return "_deletions/" + filepath.Base(p)
+		}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := lancedb.CorpusDir(t, tc.table)
+			if r := run(t, "", "verify", dir); r.code != 0 {
+				t.Fatalf("intact table: exit %d: %s%s", r.code, r.stdout, r.stderr)
+			}
+			obj := tc.damage(t, dir)
+			before := snapshot(t, dir)
+			cmds := [][]string{{"verify", dir}, {"verify", "file://" + dir, "--deep"}}
+			if tc.inspectToo {
+				cmds = append(cmds, []string{"inspect", dir})
+			}
+			for _, args := range cmds {
+				r := run(t, "", args...)
+				if r.code == 0 {
+					t.Errorf("%v: exit 0 on a damaged table; stdout %s", args, r.stdout)
+				}
+				lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
+				if len(lines) != 1 || !strings.Contains(lines[0], obj) {
+					t.Errorf("%v: stderr %q: want one line naming %s", args, r.stderr, obj)
+				}
+			}
+			if after := snapshot(t, dir); strings.Join(after, "\n") != strings.Join(before, "\n") {
+				t.Errorf("files changed:\nbefore %v\nafter  %v", before, after)
+			}
+		})
+	}
+}
+
+// TestLanceInspectCLI: inspect takes a plain path or a file:// URL to a
+// *.lance directory and prints the Lance document; a private-format table
+// still goes to the private implementation.
+func TestLanceInspectCLI(t *testing.T) {
+	dir := lancedb.CorpusDir(t, "memwal_1")
+	for _, u := range []string{dir, "file://" + dir} {
+		doc := mustRun(t, "", "inspect", u)
+		if doc["version"] != float64(4) || doc["writer"] != "lance/12.0.0" || doc["mem_wal"] == nil {
+			t.Errorf("inspect %s: %v", u, doc)
+		}
+	}
+	doc := mustRun(t, "", "inspect", dir, "--version", "2")
+	if doc["version"] != float64(2) || doc["operation"] != "create_index" {
+		t.Errorf("inspect --version 2: %v", doc)
+	}
+	if r := run(t, "", "inspect", dir, "--version", "9"); r.code == 0 || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("--version 9: exit %d stderr %q", r.code, r.stderr)
+	}
+	private := newTable(t)
+	if doc := mustRun(t, "", "inspect", private); doc["writer"] != nil {
+		t.Errorf("a private-format table got the Lance document: %v", doc)
+	}
+	if r := run(t, "", "verify", private); r.code != 0 {
+		t.Errorf("verify on a private-format table: exit %d: %s", r.code, r.stderr)
+	}
+}
