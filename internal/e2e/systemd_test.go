@@ -129,6 +129,8 @@ func TestSystemdUnit(t *testing.T) {
 		"MemoryDenyWriteExecute": "yes",
 		"LockPersonality":        "yes",
 		"KillSignal":             "SIGTERM",
+		// A configuration error exits 2; restarting cannot fix it.
+		"RestartPreventExitStatus": "2",
 	}
 	for k, v := range want {
 		got, ok := svc[k]
@@ -169,6 +171,33 @@ func TestSystemdUnit(t *testing.T) {
 	out, err := run(t, root, nil, sa, "verify", "--root="+root, "compactord.service")
 	if err != nil || strings.TrimSpace(out) != "" {
 		t.Errorf("systemd-analyze verify printed (err %v):\n%s", err, out)
+	}
+
+	// Key files reach the transient user only as credentials: the env
+	// file must not advise a file mode (0640 cannot work with
+	// DynamicUser=yes), and the drop-in that loads the Cloud Storage key
+	// must pass verify too.
+	for _, f := range []string{"deploy/systemd/compactord.env", "docs/deployment.md", unitPath} {
+		if body := string(readRepoFile(t, f)); regexp.MustCompile(`(?i)GOOGLE_APPLICATION_CREDENTIALS=/etc|mode 0640`).MatchString(body) {
+			t.Errorf("%s hands a key file to the service by file mode; with DynamicUser=yes only LoadCredential= works", f)
+		}
+	}
+	dropIn := readRepoFile(t, "deploy/systemd/gcs-credentials.conf")
+	dd := unitDirectives(t, string(dropIn))["Service"]
+	if lc := dd["LoadCredential"]; len(lc) != 1 || !strings.HasPrefix(lc[0], "gcs-key:") ||
+		len(dd["Environment"]) != 1 || dd["Environment"][0] != "GOOGLE_APPLICATION_CREDENTIALS=%d/gcs-key" {
+		t.Errorf("gcs-credentials.conf: %v", dd)
+	}
+	dropRoot := verifyRoot(t, unit, unitCommands(svc))
+	dropDir := filepath.Join(dropRoot, "etc/systemd/system/compactord.service.d")
+	if err := os.MkdirAll(dropDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dropDir, "gcs-credentials.conf"), dropIn, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(t, dropRoot, nil, sa, "verify", "--root="+dropRoot, "compactord.service"); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("systemd-analyze verify with the gcs-credentials drop-in printed (err %v):\n%s", err, out)
 	}
 
 	// Mutation check: verify must notice a broken directive, or an empty
