@@ -93,6 +93,9 @@ func BuildManifest(head *meta.ManifestFile, txn *pb.Transaction, read *meta.Mani
 	hm := head.Manifest
 	m := proto.Clone(hm).(*pb.Manifest)
 	m.Version = hm.GetVersion() + 1
+	// max_fragment_id never decreases: take it from the head's fragments
+	// before the operation removes any (a head without the field had them).
+	m.MaxFragmentId = maxFragmentID(hm)
 	m.IndexSection, m.TransactionSection = nil, nil
 	m.Tag = ""
 	m.VersionAuxData = 0
