@@ -328,4 +328,3 @@ func TestRetriesExhausted(t *testing.T) {
 		t.Errorf("transaction files left: %v", left)
 	}
 }
-
