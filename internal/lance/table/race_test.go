@@ -1,0 +1,271 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/compactord/compactord/internal/lance/cleanup"
+	"github.com/compactord/compactord/internal/lance/commit"
+	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/lance/verify"
+	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/testutil/s3server"
+)
+
+// raceDuration is how long LanceDB's writers race compactord. COMPACTORD_RACE
+// overrides it (a Go duration) for longer local runs.
+func raceDuration(t *testing.T) time.Duration {
+	if s := os.Getenv("COMPACTORD_RACE"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("COMPACTORD_RACE: %v", err)
+		}
+		return d
+	}
+	return 30 * time.Second
+}
+
+// sacrificial keys live in fragments of their own that compactord deletes
+// whole while LanceDB's writers work on keys below them.
+const (
+	sacrificialBase = 100000
+	sacrificialRows = 5
+	sacrificialN    = 40
+	writerKeys      = 400
+)
+
+// TestRaceWithLanceDBWriters: two LanceDB writers (appends, deletes,
+// merge-inserts) race compactord's whole-fragment deletes, index drops and
+// cleanups on one table. Afterwards every write either side acknowledged is
+// visible, no version was claimed twice (no fork), and verify passes.
+func TestRaceWithLanceDBWriters(t *testing.T) {
+	lancedb.Require(t)
+	t.Run("file", func(t *testing.T) {
+		dir := t.TempDir()
+		raceOn(t, dir, nil, "file://"+dir+"/t.lance")
+	})
+	t.Run("s3", func(t *testing.T) {
+		srv := s3server.Start(t)
+		uri, opts := lancedb.S3(srv, "race")
+		raceOn(t, uri, opts, srv.URL("race/t.lance"))
+	})
+}
+
+func raceOn(t *testing.T, uri string, storageOptions map[string]string, bucketURL string) {
+	ctx := t.Context()
+	// The table: writer keys 0..writerKeys-1 in one fragment, then one
+	// fragment per batch of sacrificial keys, and three indexes to drop.
+	steps := []lancedb.Step{lancedb.Create(lancedb.BasicSchema, lancedb.BasicRows(0, writerKeys))}
+	for i := range sacrificialN {
+		lo := int64(sacrificialBase + i*sacrificialRows)
+		steps = append(steps, lancedb.Add(lancedb.BasicRows(lo, lo+sacrificialRows)))
+	}
+	steps = append(steps, lancedb.CreateIndex("id", "btree", "id_idx"), lancedb.CreateIndex("cat", "bitmap", "cat_idx"),
+		lancedb.CreateIndex("f", "btree", "f_idx"))
+	lancedb.MustRun(t, lancedb.Program{URI: uri, StorageOptions: storageOptions, Table: "t", Steps: steps})
+
+	b, err := storage.Open(ctx, bucketURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cfg := commit.DefaultConfig()
+	cfg.MaxAttempts = 50
+	h := handle(t, b, cfg)
+	start, _, err := meta.ReadLatest(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sacrificial fragments are the ones added after the first.
+	var victims []uint64
+	for _, f := range start.Manifest.GetFragments() {
+		if f.GetId() > 0 {
+			victims = append(victims, f.GetId())
+		}
+	}
+	if len(victims) != sacrificialN {
+		t.Fatalf("%d sacrificial fragments, want %d", len(victims), sacrificialN)
+	}
+
+	d := raceDuration(t)
+	half := int64(writerKeys / 2)
+	w1 := lancedb.StartWriter(t, lancedb.WriterOpts{URI: uri, StorageOptions: storageOptions, Table: "t", Duration: d, KeyMin: 0, KeyMax: half - 1, ID: "w1"})
+	w2 := lancedb.StartWriter(t, lancedb.WriterOpts{URI: uri, StorageOptions: storageOptions, Table: "t", Duration: d, KeyMin: half, KeyMax: writerKeys - 1, ID: "w2"})
+
+	// compactord's side: until both writers finish, delete the next
+	// sacrificial fragment, now and then drop an index or clean up.
+	type ours struct {
+		version uint64
+		what    string
+	}
+	var landed []ours
+	deleted := map[uint64]bool{}
+	drops := []string{"cat_idx", "f_idx", "id_idx"}
+	var conflicts, rebases, cleanups int
+	for i := 0; ; i++ {
+		select {
+		case <-w1.Done():
+		case <-w2.Done():
+		default:
+		}
+		if isDone(w1) && isDone(w2) {
+			break
+		}
+		switch {
+		case i%5 == 4 && len(drops) > 0:
+			res, err := h.DropIndex(ctx, drops[0])
+			if err != nil {
+				conflicts++
+				t.Logf("index drop %s: %v", drops[0], err)
+				continue
+			}
+			landed = append(landed, ours{res.Version, "drop " + drops[0]})
+			rebases += res.Rebases
+			drops = drops[1:]
+		case i%7 == 6:
+			if _, err := cleanup.Run(ctx, b, cleanup.Config{Options: cleanup.Options{RetainVersions: 15, OlderThan: 0, MinAge: 7 * 24 * time.Hour}, Concurrency: 4}, time.Now()); err != nil {
+				t.Logf("cleanup: %v", err)
+				continue
+			}
+			cleanups++
+		case len(victims) > 0:
+			res, err := h.DeleteFragments(ctx, victims[:1])
+			if err != nil {
+				conflicts++
+				t.Logf("delete fragment %d: %v", victims[0], err)
+				continue
+			}
+			landed = append(landed, ours{res.Version, fmt.Sprintf("delete fragment %d", victims[0])})
+			rebases += res.Rebases
+			deleted[victims[0]] = true
+			victims = victims[1:]
+		default:
+			// Everything to do is done; wait for the writers.
+			select {
+			case <-w1.Done():
+			case <-w2.Done():
+			case <-ctx.Done():
+				t.Fatal(ctx.Err())
+			}
+		}
+	}
+	ops1, err1 := w1.Stop()
+	ops2, err2 := w2.Stop()
+	if err1 != nil || err2 != nil {
+		t.Fatalf("writers: %v, %v", err1, err2)
+	}
+	ack1, ack2 := lancedb.Acknowledged(ops1), lancedb.Acknowledged(ops2)
+	t.Logf("LanceDB acknowledged %d + %d writes (%d + %d failed); compactord landed %d commits (%d re-planned conflicts, %d rebases) and %d cleanups",
+		len(ack1), len(ack2), len(ops1)-len(ack1), len(ops2)-len(ack2), len(landed), conflicts, rebases, cleanups)
+	if len(ack1) == 0 || len(ack2) == 0 || len(landed) < 3 {
+		t.Fatalf("the race did not happen: %d/%d LanceDB writes, %d compactord commits", len(ack1), len(ack2), len(landed))
+	}
+
+	// No fork: no version was acknowledged to two writers.
+	claimed := map[uint64]string{}
+	claim := func(v uint64, who string) {
+		if v == 0 {
+			return
+		}
+		if prev, ok := claimed[v]; ok {
+			t.Errorf("version %d claimed by %s and by %s", v, prev, who)
+		}
+		claimed[v] = who
+	}
+	for _, o := range landed {
+		claim(o.version, "compactord "+o.what)
+	}
+	for _, op := range append(append([]lancedb.WriterOp(nil), ack1...), ack2...) {
+		if op.Op == "delete" && op.Deleted == 0 {
+			continue // LanceDB commits no version for a delete that matched nothing
+		}
+		claim(op.Version, fmt.Sprintf("LanceDB %s %s %v (ts %d)", op.Op, op.Tag, op.Keys, op.TS))
+	}
+
+	// Every acknowledged write is visible; sacrificial rows are gone
+	// exactly for the fragments compactord deleted.
+	initial := map[int64]string{}
+	rows, err := lancedb.RowsByID(lancedb.BasicRows(0, writerKeys))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range rows {
+		initial[k] = v
+	}
+	want := map[int64]string{}
+	part := func(lo, hi int64) map[int64]string {
+		m := map[int64]string{}
+		for k, v := range initial {
+			if k >= lo && k < hi {
+				m[k] = v
+			}
+		}
+		return m
+	}
+	for k, v := range lancedb.Expected(part(0, half), ops1) {
+		want[k] = v
+	}
+	for k, v := range lancedb.Expected(part(half, writerKeys), ops2) {
+		want[k] = v
+	}
+	for i, f := range start.Manifest.GetFragments() {
+		if f.GetId() == 0 || deleted[f.GetId()] {
+			continue
+		}
+		lo := int64(sacrificialBase + (i-1)*sacrificialRows)
+		srows, _ := lancedb.RowsByID(lancedb.BasicRows(lo, lo+sacrificialRows))
+		for k, v := range srows {
+			want[k] = v
+		}
+	}
+	out := lancedb.MustRun(t, lancedb.Program{URI: uri, StorageOptions: storageOptions, Table: "t", Steps: []lancedb.Step{lancedb.ReadRows(lancedb.ReadOpts{}), lancedb.ListIndices()}})
+	gotRows, err := out.Rows(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := lancedb.RowsByID(gotRows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := lancedb.DiffByID(got, want); diff != "" {
+		t.Errorf("LanceDB reads after the race: %s", diff)
+	}
+	ixs, _ := out.Indices(1)
+	var names []string
+	for _, ix := range ixs {
+		names = append(names, ix.Name)
+	}
+	sort.Strings(names)
+	if strings.Join(names, ",") != strings.Join(sortedCopy(drops), ",") {
+		t.Errorf("indexes after the race: %v, want the undropped %v", names, drops)
+	}
+
+	rep, err := verify.Run(context.WithoutCancel(ctx), b, verify.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range rep.Violations {
+		t.Errorf("verify: %s", v)
+	}
+}
+
+func isDone(w *lancedb.Writer) bool {
+	select {
+	case <-w.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+func sortedCopy(ss []string) []string {
+	out := append([]string(nil), ss...)
+	sort.Strings(out)
+	return out
+}
