@@ -119,10 +119,10 @@ func Run(ctx context.Context, b storage.Bucket, cfg Config, now time.Time) (*Res
 			ts[v] = t.Add(-time.Nanosecond)
 		}
 	}
-	keep := Retained(versions, ts, env)
+	keep := RetainReasons(versions, ts, env)
 	var kept []*pb.Manifest
 	for _, v := range versions {
-		if !keep[v] {
+		if _, ok := keep[v]; !ok {
 			continue
 		}
 		m, ok := manifests[v]

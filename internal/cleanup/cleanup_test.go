@@ -118,7 +118,7 @@ func TestDecide(t *testing.T) {
 	}
 	env := cleanup.Env{Now: t0, Policy: cleanup.Policy{RetainVersions: 1, MinAge: 30 * time.Minute},
 		Watermark: inflight.Watermark{Started: t0.Add(-55 * time.Minute), ReadVersion: 5, Live: 1}}
-	p := cleanup.Decide([]uint64{5, 4}, map[uint64]bool{5: true}, kept, objs, env)
+	p := cleanup.Decide([]uint64{5, 4}, map[uint64]string{5: cleanup.KeepLatest}, kept, objs, env)
 	var got []string
 	for _, a := range p.DeleteFiles {
 		got = append(got, a.Key)

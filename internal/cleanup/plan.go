@@ -70,15 +70,39 @@ type Action struct {
 	Reason string `json:"reason"`
 }
 
-// Plan is what a cleanup will delete.
+// Kept is one version or file a cleanup keeps, with why.
+type Kept struct {
+	Version uint64 `json:"version,omitempty"`
+	Key     string `json:"key,omitempty"`
+	Bytes   int64  `json:"bytes,omitempty"`
+	Reason  string `json:"reason"`
+}
+
+// Plan is what a cleanup will delete, and what it keeps and why.
 type Plan struct {
-	Latest         uint64   `json:"latest"`
-	KeptVersions   []uint64 `json:"kept_versions"`
+	Latest       uint64   `json:"latest"`
+	KeptVersions []uint64 `json:"kept_versions"`
+	// KeptVersionReasons gives each kept version's reason, newest first.
+	KeptVersionReasons []Kept `json:"kept_version_reasons"`
+	// KeptFiles gives each file under the collected directories that is
+	// kept, with its reason (referenced by a retained version, or too
+	// young to judge).
+	KeptFiles      []Kept   `json:"kept_files"`
 	DeleteVersions []Action `json:"delete_versions"`
 	DeleteFiles    []Action `json:"delete_files"`
 	KeptYoung      int      `json:"kept_unreferenced_young_files"`
 	Bytes          int64    `json:"bytes_reclaimed"`
 }
+
+// Reasons a version is kept, in the order Retained tests them.
+const (
+	KeepLatest   = "the latest version (never deleted)"
+	KeepFloor    = "younger than the version floor (%s; the commit protocol needs every version that young, whatever the policy)"
+	KeepCount    = "among the newest %d versions (retain-versions)"
+	KeepTagged   = "tagged %q"
+	KeepInFlight = "at or above the read version %d of an in-flight job"
+	KeepAge      = "younger than older-than (%s)"
+)
 
 // Retained decides which versions the policy keeps. versions is newest
 // first; timestamps gives each version's commit time where known (a version
@@ -93,23 +117,33 @@ type Plan struct {
 // the commit.
 func Retained(versions []uint64, timestamps map[uint64]time.Time, env Env) map[uint64]bool {
 	keep := map[uint64]bool{}
+	for v := range RetainReasons(versions, timestamps, env) {
+		keep[v] = true
+	}
+	return keep
+}
+
+// RetainReasons is Retained with the reason each version is kept (the
+// first that applies, in the order of the Keep* constants).
+func RetainReasons(versions []uint64, timestamps map[uint64]time.Time, env Env) map[uint64]string {
+	keep := map[uint64]string{}
 	cutoff := env.Now.Add(-env.Policy.OlderThan)
 	for i, v := range versions {
 		ts, known := timestamps[v]
 		switch {
 		case i == 0: // INVARIANT: the latest version is never deleted
-			keep[v] = true
+			keep[v] = KeepLatest
 		case YoungerThanFloor(v, timestamps, env):
-			keep[v] = true
+			keep[v] = fmt.Sprintf(KeepFloor, table.VersionFloor)
 		case i < env.Policy.RetainVersions:
-			keep[v] = true
+			keep[v] = fmt.Sprintf(KeepCount, env.Policy.RetainVersions)
 		case env.Tagged[v] != "":
-			keep[v] = true
+			keep[v] = fmt.Sprintf(KeepTagged, env.Tagged[v])
 		case env.Watermark.ReadVersion > 0 && v >= env.Watermark.ReadVersion:
 			// An in-flight commit classifies against these versions.
-			keep[v] = true
+			keep[v] = fmt.Sprintf(KeepInFlight, env.Watermark.ReadVersion)
 		case env.Policy.OlderThan > 0 && (!known || ts.After(cutoff)):
-			keep[v] = true
+			keep[v] = fmt.Sprintf(KeepAge, env.Policy.OlderThan)
 		}
 	}
 	return keep
@@ -158,49 +192,82 @@ var Collected = []string{table.DataDir, table.DeletionsDir, table.IndicesDir, ta
 // Decide is the pure core: given the versions (newest first), the
 // manifests of the retained ones, and the objects under Collected, it plans
 // the deletions.
-func Decide(versions []uint64, keep map[uint64]bool, kept []*pb.Manifest, objects []storage.Attrs, env Env) Plan {
-	p := Plan{DeleteVersions: []Action{}, DeleteFiles: []Action{}, KeptVersions: []uint64{}}
+// keep gives each kept version its reason (RetainReasons); a version kept
+// without one is reported as retained.
+func Decide(versions []uint64, keep map[uint64]string, kept []*pb.Manifest, objects []storage.Attrs, env Env) Plan {
+	p := Plan{DeleteVersions: []Action{}, DeleteFiles: []Action{}, KeptVersions: []uint64{},
+		KeptVersionReasons: []Kept{}, KeptFiles: []Kept{}}
 	if len(versions) > 0 {
 		p.Latest = versions[0]
 	}
 	for _, v := range versions {
-		if keep[v] {
+		if r, ok := keep[v]; ok {
+			if r == "" {
+				r = "retained"
+			}
 			p.KeptVersions = append(p.KeptVersions, v)
+			p.KeptVersionReasons = append(p.KeptVersionReasons, Kept{Version: v, Reason: r})
 			continue
 		}
 		p.DeleteVersions = append(p.DeleteVersions, Action{Key: table.ManifestKey(v), Reason: fmt.Sprintf("version %d is outside retention", v)})
 	}
-	ref := map[string]bool{}
-	var prefixes []string
+	// The newest retained version referencing each file (kept is newest
+	// first), for the reason.
+	ref := map[string]uint64{}
+	type prefixRef struct {
+		p string
+		v uint64
+	}
+	var prefixes []prefixRef
 	for _, m := range kept {
 		fs, ps := References(m)
 		for _, f := range fs {
-			ref[f] = true
+			if _, ok := ref[f]; !ok {
+				ref[f] = m.Version
+			}
 		}
-		prefixes = append(prefixes, ps...)
+		for _, pf := range ps {
+			prefixes = append(prefixes, prefixRef{pf, m.Version})
+		}
 	}
-	sort.Strings(prefixes)
-	referenced := func(key string) bool {
-		if ref[key] {
-			return true
+	sort.SliceStable(prefixes, func(i, j int) bool { return prefixes[i].p < prefixes[j].p })
+	referencedBy := func(key string) (uint64, bool) {
+		if v, ok := ref[key]; ok {
+			return v, true
 		}
-		i := sort.SearchStrings(prefixes, key)
+		i := sort.Search(len(prefixes), func(i int) bool { return prefixes[i].p >= key })
 		// A referenced prefix sorts at or before the key it contains.
-		return i > 0 && strings.HasPrefix(key, prefixes[i-1]) || i < len(prefixes) && strings.HasPrefix(key, prefixes[i])
+		if i > 0 && strings.HasPrefix(key, prefixes[i-1].p) {
+			return prefixes[i-1].v, true
+		}
+		if i < len(prefixes) && strings.HasPrefix(key, prefixes[i].p) {
+			return prefixes[i].v, true
+		}
+		return 0, false
 	}
 	ageCut := env.Now.Add(-env.Policy.MinAge)
 	for _, o := range objects {
-		if referenced(o.Key) {
+		if v, ok := referencedBy(o.Key); ok {
+			p.KeptFiles = append(p.KeptFiles, Kept{Key: o.Key, Bytes: o.Size, Reason: fmt.Sprintf("referenced by retained version %d", v)})
 			continue
 		}
-		if !o.ModTime.Before(ageCut) || (!env.Watermark.Started.IsZero() && !o.ModTime.Before(env.Watermark.Started)) {
+		if !o.ModTime.Before(ageCut) {
 			p.KeptYoung++
+			p.KeptFiles = append(p.KeptFiles, Kept{Key: o.Key, Bytes: o.Size,
+				Reason: fmt.Sprintf("unreferenced, but younger than min-age (%s): it may belong to a commit in progress", env.Policy.MinAge)})
+			continue
+		}
+		if !env.Watermark.Started.IsZero() && !o.ModTime.Before(env.Watermark.Started) {
+			p.KeptYoung++
+			p.KeptFiles = append(p.KeptFiles, Kept{Key: o.Key, Bytes: o.Size,
+				Reason: fmt.Sprintf("unreferenced, but written after the oldest in-flight job started (%s)", env.Watermark.Started.UTC().Format(time.RFC3339))})
 			continue
 		}
 		p.DeleteFiles = append(p.DeleteFiles, Action{Key: o.Key, Bytes: o.Size, Reason: "referenced by no retained version"})
 		p.Bytes += o.Size
 	}
 	sort.Slice(p.DeleteFiles, func(i, j int) bool { return p.DeleteFiles[i].Key < p.DeleteFiles[j].Key })
+	sort.Slice(p.KeptFiles, func(i, j int) bool { return p.KeptFiles[i].Key < p.KeptFiles[j].Key })
 	// Oldest first: a crash leaves a contiguous run of retained versions.
 	sort.Slice(p.DeleteVersions, func(i, j int) bool { return p.DeleteVersions[i].Key > p.DeleteVersions[j].Key })
 	return p

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/compactord/compactord/internal/cleanup"
+	"github.com/compactord/compactord/internal/table"
 )
 
 func init() { extraCommands = append(extraCommands, newCleanupCmd) }
@@ -40,6 +41,17 @@ func newCleanupCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cleanup URL [--retain-versions N] [--older-than D] [--min-age D] [--concurrency C] [--dry-run]",
 		Short: "Delete versions outside retention, then files no retained version references",
+		Long: `Delete versions outside retention, then files no retained version references.
+
+A version is kept when it is the latest; when it is younger than the version floor (` + table.VersionFloor.String() + `,
+judged by the later of its manifest's modification time and its commit time), whatever
+--retain-versions and --older-than say: the commit protocol's fast path relies on no version
+that young ever being deleted, so --older-than 0s still keeps the last ` + table.VersionFloor.String() + ` of versions;
+when it is among the newest --retain-versions; when it is tagged; when an in-flight job reads
+at or below it; or when it is younger than --older-than. A file is kept when a kept version
+references it, or when it is younger than --min-age or than the oldest in-flight job.
+--dry-run prints the plan with the reason for every version and file deleted or kept
+(kept_version_reasons, kept_files).`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if done, err := runLanceCleanup(cmd, e, args[0], cfg); done {
@@ -70,7 +82,8 @@ func newCleanupCmd(e *env) *cobra.Command {
 	}
 	cmd.Long += lanceCleanupHelp
 	cmd.Flags().IntVar(&cfg.Policy.RetainVersions, "retain-versions", cfg.Policy.RetainVersions, "keep the newest N versions (at least 1)")
-	cmd.Flags().Var(durationFlag{&cfg.Policy.OlderThan, "older-than"}, "older-than", "keep every version younger than this (0 = age keeps nothing)")
+	cmd.Flags().Var(durationFlag{&cfg.Policy.OlderThan, "older-than"}, "older-than",
+		"keep every version younger than this (0s: age keeps nothing beyond the version floor)")
 	cmd.Flags().Var(durationFlag{&cfg.Policy.MinAge, "min-age"}, "min-age", "never delete an unreferenced file younger than this")
 	cmd.Flags().IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "parallel deletes")
 	cmd.Flags().BoolVar(&cfg.DryRun, "dry-run", false, "print the plan (what, why, bytes) and change nothing")

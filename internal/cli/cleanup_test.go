@@ -52,3 +52,37 @@ func TestCleanupTrimBadInput(t *testing.T) {
 		t.Fatal("cleanup --dry-run changed files")
 	}
 }
+
+// `cleanup --older-than 0s` keeps versions younger than the version floor:
+// the dry-run plan says so for every kept version, gives every kept file
+// its reason, and --help documents the floor.
+func TestCleanupPlanExplainsWhatItKeeps(t *testing.T) {
+	dir := newTable(t)
+	mustRun(t, "", "table", "append", dir, "--rows", "10")
+	mustRun(t, "", "table", "append", dir, "--rows", "10", "--start", "100")
+	doc := mustRun(t, "", "cleanup", dir, "--retain-versions", "1", "--older-than", "0s", "--min-age", "0s", "--dry-run")
+	reasons, _ := doc["kept_version_reasons"].([]any)
+	if len(reasons) != 3 {
+		t.Fatalf("kept_version_reasons %v", doc["kept_version_reasons"])
+	}
+	for i, want := range []string{"the latest version", "younger than the version floor (10m0s", "younger than the version floor (10m0s"} {
+		r := reasons[i].(map[string]any)
+		if r["version"] != float64(3-i) || !strings.HasPrefix(r["reason"].(string), want) {
+			t.Errorf("kept version %d: %v, want reason %q", 3-i, r, want)
+		}
+	}
+	files, _ := doc["kept_files"].([]any)
+	if len(files) < 2 {
+		t.Fatalf("kept_files %v", doc["kept_files"])
+	}
+	for _, f := range files {
+		f := f.(map[string]any)
+		if f["key"] == "" || !strings.HasPrefix(f["reason"].(string), "referenced by retained version ") {
+			t.Errorf("kept file %v", f)
+		}
+	}
+	help := run(t, "", "cleanup", "--help")
+	if !strings.Contains(help.stdout, "version floor (10m0s") || !strings.Contains(help.stdout, "--older-than 0s still keeps the last 10m0s") {
+		t.Errorf("cleanup --help does not document the floor:\n%s", help.stdout)
+	}
+}
