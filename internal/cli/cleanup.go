@@ -52,7 +52,7 @@ at or below it; or when it is younger than --older-than. A file is kept when a k
 references it, or when it is younger than --min-age or than the oldest in-flight job.
 --dry-run prints the plan with the reason for every version and file deleted or kept
 (kept_version_reasons, kept_files).`,
-		Args:  cobra.ExactArgs(1),
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if done, err := runLanceCleanup(cmd, e, args[0], cfg); done {
 				return err
