@@ -34,7 +34,7 @@ func fixedBlock(n, bits int, data []byte) (*block, error) {
 // checkCount rejects value counts that could not fit in the input, before
 // anything is allocated for them.
 func checkCount(n uint64, input int) error {
-	if n > uint64(input)*8*1024+1<<20 {
+	if n > uint64(input)*1024+1<<16 {
 		return errf("%d values claimed from %d bytes", n, input)
 	}
 	return nil

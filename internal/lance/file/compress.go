@@ -9,13 +9,13 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// maxDecompressed bounds what one compressed buffer may claim to expand to,
-// so a hostile length prefix cannot force a huge allocation; Lance buffers
-// are pages, far below this.
-const maxDecompressed = 1 << 31
+// maxDecompressed bounds what one compressed buffer may expand to, so a
+// hostile length prefix or frame cannot force a huge allocation; Lance
+// compresses chunks and pages, which LanceDB keeps far below this.
+const maxDecompressed = 64 << 20
 
 var zstdDecoders = sync.Pool{New: func() any {
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxDecompressed))
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxDecompressed), zstd.WithDecoderMaxWindow(maxDecompressed))
 	if err != nil {
 		panic(err) // only on invalid options
 	}
@@ -34,10 +34,11 @@ func unzstd(src []byte) ([]byte, error) {
 	defer zstdDecoders.Put(d)
 	if len(src) >= 8 && !(bytes.HasPrefix(src, zstdMagic) && src[4]&0x10 == 0) {
 		n := le.Uint64(src)
-		if n > maxDecompressed || n > uint64(len(src))*1024+1<<16 {
+		if n > maxDecompressed {
 			return nil, errf("zstd buffer claims %d bytes", n)
 		}
-		out, err := d.DecodeAll(src[8:], make([]byte, 0, n))
+		// Grow from what the input can justify rather than trusting n.
+		out, err := d.DecodeAll(src[8:], make([]byte, 0, min(n, uint64(len(src))*64)))
 		if err != nil {
 			return nil, errf("zstd: %v", err)
 		}
@@ -49,9 +50,12 @@ func unzstd(src []byte) ([]byte, error) {
 	if err := d.Reset(bytes.NewReader(src)); err != nil {
 		return nil, errf("zstd: %v", err)
 	}
-	out, err := io.ReadAll(io.LimitReader(d, maxDecompressed))
+	out, err := io.ReadAll(io.LimitReader(d, maxDecompressed+1))
 	if err != nil {
 		return nil, errf("zstd: %v", err)
+	}
+	if len(out) > maxDecompressed {
+		return nil, errf("zstd frame expands past %d bytes", maxDecompressed)
 	}
 	return out, nil
 }

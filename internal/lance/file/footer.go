@@ -188,6 +188,22 @@ func Open(r io.ReaderAt, size int64) (*File, error) {
 	if err := proto.Unmarshal(gb, f.Desc); err != nil {
 		return nil, errf("file descriptor: %v", err)
 	}
+	if f.NumRows() > maxRows(f.size) {
+		return nil, errf("file claims %d rows in %d bytes", f.NumRows(), f.size)
+	}
+	if f.Version() != V2_0 {
+		// In 2.1+ every column is a leaf with one entry per row; 2.0 list
+		// item columns have their own counts.
+		for i, c := range f.Columns {
+			var rows uint64
+			for _, p := range c.GetPages() {
+				rows += p.GetLength()
+			}
+			if rows != f.NumRows() {
+				return nil, errf("column %d has %d rows, the file %d", i, rows, f.NumRows())
+			}
+		}
+	}
 	if f.Schema, err = newSchema(f.Desc.GetSchema().GetFields(), f.Version()); err != nil {
 		return nil, err
 	}
@@ -219,10 +235,13 @@ func (f *File) checkColumn(i int, cm *lancefilepb.ColumnMetadata) error {
 		if err := check(pg.GetBufferOffsets(), pg.GetBufferSizes(), fmt.Sprintf("page %d", p)); err != nil {
 			return err
 		}
-		if pg.GetLength() > f.size*8+1<<20 && pg.GetLength() > 1<<40 {
+		if pg.GetLength() > maxRows(f.size) {
 			return errf("column %d page %d claims %d rows", i, p, pg.GetLength())
 		}
 		rows += pg.GetLength()
+	}
+	if rows > maxRows(f.size) {
+		return errf("column %d claims %d rows", i, rows)
 	}
 	return nil
 }
@@ -265,3 +284,8 @@ func unwrapEncoding(e *lancefilepb.Encoding, want string, msg proto.Message) err
 
 // FieldsOf returns the lancepb fields of the descriptor's schema.
 func fieldsOf(d *lancefilepb.FileDescriptor) []*lancepb.Field { return d.GetSchema().GetFields() }
+
+// maxRows is the most rows a file of this size may claim: generous enough
+// for constant and all-null pages (a few bytes for many rows), small enough
+// that a forged count cannot make the reader allocate without bound.
+func maxRows(size uint64) uint64 { return size*1024 + 1<<16 }
