@@ -279,7 +279,7 @@ func FromManifest(ctx context.Context, b storage.Bucket, f *meta.ManifestFile) (
 	sort.Slice(d.Fragments, func(i, j int) bool { return d.Fragments[i].ID < d.Fragments[j].ID })
 
 	for _, ix := range f.Indices {
-		out, err := index(ix, names)
+		out, err := index(ix, names, uint64(m.GetMaxFragmentId())+1)
 		if err != nil {
 			return nil, err
 		}
@@ -304,7 +304,7 @@ func FromManifest(ctx context.Context, b storage.Bucket, f *meta.ManifestFile) (
 	if d.MemWal, err = memWal(ctx, b, f.Indices); err != nil {
 		return nil, err
 	}
-	if d.FragReuse, err = fragReuse(ctx, b, f.Indices); err != nil {
+	if d.FragReuse, err = fragReuse(ctx, b, f.Indices, uint64(m.GetMaxFragmentId())+1); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -356,7 +356,7 @@ func fragment(ctx context.Context, b storage.Bucket, fr *pb.DataFragment) (Fragm
 	return out, nil
 }
 
-func index(ix *pb.IndexMetadata, names map[int32]string) (Index, error) {
+func index(ix *pb.IndexMetadata, names map[int32]string, maxFragments uint64) (Index, error) {
 	out := Index{
 		Name: ix.GetName(), UUID: meta.UUIDString(ix.GetUuid()), Type: meta.IndexKind(ix),
 		Fields: ix.GetFields(), Columns: []string{}, DatasetVersion: ix.GetDatasetVersion(),
@@ -372,6 +372,12 @@ func index(ix *pb.IndexMetadata, names map[int32]string) (Index, error) {
 		return out, err
 	}
 	if known {
+		// A damaged bitmap can claim billions of ids in a few bytes (one
+		// run container); listing them would exhaust memory. No index
+		// covers more fragments than the table ever had.
+		if n := bm.GetCardinality(); n > uint64(maxFragments) {
+			return out, fmt.Errorf("index %s (%s): fragment bitmap holds %d fragments, more than the table ever had (%d)", out.Name, out.UUID, n, maxFragments)
+		}
 		out.FragmentBitmap = bm.ToArray()
 		if out.FragmentBitmap == nil {
 			out.FragmentBitmap = []uint32{}
@@ -472,7 +478,7 @@ func memWal(ctx context.Context, b storage.Bucket, ixs []*pb.IndexMetadata) (*Me
 	return out, nil
 }
 
-func fragReuse(ctx context.Context, b storage.Bucket, ixs []*pb.IndexMetadata) (*FragReuse, error) {
+func fragReuse(ctx context.Context, b storage.Bucket, ixs []*pb.IndexMetadata, maxFragments uint64) (*FragReuse, error) {
 	segs := meta.FindIndex(ixs, meta.FragReuseIndexName)
 	if len(segs) == 0 {
 		return nil, nil
@@ -487,7 +493,7 @@ func fragReuse(ctx context.Context, b storage.Bucket, ixs []*pb.IndexMetadata) (
 	}
 	out := &FragReuse{UUID: meta.UUIDString(ix.GetUuid()), Versions: []FRIVersion{}}
 	for _, v := range content.GetVersions() {
-		fv, err := friVersion(v)
+		fv, err := friVersion(v, maxFragments)
 		if err != nil {
 			return nil, fmt.Errorf("index %s (%s): version %d: %w", ix.GetName(), out.UUID, v.GetDatasetVersion(), err)
 		}
@@ -497,12 +503,15 @@ func fragReuse(ctx context.Context, b storage.Bucket, ixs []*pb.IndexMetadata) (
 	return out, nil
 }
 
-func friVersion(v *pb.FragmentReuseIndexDetails_Version) (FRIVersion, error) {
+func friVersion(v *pb.FragmentReuseIndexDetails_Version, maxFragments uint64) (FRIVersion, error) {
 	out := FRIVersion{DatasetVersion: v.GetDatasetVersion(), Groups: []FRIGroup{}, RemovedFragments: []uint32{}}
 	if raw := v.GetRemovedFragments(); len(raw) > 0 {
 		bm := roaring.New()
 		if err := bm.UnmarshalBinary(raw); err != nil {
 			return out, fmt.Errorf("removed fragments: %w", err)
+		}
+		if n := bm.GetCardinality(); n > uint64(maxFragments) {
+			return out, fmt.Errorf("removed fragments: %d, more than the table ever had (%d)", n, maxFragments)
 		}
 		out.RemovedFragments = bm.ToArray()
 	}
