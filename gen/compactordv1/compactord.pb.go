@@ -1591,8 +1591,12 @@ type CreateIndex struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	NewIndices        []*IndexMetadata       `protobuf:"bytes,1,rep,name=new_indices,json=newIndices,proto3" json:"new_indices,omitempty"`
 	RemovedIndexUuids []string               `protobuf:"bytes,2,rep,name=removed_index_uuids,json=removedIndexUuids,proto3" json:"removed_index_uuids,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Logical indices this transaction creates (absent at its read version).
+	// It conflicts with any transaction since its read that added a segment
+	// of one of these names, and does not build over a head that has one.
+	CreatedNames  []string `protobuf:"bytes,3,rep,name=created_names,json=createdNames,proto3" json:"created_names,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateIndex) Reset() {
@@ -1635,6 +1639,13 @@ func (x *CreateIndex) GetNewIndices() []*IndexMetadata {
 func (x *CreateIndex) GetRemovedIndexUuids() []string {
 	if x != nil {
 		return x.RemovedIndexUuids
+	}
+	return nil
+}
+
+func (x *CreateIndex) GetCreatedNames() []string {
+	if x != nil {
+		return x.CreatedNames
 	}
 	return nil
 }
@@ -2713,11 +2724,12 @@ const file_compactord_v1_compactord_proto_rawDesc = "" +
 	"\x15fragment_ids_reserved\x18\x04 \x01(\bR\x13fragmentIdsReserved\x12N\n" +
 	"\x11rewritten_indices\x18\x02 \x01(\v2\x1f.compactord.v1.RewrittenIndicesH\x00R\x10rewrittenIndices\x12O\n" +
 	"\x12frag_reuse_version\x18\x03 \x01(\v2\x1f.compactord.v1.FragReuseVersionH\x00R\x10fragReuseVersionB\a\n" +
-	"\x05remap\"|\n" +
+	"\x05remap\"\xa1\x01\n" +
 	"\vCreateIndex\x12=\n" +
 	"\vnew_indices\x18\x01 \x03(\v2\x1c.compactord.v1.IndexMetadataR\n" +
 	"newIndices\x12.\n" +
-	"\x13removed_index_uuids\x18\x02 \x03(\tR\x11removedIndexUuids\"\x8a\x02\n" +
+	"\x13removed_index_uuids\x18\x02 \x03(\tR\x11removedIndexUuids\x12#\n" +
+	"\rcreated_names\x18\x03 \x03(\tR\fcreatedNames\"\x8a\x02\n" +
 	"\rMergeSSTables\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\tR\x05shard\x12-\n" +
 	"\x12through_generation\x18\x02 \x01(\x04R\x11throughGeneration\x12<\n" +

@@ -272,6 +272,16 @@ func applyCreateIndex(m *pb.Manifest, op *pb.CreateIndex) error {
 	if found != len(removed) {
 		return &ConflictError{Class: ErrRetryable, Ours: "create_index", Reason: "a segment it replaces is gone"}
 	}
+	for _, n := range op.CreatedNames {
+		if table.FindIndex(m, n) != nil {
+			return &ConflictError{Class: ErrRetryable, Ours: "create_index", Reason: fmt.Sprintf("index %q was created since the read version", n)}
+		}
+	}
+	for _, ix := range op.NewIndices {
+		if err := sameLogicalIndex(m, ix); err != nil {
+			return err
+		}
+	}
 	for _, ix := range op.NewIndices {
 		if table.IsSystemIndex(ix) {
 			if ix.Name != table.FragReuseIndexName {
@@ -284,6 +294,27 @@ func applyCreateIndex(m *pb.Manifest, op *pb.CreateIndex) error {
 			}
 		}
 		m.Indices = append(m.Indices, proto.Clone(ix).(*pb.IndexMetadata))
+	}
+	return nil
+}
+
+// sameLogicalIndex checks that a new segment agrees with the segments of
+// its name already in m: segments sharing a name are one logical index, on
+// one field with one type, and a segment that disagrees would make lookups
+// and catch-up mix two indices.
+func sameLogicalIndex(m *pb.Manifest, seg *pb.IndexMetadata) error {
+	if table.IsSystemIndex(seg) {
+		return nil
+	}
+	for _, ix := range m.Indices {
+		if ix.Name != seg.Name {
+			continue
+		}
+		if ix.Type != seg.Type || !slices.Equal(ix.FieldIds, seg.FieldIds) {
+			return fmt.Errorf("create index: segment %s of index %q is a %s over fields %v, but its existing segment %s is a %s over fields %v",
+				seg.Uuid, seg.Name, seg.Type, seg.FieldIds, ix.Uuid, ix.Type, ix.FieldIds)
+		}
+		return nil
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package commit
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -223,3 +224,35 @@ func TestBuildManifestRewriteOverFullyDeletedOldFragment(t *testing.T) {
 }
 
 func encodeIDs(ids ...uint32) ([]byte, error) { return roaring.BitmapOf(ids...).ToBytes() }
+
+// Segments sharing a name are one logical index: BuildManifest refuses a
+// segment on another field or of another type than its name's existing
+// segments, and a CreateIndex creating a name the head already has.
+func TestBuildManifestOneLogicalIndex(t *testing.T) {
+	head := baseManifest()
+	head.Indices = []*pb.IndexMetadata{{Name: "ix", Type: "btree", Uuid: "a", FieldIds: []int32{0}}}
+	build := func(seg *pb.IndexMetadata, created ...string) error {
+		txn := &pb.Transaction{ReadVersion: 3, Uuid: "c", Operation: &pb.Transaction_CreateIndex{CreateIndex: &pb.CreateIndex{
+			NewIndices: []*pb.IndexMetadata{seg}, CreatedNames: created}}}
+		_, err := BuildManifest(head, txn, head)
+		return err
+	}
+	if err := build(&pb.IndexMetadata{Name: "ix", Type: "btree", Uuid: "b", FieldIds: []int32{0}}); err != nil {
+		t.Fatalf("a delta segment: %v", err)
+	}
+	for _, seg := range []*pb.IndexMetadata{
+		{Name: "ix", Type: "btree", Uuid: "b", FieldIds: []int32{1}},
+		{Name: "ix", Type: "bitmap", Uuid: "b", FieldIds: []int32{0}},
+	} {
+		if err := build(seg); err == nil || !strings.Contains(err.Error(), `index "ix"`) {
+			t.Fatalf("segment %v: got %v, want a refusal", seg, err)
+		}
+	}
+	err := build(&pb.IndexMetadata{Name: "ix", Type: "btree", Uuid: "b", FieldIds: []int32{0}}, "ix")
+	if !errors.Is(err, ErrRetryable) {
+		t.Fatalf("creating an existing name: got %v, want retryable", err)
+	}
+	if err := build(&pb.IndexMetadata{Name: "new", Type: "btree", Uuid: "b", FieldIds: []int32{1}}, "new"); err != nil {
+		t.Fatalf("creating a new name: %v", err)
+	}
+}

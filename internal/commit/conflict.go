@@ -2,6 +2,7 @@ package commit
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
@@ -142,6 +143,13 @@ func Classify(ours, theirs *pb.Transaction) Verdict {
 
 	case *pb.Transaction_CreateIndex:
 		ci := op.CreateIndex
+		// A new logical index was absent at the read version; a segment
+		// of that name added since means someone else created it.
+		for _, n := range addedIndexNames(theirs) {
+			if slices.Contains(ci.CreatedNames, n) {
+				return retry("index %q was created since our read", n)
+			}
+		}
 		if tr := theirs.GetRewrite(); tr != nil {
 			if tr.GetFragReuseVersion() != nil {
 				if touchesSystem(ci.NewIndices, table.FragReuseIndexName) {
@@ -202,4 +210,20 @@ func hasUserIndex(ixs []*pb.IndexMetadata) bool {
 		}
 	}
 	return false
+}
+
+// addedIndexNames lists the names of the segments a transaction adds.
+func addedIndexNames(t *pb.Transaction) []string {
+	var segs []*pb.IndexMetadata
+	switch op := t.GetOperation().(type) {
+	case *pb.Transaction_CreateIndex:
+		segs = op.CreateIndex.NewIndices
+	case *pb.Transaction_Rewrite:
+		segs = op.Rewrite.GetRewrittenIndices().GetNewIndices()
+	}
+	var out []string
+	for _, s := range segs {
+		out = append(out, s.Name)
+	}
+	return out
 }

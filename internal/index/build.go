@@ -220,9 +220,18 @@ func Create(ctx context.Context, t *ops.Table, spec Spec, cfg BuildConfig) (*com
 	if err != nil {
 		return nil, err
 	}
+	// The name was free at the read version; CreatedNames makes that a
+	// precondition of the commit too (a concurrent create of the name
+	// conflicts).
 	txn := t.NewTxn(head.Version)
-	txn.Operation = &pb.Transaction_CreateIndex{CreateIndex: &pb.CreateIndex{NewIndices: []*pb.IndexMetadata{seg}}}
-	return t.CommitOrClean(ctx, txn, SegmentFiles(seg))
+	txn.Operation = &pb.Transaction_CreateIndex{CreateIndex: &pb.CreateIndex{NewIndices: []*pb.IndexMetadata{seg}, CreatedNames: []string{spec.Name}}}
+	res, err := t.CommitOrClean(ctx, txn, SegmentFiles(seg))
+	if errors.Is(err, commit.ErrRetryable) {
+		if now, rerr := table.ReadLatest(ctx, t.Bucket); rerr == nil && table.FindIndex(now, spec.Name) != nil {
+			return nil, fmt.Errorf("%w: index %q was created by another writer while this one was built: %w", ErrBadSpec, spec.Name, err)
+		}
+	}
+	return res, err
 }
 
 // SpecOf returns the spec of an existing logical index.

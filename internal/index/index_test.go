@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"testing"
@@ -365,5 +366,55 @@ func TestKeyEncodingOrders(t *testing.T) {
 			}
 			prev = k
 		}
+	}
+}
+
+// Two creates of one index name race: B builds and commits while A's
+// commit is parked. Whatever the columns, A conflicts and fails with a
+// clear error, and the table keeps one logical index on one field.
+func TestRacingCreatesOfOneName(t *testing.T) {
+	for _, col := range []string{"id", "cat"} {
+		t.Run(col, func(t *testing.T) {
+			url := "mem://" + testutil.UniqueName(t)
+			tbB := newTable(t, url)
+			appendFragment(t, tbB, 0, 20)
+			b, err := storage.Open(context.Background(), url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = b.Close() })
+			faulty := storage.NewFaulty(b)
+			c, err := commit.NewCommitter(commit.Config{}, faulty, nil, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tbA := ops.NewTable(faulty, c, nil, nil)
+			gate := make(chan struct{})
+			rule := faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: table.VersionsDir, Action: storage.Block(gate)})
+			done := make(chan error, 1)
+			go func() {
+				_, err := index.Create(context.Background(), tbA, index.Spec{Name: "ix", Column: col, Type: index.TypeBTree}, index.BuildConfig{})
+				done <- err
+			}()
+			for rule.Matched() == 0 {
+				select {
+				case err := <-done:
+					t.Fatalf("A ended before its commit: %v", err)
+				default:
+					runtime.Gosched()
+				}
+			}
+			mustCreate(t, tbB, "ix", "id", index.TypeBTree)
+			faulty.Remove(rule)
+			close(gate)
+			err = <-done
+			if !errors.Is(err, commit.ErrRetryable) || !errors.Is(err, index.ErrBadSpec) {
+				t.Fatalf("the second create: got %v, want a conflict", err)
+			}
+			segs, err := index.Segments(head(t, tbB), "ix")
+			if err != nil || len(segs) != 1 || segs[0].FieldIds[0] != 0 {
+				t.Fatalf("segments %v (%v), want B's one", segs, err)
+			}
+		})
 	}
 }

@@ -184,8 +184,17 @@ func (c *checker) manifest(m *pb.Manifest) {
 			}
 		}
 	}
+	first := map[string]*pb.IndexMetadata{} // the first segment of each name
 	for _, ix := range m.Indices {
 		io := fmt.Sprintf("%s index %s (%s)", obj, ix.Name, ix.Uuid)
+		// Segments sharing a name are one logical index: one field, one
+		// type. Segments that disagree mix two indices in lookups and in
+		// the coverage catch-up proves from.
+		if f, seen := first[ix.Name]; !seen {
+			first[ix.Name] = ix
+		} else if !table.IsSystemIndex(ix) && (f.Type != ix.Type || !slices.Equal(f.FieldIds, ix.FieldIds)) {
+			c.add(io, "segments of one logical index disagree: this one is a %s over fields %v, segment %s a %s over fields %v", ix.Type, ix.FieldIds, f.Uuid, f.Type, f.FieldIds)
+		}
 		if ix.DatasetVersion > m.Version {
 			c.add(io, "dataset_version %d is above the version", ix.DatasetVersion)
 		}

@@ -168,3 +168,37 @@ func TestViolationsAreFound(t *testing.T) {
 		})
 	}
 }
+
+// A logical index whose segments disagree on field or type (two creates of
+// one name that both committed, before CreateIndex carried its names) is a
+// violation; segments that agree are not.
+func TestLogicalIndexSegmentsAgree(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		second *pb.IndexMetadata
+		want   string
+	}{
+		{"agree", &pb.IndexMetadata{Name: "ix", Type: "btree", Uuid: "b", FieldIds: []int32{0}}, ""},
+		{"other field", &pb.IndexMetadata{Name: "ix", Type: "btree", Uuid: "b", FieldIds: []int32{1}}, "over fields [1]"},
+		{"other type", &pb.IndexMetadata{Name: "ix", Type: "bitmap", Uuid: "b", FieldIds: []int32{0}}, "a bitmap"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb, m := healthy(t)
+			m.Indices = []*pb.IndexMetadata{{Name: "ix", Type: "btree", Uuid: "a", FieldIds: []int32{0}}, tc.second}
+			publish(t, tb.Bucket, m)
+			rep, err := verify.Run(context.Background(), tb.Bucket, verify.Options{Version: m.Version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, v := range rep.Violations {
+				if strings.Contains(v.Object, "index ix") {
+					got = append(got, v.Object+": "+v.Reason)
+				}
+			}
+			if tc.want == "" && len(got) > 0 || tc.want != "" && (len(got) != 1 || !strings.Contains(got[0], tc.want)) {
+				t.Fatalf("violations %q, want one mentioning %q", got, tc.want)
+			}
+		})
+	}
+}
