@@ -257,10 +257,13 @@ func classifyUpdate(o, t footprint, theirs *pb.Transaction) Verdict {
 	if ids := intersect(union(o.modified, o.removed), union(t.modified, t.removed)); len(ids) > 0 {
 		return Verdict{Retryable, fmt.Sprintf("both changed fragments %v", ids)}
 	}
-	if t.update && o.inserted != nil && t.inserted == nil {
+	// A merge of another shard inserts keys of that shard only: MemWAL
+	// sharding is a function of the primary key, so shards never share one.
+	otherShard := len(o.merged) > 0 && len(t.merged) > 0
+	if t.update && !otherShard && o.inserted != nil && t.inserted == nil {
 		return Verdict{Retryable, "a concurrent update recorded no inserted-key filter, so its keys may collide"}
 	}
-	if t.update && o.inserted != nil && t.inserted != nil && filtersMayIntersect(o.inserted, t.inserted) {
+	if t.update && !otherShard && o.inserted != nil && t.inserted != nil && filtersMayIntersect(o.inserted, t.inserted) {
 		return Verdict{Retryable, "both inserted rows that may share primary keys"}
 	}
 	if t.schema {
