@@ -1,5 +1,7 @@
 package file
 
+import "slices"
+
 // concatBlocks joins blocks of one shape (the chunks or pages of a column).
 func concatBlocks(bs []*block, leaf DataType) (*block, error) {
 	if len(bs) == 1 {
@@ -137,6 +139,9 @@ type layerOut struct {
 // null too, down to the first list.
 func unravel(lp *leafPage, lists []bool) ([]layerOut, error) {
 	k := len(lists)
+	if lp.rep == nil && !slices.Contains(lists, true) {
+		return unravelFlat(lp, k)
+	}
 	thr := make([]int, k)
 	inner := 0
 	for i := 0; i < k; i++ {
@@ -346,4 +351,44 @@ func mergeInto(dst, src *Array) {
 			dst.Children = append(dst.Children, sc)
 		}
 	}
+}
+
+// unravelFlat is unravel without lists: one element per slot at every
+// layer; layer i is valid unless the slot is null at layer i or outside it.
+func unravelFlat(lp *leafPage, k int) ([]layerOut, error) {
+	n := lp.slots
+	if n != lp.rows {
+		return nil, errf("levels describe %d rows, page has %d", n, lp.rows)
+	}
+	if lp.values.n != n {
+		return nil, errf("levels describe %d values, page has %d", n, lp.values.n)
+	}
+	outs := make([]layerOut, k)
+	for d := range outs {
+		outs[d].n = n
+	}
+	if lp.def == nil {
+		return outs, nil
+	}
+	for s, c := range lp.def {
+		if c == 0 {
+			continue
+		}
+		j := int(c-1) / 2
+		if j >= k || c%2 == 0 {
+			return nil, errf("definition code %d for %d item layers", c, k)
+		}
+		// Layers 0..j (innermost first) are null: depths k-1-j .. k-1.
+		for i := 0; i <= j; i++ {
+			o := &outs[k-1-i]
+			if o.valid == nil {
+				o.valid = make([]byte, bitmapLen(n))
+				for b := range o.valid {
+					o.valid[b] = 0xff
+				}
+			}
+			o.valid[s>>3] &^= 1 << (s & 7)
+		}
+	}
+	return outs, nil
 }

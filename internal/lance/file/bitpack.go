@@ -1,5 +1,7 @@
 package file
 
+import "unsafe"
+
 // FastLanes bit packing, the layout Lance's bitpacking encodings use: 1024
 // values of a W-bit type are split into 1024/W lanes; lane l holds, in W
 // packed words strided 1024/W apart, the values of the rows of a transposed
@@ -15,48 +17,58 @@ func flIndex(row, lane int) int { return flOrder[row/8]*16 + (row%8)*128 + lane 
 // or 64) packed at bw bits from src (bw*1024/8 bytes) into dst (1024
 // values of w/8 bytes each, little endian).
 func unpackFL(w, bw int, src []byte, dst []byte) {
-	lanes := 1024 / w
-	bpv := w / 8
+	switch w {
+	case 8:
+		unpackT[uint8](bw, src, dst)
+	case 16:
+		unpackT[uint16](bw, src, dst)
+	case 32:
+		unpackT[uint32](bw, src, dst)
+	default:
+		unpackT[uint64](bw, src, dst)
+	}
+}
+
+type word interface{ uint8 | uint16 | uint32 | uint64 }
+
+// unpackT works on typed views of the buffers, copying them first when
+// they are not aligned for T.
+func unpackT[T word](bw int, src, dst []byte) {
+	var z T
+	w := int(unsafe.Sizeof(z)) * 8
+	n := bw * 1024 / 8
 	if bw == 0 {
-		clear(dst[:1024*bpv])
+		clear(dst[:1024*w/8])
 		return
 	}
-	word := func(k int) uint64 {
-		switch w {
-		case 8:
-			return uint64(src[k])
-		case 16:
-			return uint64(le.Uint16(src[2*k:]))
-		case 32:
-			return uint64(le.Uint32(src[4*k:]))
-		}
-		return le.Uint64(src[8*k:])
+	if uintptr(unsafe.Pointer(&src[0]))%uintptr(w/8) != 0 {
+		src = append([]byte(nil), src[:n]...)
 	}
-	put := func(i int, v uint64) {
-		switch w {
-		case 8:
-			dst[i] = byte(v)
-		case 16:
-			le.PutUint16(dst[2*i:], uint16(v))
-		case 32:
-			le.PutUint32(dst[4*i:], uint32(v))
-		default:
-			le.PutUint64(dst[8*i:], v)
-		}
+	in := unsafe.Slice((*T)(unsafe.Pointer(&src[0])), n/(w/8))
+	var out []T
+	if uintptr(unsafe.Pointer(&dst[0]))%uintptr(w/8) == 0 {
+		out = unsafe.Slice((*T)(unsafe.Pointer(&dst[0])), 1024)
+	} else {
+		tmp := make([]T, 1024)
+		defer func() {
+			copy(dst, unsafe.Slice((*byte)(unsafe.Pointer(&tmp[0])), 1024*w/8))
+		}()
+		out = tmp
 	}
-	var mask uint64 = 1<<uint(bw) - 1
-	if bw == 64 {
-		mask = ^uint64(0)
+	lanes := 1024 / w
+	var mask T = ^T(0)
+	if bw < w {
+		mask = T(1)<<uint(bw) - 1
 	}
 	for lane := 0; lane < lanes; lane++ {
 		bit := 0
 		for row := 0; row < w; row++ {
 			k, off := bit/w, bit%w
-			v := word(lanes*k+lane) >> uint(off)
+			v := in[lanes*k+lane] >> uint(off)
 			if off+bw > w {
-				v |= word(lanes*(k+1)+lane) << uint(w-off)
+				v |= in[lanes*(k+1)+lane] << uint(w-off)
 			}
-			put(flIndex(row, lane), v&mask)
+			out[flOrder[row/8]*16+(row%8)*128+lane] = v & mask
 			bit += bw
 		}
 	}

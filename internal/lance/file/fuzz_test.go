@@ -3,8 +3,8 @@ package file
 import (
 	"bytes"
 	"fmt"
-	"time"
 	"testing"
+	"time"
 
 	pb "github.com/compactord/compactord/gen/lancefilepb"
 	"google.golang.org/protobuf/proto"

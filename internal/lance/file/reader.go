@@ -126,38 +126,7 @@ func (f *File) decodePage(p *pb.ColumnMetadata_Page, leaf *Field) (*leafPage, er
 // readPath decodes one leaf column over the pages covering [start, end)
 // and returns its path array trimmed to exactly those rows.
 func (f *File) readPath(path []*Field, start, end uint64) (*Array, error) {
-	leaf := path[len(path)-1]
-	if f.Version() == V2_0 {
-		return nil, errf("internal: 2.0 columns are read by readField20")
-	}
-	lo, hi, first, err := f.pageSpan(leaf.Column, start, end)
-	if err != nil {
-		return nil, err
-	}
-	pages := f.Columns[leaf.Column].GetPages()
-	lps := make([]*leafPage, 0, hi-lo)
-	for i := lo; i < hi; i++ {
-		lp, err := f.decodePage(pages[i], leaf)
-		if err != nil {
-			return nil, fmt.Errorf("column %d (%s) page %d: %w", leaf.Column, leaf.Name, i, err)
-		}
-		lps = append(lps, lp)
-	}
-	var lp *leafPage
-	if len(lps) == 0 {
-		lp = &leafPage{values: zeroBlock(leaf.Type, 0)}
-	} else if lp, err = concatPages(lps, leaf.Type); err != nil {
-		return nil, err
-	}
-	lists := make([]bool, len(path))
-	for i, n := range path {
-		lists[len(path)-1-i] = n.Type.Kind == KindList || n.Type.Kind == KindLargeList
-	}
-	outs, err := unravel(lp, lists)
-	if err != nil {
-		return nil, fmt.Errorf("column %d (%s): %w", leaf.Column, leaf.Name, err)
-	}
-	arr, err := buildPath(path, outs, lp.values)
+	arr, first, err := f.readPathSpan(path, start, end)
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +134,47 @@ func (f *File) readPath(path []*Field, start, end uint64) (*Array, error) {
 		arr = arr.Slice(int(start-first), int(end-first))
 	}
 	return arr, nil
+}
+
+// readPathSpan decodes the pages of a leaf column covering [start, end)
+// into the path array of all their rows, which start at row first.
+func (f *File) readPathSpan(path []*Field, start, end uint64) (arr *Array, first uint64, err error) {
+	leaf := path[len(path)-1]
+	if f.Version() == V2_0 {
+		return nil, 0, errf("internal: 2.0 columns are read by readField20")
+	}
+	lo, hi, first, err := f.pageSpan(leaf.Column, start, end)
+	if err != nil {
+		return nil, 0, err
+	}
+	pages := f.Columns[leaf.Column].GetPages()
+	lps := make([]*leafPage, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		lp, err := f.decodePage(pages[i], leaf)
+		if err != nil {
+			return nil, 0, fmt.Errorf("column %d (%s) page %d: %w", leaf.Column, leaf.Name, i, err)
+		}
+		lps = append(lps, lp)
+	}
+	var lp *leafPage
+	if len(lps) == 0 {
+		lp = &leafPage{values: zeroBlock(leaf.Type, 0)}
+	} else if lp, err = concatPages(lps, leaf.Type); err != nil {
+		return nil, 0, err
+	}
+	lists := make([]bool, len(path))
+	for i, n := range path {
+		lists[len(path)-1-i] = n.Type.Kind == KindList || n.Type.Kind == KindLargeList
+	}
+	outs, err := unravel(lp, lists)
+	if err != nil {
+		return nil, 0, fmt.Errorf("column %d (%s): %w", leaf.Column, leaf.Name, err)
+	}
+	arr, err = buildPath(path, outs, lp.values)
+	if err != nil {
+		return nil, 0, err
+	}
+	return arr, first, nil
 }
 
 // readField decodes rows [start, end) of one top-level field.
@@ -366,14 +376,21 @@ func emptyArray(fl *Field) *Array {
 	return a
 }
 
-// Stream reads the named fields batch by batch. Each batch decodes only the
-// pages it overlaps, so memory stays bounded by a batch plus the pages
-// around it.
+// Stream reads the named fields batch by batch. Each leaf column keeps the
+// pages of its current batch decoded, so a page is decoded once however
+// many batches it feeds, and memory stays bounded by the pages around one
+// batch.
 type Stream struct {
 	f         *File
-	fields    []string
+	fields    []*Field
 	batchRows uint64
 	next      uint64
+	cache     map[int]*spanCache // by column
+}
+
+type spanCache struct {
+	arr         *Array
+	first, last uint64 // rows [first, last) of arr
 }
 
 // Stream returns a reader of batches of up to batchRows rows.
@@ -381,21 +398,50 @@ func (f *File) Stream(fields []string, batchRows int) (*Stream, error) {
 	if batchRows <= 0 {
 		return nil, fmt.Errorf("lance file: batch of %d rows", batchRows)
 	}
-	if _, err := f.project(fields); err != nil {
+	fls, err := f.project(fields)
+	if err != nil {
 		return nil, err
 	}
-	return &Stream{f: f, fields: fields, batchRows: uint64(batchRows)}, nil
+	return &Stream{f: f, fields: fls, batchRows: uint64(batchRows), cache: map[int]*spanCache{}}, nil
 }
 
 // Next returns the next batch, or io.EOF after the last.
 func (s *Stream) Next() (*Batch, error) {
-	if s.next >= s.f.NumRows() {
+	f := s.f
+	if s.next >= f.NumRows() {
 		return nil, io.EOF
 	}
-	end := min(s.next+s.batchRows, s.f.NumRows())
-	b, err := s.f.ReadRange(s.fields, s.next, end)
-	if err != nil {
-		return nil, err
+	start, end := s.next, min(s.next+s.batchRows, f.NumRows())
+	b := &Batch{NumRows: int(end - start), Fields: s.fields, Columns: make([]*Array, len(s.fields))}
+	for i, fl := range s.fields {
+		if f.Version() == V2_0 {
+			a, err := f.readField20(fl, start, end)
+			if err != nil {
+				return nil, err
+			}
+			b.Columns[i] = a
+			continue
+		}
+		var out *Array
+		for _, p := range leafPaths(fl) {
+			col := p[len(p)-1].Column
+			c := s.cache[col]
+			if c == nil || start < c.first || end > c.last {
+				arr, first, err := f.readPathSpan(p, start, end)
+				if err != nil {
+					return nil, err
+				}
+				c = &spanCache{arr: arr, first: first, last: first + uint64(arr.Len)}
+				s.cache[col] = c
+			}
+			a := c.arr.Slice(int(start-c.first), int(end-c.first))
+			if out == nil {
+				out = a
+			} else {
+				mergeInto(out, a)
+			}
+		}
+		b.Columns[i] = out
 	}
 	s.next = end
 	return b, nil

@@ -1,0 +1,49 @@
+package file
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// benchFile is the file benchmarks decode: LANCE_BENCH_FILE, or the
+// committed 2.2 all-types file.
+func benchFile(b *testing.B) *File {
+	p := os.Getenv("LANCE_BENCH_FILE")
+	if p == "" {
+		p = filepath.Join("testdata", "all_v22.lance")
+	}
+	return openFile(b, p)
+}
+
+// decodedBytes is the in-memory size of an array (values, offsets,
+// validity), the "MB" of MB/s.
+func decodedBytes(a *Array) int64 {
+	n := int64(len(a.Values) + len(a.Valid) + 8*len(a.Offsets))
+	for _, c := range a.Children {
+		n += decodedBytes(c)
+	}
+	return n
+}
+
+// BenchmarkDecode decodes each top-level column of the file in full and
+// reports decoded MB/s (b.SetBytes is the decoded size).
+func BenchmarkDecode(b *testing.B) {
+	f := benchFile(b)
+	for _, fl := range f.Schema.Fields {
+		b.Run(fl.Name, func(b *testing.B) {
+			bt, err := f.ReadAll([]string{fl.Name})
+			if err != nil {
+				b.Skip(err)
+			}
+			b.SetBytes(decodedBytes(bt.Columns[0]))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := f.ReadAll([]string{fl.Name}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
