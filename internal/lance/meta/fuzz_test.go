@@ -2,6 +2,7 @@ package meta
 
 import (
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -77,5 +78,14 @@ func FuzzDecodeHint(f *testing.F) {
 	f.Add([]byte(`{"version":-1}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, _ = DecodeHint(data)
+	})
+}
+
+func FuzzDecodeTag(f *testing.F) {
+	addSeeds(f, func(p string) bool { return strings.Contains(p, "/_refs/tags/") })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if tag, err := DecodeTag(data); err == nil && tag.Version == 0 {
+			t.Fatal("a tag without a version decoded")
+		}
 	})
 }

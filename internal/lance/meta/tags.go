@@ -43,12 +43,9 @@ func LoadTags(ctx context.Context, b storage.Bucket) ([]Tag, error) {
 			}
 			return nil, fmt.Errorf("read tag %s: %w", k, err)
 		}
-		var t Tag
-		if err := json.Unmarshal(data, &t); err != nil {
+		t, err := DecodeTag(data)
+		if err != nil {
 			return nil, &CorruptError{Key: k, Err: err}
-		}
-		if t.Version == 0 {
-			return nil, &CorruptError{Key: k, Err: fmt.Errorf("tag names no version")}
 		}
 		if t.Branch != nil && *t.Branch != "" {
 			// A tag of another branch pins that branch's versions, which
@@ -69,4 +66,16 @@ func TaggedVersions(tags []Tag) map[uint64][]string {
 		out[t.Version] = append(out[t.Version], t.Name)
 	}
 	return out
+}
+
+// DecodeTag parses one tag file.
+func DecodeTag(data []byte) (Tag, error) {
+	var t Tag
+	if err := json.Unmarshal(data, &t); err != nil {
+		return Tag{}, err
+	}
+	if t.Version == 0 {
+		return Tag{}, fmt.Errorf("tag names no version")
+	}
+	return t, nil
 }
