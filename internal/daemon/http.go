@@ -63,11 +63,15 @@ func (d *Daemon) Handler() http.Handler {
 		}
 		writeJSON(w, http.StatusAccepted, map[string]string{"table": name, "kind": string(kind), "status": "queued"})
 	}))
+	// Pause writes the pause mark into the table's bucket, so any
+	// instance may be asked and every one honours it (?reason= says why).
 	mux.Handle("POST /api/v1/tables/{name}/pause", d.admin(func(w http.ResponseWriter, r *http.Request) {
-		d.control(w, r.PathValue("name"), d.sched.Pause)
+		d.control(w, r.PathValue("name"), func(name string) error {
+			return d.sched.Pause(r.Context(), name, r.URL.Query().Get("reason"))
+		})
 	}))
 	mux.Handle("POST /api/v1/tables/{name}/resume", d.admin(func(w http.ResponseWriter, r *http.Request) {
-		d.control(w, r.PathValue("name"), d.sched.Resume)
+		d.control(w, r.PathValue("name"), func(name string) error { return d.sched.Resume(r.Context(), name) })
 	}))
 	// A reload, as SIGHUP does; the answer says whether it applied.
 	mux.Handle("POST /-/reload", d.admin(func(w http.ResponseWriter, _ *http.Request) {

@@ -179,6 +179,7 @@ svg .tick{stroke:#fff;stroke-width:1}
 <h2>{{.Name}} <span class="state state-{{.State}}">{{.State}}</span></h2>
 <div class="meta"><code>{{.URL}}</code>{{if .Lease}} · lease {{.Lease.Holder}} (epoch {{.Lease.Epoch}}, until {{ts .Lease.Expires}}){{end}} · synced {{tsp .LastSync}}</div>
 {{if .Halted}}<p class="err">Quarantined ({{.Halted.Reason}}) by {{.Halted.Kind}} since {{ts .Halted.Since}}: {{.Halted.Error}}. Resume with <code>POST /api/v1/tables/{{.Name}}/resume</code>.</p>{{end}}
+{{range .Marks}}<p class="mark">Marked <b>{{.Kind}}</b>{{if .Reason}}: {{.Reason}}{{end}} (since {{ts .Since}}{{if .By}}, by {{.By}}{{end}}).</p>{{end}}
 {{if .SyncError}}<p class="err">Sync: {{.SyncError}}{{if .SyncConsecutiveFailures}} ({{.SyncConsecutiveFailures}} failures in a row){{end}}</p>{{end}}
 {{with .Snapshot}}
 <div>version <b class="version">{{.Version}}</b> · {{.Fragments}} fragments · {{.PhysicalRows}} rows ({{.DeletedRows}} deleted) · {{bytes .DataBytes}} · pending generations <b>{{.PendingGenerations}}</b></div>

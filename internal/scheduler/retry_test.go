@@ -92,7 +92,7 @@ compactord_job_failures_total{kind="trim",table="t"} 0
 		t.Fatalf("next run of a halted table = %v", got)
 	}
 	// Resume clears the streak.
-	if err := h.s.Resume("t"); err != nil {
+	if err := h.s.Resume(context.Background(), "t"); err != nil {
 		t.Fatal(err)
 	}
 	if js := h.status("t").Jobs["merge"]; js.ConsecutiveFailures != 0 || js.FailingSince != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/compactord/compactord/internal/inflight"
 	"github.com/compactord/compactord/internal/lease"
+	"github.com/compactord/compactord/internal/marker"
 	"github.com/compactord/compactord/internal/scheduler/clock"
 	"github.com/compactord/compactord/internal/table"
 )
@@ -375,7 +376,7 @@ func (s *Scheduler) collectDueLocked(now time.Time) {
 			if now.Before(st.next[i]) {
 				continue
 			}
-			if s.eligibleLocked(st) {
+			if s.eligibleLocked(st) && !st.markedLocked(k) {
 				if st.pending[i] == "" && s.nothingToDoLocked(st, k, now) {
 					s.elideLocked(st, k, now)
 				} else {
@@ -471,7 +472,7 @@ func (s *Scheduler) dispatchLocked(now time.Time) {
 			if st.pending[i] == "" {
 				continue
 			}
-			if _, ok := s.deps.Jobs[k]; !ok {
+			if _, ok := s.deps.Jobs[k]; !ok || st.markedLocked(k) {
 				st.pending[i] = "" // cannot happen through the API; be safe
 				continue
 			}
@@ -562,7 +563,7 @@ func (s *Scheduler) runAttempt(ctx context.Context, st *tableState, a *attempt, 
 	// Read the table again so that the status page and the gauges show
 	// the job's effect now, not at the next sync.
 	if ctx.Err() == nil {
-		s.syncTable(ctx, st, h)
+		s.syncTable(ctx, st, h, false)
 	}
 	s.finish(st, a, h, out, err, cause)
 }
@@ -717,6 +718,13 @@ func (s *Scheduler) finish(st *tableState, a *attempt, h *TableHandle, out Outco
 func (s *Scheduler) budgetSpentLocked(n int, since, now time.Time) bool {
 	b := s.cfg.Retry.Budget
 	return b > 0 && n >= s.cfg.Retry.QuarantineAfter && now.Sub(since) >= b
+}
+
+// markedLocked: an operator's mark keeps kind k from running on st.
+// REQUIRES: s.mu held.
+func (st *tableState) markedLocked(k Kind) bool {
+	_, no := st.marks[marker.NoCompact]
+	return k == KindCompact && no
 }
 
 // haltLocked quarantines a table. REQUIRES: s.mu held.
@@ -893,6 +901,8 @@ func (s *Scheduler) Trigger(name string, kind Kind) error {
 		return apiErr(409, "table %q is quarantined (%s); resume it first", name, st.halted.Reason)
 	case st.paused:
 		return apiErr(409, "table %q is paused; resume it first", name)
+	case st.markedLocked(kind):
+		return apiErr(409, "table %q is marked no-compact (%s); remove the mark first: compactord table mark URL no-compact --clear", name, st.marks[marker.NoCompact].Reason)
 	case !st.owned:
 		return apiErr(409, "table %q is served by another instance (%s)", name, st.lease.Holder)
 	}
@@ -902,30 +912,69 @@ func (s *Scheduler) Trigger(name string, kind Kind) error {
 	return nil
 }
 
-// Pause stops scheduling jobs on a table; a running attempt finishes.
-func (s *Scheduler) Pause(name string) error {
+// Pause stops scheduling jobs on a table on every instance: it writes the
+// pause mark into the table's bucket (marker.Pause), which every instance
+// reads at each sync, and pauses the table here at once. A running
+// attempt finishes. Any instance may be asked, owner or not.
+func (s *Scheduler) Pause(ctx context.Context, name, reason string) error {
+	s.mu.Lock()
+	st, ok := s.tables[name]
+	var h *TableHandle
+	if ok {
+		h = st.handle
+	}
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		return apiErr(404, "no table named %q", name)
+	case h == nil:
+		return apiErr(503, "table %q is not open yet; try again after its first sync", name)
+	}
+	m := marker.Mark{Kind: marker.Pause, Reason: reason, By: s.Holder(), Since: s.clock.Now().UTC()}
+	if m.By == "" {
+		m.By = "compactord"
+	}
+	if err := marker.Put(ctx, h.Bucket, m); err != nil {
+		return apiErr(502, "pause %q: %v", name, err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st, ok := s.tables[name]
-	if !ok {
-		return apiErr(404, "no table named %q", name)
+	if st.marks == nil {
+		st.marks = map[marker.Kind]marker.Mark{}
 	}
+	st.marks[marker.Pause] = m
 	if !st.paused {
 		st.paused = true
 		s.metrics.paused.WithLabelValues(name).Set(1)
-		st.logger.Info("table paused by an operator")
+		st.logger.Info("table paused by an operator; the mark in its bucket pauses it on every instance", zap.String("reason", reason))
 	}
 	return nil
 }
 
-// Resume undoes Pause and lifts a quarantine.
-func (s *Scheduler) Resume(name string) error {
+// Resume undoes Pause (it removes the pause mark, for every instance) and
+// lifts a quarantine on this instance.
+func (s *Scheduler) Resume(ctx context.Context, name string) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	st, ok := s.tables[name]
+	var h *TableHandle
+	paused := false
+	if ok {
+		h, paused = st.handle, st.paused
+	}
+	s.mu.Unlock()
 	if !ok {
 		return apiErr(404, "no table named %q", name)
 	}
+	if h != nil {
+		if err := marker.Delete(ctx, h.Bucket, marker.Pause); err != nil {
+			return apiErr(502, "resume %q: %v", name, err)
+		}
+	} else if paused {
+		return apiErr(503, "table %q is not open; its pause mark cannot be removed now", name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(st.marks, marker.Pause)
 	if st.paused {
 		st.paused = false
 		s.metrics.paused.WithLabelValues(name).Set(0)

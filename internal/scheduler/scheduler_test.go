@@ -166,7 +166,7 @@ func TestQuarantineWhileOthersContinue(t *testing.T) {
 	if err := h.s.Trigger("bad", scheduler.KindMerge); err == nil {
 		t.Fatal("a quarantined table accepted a job")
 	}
-	if err := h.s.Resume("bad"); err != nil {
+	if err := h.s.Resume(context.Background(), "bad"); err != nil {
 		t.Fatal(err)
 	}
 	if h.metric("compactord_table_halted", "table", "bad", "reason", "failing") != 0 || h.status("bad").Halted != nil {
@@ -442,7 +442,7 @@ func TestPauseResume(t *testing.T) {
 	cfg.Schedule.Merge = "@every 1s"
 	h := start(t, harnessOpts{cfg: cfg}, specs(t, "t")...)
 	h.waitSynced("t")
-	if err := h.s.Pause("t"); err != nil {
+	if err := h.s.Pause(context.Background(), "t", "test"); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
@@ -460,12 +460,12 @@ func TestPauseResume(t *testing.T) {
 	if got := h.metric("compactord_table_paused", "table", "t"); got != 1 {
 		t.Fatalf("paused = %v", got)
 	}
-	if err := h.s.Resume("t"); err != nil {
+	if err := h.s.Resume(context.Background(), "t"); err != nil {
 		t.Fatal(err)
 	}
 	h.clk.Advance(time.Second)
 	eventually(t, "runs after resume", func() bool { return h.jobs.count("t", "") >= 1 })
-	if err := h.s.Pause("nope"); !errors.As(err, &ae) || ae.Status != 404 {
+	if err := h.s.Pause(context.Background(), "nope", "test"); !errors.As(err, &ae) || ae.Status != 404 {
 		t.Fatalf("pause of an unknown table: %v", err)
 	}
 }

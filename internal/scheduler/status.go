@@ -3,6 +3,8 @@ package scheduler
 import (
 	"slices"
 	"time"
+
+	"github.com/compactord/compactord/internal/marker"
 )
 
 // JobRecord is one finished attempt.
@@ -25,14 +27,17 @@ type TableStatus struct {
 	Name string `json:"name"`
 	URL  string `json:"url"`
 	// State is one of: ok, running, paused, halted, not_owned, not_synced.
-	State     string       `json:"state"`
-	Paused    bool         `json:"paused"`
-	Halted    *Halt        `json:"halted"`
-	Owned     bool         `json:"owned"`
-	Lease     *LeaseStatus `json:"lease"`
-	Synced    bool         `json:"synced"`
-	LastSync  *time.Time   `json:"last_sync"`
-	SyncError string       `json:"sync_error,omitempty"`
+	State  string `json:"state"`
+	Paused bool   `json:"paused"`
+	// Marks are the operators' marks in the table's bucket (pause,
+	// no-compact), as of the last sync or this instance's own change.
+	Marks     []marker.Mark `json:"marks"`
+	Halted    *Halt         `json:"halted"`
+	Owned     bool          `json:"owned"`
+	Lease     *LeaseStatus  `json:"lease"`
+	Synced    bool          `json:"synced"`
+	LastSync  *time.Time    `json:"last_sync"`
+	SyncError string        `json:"sync_error,omitempty"`
 	// SyncConsecutiveFailures counts failed syncs in a row, of any class.
 	SyncConsecutiveFailures int `json:"sync_consecutive_failures"`
 	// Snapshot is the table as of the last sync (nil before the first).
@@ -92,7 +97,7 @@ type KindStatus struct {
 func (s *Scheduler) status(st *tableState) TableStatus {
 	ts := TableStatus{Name: st.spec.Name, URL: st.spec.URL, Paused: st.paused, Owned: st.owned,
 		Synced: st.synced, SyncError: st.syncErr, SyncConsecutiveFailures: st.syncRetries, Snapshot: st.snap, Jobs: map[string]KindStatus{},
-		Pending: []PendingJob{}, Recent: slices.Clone(st.history)}
+		Pending: []PendingJob{}, Recent: slices.Clone(st.history), Marks: marker.Sorted(st.marks)}
 	if ts.Recent == nil {
 		ts.Recent = []JobRecord{}
 	}
@@ -161,7 +166,7 @@ func (s *Scheduler) status(st *tableState) TableStatus {
 // waiting for a worker or its table, else the next scheduled run. A halted
 // or paused table has none. REQUIRES: s.mu held.
 func (s *Scheduler) nextAttemptLocked(st *tableState, i int) (time.Time, bool) {
-	if st.halted != nil || st.paused || st.removed {
+	if st.halted != nil || st.paused || st.removed || st.markedLocked(Kinds[i]) {
 		return time.Time{}, false
 	}
 	if _, ok := s.deps.Jobs[Kinds[i]]; !ok {

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/compactord/compactord/internal/marker"
 	"github.com/compactord/compactord/internal/table"
 )
 
@@ -78,7 +79,7 @@ func (s *Scheduler) syncLoop(ctx context.Context) {
 				}
 				return
 			}
-			s.syncTable(ctx, st, h)
+			s.syncTable(ctx, st, h, true)
 		})
 		s.mu.Lock()
 		if !s.ready && ctx.Err() == nil {
@@ -100,13 +101,24 @@ func (s *Scheduler) syncLoop(ctx context.Context) {
 	}
 }
 
-// syncTable reads the table and records the result.
-func (s *Scheduler) syncTable(ctx context.Context, st *tableState, h *TableHandle) {
+// syncTable reads the table and records the result; withMarks reads the
+// operators' marks (marker) first. The periodic sync does, so that the
+// first sync of a table, before which no job runs, knows its marks; the
+// re-read after a job does not.
+func (s *Scheduler) syncTable(ctx context.Context, st *tableState, h *TableHandle, withMarks bool) {
 	s.mu.Lock()
 	timeout := max(2*s.cfg.SyncInterval, time.Minute)
 	s.mu.Unlock()
 	sctx, cancel := context.WithTimeout(ctx, timeout)
-	snap, err := st.obs.sync(sctx, h.Bucket)
+	var marks map[marker.Kind]marker.Mark
+	var snap *Snapshot
+	var err error
+	if withMarks {
+		marks, err = marker.Load(sctx, h.Bucket)
+	}
+	if err == nil {
+		snap, err = st.obs.sync(sctx, h.Bucket)
+	}
 	cancel()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -121,6 +133,9 @@ func (s *Scheduler) syncTable(ctx context.Context, st *tableState, h *TableHandl
 		st.synced, st.snap, st.lastSync, st.syncErr, st.syncFailures = true, snap, now, "", 0
 		st.syncRetries, st.syncFailingSince = 0, time.Time{}
 		st.shardsChecked = now
+		if withMarks {
+			s.applyMarksLocked(st, marks)
+		}
 		s.metrics.lastSync.WithLabelValues(name).Set(float64(now.UnixMilli()) / 1e3)
 		s.applySnapshotLocked(st, snap)
 		if !wasSynced {
@@ -247,6 +262,36 @@ func (s *Scheduler) pollTable(ctx context.Context, st *tableState) {
 	s.applySnapshotLocked(st, snap)
 	if unmerged && s.eligibleLocked(st) {
 		st.pend(KindMerge, TriggerChange, s.clock.Now())
+		s.kick()
+	}
+}
+
+// applyMarksLocked installs the marks a sync read. REQUIRES: s.mu held.
+func (s *Scheduler) applyMarksLocked(st *tableState, marks map[marker.Kind]marker.Mark) {
+	_, paused := marks[marker.Pause]
+	if paused != st.paused {
+		if paused {
+			st.logger.Info("table paused by a mark in its bucket", zap.String("reason", marks[marker.Pause].Reason))
+		} else {
+			st.logger.Info("pause mark removed: the table runs again")
+		}
+	}
+	_, noCompact := marks[marker.NoCompact]
+	_, had := st.marks[marker.NoCompact]
+	if noCompact && !had {
+		st.logger.Info("table marked no-compact", zap.String("reason", marks[marker.NoCompact].Reason))
+	}
+	st.marks = marks
+	st.paused = paused
+	if noCompact {
+		st.pending[KindCompact.index()] = ""
+	}
+	v := 0.0
+	if paused {
+		v = 1
+	}
+	s.metrics.paused.WithLabelValues(st.spec.Name).Set(v)
+	if !paused {
 		s.kick()
 	}
 }

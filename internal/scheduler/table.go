@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/compactord/compactord/internal/lease"
+	"github.com/compactord/compactord/internal/marker"
 	"github.com/compactord/compactord/internal/ops"
 	"github.com/compactord/compactord/internal/storage"
 )
@@ -108,7 +109,10 @@ type tableState struct {
 	failingSince [numKinds]time.Time
 
 	running *attempt
+	// paused mirrors the pause mark (marks), set at once by Pause and
+	// Resume and read back by every sync.
 	paused  bool
+	marks   map[marker.Kind]marker.Mark
 	halted  *Halt
 	removed bool
 
