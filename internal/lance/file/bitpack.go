@@ -29,7 +29,9 @@ func unpackFL(w, bw int, src []byte, dst []byte) {
 	}
 }
 
-type word interface{ uint8 | uint16 | uint32 | uint64 }
+type word interface {
+	uint8 | uint16 | uint32 | uint64
+}
 
 // unpackT works on typed views of the buffers, copying them first when
 // they are not aligned for T.

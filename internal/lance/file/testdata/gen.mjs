@@ -47,6 +47,8 @@ function width(t) {
     case arrow.Type.Timestamp: return 8;
     case arrow.Type.Decimal: return t.bitWidth / 8;
     case arrow.Type.FixedSizeBinary: return t.byteWidth;
+    case arrow.Type.Time: return t.bitWidth / 8;
+    case arrow.Type.Duration: return 8;
   }
   return 0;
 }
@@ -61,7 +63,10 @@ const typeOf = {
   ts_s: () => new arrow.TimestampSecond(), ts_ms: () => new arrow.TimestampMillisecond(),
   ts_us: () => new arrow.TimestampMicrosecond(), ts_ns: () => new arrow.TimestampNanosecond(),
   ts_us_tz: () => new arrow.TimestampMicrosecond("UTC"), ts_ns_tz: () => new arrow.TimestampNanosecond("America/New_York"),
-  dec128: () => new arrow.Decimal(2, 20, 128),
+  dec128: () => new arrow.Decimal(2, 20, 128), dec256: () => new arrow.Decimal(3, 40, 256),
+  time32_ms: () => new arrow.TimeMillisecond(), time64_us: () => new arrow.TimeMicrosecond(),
+  time64_ns: () => new arrow.TimeNanosecond(), dur_ms: () => new arrow.DurationMillisecond(),
+  dur_ns: () => new arrow.DurationNanosecond(),
 };
 
 // Fills n fixed-width values of w bytes following pattern p.
@@ -182,14 +187,15 @@ function makeColumn(c, n, r) {
   const w = width(type);
   const kind = t.startsWith("float") ? "float" : t.startsWith("ts") ? "ts" : t.startsWith("int") || t === "dec128" ? "signed" : "";
   const raw = fixedBytes(n, w, p, r, kind);
-  const arrays = { 1: Uint8Array, 2: Uint16Array, 4: Uint32Array, 8: BigUint64Array, 16: Uint32Array };
+  const arrays = { 1: Uint8Array, 2: Uint16Array, 4: Uint32Array, 8: BigUint64Array, 16: Uint32Array, 32: Uint32Array };
   let data = raw;
   if (t !== "fsb16") data = new (arrays[w])(raw.buffer);
   if (t === "float32") data = new Float32Array(raw.buffer);
   if (t === "float64") data = new Float64Array(raw.buffer);
   if (t.startsWith("int") && w === 8) data = new BigInt64Array(raw.buffer);
   if (t.startsWith("int") && w < 8) data = new ({ 1: Int8Array, 2: Int16Array, 4: Int32Array })[w](raw.buffer);
-  if (t.startsWith("ts") || t === "date64") data = new BigInt64Array(raw.buffer);
+  if (t.startsWith("ts") || t === "date64" || t.startsWith("dur") || t.startsWith("time64")) data = new BigInt64Array(raw.buffer);
+  if (t === "time32_ms") data = new Int32Array(raw.buffer);
   if (t === "date32") data = new Int32Array(raw.buffer);
   return [type, arrow.makeData({ type, length: n, nullCount: nulls, nullBitmap: nb, data })];
 }
@@ -274,7 +280,7 @@ function allTypes() {
   return cols.concat(nested);
 }
 const md = (m) => (c) => ({ ...c, metadata: m });
-const forced = (m, types) => types.map((t) => md(m)({ name: t.name || t, type: t.type || t, nullable: t.nullable ?? true, pattern: t.pattern }));
+const forced = (m, types) => types.map((t) => md(m)(typeof t === "string" ? { name: t, type: t, nullable: true } : { nullable: true, ...t }));
 const fcommon = ["int32", "int64", "float64", "utf8", "binary", "bool", "ts_us", { name: "vec", type: "fsl_f32_8" }, { name: "li", type: "list_i32" }];
 
 const cases = {};
@@ -303,13 +309,21 @@ for (const v of ["2.1", "2.2"]) {
     [{ name: "s", type: "utf8", pattern: "lowcard" }, { name: "i64", type: "int64", pattern: "lowcard" }, { name: "i32", type: "int32", pattern: "lowcard" },
      { name: "f64", type: "float64", pattern: "lowcard" }]) };
 }
+cases.more_v22 = { version: "2.2", rows: 700, columns: ["dec256", "time32_ms", "time64_us", "time64_ns", "dur_ms", "dur_ns"].flatMap((t) =>
+  [{ name: t, type: t, pattern: "small" }, { name: t + "_n", type: t, nullable: true, pattern: "small" }]) };
+cases.fsst_v22 = { version: "2.2", rows: 2500, columns: [{ name: "s", type: "utf8" }, { name: "s_n", type: "large_utf8", nullable: true }] };
+cases.fsst_v21 = { ...cases.fsst_v22, version: "2.1" };
+cases.fzzstd_v22 = { version: "2.2", rows: 600, columns: forced({ "lance-encoding:structural-encoding": "fullzip", "lance-encoding:compression": "zstd" },
+  ["int64", "utf8", "binary", { name: "vec", type: "fsl_f32_8" }, { name: "li", type: "list_i32" }]).concat(
+  forced({ "lance-encoding:compression": "zstd" }, [{ name: "s300", type: "utf8", minLen: 300 }, { name: "v768", type: "fsl_f32_768" }])) };
+cases.fzlz4_v22 = { version: "2.2", rows: 300, columns: forced({ "lance-encoding:compression": "lz4" }, [{ name: "s300", type: "utf8", minLen: 300 }, { name: "b2k", type: "binary", minLen: 2000 }]) };
 cases.multipage_v22 = { version: "2.2", rows: 40000, columns: [
   { name: "id", type: "int64", pattern: "seq" }, { name: "f", type: "float64", nullable: true }, { name: "s", type: "utf8", nullable: true },
   { name: "vec", type: "fsl_f32_8" }, { name: "li", type: "list_i32", nullable: true }, { name: "b", type: "bool", nullable: true }] };
 
 // The committed corpus: small files covering every type and encoding.
 const corpus = ["all_v20", "all_v21", "all_v22", "large_v20", "large_v22", "zstd_v22", "lz4_v22", "fullzip_v22",
-  "rle_v22", "bss_v22", "dict_v22", "dict_v21"];
+  "rle_v22", "bss_v22", "dict_v22", "dict_v21", "more_v22", "fsst_v22"];
 
 // ---- main ------------------------------------------------------------------
 async function run(outDir, name, spec) {
