@@ -30,54 +30,14 @@ const WriterLibrary = "compactord"
 // WriterVersion is set by the build (the CLI's version string).
 var WriterVersion = "dev"
 
-// OpName is the operation's name in metrics, logs and errors.
+// OpName is the operation's name in metrics, logs and errors: meta's name,
+// or "none" for a version that recorded no transaction.
 func OpName(t *pb.Transaction) string {
-	switch t.GetOperation().(type) {
-	case *pb.Transaction_Append_:
-		return "append"
-	case *pb.Transaction_Delete_:
-		return "delete"
-	case *pb.Transaction_Overwrite_:
-		return "overwrite"
-	case *pb.Transaction_CreateIndex_:
-		return "create_index"
-	case *pb.Transaction_Rewrite_:
-		return "rewrite"
-	case *pb.Transaction_Merge_:
-		return "merge"
-	case *pb.Transaction_Restore_:
-		return "restore"
-	case *pb.Transaction_ReserveFragments_:
-		return "reserve_fragments"
-	case *pb.Transaction_Update_:
-		return "update"
-	case *pb.Transaction_Project_:
-		return "project"
-	case *pb.Transaction_UpdateConfig_:
-		return "update_config"
-	case *pb.Transaction_DataReplacement_:
-		return "data_replacement"
-	case *pb.Transaction_UpdateMemWalState_:
-		return "update_mem_wal_state"
-	case *pb.Transaction_Clone_:
-		return "clone"
-	case *pb.Transaction_UpdateBases_:
-		return "update_bases"
-	case *pb.Transaction_DataOverlay_:
-		return "data_overlay"
-	case nil:
-		if t == nil {
-			return "none"
-		}
-		return "unknown"
+	if t == nil {
+		return "none"
 	}
-	return "unknown"
+	return meta.OperationName(t)
 }
-
-// OpNames lists every name OpName returns, for pre-created metric series.
-var OpNames = []string{"append", "delete", "overwrite", "create_index", "rewrite", "merge", "restore",
-	"reserve_fragments", "update", "project", "update_config", "data_replacement", "update_mem_wal_state",
-	"clone", "update_bases", "data_overlay", "unknown", "none"}
 
 // BuildManifest returns version head+1: the head with txn applied, the MemWAL
 // catch-up positions derived from the read version, and the feature flags
