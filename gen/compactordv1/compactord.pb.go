@@ -1261,17 +1261,85 @@ func (x *Create) GetConfig() map[string]string {
 	return nil
 }
 
+// The primary keys a transaction inserts (Append) or touches
+// (MergeSSTables), in table.AppendKey encoding. Each checked its keys only
+// at its read version, so two transactions whose key sets may intersect
+// conflict. A transaction without one (from before key sets, or one that
+// checked no keys) conflicts with none.
+type KeySet struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	MinKey []byte                 `protobuf:"bytes,1,opt,name=min_key,json=minKey,proto3" json:"min_key,omitempty"`
+	MaxKey []byte                 `protobuf:"bytes,2,opt,name=max_key,json=maxKey,proto3" json:"max_key,omitempty"`
+	// Serialized roaring64 of the keys' FNV-1a 64 hashes, when the set is
+	// small enough to carry; without it the range alone decides.
+	Hashes        []byte `protobuf:"bytes,3,opt,name=hashes,proto3,oneof" json:"hashes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeySet) Reset() {
+	*x = KeySet{}
+	mi := &file_compactord_v1_compactord_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeySet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeySet) ProtoMessage() {}
+
+func (x *KeySet) ProtoReflect() protoreflect.Message {
+	mi := &file_compactord_v1_compactord_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeySet.ProtoReflect.Descriptor instead.
+func (*KeySet) Descriptor() ([]byte, []int) {
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *KeySet) GetMinKey() []byte {
+	if x != nil {
+		return x.MinKey
+	}
+	return nil
+}
+
+func (x *KeySet) GetMaxKey() []byte {
+	if x != nil {
+		return x.MaxKey
+	}
+	return nil
+}
+
+func (x *KeySet) GetHashes() []byte {
+	if x != nil {
+		return x.Hashes
+	}
+	return nil
+}
+
 type Append struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Fragment ids are assigned when the manifest is built.
 	Fragments     []*Fragment `protobuf:"bytes,1,rep,name=fragments,proto3" json:"fragments,omitempty"`
+	Keys          *KeySet     `protobuf:"bytes,2,opt,name=keys,proto3" json:"keys,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Append) Reset() {
 	*x = Append{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[15]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1283,7 +1351,7 @@ func (x *Append) String() string {
 func (*Append) ProtoMessage() {}
 
 func (x *Append) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[15]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1296,12 +1364,19 @@ func (x *Append) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Append.ProtoReflect.Descriptor instead.
 func (*Append) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{15}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Append) GetFragments() []*Fragment {
 	if x != nil {
 		return x.Fragments
+	}
+	return nil
+}
+
+func (x *Append) GetKeys() *KeySet {
+	if x != nil {
+		return x.Keys
 	}
 	return nil
 }
@@ -1320,7 +1395,7 @@ type Delete struct {
 
 func (x *Delete) Reset() {
 	*x = Delete{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[16]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1332,7 +1407,7 @@ func (x *Delete) String() string {
 func (*Delete) ProtoMessage() {}
 
 func (x *Delete) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[16]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1345,7 +1420,7 @@ func (x *Delete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delete.ProtoReflect.Descriptor instead.
 func (*Delete) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{16}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Delete) GetUpdatedFragments() []*Fragment {
@@ -1383,7 +1458,7 @@ type RewriteGroup struct {
 
 func (x *RewriteGroup) Reset() {
 	*x = RewriteGroup{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[17]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1395,7 +1470,7 @@ func (x *RewriteGroup) String() string {
 func (*RewriteGroup) ProtoMessage() {}
 
 func (x *RewriteGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[17]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1408,7 +1483,7 @@ func (x *RewriteGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewriteGroup.ProtoReflect.Descriptor instead.
 func (*RewriteGroup) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{17}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RewriteGroup) GetOldFragments() []*Fragment {
@@ -1443,7 +1518,7 @@ type RewrittenIndices struct {
 
 func (x *RewrittenIndices) Reset() {
 	*x = RewrittenIndices{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[18]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1455,7 +1530,7 @@ func (x *RewrittenIndices) String() string {
 func (*RewrittenIndices) ProtoMessage() {}
 
 func (x *RewrittenIndices) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[18]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1468,7 +1543,7 @@ func (x *RewrittenIndices) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewrittenIndices.ProtoReflect.Descriptor instead.
 func (*RewrittenIndices) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{18}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RewrittenIndices) GetNewIndices() []*IndexMetadata {
@@ -1503,7 +1578,7 @@ type Rewrite struct {
 
 func (x *Rewrite) Reset() {
 	*x = Rewrite{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[19]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1515,7 +1590,7 @@ func (x *Rewrite) String() string {
 func (*Rewrite) ProtoMessage() {}
 
 func (x *Rewrite) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[19]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1528,7 +1603,7 @@ func (x *Rewrite) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rewrite.ProtoReflect.Descriptor instead.
 func (*Rewrite) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{19}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Rewrite) GetGroups() []*RewriteGroup {
@@ -1601,7 +1676,7 @@ type CreateIndex struct {
 
 func (x *CreateIndex) Reset() {
 	*x = CreateIndex{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[20]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1613,7 +1688,7 @@ func (x *CreateIndex) String() string {
 func (*CreateIndex) ProtoMessage() {}
 
 func (x *CreateIndex) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[20]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1626,7 +1701,7 @@ func (x *CreateIndex) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateIndex.ProtoReflect.Descriptor instead.
 func (*CreateIndex) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{20}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CreateIndex) GetNewIndices() []*IndexMetadata {
@@ -1657,13 +1732,14 @@ type MergeSSTables struct {
 	NewFragments       []*Fragment            `protobuf:"bytes,3,rep,name=new_fragments,json=newFragments,proto3" json:"new_fragments,omitempty"`
 	UpdatedFragments   []*Fragment            `protobuf:"bytes,4,rep,name=updated_fragments,json=updatedFragments,proto3" json:"updated_fragments,omitempty"`
 	RemovedFragmentIds []uint32               `protobuf:"varint,5,rep,packed,name=removed_fragment_ids,json=removedFragmentIds,proto3" json:"removed_fragment_ids,omitempty"`
+	Keys               *KeySet                `protobuf:"bytes,6,opt,name=keys,proto3" json:"keys,omitempty"`
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
 }
 
 func (x *MergeSSTables) Reset() {
 	*x = MergeSSTables{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[21]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1675,7 +1751,7 @@ func (x *MergeSSTables) String() string {
 func (*MergeSSTables) ProtoMessage() {}
 
 func (x *MergeSSTables) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[21]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1688,7 +1764,7 @@ func (x *MergeSSTables) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeSSTables.ProtoReflect.Descriptor instead.
 func (*MergeSSTables) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{21}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *MergeSSTables) GetShard() string {
@@ -1726,6 +1802,13 @@ func (x *MergeSSTables) GetRemovedFragmentIds() []uint32 {
 	return nil
 }
 
+func (x *MergeSSTables) GetKeys() *KeySet {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
 // Reserves fragment ids by advancing max_fragment_id; compatible with every
 // operation, like Append.
 type ReserveFragments struct {
@@ -1737,7 +1820,7 @@ type ReserveFragments struct {
 
 func (x *ReserveFragments) Reset() {
 	*x = ReserveFragments{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[22]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1749,7 +1832,7 @@ func (x *ReserveFragments) String() string {
 func (*ReserveFragments) ProtoMessage() {}
 
 func (x *ReserveFragments) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[22]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1762,7 +1845,7 @@ func (x *ReserveFragments) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveFragments.ProtoReflect.Descriptor instead.
 func (*ReserveFragments) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{22}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ReserveFragments) GetNumFragments() uint32 {
@@ -1782,7 +1865,7 @@ type ConfigureMemWal struct {
 
 func (x *ConfigureMemWal) Reset() {
 	*x = ConfigureMemWal{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[23]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1794,7 +1877,7 @@ func (x *ConfigureMemWal) String() string {
 func (*ConfigureMemWal) ProtoMessage() {}
 
 func (x *ConfigureMemWal) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[23]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1807,7 +1890,7 @@ func (x *ConfigureMemWal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigureMemWal.ProtoReflect.Descriptor instead.
 func (*ConfigureMemWal) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{23}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ConfigureMemWal) GetShards() []string {
@@ -1847,7 +1930,7 @@ type Transaction struct {
 
 func (x *Transaction) Reset() {
 	*x = Transaction{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[24]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1859,7 +1942,7 @@ func (x *Transaction) String() string {
 func (*Transaction) ProtoMessage() {}
 
 func (x *Transaction) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[24]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1872,7 +1955,7 @@ func (x *Transaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transaction.ProtoReflect.Descriptor instead.
 func (*Transaction) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{24}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Transaction) GetReadVersion() uint64 {
@@ -2052,7 +2135,7 @@ type SSTable struct {
 
 func (x *SSTable) Reset() {
 	*x = SSTable{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[25]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2064,7 +2147,7 @@ func (x *SSTable) String() string {
 func (*SSTable) ProtoMessage() {}
 
 func (x *SSTable) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[25]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2077,7 +2160,7 @@ func (x *SSTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SSTable.ProtoReflect.Descriptor instead.
 func (*SSTable) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{25}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SSTable) GetGeneration() uint64 {
@@ -2158,7 +2241,7 @@ type ShardManifest struct {
 
 func (x *ShardManifest) Reset() {
 	*x = ShardManifest{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[26]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2170,7 +2253,7 @@ func (x *ShardManifest) String() string {
 func (*ShardManifest) ProtoMessage() {}
 
 func (x *ShardManifest) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[26]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2183,7 +2266,7 @@ func (x *ShardManifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardManifest.ProtoReflect.Descriptor instead.
 func (*ShardManifest) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{26}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ShardManifest) GetShardId() string {
@@ -2274,7 +2357,7 @@ type Value struct {
 
 func (x *Value) Reset() {
 	*x = Value{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[27]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2286,7 +2369,7 @@ func (x *Value) String() string {
 func (*Value) ProtoMessage() {}
 
 func (x *Value) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[27]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2299,7 +2382,7 @@ func (x *Value) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Value.ProtoReflect.Descriptor instead.
 func (*Value) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{27}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Value) GetKind() isValue_Kind {
@@ -2430,7 +2513,7 @@ type WalRecord struct {
 
 func (x *WalRecord) Reset() {
 	*x = WalRecord{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[28]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2442,7 +2525,7 @@ func (x *WalRecord) String() string {
 func (*WalRecord) ProtoMessage() {}
 
 func (x *WalRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[28]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2455,7 +2538,7 @@ func (x *WalRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WalRecord.ProtoReflect.Descriptor instead.
 func (*WalRecord) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{28}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WalRecord) GetOp() RowOp {
@@ -2484,7 +2567,7 @@ type WalEntry struct {
 
 func (x *WalEntry) Reset() {
 	*x = WalEntry{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[29]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2496,7 +2579,7 @@ func (x *WalEntry) String() string {
 func (*WalEntry) ProtoMessage() {}
 
 func (x *WalEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[29]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2509,7 +2592,7 @@ func (x *WalEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WalEntry.ProtoReflect.Descriptor instead.
 func (*WalEntry) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{29}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WalEntry) GetShardId() string {
@@ -2551,7 +2634,7 @@ type Lease struct {
 
 func (x *Lease) Reset() {
 	*x = Lease{}
-	mi := &file_compactord_v1_compactord_proto_msgTypes[30]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2563,7 +2646,7 @@ func (x *Lease) String() string {
 func (*Lease) ProtoMessage() {}
 
 func (x *Lease) ProtoReflect() protoreflect.Message {
-	mi := &file_compactord_v1_compactord_proto_msgTypes[30]
+	mi := &file_compactord_v1_compactord_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2576,7 +2659,7 @@ func (x *Lease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lease.ProtoReflect.Descriptor instead.
 func (*Lease) Descriptor() ([]byte, []int) {
-	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{30}
+	return file_compactord_v1_compactord_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Lease) GetHolder() string {
@@ -2704,9 +2787,15 @@ const file_compactord_v1_compactord_proto_rawDesc = "" +
 	"\x06config\x18\x02 \x03(\v2!.compactord.v1.Create.ConfigEntryR\x06config\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"?\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"b\n" +
+	"\x06KeySet\x12\x17\n" +
+	"\amin_key\x18\x01 \x01(\fR\x06minKey\x12\x17\n" +
+	"\amax_key\x18\x02 \x01(\fR\x06maxKey\x12\x1b\n" +
+	"\x06hashes\x18\x03 \x01(\fH\x00R\x06hashes\x88\x01\x01B\t\n" +
+	"\a_hashes\"j\n" +
 	"\x06Append\x125\n" +
-	"\tfragments\x18\x01 \x03(\v2\x17.compactord.v1.FragmentR\tfragments\"\x9e\x01\n" +
+	"\tfragments\x18\x01 \x03(\v2\x17.compactord.v1.FragmentR\tfragments\x12)\n" +
+	"\x04keys\x18\x02 \x01(\v2\x15.compactord.v1.KeySetR\x04keys\"\x9e\x01\n" +
 	"\x06Delete\x12D\n" +
 	"\x11updated_fragments\x18\x01 \x03(\v2\x17.compactord.v1.FragmentR\x10updatedFragments\x120\n" +
 	"\x14removed_fragment_ids\x18\x02 \x03(\rR\x12removedFragmentIds\x12\x1c\n" +
@@ -2729,13 +2818,14 @@ const file_compactord_v1_compactord_proto_rawDesc = "" +
 	"\vnew_indices\x18\x01 \x03(\v2\x1c.compactord.v1.IndexMetadataR\n" +
 	"newIndices\x12.\n" +
 	"\x13removed_index_uuids\x18\x02 \x03(\tR\x11removedIndexUuids\x12#\n" +
-	"\rcreated_names\x18\x03 \x03(\tR\fcreatedNames\"\x8a\x02\n" +
+	"\rcreated_names\x18\x03 \x03(\tR\fcreatedNames\"\xb5\x02\n" +
 	"\rMergeSSTables\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\tR\x05shard\x12-\n" +
 	"\x12through_generation\x18\x02 \x01(\x04R\x11throughGeneration\x12<\n" +
 	"\rnew_fragments\x18\x03 \x03(\v2\x17.compactord.v1.FragmentR\fnewFragments\x12D\n" +
 	"\x11updated_fragments\x18\x04 \x03(\v2\x17.compactord.v1.FragmentR\x10updatedFragments\x120\n" +
-	"\x14removed_fragment_ids\x18\x05 \x03(\rR\x12removedFragmentIds\"7\n" +
+	"\x14removed_fragment_ids\x18\x05 \x03(\rR\x12removedFragmentIds\x12)\n" +
+	"\x04keys\x18\x06 \x01(\v2\x15.compactord.v1.KeySetR\x04keys\"7\n" +
 	"\x10ReserveFragments\x12#\n" +
 	"\rnum_fragments\x18\x01 \x01(\rR\fnumFragments\"X\n" +
 	"\x0fConfigureMemWal\x12\x16\n" +
@@ -2829,7 +2919,7 @@ func file_compactord_v1_compactord_proto_rawDescGZIP() []byte {
 }
 
 var file_compactord_v1_compactord_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_compactord_v1_compactord_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_compactord_v1_compactord_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_compactord_v1_compactord_proto_goTypes = []any{
 	(FieldType)(0),                // 0: compactord.v1.FieldType
 	(ShardStatus)(0),              // 1: compactord.v1.ShardStatus
@@ -2849,27 +2939,28 @@ var file_compactord_v1_compactord_proto_goTypes = []any{
 	(*FragReuseIndexDetails)(nil), // 15: compactord.v1.FragReuseIndexDetails
 	(*Manifest)(nil),              // 16: compactord.v1.Manifest
 	(*Create)(nil),                // 17: compactord.v1.Create
-	(*Append)(nil),                // 18: compactord.v1.Append
-	(*Delete)(nil),                // 19: compactord.v1.Delete
-	(*RewriteGroup)(nil),          // 20: compactord.v1.RewriteGroup
-	(*RewrittenIndices)(nil),      // 21: compactord.v1.RewrittenIndices
-	(*Rewrite)(nil),               // 22: compactord.v1.Rewrite
-	(*CreateIndex)(nil),           // 23: compactord.v1.CreateIndex
-	(*MergeSSTables)(nil),         // 24: compactord.v1.MergeSSTables
-	(*ReserveFragments)(nil),      // 25: compactord.v1.ReserveFragments
-	(*ConfigureMemWal)(nil),       // 26: compactord.v1.ConfigureMemWal
-	(*Transaction)(nil),           // 27: compactord.v1.Transaction
-	(*SSTable)(nil),               // 28: compactord.v1.SSTable
-	(*ShardManifest)(nil),         // 29: compactord.v1.ShardManifest
-	(*Value)(nil),                 // 30: compactord.v1.Value
-	(*WalRecord)(nil),             // 31: compactord.v1.WalRecord
-	(*WalEntry)(nil),              // 32: compactord.v1.WalEntry
-	(*Lease)(nil),                 // 33: compactord.v1.Lease
-	nil,                           // 34: compactord.v1.ShardGenerations.GenerationsEntry
-	nil,                           // 35: compactord.v1.MemWalIndexDetails.CompactedSstablesEntry
-	nil,                           // 36: compactord.v1.MemWalIndexDetails.IndexCatchupEntry
-	nil,                           // 37: compactord.v1.Manifest.ConfigEntry
-	nil,                           // 38: compactord.v1.Create.ConfigEntry
+	(*KeySet)(nil),                // 18: compactord.v1.KeySet
+	(*Append)(nil),                // 19: compactord.v1.Append
+	(*Delete)(nil),                // 20: compactord.v1.Delete
+	(*RewriteGroup)(nil),          // 21: compactord.v1.RewriteGroup
+	(*RewrittenIndices)(nil),      // 22: compactord.v1.RewrittenIndices
+	(*Rewrite)(nil),               // 23: compactord.v1.Rewrite
+	(*CreateIndex)(nil),           // 24: compactord.v1.CreateIndex
+	(*MergeSSTables)(nil),         // 25: compactord.v1.MergeSSTables
+	(*ReserveFragments)(nil),      // 26: compactord.v1.ReserveFragments
+	(*ConfigureMemWal)(nil),       // 27: compactord.v1.ConfigureMemWal
+	(*Transaction)(nil),           // 28: compactord.v1.Transaction
+	(*SSTable)(nil),               // 29: compactord.v1.SSTable
+	(*ShardManifest)(nil),         // 30: compactord.v1.ShardManifest
+	(*Value)(nil),                 // 31: compactord.v1.Value
+	(*WalRecord)(nil),             // 32: compactord.v1.WalRecord
+	(*WalEntry)(nil),              // 33: compactord.v1.WalEntry
+	(*Lease)(nil),                 // 34: compactord.v1.Lease
+	nil,                           // 35: compactord.v1.ShardGenerations.GenerationsEntry
+	nil,                           // 36: compactord.v1.MemWalIndexDetails.CompactedSstablesEntry
+	nil,                           // 37: compactord.v1.MemWalIndexDetails.IndexCatchupEntry
+	nil,                           // 38: compactord.v1.Manifest.ConfigEntry
+	nil,                           // 39: compactord.v1.Create.ConfigEntry
 }
 var file_compactord_v1_compactord_proto_depIdxs = []int32{
 	0,  // 0: compactord.v1.Field.type:type_name -> compactord.v1.FieldType
@@ -2879,9 +2970,9 @@ var file_compactord_v1_compactord_proto_depIdxs = []int32{
 	9,  // 4: compactord.v1.IndexMetadata.scalar:type_name -> compactord.v1.ScalarIndexDetails
 	11, // 5: compactord.v1.IndexMetadata.mem_wal:type_name -> compactord.v1.MemWalIndexDetails
 	15, // 6: compactord.v1.IndexMetadata.frag_reuse:type_name -> compactord.v1.FragReuseIndexDetails
-	34, // 7: compactord.v1.ShardGenerations.generations:type_name -> compactord.v1.ShardGenerations.GenerationsEntry
-	35, // 8: compactord.v1.MemWalIndexDetails.compacted_sstables:type_name -> compactord.v1.MemWalIndexDetails.CompactedSstablesEntry
-	36, // 9: compactord.v1.MemWalIndexDetails.index_catchup:type_name -> compactord.v1.MemWalIndexDetails.IndexCatchupEntry
+	35, // 7: compactord.v1.ShardGenerations.generations:type_name -> compactord.v1.ShardGenerations.GenerationsEntry
+	36, // 8: compactord.v1.MemWalIndexDetails.compacted_sstables:type_name -> compactord.v1.MemWalIndexDetails.CompactedSstablesEntry
+	37, // 9: compactord.v1.MemWalIndexDetails.index_catchup:type_name -> compactord.v1.MemWalIndexDetails.IndexCatchupEntry
 	12, // 10: compactord.v1.FragReuseGroup.old_fragments:type_name -> compactord.v1.FragDigest
 	12, // 11: compactord.v1.FragReuseGroup.new_fragments:type_name -> compactord.v1.FragDigest
 	13, // 12: compactord.v1.FragReuseVersion.groups:type_name -> compactord.v1.FragReuseGroup
@@ -2889,40 +2980,42 @@ var file_compactord_v1_compactord_proto_depIdxs = []int32{
 	4,  // 14: compactord.v1.Manifest.schema:type_name -> compactord.v1.Schema
 	7,  // 15: compactord.v1.Manifest.fragments:type_name -> compactord.v1.Fragment
 	8,  // 16: compactord.v1.Manifest.indices:type_name -> compactord.v1.IndexMetadata
-	37, // 17: compactord.v1.Manifest.config:type_name -> compactord.v1.Manifest.ConfigEntry
-	27, // 18: compactord.v1.Manifest.transaction:type_name -> compactord.v1.Transaction
+	38, // 17: compactord.v1.Manifest.config:type_name -> compactord.v1.Manifest.ConfigEntry
+	28, // 18: compactord.v1.Manifest.transaction:type_name -> compactord.v1.Transaction
 	4,  // 19: compactord.v1.Create.schema:type_name -> compactord.v1.Schema
-	38, // 20: compactord.v1.Create.config:type_name -> compactord.v1.Create.ConfigEntry
+	39, // 20: compactord.v1.Create.config:type_name -> compactord.v1.Create.ConfigEntry
 	7,  // 21: compactord.v1.Append.fragments:type_name -> compactord.v1.Fragment
-	7,  // 22: compactord.v1.Delete.updated_fragments:type_name -> compactord.v1.Fragment
-	7,  // 23: compactord.v1.RewriteGroup.old_fragments:type_name -> compactord.v1.Fragment
-	7,  // 24: compactord.v1.RewriteGroup.new_fragments:type_name -> compactord.v1.Fragment
-	8,  // 25: compactord.v1.RewrittenIndices.new_indices:type_name -> compactord.v1.IndexMetadata
-	20, // 26: compactord.v1.Rewrite.groups:type_name -> compactord.v1.RewriteGroup
-	21, // 27: compactord.v1.Rewrite.rewritten_indices:type_name -> compactord.v1.RewrittenIndices
-	14, // 28: compactord.v1.Rewrite.frag_reuse_version:type_name -> compactord.v1.FragReuseVersion
-	8,  // 29: compactord.v1.CreateIndex.new_indices:type_name -> compactord.v1.IndexMetadata
-	7,  // 30: compactord.v1.MergeSSTables.new_fragments:type_name -> compactord.v1.Fragment
-	7,  // 31: compactord.v1.MergeSSTables.updated_fragments:type_name -> compactord.v1.Fragment
-	17, // 32: compactord.v1.Transaction.create:type_name -> compactord.v1.Create
-	18, // 33: compactord.v1.Transaction.append:type_name -> compactord.v1.Append
-	19, // 34: compactord.v1.Transaction.delete:type_name -> compactord.v1.Delete
-	22, // 35: compactord.v1.Transaction.rewrite:type_name -> compactord.v1.Rewrite
-	23, // 36: compactord.v1.Transaction.create_index:type_name -> compactord.v1.CreateIndex
-	24, // 37: compactord.v1.Transaction.merge_sstables:type_name -> compactord.v1.MergeSSTables
-	26, // 38: compactord.v1.Transaction.configure_mem_wal:type_name -> compactord.v1.ConfigureMemWal
-	25, // 39: compactord.v1.Transaction.reserve_fragments:type_name -> compactord.v1.ReserveFragments
-	28, // 40: compactord.v1.ShardManifest.sstables:type_name -> compactord.v1.SSTable
-	1,  // 41: compactord.v1.ShardManifest.status:type_name -> compactord.v1.ShardStatus
-	2,  // 42: compactord.v1.WalRecord.op:type_name -> compactord.v1.RowOp
-	30, // 43: compactord.v1.WalRecord.values:type_name -> compactord.v1.Value
-	31, // 44: compactord.v1.WalEntry.records:type_name -> compactord.v1.WalRecord
-	10, // 45: compactord.v1.MemWalIndexDetails.IndexCatchupEntry.value:type_name -> compactord.v1.ShardGenerations
-	46, // [46:46] is the sub-list for method output_type
-	46, // [46:46] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	18, // 22: compactord.v1.Append.keys:type_name -> compactord.v1.KeySet
+	7,  // 23: compactord.v1.Delete.updated_fragments:type_name -> compactord.v1.Fragment
+	7,  // 24: compactord.v1.RewriteGroup.old_fragments:type_name -> compactord.v1.Fragment
+	7,  // 25: compactord.v1.RewriteGroup.new_fragments:type_name -> compactord.v1.Fragment
+	8,  // 26: compactord.v1.RewrittenIndices.new_indices:type_name -> compactord.v1.IndexMetadata
+	21, // 27: compactord.v1.Rewrite.groups:type_name -> compactord.v1.RewriteGroup
+	22, // 28: compactord.v1.Rewrite.rewritten_indices:type_name -> compactord.v1.RewrittenIndices
+	14, // 29: compactord.v1.Rewrite.frag_reuse_version:type_name -> compactord.v1.FragReuseVersion
+	8,  // 30: compactord.v1.CreateIndex.new_indices:type_name -> compactord.v1.IndexMetadata
+	7,  // 31: compactord.v1.MergeSSTables.new_fragments:type_name -> compactord.v1.Fragment
+	7,  // 32: compactord.v1.MergeSSTables.updated_fragments:type_name -> compactord.v1.Fragment
+	18, // 33: compactord.v1.MergeSSTables.keys:type_name -> compactord.v1.KeySet
+	17, // 34: compactord.v1.Transaction.create:type_name -> compactord.v1.Create
+	19, // 35: compactord.v1.Transaction.append:type_name -> compactord.v1.Append
+	20, // 36: compactord.v1.Transaction.delete:type_name -> compactord.v1.Delete
+	23, // 37: compactord.v1.Transaction.rewrite:type_name -> compactord.v1.Rewrite
+	24, // 38: compactord.v1.Transaction.create_index:type_name -> compactord.v1.CreateIndex
+	25, // 39: compactord.v1.Transaction.merge_sstables:type_name -> compactord.v1.MergeSSTables
+	27, // 40: compactord.v1.Transaction.configure_mem_wal:type_name -> compactord.v1.ConfigureMemWal
+	26, // 41: compactord.v1.Transaction.reserve_fragments:type_name -> compactord.v1.ReserveFragments
+	29, // 42: compactord.v1.ShardManifest.sstables:type_name -> compactord.v1.SSTable
+	1,  // 43: compactord.v1.ShardManifest.status:type_name -> compactord.v1.ShardStatus
+	2,  // 44: compactord.v1.WalRecord.op:type_name -> compactord.v1.RowOp
+	31, // 45: compactord.v1.WalRecord.values:type_name -> compactord.v1.Value
+	32, // 46: compactord.v1.WalEntry.records:type_name -> compactord.v1.WalRecord
+	10, // 47: compactord.v1.MemWalIndexDetails.IndexCatchupEntry.value:type_name -> compactord.v1.ShardGenerations
+	48, // [48:48] is the sub-list for method output_type
+	48, // [48:48] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_compactord_v1_compactord_proto_init() }
@@ -2936,11 +3029,12 @@ func file_compactord_v1_compactord_proto_init() {
 		(*IndexMetadata_FragReuse)(nil),
 	}
 	file_compactord_v1_compactord_proto_msgTypes[13].OneofWrappers = []any{}
-	file_compactord_v1_compactord_proto_msgTypes[19].OneofWrappers = []any{
+	file_compactord_v1_compactord_proto_msgTypes[15].OneofWrappers = []any{}
+	file_compactord_v1_compactord_proto_msgTypes[20].OneofWrappers = []any{
 		(*Rewrite_RewrittenIndices)(nil),
 		(*Rewrite_FragReuseVersion)(nil),
 	}
-	file_compactord_v1_compactord_proto_msgTypes[24].OneofWrappers = []any{
+	file_compactord_v1_compactord_proto_msgTypes[25].OneofWrappers = []any{
 		(*Transaction_Create)(nil),
 		(*Transaction_Append)(nil),
 		(*Transaction_Delete)(nil),
@@ -2950,7 +3044,7 @@ func file_compactord_v1_compactord_proto_init() {
 		(*Transaction_ConfigureMemWal)(nil),
 		(*Transaction_ReserveFragments)(nil),
 	}
-	file_compactord_v1_compactord_proto_msgTypes[27].OneofWrappers = []any{
+	file_compactord_v1_compactord_proto_msgTypes[28].OneofWrappers = []any{
 		(*Value_Null)(nil),
 		(*Value_Int64)(nil),
 		(*Value_Float64)(nil),
@@ -2965,7 +3059,7 @@ func file_compactord_v1_compactord_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_compactord_v1_compactord_proto_rawDesc), len(file_compactord_v1_compactord_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   36,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

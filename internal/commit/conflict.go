@@ -99,7 +99,15 @@ func Classify(ours, theirs *pb.Transaction) Verdict {
 	case *pb.Transaction_Create:
 		return Verdict{Incompatible, "the table already exists"}
 
-	case *pb.Transaction_Append, *pb.Transaction_ReserveFragments:
+	case *pb.Transaction_ReserveFragments:
+		return ok
+
+	case *pb.Transaction_Append:
+		// An append checked that its keys were absent at the read version;
+		// an append or merge since may have inserted one of them.
+		if tk, inserts := insertedKeys(theirs); inserts && keysMayIntersect(op.Append.GetKeys(), tk) {
+			return retry("a %s of primary keys this append may share committed since our read", OpName(theirs))
+		}
 		return ok
 
 	case *pb.Transaction_Delete, *pb.Transaction_MergeSstables:
@@ -112,6 +120,12 @@ func Classify(ours, theirs *pb.Transaction) Verdict {
 			}
 			if theirs.GetConfigureMemWal() != nil {
 				return retry("the MemWAL configuration changed")
+			}
+			// The merge found the base rows of its keys at the read
+			// version; an append or a merge of another shard since may
+			// have inserted one of them.
+			if tk, inserts := insertedKeys(theirs); inserts && keysMayIntersect(m.GetKeys(), tk) {
+				return retry("a %s of primary keys this merge may share committed since our read", OpName(theirs))
 			}
 		}
 		if o.changed.Intersects(t.consumed) {

@@ -23,9 +23,28 @@ func TestClassifyTrimVersusNewSegment(t *testing.T) {
 	}
 }
 
-// A CreateIndex that creates a logical index checked at its read version
-// that the name was free: a segment of that name added since conflicts.
+// Every precondition a transaction checked at its read version is part of
+// its classification: the primary keys an append or merge inserts, and the
+// names a CreateIndex creates.
 func TestClassifyPreconditions(t *testing.T) {
+	key := func(ks ...int64) *pb.KeySet {
+		var enc [][]byte
+		for _, k := range ks {
+			enc = append(enc, table.AppendKey(nil, k))
+		}
+		return KeySetOf(enc...)
+	}
+	wide := func(lo, hi int64) *pb.KeySet { // a set too large to carry hashes
+		ks := key(lo, hi)
+		ks.Hashes = nil
+		return ks
+	}
+	app := func(ks *pb.KeySet) *pb.Transaction {
+		return &pb.Transaction{Operation: &pb.Transaction_Append{Append: &pb.Append{Keys: ks}}}
+	}
+	merge := func(shard string, ks *pb.KeySet) *pb.Transaction {
+		return &pb.Transaction{Operation: &pb.Transaction_MergeSstables{MergeSstables: &pb.MergeSSTables{Shard: shard, ThroughGeneration: 3, Keys: ks}}}
+	}
 	seg := func(name string, created ...string) *pb.Transaction {
 		return &pb.Transaction{Operation: &pb.Transaction_CreateIndex{CreateIndex: &pb.CreateIndex{
 			NewIndices: []*pb.IndexMetadata{{Name: name, Type: "btree", Uuid: name + "-seg", FieldIds: []int32{1}}}, CreatedNames: created}}}
@@ -37,6 +56,17 @@ func TestClassifyPreconditions(t *testing.T) {
 		ours, theirs *pb.Transaction
 		want         Decision
 	}{
+		{"append vs append of a shared key", app(key(1, 2, 3)), app(key(3, 9)), Retryable},
+		{"append vs append, disjoint ranges", app(key(1, 2, 3)), app(key(4, 9)), Compatible},
+		{"append vs append, interleaved keys", app(key(1, 3, 5)), app(key(2, 4)), Compatible},
+		{"append vs append, overlapping ranges without hashes", app(wide(1, 100)), app(key(50)), Retryable},
+		{"append vs append without a key set", app(key(1)), app(nil), Compatible},
+		{"append vs merge of a shared key", app(key(7)), merge("s0", key(5, 7)), Retryable},
+		{"append vs merge of other keys", app(key(7)), merge("s0", key(5, 8)), Compatible},
+		{"merge vs append of a shared key", merge("s0", key(5, 7)), app(key(7)), Retryable},
+		{"merge vs merge of another shard, shared key", merge("s0", key(5, 7)), merge("s1", key(7)), Retryable},
+		{"merge vs merge of another shard, other keys", merge("s0", key(5, 7)), merge("s1", key(6)), Compatible},
+		{"merge with no keys vs append", merge("s0", key()), app(key(7)), Compatible},
 		{"create vs create of one name", seg("ix", "ix"), seg("ix", "ix"), Retryable},
 		{"create vs a segment of that name", seg("ix", "ix"), seg("ix"), Retryable},
 		{"create vs a remapped segment of that name", seg("ix", "ix"), remap, Retryable},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -517,5 +518,70 @@ func TestUnresolvedPutThenFailedProbeIsAmbiguous(t *testing.T) {
 		if _, err := f.bucket.Attributes(ctx, k); err != nil {
 			t.Errorf("data file %s of committed version 2 is gone: %v", k, err)
 		}
+	}
+}
+
+// racingAppend parks tb's next version put, lets other append theirs, then
+// releases tb's put: tb's append read the table before other's committed.
+func racingAppend(t *testing.T, f *fixture, tb *ops.Table, ours, theirs []table.Row) error {
+	t.Helper()
+	gate := make(chan struct{})
+	rule := f.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: table.VersionsDir, Action: storage.Block(gate)})
+	done := make(chan error, 1)
+	go func() {
+		_, err := tb.Append(context.Background(), ours)
+		done <- err
+	}()
+	waitFor(t, func() bool { return rule.Matched() > 0 })
+	mustAppend(t, f.other(t), theirs)
+	f.faulty.Remove(rule)
+	close(gate)
+	return <-done
+}
+
+// Primary-key uniqueness of an append is a precondition of its commit, not
+// only of its plan: an append that read the table before another append of
+// one of its keys committed conflicts, checks its keys again and fails; one
+// whose keys are disjoint (in range or only in hashes) commits.
+func TestRacingAppendsOfOneKey(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		ours, theirs  []table.Row
+		wantErr       string
+		wantConflicts float64
+	}{
+		{"one shared key", rows(100, 3), rows(101, 1), "primary key 101 already exists", 1},
+		{"disjoint ranges", rows(100, 3), rows(200, 1), "", 0},
+		{"interleaved, no shared key", []table.Row{{int64(100), "a"}, {int64(300), "b"}}, rows(200, 1), "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, "mem://")
+			tb := f.table(t, commit.Config{})
+			createWithRows(t, tb, 5)
+			err := racingAppend(t, f, tb, tc.ours, tc.theirs)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("got %v, want %q", err, tc.wantErr)
+			}
+			got := promtest.ToFloat64(counter(t, f.reg, "compactord_commit_conflicts_total", "ours", "append", "theirs", "append", "decision", "retryable"))
+			if got != tc.wantConflicts {
+				t.Fatalf("%v retryable append-vs-append conflicts, want %v", got, tc.wantConflicts)
+			}
+			keys := scanKeys(t, tb, 0) // fails on a key live twice
+			for _, r := range tc.theirs {
+				if !keys[r[0].(int64)] {
+					t.Fatalf("their key %v is not live", r[0])
+				}
+			}
+			for _, r := range tc.ours {
+				if k := r[0].(int64); keys[k] != (tc.wantErr == "") && !slices.ContainsFunc(tc.theirs, func(o table.Row) bool { return o[0] == r[0] }) {
+					t.Fatalf("our key %d live = %v", k, keys[k])
+				}
+			}
+			if tc.wantErr != "" {
+				if n := len(listKeys(t, f.bucket, table.DataDir)); n != 2 {
+					t.Fatalf("%d data files, want 2 (the failed append's removed)", n)
+				}
+			}
+		})
 	}
 }

@@ -215,7 +215,8 @@ func (mg *Merger) Execute(ctx context.Context, job Job) (*Result, error) {
 	// so the fold is a streaming merge of sorted runs), write every
 	// upsert, key-sorted, into new fragments as it streams past, and find
 	// the base rows the records supersede.
-	marks, frags, files, err := mg.fold(ctx, base, job, res)
+	var keys commit.KeySetBuilder
+	marks, frags, files, err := mg.fold(ctx, base, job, res, &keys)
 	fail := func(err error) (*Result, error) {
 		mg.removeFiles(ctx, files)
 		return nil, err
@@ -223,7 +224,13 @@ func (mg *Merger) Execute(ctx context.Context, job Job) (*Result, error) {
 	if err != nil {
 		return fail(err)
 	}
-	op := &pb.MergeSSTables{Shard: job.Shard, ThroughGeneration: job.Through, NewFragments: frags}
+	// The base rows of these keys were found at the read version: an
+	// append or another shard's merge of one of them since conflicts.
+	ks, err := keys.KeySet()
+	if err != nil {
+		return fail(err)
+	}
+	op := &pb.MergeSSTables{Shard: job.Shard, ThroughGeneration: job.Through, NewFragments: frags, Keys: ks}
 	res.NewFragments = len(frags)
 
 	// 4. Deletions of superseded and tombstoned base rows, unioned with

@@ -671,3 +671,33 @@ func TestMergeThroughTimestampKeyIndex(t *testing.T) {
 		t.Fatalf("rows %v, want %v", got, want)
 	}
 }
+
+// A merge found its keys' base rows at its read version; an append of one
+// of its new keys committed before the merge's commit conflicts with it,
+// and the re-planned merge replaces the appended row instead of adding a
+// second live row of the key.
+func TestMergeRacingAppendOfItsKey(t *testing.T) {
+	ctx := t.Context()
+	url := "mem://" + testutil.UniqueName(t)
+	tbA := openTable(t, url, nil)
+	want := createTable(t, tbA, 20, 10, "s0")
+	g := []memwal.Record{up(5, "wal"), up(500, "wal")}
+	writeGeneration(t, tbA.Bucket, "s0", g)
+	var faulty *storage.Faulty
+	tbB := openTable(t, url, func(b storage.Bucket) storage.Bucket { faulty = storage.NewFaulty(b); return faulty })
+	gate := make(chan struct{})
+	rule := faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: table.VersionsDir, Action: storage.Block(gate)})
+	done := runAsync(ctx, newMerger(t, tbB), "s0")
+	waitFor(t, "merge parked at its commit", func() bool { return rule.Matched() > 0 })
+	if _, err := tbA.Append(ctx, []table.Row{row(500, "appended")}); err != nil {
+		t.Fatal(err)
+	}
+	faulty.Remove(rule)
+	close(gate)
+	out := <-done
+	if out.err != nil {
+		t.Fatal(out.err)
+	}
+	want.apply(g)
+	equalRef(t, scan(t, tbA), want) // scan fails on a key live twice
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	pb "github.com/compactord/compactord/gen/compactordv1"
+	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
@@ -298,7 +299,7 @@ func (w *upsertWriter) abort() {
 // supersede, one batch of keys at a time. It fills res's counters and
 // returns the deletion marks by fragment, the new fragments, and every
 // file written (even on error).
-func (mg *Merger) fold(ctx context.Context, base *pb.Manifest, job Job, res *Result) (map[uint32]*roaring.Bitmap, []*pb.Fragment, []string, error) {
+func (mg *Merger) fold(ctx context.Context, base *pb.Manifest, job Job, res *Result, keys *commit.KeySetBuilder) (map[uint32]*roaring.Bitmap, []*pb.Fragment, []string, error) {
 	s := base.Schema
 	w := &upsertWriter{ctx: ctx, b: mg.t.Bucket, s: s, maxRows: uint64(max(1, mg.t.MaxRowsPerFragment))}
 	defer w.abort()
@@ -389,6 +390,7 @@ func (mg *Merger) fold(ctx context.Context, base *pb.Manifest, job Job, res *Res
 			}
 		}
 		batch.add(top.key, top.op)
+		keys.Add(top.key)
 		// Advance every cursor at this key: the newest record won.
 		key = append(key[:0], top.key...)
 		for h.Len() > 0 && bytes.Equal(h[0].key, key) {

@@ -128,8 +128,16 @@ func trimSpace(b []byte) []byte {
 	return b
 }
 
+// appendRechecks bounds how often an append re-checks its keys after a
+// concurrent insert of keys it may share.
+const appendRechecks = 5
+
 // Append inserts rows as new fragments. Primary keys must be unique within
-// the rows and absent from the table at the read version.
+// the rows and absent from the table. The absence is checked at the read
+// version, and the transaction carries its key set: an append or merge
+// committed since with keys it may share is a retryable conflict, after
+// which the keys are checked again against the fragments added since (the
+// data files written are reused), and the append commits or fails.
 func (t *Table) Append(ctx context.Context, rows []table.Row) (*commit.Result, error) {
 	head, err := table.ReadLatest(ctx, t.Bucket)
 	if err != nil {
@@ -139,6 +147,7 @@ func (t *Table) Append(ctx context.Context, rows []table.Row) (*commit.Result, e
 		return nil, fmt.Errorf("nothing to append")
 	}
 	keys := make(map[string]int, len(rows))
+	var kb commit.KeySetBuilder
 	for i, r := range rows {
 		if len(r) != len(head.Schema.Fields) {
 			return nil, fmt.Errorf("row %d has %d values, schema has %d fields", i+1, len(r), len(head.Schema.Fields))
@@ -148,14 +157,36 @@ func (t *Table) Append(ctx context.Context, rows []table.Row) (*commit.Result, e
 			return nil, fmt.Errorf("duplicate primary key %s in rows %d and %d of the append", keyString(head.Schema, r), j+1, i+1)
 		}
 		keys[k] = i
+		kb.Add([]byte(k))
 	}
-	// Keys already live make the append a conflict, not a silent duplicate.
-	if err := t.scanManifest(ctx, head, func(_ uint32, _ uint32, r table.Row) error {
-		if _, ok := keys[table.KeyOf(head.Schema, r)]; ok {
-			return fmt.Errorf("primary key %s already exists in the table (use the MemWAL for upserts)", keyString(head.Schema, r))
+	ks, err := kb.KeySet()
+	if err != nil {
+		return nil, err
+	}
+	// Keys already live make the append a conflict, not a silent
+	// duplicate. Data files are immutable and deletions only remove rows,
+	// so a fragment checked once need not be checked again.
+	checked := map[string]bool{}
+	check := func(m *pb.Manifest) error {
+		for _, f := range m.Fragments {
+			p := f.GetDataFile().GetPath()
+			if checked[p] {
+				continue
+			}
+			err := table.ScanFragment(ctx, t.Bucket, m.Schema, f, func(_ uint32, r table.Row) error {
+				if _, ok := keys[table.KeyOf(m.Schema, r)]; ok {
+					return fmt.Errorf("primary key %s already exists in the table (use the MemWAL for upserts)", keyString(m.Schema, r))
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			checked[p] = true
 		}
 		return nil
-	}); err != nil {
+	}
+	if err := check(head); err != nil {
 		return nil, err
 	}
 	frags, files, err := t.WriteFragments(ctx, head.Schema, rows)
@@ -163,9 +194,33 @@ func (t *Table) Append(ctx context.Context, rows []table.Row) (*commit.Result, e
 		t.removeFiles(ctx, files)
 		return nil, err
 	}
-	txn := t.NewTxn(head.Version)
-	txn.Operation = &pb.Transaction_Append{Append: &pb.Append{Fragments: frags}}
-	return t.CommitOrClean(ctx, txn, files)
+	for attempt := 1; ; attempt++ {
+		txn := t.NewTxn(head.Version)
+		txn.Operation = &pb.Transaction_Append{Append: &pb.Append{Fragments: frags, Keys: ks}}
+		res, err := t.Committer.Commit(ctx, txn)
+		if err == nil {
+			t.removeFiles(ctx, res.Garbage)
+			return res, nil
+		}
+		var ae *commit.AmbiguousError
+		if errors.As(err, &ae) {
+			return nil, err // it may have landed: keep the files
+		}
+		// Only a conflict with a committed transaction is re-checked;
+		// retries that ran out are the caller's to handle.
+		var ce *commit.ConflictError
+		if !errors.As(err, &ce) || !errors.Is(err, commit.ErrRetryable) || ce.Theirs == "" || attempt > appendRechecks {
+			t.removeFiles(ctx, files)
+			return nil, err
+		}
+		if head, err = table.ReadLatest(ctx, t.Bucket); err == nil {
+			err = check(head)
+		}
+		if err != nil {
+			t.removeFiles(ctx, files)
+			return nil, err
+		}
+	}
 }
 
 func keyString(s *pb.Schema, r table.Row) string {
