@@ -12,6 +12,7 @@ import (
 	"github.com/compactord/compactord/internal/lance/cleanup"
 	"github.com/compactord/compactord/internal/lance/commit"
 	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/lance/trim"
 	"github.com/compactord/compactord/internal/lance/verify"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testutil/lancedb"
@@ -41,7 +42,7 @@ const (
 )
 
 // TestRaceWithLanceDBWriters: two LanceDB writers (appends, deletes,
-// merge-inserts) race compactord's whole-fragment deletes, index drops and
+// merge-inserts, one of them also through the MemWAL) race compactord's whole-fragment deletes, index drops and
 // cleanups on one table. Afterwards every write either side acknowledged is
 // visible, no version was claimed twice (no fork), and verify passes.
 func TestRaceWithLanceDBWriters(t *testing.T) {
@@ -60,14 +61,18 @@ func TestRaceWithLanceDBWriters(t *testing.T) {
 func raceOn(t *testing.T, uri string, storageOptions map[string]string, bucketURL string) {
 	ctx := t.Context()
 	// The table: writer keys 0..writerKeys-1 in one fragment, then one
-	// fragment per batch of sacrificial keys, and three indexes to drop.
+	// fragment per batch of sacrificial keys, three indexes to drop, and a
+	// MemWAL.
 	steps := []lancedb.Step{lancedb.Create(lancedb.BasicSchema, lancedb.BasicRows(0, writerKeys))}
 	for i := range sacrificialN {
 		lo := int64(sacrificialBase + i*sacrificialRows)
 		steps = append(steps, lancedb.Add(lancedb.BasicRows(lo, lo+sacrificialRows)))
 	}
 	steps = append(steps, lancedb.CreateIndex("id", "btree", "id_idx"), lancedb.CreateIndex("cat", "bitmap", "cat_idx"),
-		lancedb.CreateIndex("f", "btree", "f_idx"))
+		lancedb.CreateIndex("f", "btree", "f_idx"),
+		// The MemWAL: w1's merge-inserts go through it (one shard, so the
+		// two writers do not fence each other), and trim runs beside them.
+		lancedb.SetPrimaryKey("id"), lancedb.SetLsmWriteSpec(lancedb.LsmWriteSpec{SpecType: "unsharded", MaintainedIndexes: []string{}}))
 	lancedb.MustRun(t, lancedb.Program{URI: uri, StorageOptions: storageOptions, Table: "t", Steps: steps})
 
 	b, err := storage.Open(ctx, bucketURL)
@@ -96,7 +101,8 @@ func raceOn(t *testing.T, uri string, storageOptions map[string]string, bucketUR
 	d := raceDuration(t)
 	half := int64(writerKeys / 2)
 	w1 := lancedb.StartWriter(t, lancedb.WriterOpts{URI: uri, StorageOptions: storageOptions, Table: "t", Duration: d, KeyMin: 0, KeyMax: half - 1, ID: "w1"})
-	w2 := lancedb.StartWriter(t, lancedb.WriterOpts{URI: uri, StorageOptions: storageOptions, Table: "t", Duration: d, KeyMin: half, KeyMax: writerKeys - 1, ID: "w2"})
+	w2 := lancedb.StartWriter(t, lancedb.WriterOpts{URI: uri, StorageOptions: storageOptions, Table: "t", Duration: d, KeyMin: half, KeyMax: writerKeys - 1, ID: "w2",
+		Weights: map[string]int{"append": 3, "delete": 1, "merge": 2, "lsmMerge": 0}})
 
 	// compactord's side: until both writers finish, delete the next
 	// sacrificial fragment, now and then drop an index or clean up.
@@ -108,13 +114,8 @@ func raceOn(t *testing.T, uri string, storageOptions map[string]string, bucketUR
 	var landed []ours
 	deleted := map[uint64]bool{}
 	drops := []string{"cat_idx", "f_idx", "id_idx"}
-	var conflicts, rebases, cleanups int
+	var conflicts, rebases, cleanups, trims int
 	for i := 0; ; i++ {
-		select {
-		case <-w1.Done():
-		case <-w2.Done():
-		default:
-		}
 		if isDone(w1) && isDone(w2) {
 			break
 		}
@@ -129,6 +130,12 @@ func raceOn(t *testing.T, uri string, storageOptions map[string]string, bucketUR
 			landed = append(landed, ours{res.Version, res.Transaction.GetUuid(), "drop " + drops[0]})
 			rebases += res.Rebases
 			drops = drops[1:]
+		case i%7 == 3:
+			if _, err := trim.Run(ctx, b, trim.DefaultConfig(), time.Now()); err != nil {
+				t.Logf("trim: %v", err)
+				continue
+			}
+			trims++
 		case i%7 == 6:
 			if _, err := cleanup.Run(ctx, b, cleanup.Config{Options: cleanup.Options{RetainVersions: 15, OlderThan: 0, MinAge: 7 * 24 * time.Hour}, Concurrency: 4}, time.Now()); err != nil {
 				t.Logf("cleanup: %v", err)
@@ -148,11 +155,12 @@ func raceOn(t *testing.T, uri string, storageOptions map[string]string, bucketUR
 			victims = victims[1:]
 		default:
 			// Everything to do is done; wait for the writers.
-			select {
-			case <-w1.Done():
-			case <-w2.Done():
-			case <-ctx.Done():
-				t.Fatal(ctx.Err())
+			for _, w := range []*lancedb.Writer{w1, w2} {
+				select {
+				case <-w.Done():
+				case <-ctx.Done():
+					t.Fatal(ctx.Err())
+				}
 			}
 		}
 	}
@@ -162,8 +170,8 @@ func raceOn(t *testing.T, uri string, storageOptions map[string]string, bucketUR
 		t.Fatalf("writers: %v, %v", err1, err2)
 	}
 	ack1, ack2 := lancedb.Acknowledged(ops1), lancedb.Acknowledged(ops2)
-	t.Logf("LanceDB acknowledged %d + %d writes (%d + %d failed); compactord landed %d commits (%d re-planned conflicts, %d rebases) and %d cleanups",
-		len(ack1), len(ack2), len(lancedb.Failed(ops1)), len(lancedb.Failed(ops2)), len(landed), conflicts, rebases, cleanups)
+	t.Logf("LanceDB acknowledged %d + %d writes (%d + %d failed); compactord landed %d commits (%d re-planned conflicts, %d rebases), %d cleanups and %d trims",
+		len(ack1), len(ack2), len(lancedb.Failed(ops1)), len(lancedb.Failed(ops2)), len(landed), conflicts, rebases, cleanups, trims)
 	if len(ack1) == 0 || len(ack2) == 0 || len(landed) < 3 {
 		t.Fatalf("the race did not happen: %d/%d LanceDB writes, %d compactord commits", len(ack1), len(ack2), len(landed))
 	}
