@@ -351,7 +351,7 @@ func unfsst(table []byte, in *block) (*block, error) {
 		return nil, err
 	}
 	out := &block{n: in.n, isVar: true, offsets: make([]int64, in.n+1)}
-	buf := make([]byte, 0, len(in.data)*3)
+	buf := make([]byte, 0, len(in.data)*3+64)
 	for i := 0; i < in.n; i++ {
 		if buf, err = t.decode(buf, in.data[in.offsets[i]:in.offsets[i+1]]); err != nil {
 			return nil, err

@@ -2,7 +2,6 @@ package file
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"sync"
 
@@ -180,10 +179,19 @@ func parseFSST(b []byte) (*fsstTable, error) {
 }
 
 // decode appends the expansion of src to dst; code 255 escapes a literal.
+// Each symbol is written as a whole 8-byte word and the cursor advanced by
+// its length, so dst keeps 8 bytes of slack.
 func (t *fsstTable) decode(dst, src []byte) ([]byte, error) {
 	if t.raw {
 		return append(dst, src...), nil
 	}
+	pos := len(dst)
+	if need := pos + len(src)*8 + 8; cap(dst) < need {
+		nd := make([]byte, pos, max(need, 2*cap(dst)))
+		copy(nd, dst)
+		dst = nd
+	}
+	buf := dst[:cap(dst)]
 	for i := 0; i < len(src); i++ {
 		c := src[i]
 		if c == 255 {
@@ -191,15 +199,12 @@ func (t *fsstTable) decode(dst, src []byte) ([]byte, error) {
 			if i >= len(src) {
 				return nil, errf("fsst: escape at the end of a value")
 			}
-			dst = append(dst, src[i])
+			buf[pos] = src[i]
+			pos++
 			continue
 		}
-		s := t.sym[c]
-		for k := uint8(0); k < t.n[c]; k++ {
-			dst = append(dst, byte(s>>(8*k)))
-		}
+		le.PutUint64(buf[pos:], t.sym[c])
+		pos += int(t.n[c])
 	}
-	return dst, nil
+	return buf[:pos], nil
 }
-
-func schemeName(s fmt.Stringer) string { return s.String() }

@@ -317,6 +317,14 @@ cases.fzzstd_v22 = { version: "2.2", rows: 600, columns: forced({ "lance-encodin
   ["int64", "utf8", "binary", { name: "vec", type: "fsl_f32_8" }, { name: "li", type: "list_i32" }]).concat(
   forced({ "lance-encoding:compression": "zstd" }, [{ name: "s300", type: "utf8", minLen: 300 }, { name: "v768", type: "fsl_f32_768" }])) };
 cases.fzlz4_v22 = { version: "2.2", rows: 300, columns: forced({ "lance-encoding:compression": "lz4" }, [{ name: "s300", type: "utf8", minLen: 300 }, { name: "b2k", type: "binary", minLen: 2000 }]) };
+// A big file for decode benchmarks (no oracle JSON): LANCE_BENCH_FILE.
+cases.bench_v22 = { version: "2.2", rows: 500000, noOracle: true, benchOnly: true, columns: [
+  { name: "i64", type: "int64" }, { name: "i64_seq", type: "int64", pattern: "seq" }, { name: "i64_n", type: "int64", nullable: true },
+  { name: "i32_small", type: "int32", pattern: "small" }, { name: "f64", type: "float64" }, { name: "f32", type: "float32" },
+  { name: "utf8", type: "utf8" }, { name: "s_low", type: "utf8", pattern: "lowcard" }, { name: "bool", type: "bool" },
+  { name: "ts_us", type: "ts_us" }, { name: "vec8", type: "fsl_f32_8" }, { name: "li", type: "list_i32" },
+  { name: "f64_n", type: "float64", nullable: true }] };
+cases.bench_vec_v22 = { version: "2.2", rows: 20000, noOracle: true, benchOnly: true, columns: [{ name: "v768", type: "fsl_f32_768" }, { name: "s300", type: "utf8", minLen: 300 }] };
 cases.multipage_v22 = { version: "2.2", rows: 40000, columns: [
   { name: "id", type: "int64", pattern: "seq" }, { name: "f", type: "float64", nullable: true }, { name: "s", type: "utf8", nullable: true },
   { name: "vec", type: "fsl_f32_8" }, { name: "li", type: "list_i32", nullable: true }, { name: "b", type: "bool", nullable: true }] };
@@ -347,6 +355,20 @@ async function run(outDir, name, spec) {
     const files = fs.readdirSync(path.join(dir, `${name}.lance`, "data"));
     if (files.length !== 1) throw new Error(`${name}: ${files.length} data files`);
     fs.copyFileSync(path.join(dir, `${name}.lance`, "data", files[0]), path.join(outDir, `${name}.lance`));
+    if (spec.benchOnly) {
+      // LanceDB's own time to read each column in full (best of 3), to
+      // compare with BenchmarkDecode on the same file.
+      for (const c of spec.columns) {
+        let best = Infinity;
+        for (let k = 0; k < 3; k++) {
+          const t0 = process.hrtime.bigint();
+          await t.query().select([c.name]).toArrow();
+          best = Math.min(best, Number(process.hrtime.bigint() - t0) / 1e6);
+        }
+        console.log(`lancedb-read ${name} ${c.name} ${best.toFixed(2)} ms`);
+      }
+    }
+    if (spec.noOracle) return;
     const back = await t.query().toArrow();
     fs.writeFileSync(path.join(outDir, `${name}.json.gz`), zlib.gzipSync(JSON.stringify(canonTable(back)), { level: 9 }));
   } finally {
@@ -361,7 +383,7 @@ fs.mkdirSync(outDir, { recursive: true });
 let names = [];
 for (const w of which.length ? which : ["corpus"]) {
   if (w === "corpus") names.push(...corpus);
-  else if (w === "matrix") names.push(...Object.keys(cases));
+  else if (w === "matrix") names.push(...Object.keys(cases).filter((k) => !cases[k].benchOnly));
   else if (cases[w]) names.push(w);
   else throw new Error("unknown case " + w);
 }
