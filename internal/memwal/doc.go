@@ -38,6 +38,11 @@
 //     after checking that the newest version still carries the writer's
 //     epoch.
 //
+// A wal configure that drops a shard seals it first: a version with the
+// next epoch and status SEALED fences every writer the same way, and a
+// sealed shard cannot be claimed, so the configure's "nothing is waiting"
+// check runs when nothing can be added any more.
+//
 // An append that races a claim itself (its entry lands after the new writer
 // listed the WAL but before its marker) may be replayed by the new writer
 // even though the stale writer reports ErrFenced: like an ambiguous commit,

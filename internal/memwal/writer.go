@@ -187,6 +187,9 @@ func (w *Writer) publishClaim(ctx context.Context) (*pb.ShardManifest, error) {
 		if prev != nil {
 			next = proto.Clone(prev).(*pb.ShardManifest)
 		}
+		if next.Status == pb.ShardStatus_SHARD_STATUS_SEALED {
+			return nil, fmt.Errorf("claim shard %q: %w: a wal configure is dropping it (if that configure failed, run wal configure again listing the shard)", w.cfg.Shard, ErrSealed)
+		}
 		next.Version++
 		next.WriterEpoch++
 		next.Status = pb.ShardStatus_SHARD_STATUS_ACTIVE
