@@ -1,14 +1,33 @@
 // Package file reads Lance data files (file format 2.0, 2.1 and 2.2, as
-// LanceDB 0.39 writes them) in pure Go.
+// LanceDB 0.39 / lance 12 writes them) in pure Go.
 //
 // A file is a footer, a table of column-metadata positions, a table of
-// global buffers (buffer 0 holds the schema) and, per column, pages whose
-// encodings are protobuf descriptions (gen/lancefilepb). Open parses the
-// metadata; Reader methods decode pages into Arrays, a columnar in-memory
-// form close to Arrow's: one values buffer per array, a validity bitmap,
-// offsets for variable-width and list types, and child arrays.
+// global buffers (buffer 0 holds the schema and row count) and, per column,
+// pages whose encodings are protobuf descriptions (gen/lancefilepb). In
+// 2.1+ a page has a structural layout (mini-block, full-zip, constant) that
+// carries repetition/definition levels, and inside it a tree of
+// compressive encodings (flat, variable, FastLanes bitpacking, FSST,
+// dictionary, RLE, byte-stream split, fixed-size list, zstd/lz4). In 2.0
+// each schema node has its own column of ArrayEncoding pages.
 //
-// Everything read from the file is treated as hostile: lengths are checked
-// against the input before anything is allocated, and malformed input gives
-// an error, never a panic.
+// Use:
+//
+//	f, err := file.Open(readerAt, size)        // metadata only
+//	b, err := f.ReadRange([]string{"id", "vec"}, 0, 1000)
+//	b, err := f.Take(nil, []uint64{7, 3, 7})   // any order, repeats
+//	s, err := f.Stream(nil, 8192)              // batches until io.EOF
+//	ids := b.Column("id").Int64s()             // typed view, no copy
+//
+// Decoded data is an Array, a columnar form close to Arrow's: one values
+// buffer (fixed-width values little endian, or bytes), a validity bitmap,
+// int64 offsets for strings, binaries and lists, and child arrays for
+// lists, fixed-size lists and structs. Nothing is boxed per value.
+//
+// Internally a page decodes to a leafPage (a level stream plus a block of
+// the visible values) and unravel rebuilds validity and offsets per level
+// of the field's path; a writer can mirror the same steps in reverse.
+//
+// Everything read from the file is treated as hostile: sizes and counts
+// are checked against the input before anything is allocated for them and
+// malformed input gives an error wrapping ErrFormat, never a panic.
 package file

@@ -7,7 +7,6 @@ import (
 	"io"
 
 	"github.com/compactord/compactord/gen/lancefilepb"
-	"github.com/compactord/compactord/gen/lancepb"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
@@ -258,7 +257,7 @@ func (f *File) readRange(b Buffer) ([]byte, error) {
 	return out, nil
 }
 
-// pageEncoding unwraps the Any of a page (or column) encoding into msg,
+// unwrapEncoding unwraps the Any of a page (or column) encoding into msg,
 // checking that its type URL ends with the expected message name.
 func unwrapEncoding(e *lancefilepb.Encoding, want string, msg proto.Message) error {
 	d := e.GetDirect()
@@ -281,9 +280,6 @@ func unwrapEncoding(e *lancefilepb.Encoding, want string, msg proto.Message) err
 	}
 	return nil
 }
-
-// FieldsOf returns the lancepb fields of the descriptor's schema.
-func fieldsOf(d *lancefilepb.FileDescriptor) []*lancepb.Field { return d.GetSchema().GetFields() }
 
 // maxRows is the most rows a file of this size may claim: generous enough
 // for constant and all-null pages (a few bytes for many rows), small enough

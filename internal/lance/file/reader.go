@@ -297,14 +297,10 @@ func gatherParts(fl *Field, parts []*Array, pos [][]int, n int) *Array {
 
 // concatArrays joins arrays of one type (built by Take, so fully owned).
 func concatArrays(as []*Array) *Array {
-	idx := []int{}
-	// Simple and correct: take from each in turn into a combined array by
-	// building offsets of a virtual concatenation.
 	out := as[0]
 	for _, a := range as[1:] {
 		out = appendArray(out, a)
 	}
-	_ = idx
 	return out
 }
 
