@@ -11,7 +11,7 @@ import (
 // maxDecompressed bounds what one compressed buffer may expand to, so a
 // hostile length prefix or frame cannot force a huge allocation; Lance
 // compresses chunks and pages, which LanceDB keeps far below this.
-const maxDecompressed = 64 << 20
+const maxDecompressed = 256 << 20
 
 var zstdDecoders = sync.Pool{New: func() any {
 	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxDecompressed), zstd.WithDecoderMaxWindow(maxDecompressed))
