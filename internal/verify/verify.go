@@ -109,6 +109,7 @@ func Run(ctx context.Context, b storage.Bucket, opt Options) (*Report, error) {
 	c.memwal(tagged, latest)
 	c.uniqueKeys(latest)
 	if opt.Deep {
+		c.unmerged(latest)
 		if opt.DeepCheck == nil {
 			return nil, fmt.Errorf("--deep needs the index checker, which is not linked in")
 		}
@@ -319,6 +320,47 @@ func (c *checker) uniqueKeys(m *pb.Manifest) {
 		})
 		if err != nil && !storage.IsNotFound(err) && !errors.Is(err, storage.ErrNotFound) {
 			c.add(fmt.Sprintf("version %d fragment %d", m.Version, f.Id), "does not scan: %v", err)
+		}
+	}
+}
+
+// unmerged reads the MemWAL data the base table does not hold yet, end to
+// end: every WAL entry above a shard's replay cursor and every SSTable of
+// a generation not merged. It is acknowledged data that replay, flush and
+// merge will need; a damaged or missing piece makes them fail later.
+func (c *checker) unmerged(latest *pb.Manifest) {
+	d := table.MemWal(latest)
+	for _, s := range d.GetShards() {
+		obj := "shard " + s
+		sm, err := memwal.ReadShardManifest(c.ctx, c.b, s)
+		if err != nil || sm == nil {
+			continue // reported by memwal
+		}
+		problems, err := memwal.CheckUnflushed(c.ctx, c.b, latest.Schema, sm)
+		if err != nil {
+			c.add(obj, "cannot read the WAL: %v", err)
+		}
+		for _, p := range problems {
+			c.add(obj, "unflushed WAL: %v", p)
+		}
+		for _, sst := range sm.Sstables {
+			if sst.Generation <= d.CompactedSstables[s] {
+				continue
+			}
+			var first, last string
+			err := memwal.ScanSSTable(c.ctx, c.b, latest.Schema, sst, func(k string, _ memwal.Record) error {
+				if first == "" {
+					first = k
+				}
+				last = k
+				return nil
+			})
+			switch {
+			case err != nil:
+				c.add(sst.Path, "unmerged generation %d of shard %q does not read: %v", sst.Generation, s, err)
+			case len(sst.MinKey) > 0 && (first != string(sst.MinKey) || last != string(sst.MaxKey)):
+				c.add(sst.Path, "unmerged generation %d of shard %q: keys span %x..%x, the shard manifest records %x..%x", sst.Generation, s, first, last, sst.MinKey, sst.MaxKey)
+			}
 		}
 	}
 }
