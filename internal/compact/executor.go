@@ -248,7 +248,7 @@ type Outcome struct {
 func (c *Compactor) Run(ctx context.Context, only []uint32) (out *Outcome, err error) {
 	start := time.Now()
 	defer func() {
-		fields := []zap.Field{zap.Duration("duration", time.Since(start))}
+		fields := []zap.Field{zap.Float64("duration_seconds", time.Since(start).Seconds())}
 		if err != nil {
 			c.logger.Warn("compaction failed", append(fields, zap.Error(err))...)
 			return

@@ -305,7 +305,7 @@ func (d *Daemon) tableSpecs() []scheduler.TableSpec {
 }
 
 // Run serves HTTP, schedules jobs, discovers tables and runs the demo
-// until ctx is done, then drains (DESIGN §9: no new jobs, in-flight jobs
+// until ctx is done, then drains (no new jobs, in-flight jobs
 // finish or are canceled within the grace period) and returns nil. It
 // returns an error when the listener cannot be bound or a job fails
 // fatally.
@@ -325,8 +325,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		ErrorLog: zap.NewStdLog(d.logger.With(zap.String("component", "http")))}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	d.logger.Info("compactord running", zap.String("version", d.deps.Version), zap.String("revision", d.deps.Build.Revision), zap.String("listen", addr),
-		zap.String("holder", d.sched.Holder()), zap.Int("tables", len(cfg.Tables)), zap.Bool("demo", cfg.Demo.Enabled))
+
 	if !isLoopback(addr) && *d.token.Load() == "" {
 		d.logger.Warn("the admin API is reachable beyond loopback without a bearer token; set http.admin_token_file")
 	}
@@ -336,9 +335,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 		// report its first sync.
 		d.discovering.Store(true)
 	}
-	if err := d.sched.SetTables(d.tableSpecs()); err != nil {
+	specs := d.tableSpecs()
+	if err := d.sched.SetTables(specs); err != nil {
 		return err
 	}
+	// tables counts what the scheduler runs now (configured and demo);
+	// discovery adds its tables after its first scan.
+	d.logger.Info("compactord running", zap.String("version", d.deps.Version), zap.String("revision", d.deps.Build.Revision), zap.String("listen", addr),
+		zap.String("holder", d.sched.Holder()), zap.Int("tables", len(specs)), zap.Int("configured_tables", len(cfg.Tables)),
+		zap.Bool("demo", cfg.Demo.Enabled), zap.String("discover", cfg.Discover.URL))
 	schedDone := make(chan error, 1)
 	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSched()

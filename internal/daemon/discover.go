@@ -47,7 +47,7 @@ func (d *Daemon) discoverLoop(ctx context.Context) {
 			}
 			d.noteDiscover(specs, err)
 			if err == nil {
-				d.logger.Debug("discovery scan", zap.Int("tables", len(specs)), zap.Duration("took", d.clock.Now().Sub(start)))
+				d.logger.Debug("discovery scan", zap.Int("tables", len(specs)), zap.Float64("took_seconds", d.clock.Now().Sub(start).Seconds()))
 			}
 		}
 		iv := cfg.Interval

@@ -18,6 +18,7 @@ import (
 // This file is the one place where the real jobs are wired to the
 // scheduler. Each JobFunc reads its settings through cfg() at the start of
 // every attempt, so that a reload (SIGHUP) applies to the next attempt.
+// An attempt that finds no work reports NothingToDo (result "skipped").
 // Errors are returned as the jobs produce them; scheduler.Classify turns
 // commit.ErrRetryable, commit.ErrIncompatible and table.ErrCorrupt into
 // retry, skipped and quarantine.
@@ -39,7 +40,7 @@ func mergeJob(cfg func() JobsConfig) scheduler.JobFunc {
 			return scheduler.Outcome{}, err
 		}
 		if table.MemWal(head) == nil {
-			return scheduler.Outcome{Summary: "no MemWAL configured"}, nil
+			return scheduler.Outcome{Summary: "no MemWAL configured", NothingToDo: true}, nil
 		}
 		mc := cfg().Merge
 		mc.Logger = t.Logger
@@ -68,6 +69,7 @@ func mergeJob(cfg func() JobsConfig) scheduler.JobFunc {
 			out.Summary = fmt.Sprintf("nothing merged; %d shards skipped or blocked", skipped)
 		default:
 			out.Summary = "nothing to merge"
+			out.NothingToDo = err == nil
 		}
 		return out, err
 	}
@@ -84,7 +86,7 @@ func compactJob(cfg func() JobsConfig, m *compact.Metrics) scheduler.JobFunc {
 			return scheduler.Outcome{}, err
 		}
 		if o.Result == nil {
-			return scheduler.Outcome{Summary: "nothing to compact"}, nil
+			return scheduler.Outcome{Summary: "nothing to compact", NothingToDo: true}, nil
 		}
 		return scheduler.Outcome{
 			Version: o.Result.Manifest.Version,
@@ -123,6 +125,7 @@ func indexJob(cfg func() JobsConfig) scheduler.JobFunc {
 			note("FRI trim", s, fmt.Sprintf("dropped %d versions, kept %d", s.Dropped, s.Kept))
 		}
 		out.Summary = "indices up to date"
+		out.NothingToDo = len(parts) == 0
 		if len(parts) > 0 {
 			out.Summary = joinParts(parts)
 		}
@@ -141,8 +144,9 @@ func trimJob(cfg func() JobsConfig) scheduler.JobFunc {
 		return scheduler.Outcome{
 			Summary: fmt.Sprintf("retired %d SSTables (%d bytes), deleted %d WAL entries and %d shard manifests",
 				res.RetiredSSTables, res.BytesTrimmed, res.WALDeleted, res.ManifestsPruned),
-			Stats:   scheduler.Stats{BytesTrimmed: res.BytesTrimmed},
-			Waiting: res.Waiting(),
+			Stats:       scheduler.Stats{BytesTrimmed: res.BytesTrimmed},
+			Waiting:     res.Waiting(),
+			NothingToDo: res.RetiredSSTables == 0 && res.WALDeleted == 0 && res.ManifestsPruned == 0 && res.BytesTrimmed == 0,
 		}, err
 	}
 }
@@ -156,6 +160,7 @@ func cleanupJob(cfg func() JobsConfig) scheduler.JobFunc {
 		return scheduler.Outcome{
 			Summary: fmt.Sprintf("deleted %d versions and %d files (%d bytes); kept %d versions",
 				res.DeletedVersion, res.DeletedFiles, res.BytesReclaimed, len(res.Plan.KeptVersions)),
+			NothingToDo: res.DeletedVersion == 0 && res.DeletedFiles == 0,
 		}, nil
 	}
 }

@@ -242,9 +242,9 @@ func (w *Workload) Run(ctx context.Context) error {
 		w.logger.Warn("demo setup failed; retrying", zap.Error(err))
 		retry.Reset(2 * time.Second)
 	}
-	w.logger.Info("demo workload running", zap.Duration("write_interval", w.cfg.WriteInterval),
-		zap.Int("batch_size", w.cfg.BatchSize), zap.Duration("flush_interval", w.cfg.FlushInterval),
-		zap.Duration("base_interval", w.cfg.BaseInterval))
+	w.logger.Info("demo workload running", zap.Float64("write_interval_seconds", w.cfg.WriteInterval.Seconds()),
+		zap.Int("batch_size", w.cfg.BatchSize), zap.Float64("flush_interval_seconds", w.cfg.FlushInterval.Seconds()),
+		zap.Float64("base_interval_seconds", w.cfg.BaseInterval.Seconds()))
 	write := time.NewTicker(w.cfg.WriteInterval)
 	flush := time.NewTicker(w.cfg.FlushInterval)
 	base := time.NewTicker(w.cfg.BaseInterval)

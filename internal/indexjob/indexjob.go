@@ -1,4 +1,4 @@
-// Package indexjob is the index maintenance job (DESIGN §8, job "index"):
+// Package indexjob is the index maintenance job (the "index" job):
 // catch up the indices over fragments they do not cover, physically remap
 // segments whose data predates fragment-reuse (FRI) versions, and trim the
 // FRI versions every segment has absorbed.
@@ -116,9 +116,9 @@ func (j *Job) retry(ctx context.Context, name string, step func(context.Context)
 	start := time.Now()
 	defer func() {
 		if err != nil {
-			j.logger.Warn("index step failed", zap.String("step", name), zap.Duration("duration", time.Since(start)), zap.Error(err))
+			j.logger.Warn("index step failed", zap.String("step", name), zap.Float64("duration_seconds", time.Since(start).Seconds()), zap.Error(err))
 		} else if s.Committed {
-			j.logger.Info("index step committed", zap.String("step", name), zap.Uint64("version", s.Version), zap.Duration("duration", time.Since(start)))
+			j.logger.Info("index step committed", zap.String("step", name), zap.Uint64("version", s.Version), zap.Float64("duration_seconds", time.Since(start).Seconds()))
 		}
 	}()
 	for attempt := 0; ; attempt++ {

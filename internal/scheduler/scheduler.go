@@ -608,6 +608,9 @@ func (s *Scheduler) finish(st *tableState, a *attempt, h *TableHandle, out Outco
 	defer s.mu.Unlock()
 	now := s.clock.Now()
 	class, reason := Classify(err, cause)
+	if class == ClassSuccess && out.NothingToDo {
+		class = ClassSkipped
+	}
 	i := a.kind.index()
 	name, ks := st.spec.Name, string(a.kind)
 	dur := now.Sub(a.started)

@@ -56,10 +56,14 @@ type Outcome struct {
 	// SSTables for the reader grace): the next scheduled attempt runs even
 	// if the table did not change, instead of being elided.
 	Waiting bool
-	Stats   Stats
+	// NothingToDo: the attempt found no work (nothing to merge, compact,
+	// catch up, trim or delete). It is recorded as result "skipped", as
+	// the documentation defines it, not as "success".
+	NothingToDo bool
+	Stats       Stats
 }
 
-// Stats feed the work counters (DESIGN §11).
+// Stats feed the work counters (compactord_*_total).
 type Stats struct {
 	SSTablesMerged uint64
 	BytesTrimmed   uint64

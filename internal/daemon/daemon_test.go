@@ -1,0 +1,55 @@
+package daemon_test
+
+import (
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/compactord/compactord/internal/daemon"
+	"github.com/compactord/compactord/internal/scheduler"
+)
+
+// The startup line counts the tables the scheduler runs (the demo table
+// too), and an attempt that finds no work is "skipped", as the docs define
+// it, with log fields that say what they are.
+func TestStartupLineAndNothingToDo(t *testing.T) {
+	root := memRoot(t)
+	createTable(t, root+"/t1")
+	cfg := baseConfig()
+	cfg.Tables = []daemon.TableConfig{{URL: root + "/t1"}}
+	cfg.Demo.Enabled = true
+	cfg.Demo.URL = root + "/demo"
+	core, logs := observer.New(zap.InfoLevel)
+	r := run(t, cfg, daemon.Deps{Logger: zap.New(core)})
+	eventually(t, "startup line", func() bool { return logs.FilterMessage("compactord running").Len() == 1 })
+	line := logs.FilterMessage("compactord running").All()[0].ContextMap()
+	if line["tables"] != int64(2) || line["configured_tables"] != int64(1) || line["demo"] != true {
+		t.Fatalf("startup line %v", line)
+	}
+	s := r.d.Scheduler()
+	eventually(t, "t1 synced", func() bool { st, _ := s.Table("t1"); return st.Synced })
+	if err := s.Trigger("t1", scheduler.KindCompact); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "compact ran", func() bool { st, _ := s.Table("t1"); return st.Jobs["compact"].LastRun != nil })
+	st, _ := s.Table("t1")
+	if lr := st.Jobs["compact"].LastRun; lr.Result != scheduler.ClassSkipped || lr.Summary != "nothing to compact" {
+		t.Fatalf("compact on an empty table: %+v", lr)
+	}
+	var fin map[string]any
+	for _, e := range logs.FilterMessage("job finished").All() {
+		if m := e.ContextMap(); m["table"] == "t1" && m["kind"] == "compact" {
+			fin = m
+		}
+	}
+	if fin == nil {
+		t.Fatal("no job finished line for t1's compact")
+	}
+	if _, ok := fin["job_id"].(uint64); !ok || fin["result"] != "skipped" || fin["attempt"] != nil || fin["duration"] != nil {
+		t.Fatalf("job finished fields %v", fin)
+	}
+	if _, ok := fin["duration_seconds"].(float64); !ok {
+		t.Fatalf("duration_seconds %T in %v", fin["duration_seconds"], fin)
+	}
+}
