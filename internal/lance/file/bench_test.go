@@ -57,3 +57,20 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTake takes 16 scattered rows of every column: with chunk-level
+// windows only the chunks holding them are read and decoded.
+func BenchmarkTake(b *testing.B) {
+	f := benchFile(b)
+	n := f.NumRows()
+	rows := make([]uint64, 16)
+	for i := range rows {
+		rows[i] = (uint64(i)*7919*104729 + 13) % n
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := f.Take(nil, rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -78,15 +78,18 @@ func visibleCode(code uint16, lists []bool) bool {
 
 func padTo8(n int) int { return (n + 7) &^ 7 }
 
-// decodeMiniBlockPage undoes a mini-block layout.
-func decodeMiniBlockPage(ml *pb.MiniBlockLayout, bufs [][]byte, rows int, leaf DataType) (*leafPage, error) {
-	if len(bufs) < 2 {
-		return nil, errf("mini-block page has %d buffers", len(bufs))
-	}
-	meta, data := bufs[0], bufs[1]
-	large := ml.GetHasLargeChunk()
+// chunkRef locates one mini-block chunk in the chunk buffer.
+type chunkRef struct {
+	off, size int
+	n         int // values (visible items)
+}
+
+// miniChunks reads the chunk metadata: a u16 (u32 in large-chunk pages)
+// per chunk, ((bytes/8)-1)<<4 | log2(values), the last chunk's count being
+// what is left of the page's items.
+func miniChunks(ml *pb.MiniBlockLayout, meta []byte, dataLen int) ([]chunkRef, error) {
 	ws := 2
-	if large {
+	if ml.GetHasLargeChunk() {
 		ws = 4
 	}
 	if len(meta)%ws != 0 {
@@ -94,9 +97,64 @@ func decodeMiniBlockPage(ml *pb.MiniBlockLayout, bufs [][]byte, rows int, leaf D
 	}
 	nchunks := len(meta) / ws
 	total := ml.GetNumItems()
-	if err := checkCount(total, len(data)); err != nil {
+	if err := checkCount(total, dataLen); err != nil {
 		return nil, err
 	}
+	out := make([]chunkRef, nchunks)
+	pos := 0
+	var seen uint64
+	for c := range out {
+		var word uint32
+		if ws == 4 {
+			word = le.Uint32(meta[c*4:])
+		} else {
+			word = uint32(le.Uint16(meta[c*2:]))
+		}
+		size := int((word>>4)+1) * 8
+		var n uint64
+		if c < nchunks-1 {
+			if word&0xf == 0 {
+				return nil, errf("mini-block chunk %d of %d has no value count", c, nchunks)
+			}
+			n = 1 << (word & 0xf)
+		} else {
+			n = total - seen
+		}
+		seen += n
+		if seen > total {
+			return nil, errf("mini-block chunks hold more than the page's %d items", total)
+		}
+		if pos+size > dataLen {
+			return nil, errf("mini-block chunk %d runs past its buffer", c)
+		}
+		out[c] = chunkRef{off: pos, size: size, n: int(n)}
+		pos += size
+	}
+	if seen != total {
+		return nil, errf("mini-block chunks hold %d items, page has %d", seen, total)
+	}
+	return out, nil
+}
+
+// decodeMiniBlockPage undoes a mini-block layout.
+func decodeMiniBlockPage(ml *pb.MiniBlockLayout, bufs [][]byte, rows int, leaf DataType) (*leafPage, error) {
+	if len(bufs) < 2 {
+		return nil, errf("mini-block page has %d buffers", len(bufs))
+	}
+	chunks, err := miniChunks(ml, bufs[0], len(bufs[1]))
+	if err != nil {
+		return nil, err
+	}
+	var dict []byte
+	if len(bufs) > 2 {
+		dict = bufs[2]
+	}
+	return decodeMiniChunks(ml, chunks, bufs[1], 0, dict, rows, leaf)
+}
+
+// decodeMiniChunks decodes the given chunks; data holds the chunk buffer
+// from byte base on.
+func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, base int, dictBuf []byte, rows int, leaf DataType) (*leafPage, error) {
 	codes, err := defCodes(ml.GetLayers())
 	if err != nil {
 		return nil, err
@@ -106,41 +164,19 @@ func decodeMiniBlockPage(ml *pb.MiniBlockLayout, bufs [][]byte, rows int, leaf D
 	if nbuf < 1 || nbuf > 16 {
 		return nil, errf("mini-block with %d value buffers", nbuf)
 	}
+	ws := 2
+	if ml.GetHasLargeChunk() {
+		ws = 4
+	}
 	var rep, def []uint16
-	var vals []*block
-	pos := 0
-	var seen uint64
-	for c := 0; c < nchunks; c++ {
-		var word uint32
-		if large {
-			word = le.Uint32(meta[c*4:])
-		} else {
-			word = uint32(le.Uint16(meta[c*2:]))
+	vals := make([]*block, 0, len(chunks))
+	total := 0
+	for c, ch := range chunks {
+		lo := ch.off - base
+		if lo < 0 || lo+ch.size > len(data) {
+			return nil, errf("mini-block chunk %d outside the bytes read", c)
 		}
-		size := int((word>>4)+1) * 8
-		logn := word & 0xf
-		var n uint64
-		if c < nchunks-1 {
-			if logn == 0 {
-				return nil, errf("mini-block chunk %d of %d has no value count", c, nchunks)
-			}
-			n = 1 << logn
-		} else {
-			if seen > total {
-				return nil, errf("mini-block chunks hold more than the page's %d items", total)
-			}
-			n = total - seen
-		}
-		seen += n
-		if seen > total {
-			return nil, errf("mini-block chunks hold more than the page's %d items", total)
-		}
-		if pos+size > len(data) {
-			return nil, errf("mini-block chunk %d runs past its buffer", c)
-		}
-		chunk := data[pos : pos+size]
-		pos += size
-		cr, cd, cv, err := decodeChunk(ml, chunk, int(n), hasRep, hasDef, nbuf, ws)
+		cr, cd, cv, err := decodeChunk(ml, data[lo:lo+ch.size], ch.n, hasRep, hasDef, nbuf, ws)
 		if err != nil {
 			return nil, err
 		}
@@ -151,23 +187,21 @@ func decodeMiniBlockPage(ml *pb.MiniBlockLayout, bufs [][]byte, rows int, leaf D
 			def = append(def, cd...)
 		}
 		vals = append(vals, cv)
-	}
-	if seen != total {
-		return nil, errf("mini-block chunks hold %d items, page has %d", seen, total)
+		total += ch.n
 	}
 	values, err := concatBlocks(vals, leaf)
 	if err != nil {
 		return nil, err
 	}
 	if d := ml.GetDictionary(); d != nil {
-		if len(bufs) < 3 {
+		if dictBuf == nil {
 			return nil, errf("dictionary page without its dictionary buffer")
 		}
 		nd := ml.GetNumDictionaryItems()
-		if err := checkCount(nd, len(bufs[2])); err != nil {
+		if err := checkCount(nd, len(dictBuf)); err != nil {
 			return nil, err
 		}
-		dict, err := decodeBlock(d, bufs[2], int(nd))
+		dict, err := decodeBlock(d, dictBuf, int(nd))
 		if err != nil {
 			return nil, err
 		}
@@ -175,21 +209,19 @@ func decodeMiniBlockPage(ml *pb.MiniBlockLayout, bufs [][]byte, rows int, leaf D
 			return nil, err
 		}
 	}
-	lp := &leafPage{rows: rows, values: values, rep: rep}
+	lp := &leafPage{rows: rows, values: values, rep: rep, slots: total}
 	if hasDef {
 		if err := mapDefs(def, codes); err != nil {
 			return nil, err
 		}
 		lp.def = def
+		lp.slots = len(def)
 	}
-	lp.slots = int(total)
 	if hasRep {
 		lp.slots = len(rep)
 		if hasDef && len(def) != len(rep) {
 			return nil, errf("%d repetition but %d definition levels", len(rep), len(def))
 		}
-	} else if hasDef {
-		lp.slots = len(def)
 	}
 	return lp, nil
 }

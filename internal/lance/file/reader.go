@@ -123,6 +123,74 @@ func (f *File) decodePage(p *pb.ColumnMetadata_Page, leaf *Field) (*leafPage, er
 	return nil, errf("page with unknown layout")
 }
 
+// decodePageWindow decodes the part of a page that rows [lo, hi) of it
+// need (hi may lie past the page) and reports how many leading rows it
+// skipped. Only mini-block pages without repetition are cut (their rows
+// are their items, so chunk counts locate rows); others decode whole.
+func (f *File) decodePageWindow(p *pb.ColumnMetadata_Page, leaf *Field, lo, hi uint64) (*leafPage, uint64, error) {
+	rows := p.GetLength()
+	hi = min(hi, rows)
+	if lo == 0 && hi == rows {
+		lp, err := f.decodePage(p, leaf)
+		return lp, 0, err
+	}
+	pl := &pb.PageLayout{}
+	if err := unwrapEncoding(p.GetEncoding(), "PageLayout", pl); err != nil {
+		return nil, 0, err
+	}
+	ml := pl.GetMiniBlockLayout()
+	if ml == nil || ml.GetRepCompression() != nil || len(p.GetBufferOffsets()) < 2 || ml.GetNumItems() != rows {
+		lp, err := f.decodePage(p, leaf)
+		return lp, 0, err
+	}
+	meta, err := f.readRange(Buffer{p.BufferOffsets[0], p.BufferSizes[0]})
+	if err != nil {
+		return nil, 0, err
+	}
+	chunks, err := miniChunks(ml, meta, int(p.BufferSizes[1]))
+	if err != nil {
+		return nil, 0, err
+	}
+	var at uint64
+	c0, c1 := -1, -1
+	var skipped uint64
+	for c, ch := range chunks {
+		next := at + uint64(ch.n)
+		if next > lo && at < hi || (ch.n == 0 && at >= lo && at < hi) {
+			if c0 < 0 {
+				c0, skipped = c, at
+			}
+			c1 = c + 1
+		}
+		at = next
+	}
+	if c0 < 0 {
+		c0, c1, skipped = 0, 0, lo
+	}
+	sel := chunks[c0:c1]
+	var data []byte
+	base := 0
+	if len(sel) > 0 {
+		base = sel[0].off
+		endb := sel[len(sel)-1].off + sel[len(sel)-1].size
+		if data, err = f.readRange(Buffer{p.BufferOffsets[1] + uint64(base), uint64(endb - base)}); err != nil {
+			return nil, 0, err
+		}
+	}
+	var dict []byte
+	if ml.GetDictionary() != nil && len(p.GetBufferOffsets()) > 2 {
+		if dict, err = f.readRange(Buffer{p.BufferOffsets[2], p.BufferSizes[2]}); err != nil {
+			return nil, 0, err
+		}
+	}
+	n := 0
+	for _, ch := range sel {
+		n += ch.n
+	}
+	lp, err := decodeMiniChunks(ml, sel, data, base, dict, n, leaf.Type)
+	return lp, skipped, err
+}
+
 // readPath decodes one leaf column over the pages covering [start, end)
 // and returns its path array trimmed to exactly those rows.
 func (f *File) readPath(path []*Field, start, end uint64) (*Array, error) {
@@ -149,8 +217,21 @@ func (f *File) readPathSpan(path []*Field, start, end uint64) (arr *Array, first
 	}
 	pages := f.Columns[leaf.Column].GetPages()
 	lps := make([]*leafPage, 0, hi-lo)
+	pageRow := first
 	for i := lo; i < hi; i++ {
-		lp, err := f.decodePage(pages[i], leaf)
+		var lp *leafPage
+		// The first and last page may be read in part: only the chunks the
+		// rows need.
+		if i == lo || i == hi-1 {
+			var skipped uint64
+			lp, skipped, err = f.decodePageWindow(pages[i], leaf, start-min(start, pageRow), end-pageRow)
+			if i == lo {
+				first += skipped
+			}
+		} else {
+			lp, err = f.decodePage(pages[i], leaf)
+		}
+		pageRow += pages[i].GetLength()
 		if err != nil {
 			return nil, 0, fmt.Errorf("column %d (%s) page %d: %w", leaf.Column, leaf.Name, i, err)
 		}
