@@ -944,9 +944,9 @@ type FragReuseVersion struct {
 	// The version the compaction committed as. A segment whose
 	// dataset_version is below it was built from data that may still hold the
 	// old fragments' addresses; at or above it, the segment has absorbed it.
-	// (DESIGN said "read version"; an index created between the compaction's
-	// read and its commit still holds old addresses, so the commit version is
-	// the sound boundary.)
+	// (Not the compaction's read version: an index created between the
+	// compaction's read and its commit still holds old addresses, so the
+	// commit version is the sound boundary.)
 	DatasetVersion uint64            `protobuf:"varint,1,opt,name=dataset_version,json=datasetVersion,proto3" json:"dataset_version,omitempty"`
 	Groups         []*FragReuseGroup `protobuf:"bytes,2,rep,name=groups,proto3" json:"groups,omitempty"`
 	// Serialized roaring32: fragments covered by a non-system index (after

@@ -39,7 +39,7 @@ func fragmentIDs(frags []*pb.Fragment) *roaring.Bitmap {
 
 // covers reports whether every fragment id in readFrags is in the union of the
 // segments' bitmaps. A segment without a bitmap makes the index unproven
-// (SCENARIOS 12). Each bitmap is decoded at most once, and only when every
+// (coverage it cannot show proves nothing). Each bitmap is decoded at most once, and only when every
 // segment has one.
 func covers(readFrags *roaring.Bitmap, segs []*pb.IndexMetadata) (bool, error) {
 	for _, seg := range segs {

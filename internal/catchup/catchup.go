@@ -5,7 +5,7 @@
 // too high loses rows from an index, and a position that is too low only
 // retains SSTables longer.
 //
-// The rule (DESIGN §5, seed mem-wal-index-catchup) anchors the proof to the
+// The rule (seed mem-wal-index-catchup) anchors the proof to the
 // version the transaction read, R:
 //
 //	C[s]          = compacted_sstables[s] that the new version records
@@ -26,12 +26,13 @@
 //   - Judging coverage against the fragments live at commit time. The index
 //     was built at R but would be judged at the head: any append or merge
 //     landing in between adds a fragment the index cannot cover, so on a
-//     table taking writes the check never fires (SCENARIOS 10).
+//     table taking writes the check never fires: appends after the
+//     read must not block credit.
 //   - A scalar max-fragment-id watermark per generation. Live fragments are
 //     not a prefix of the id space: compaction rewrites F1, F2 into F3, so
 //     {live : id <= watermark} shrinks or empties, and the empty set is a
 //     subset of every index, including one that holds none of the rows. It
-//     fails in the unsafe direction (SCENARIOS 11).
+//     fails in the unsafe direction: coverage is a set, not a watermark.
 package catchup
 
 import (
@@ -76,7 +77,8 @@ func IsSystemIndex(im *pb.IndexMetadata) bool {
 // __mem_wal index it returns (nil, false, nil): there is nothing to derive.
 //
 // Derive is a pure function of its arguments: it never mutates them, and the
-// same inputs give the same output on every attempt (SCENARIOS 14).
+// same inputs give the same output on every attempt (a retried commit
+// must build the same manifest).
 func Derive(read, head, next *pb.Manifest) (details *pb.MemWalIndexDetails, changed bool, err error) {
 	cur, err := memWalDetails(next)
 	if err != nil {
@@ -146,7 +148,7 @@ func derive(read *pb.Manifest, readMW *pb.MemWalIndexDetails, head *pb.Manifest,
 
 	// R's fragment ids, built once and only if some index can use them.
 	// An empty read version proves nothing, although the empty set is a
-	// subset of every bitmap (SCENARIOS 9).
+	// subset of every bitmap (all merged rows deleted credits nothing).
 	var readFrags *roaring.Bitmap
 	if anyCredit && len(read.GetFragments()) > 0 {
 		readFrags = fragmentIDs(read.GetFragments())
@@ -160,7 +162,7 @@ func derive(read *pb.Manifest, readMW *pb.MemWalIndexDetails, head *pb.Manifest,
 		var prior map[string]uint64
 		// Unchanged means uuid AND bitmap: an operation may prune a bitmap
 		// in place and keep the uuid, and the old position must not survive
-		// that (SCENARIOS 6).
+		// that (a bitmap pruned under the same uuid is a changed index).
 		if sameSegments(headIdx[name], segs) {
 			prior = headMW.GetIndexCatchup()[name].GetGenerations()
 		}

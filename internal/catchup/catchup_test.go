@@ -86,7 +86,7 @@ func TestDerive(t *testing.T) {
 			changed: true,
 		},
 		{
-			// SCENARIOS 7: a merge to 5 landed after the read; the index only
+			// Credit is capped by the read version: a merge to 5 landed after the read; the index only
 			// proves what R had landed.
 			name:    "capped by the read version",
 			read:    manifest(3, ids(0, 1), memWal(one, gens{"s0": 2}, nil)),
@@ -96,7 +96,8 @@ func TestDerive(t *testing.T) {
 			changed: true,
 		},
 		{
-			// SCENARIOS 8: R had 9, but the commit records 3 (a restore).
+			// Credit is capped by the commit: R had 9, but the commit records 3
+			// (a restore).
 			name:    "capped by the commit",
 			read:    manifest(3, ids(0, 1), memWal(one, gens{"s0": 9}, nil)),
 			head:    manifest(5, ids(0, 1), memWal(one, gens{"s0": 3}, nil)),
@@ -144,7 +145,7 @@ func TestDerive(t *testing.T) {
 			changed: true,
 		},
 		{
-			// SCENARIOS 6: same uuid, narrower bitmap. A uuid-only check would
+			// An index changed in place: same uuid, narrower bitmap. A uuid-only check would
 			// keep 6.
 			name:    "dropped for a changed index: bitmap pruned in place with the same uuid (scenario 6)",
 			read:    manifest(5, ids(0, 1, 2), memWal(one, gens{"s0": 8}, positions{"idx": {"s0": 6}}), seg(t, "idx", "u1", 0, 1, 2)),
@@ -213,7 +214,7 @@ func TestDerive(t *testing.T) {
 			changed: true,
 		},
 		{
-			// SCENARIOS 9: every merged row was deleted; R has no fragments.
+			// An empty read version proves nothing: every merged row was deleted; R has no fragments.
 			// The empty set is a subset of the (empty) bitmap, yet proves
 			// nothing.
 			name:    "an empty read version credits nothing (scenario 9)",
@@ -224,7 +225,8 @@ func TestDerive(t *testing.T) {
 			changed: true,
 		},
 		{
-			// SCENARIOS 10: fragments 2 and 3 were appended after the read.
+			// Appends after the read do not block credit: fragments 2 and 3
+			// were appended after the read.
 			// Judged at R, the index covers everything.
 			name:    "appends between read and commit do not block credit (scenario 10)",
 			read:    manifest(3, ids(0, 1), memWal(one, gens{"s0": 2}, nil)),
@@ -234,7 +236,8 @@ func TestDerive(t *testing.T) {
 			changed: true,
 		},
 		{
-			// SCENARIOS 11: fragment 4 is the compaction of 1 and 2; merged
+			// Coverage is a set, not a watermark: fragment 4 is the compaction
+			// of 1 and 2; merged
 			// rows sit in unindexed fragment 3. A watermark at 4 would credit.
 			name:    "coverage is a set not a watermark (scenario 11)",
 			read:    manifest(6, ids(0, 3, 4), memWal(one, gens{"s0": 3}, nil)),
@@ -244,7 +247,8 @@ func TestDerive(t *testing.T) {
 			changed: true,
 		},
 		{
-			// SCENARIOS 13: A at 10/8, B at 10/2, unchanged and unproven.
+			// Shards are judged independently: A at 10/8, B at 10/2, unchanged
+			// and unproven.
 			name: "shards independent (scenario 13)",
 			read: manifest(9, ids(0, 1, 2), memWal([]string{"A", "B"}, gens{"A": 10, "B": 10}, positions{"idx": {"A": 8, "B": 2}}),
 				seg(t, "idx", "u1", 0, 1)),
@@ -256,7 +260,7 @@ func TestDerive(t *testing.T) {
 			changed: false,
 		},
 		{
-			// SCENARIOS 14: every case runs twice; this one exercises all the
+			// Derive is deterministic: every case runs twice; this one exercises all the
 			// branches at once (credit, carry, drop, several shards).
 			name: "same result on two attempts (scenario 14)",
 			read: manifest(5, ids(0, 1, 2), memWal([]string{"s0", "s1", "s2"}, gens{"s0": 4, "s1": 7}, nil),
@@ -347,7 +351,7 @@ func TestDerive(t *testing.T) {
 				}
 			}
 
-			// SCENARIOS 14: a second attempt derives the identical result.
+			// Deterministic: a second attempt derives the identical result.
 			again, changedAgain, err := Derive(tc.read, tc.head, tc.next)
 			if err != nil {
 				t.Fatalf("second Derive: %v", err)

@@ -73,7 +73,8 @@ func TestCompactBadInput(t *testing.T) {
 	}
 }
 
-// SCENARIOS 5 across processes: two compactd processes compact disjoint
+// Compactions of disjoint fragments both land, across processes: two
+// compactd processes compact disjoint
 // fragments of one file:// table at the same time; both land. With inline
 // remap the second reserves its own fragment ids.
 func TestTwoProcessesCompactDisjointFragments(t *testing.T) {

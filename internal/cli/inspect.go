@@ -16,7 +16,7 @@ import (
 	"github.com/compactord/compactord/internal/table"
 )
 
-// The inspect document (DESIGN §10). Field names are a contract.
+// The inspect document. Field names are a contract: tools parse them.
 type inspectDoc struct {
 	Version       uint64            `json:"version"`
 	ReadVersion   uint64            `json:"read_version"`

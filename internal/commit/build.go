@@ -469,7 +469,8 @@ func addFragReuseVersion(head, m *pb.Manifest, v *pb.FragReuseVersion) error {
 	return nil
 }
 
-// deriveMemWal runs the catch-up derivation (DESIGN §5) and gives the
+// deriveMemWal runs the catch-up derivation (catchup.Derive: an index is
+// credited with what the read version had merged and it covers) and gives the
 // system segment a new identity only when its content changed, so a commit
 // that changes nothing leaves it byte-identical.
 func deriveMemWal(read, head, next *pb.Manifest, txn *pb.Transaction) error {

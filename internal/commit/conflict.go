@@ -86,7 +86,9 @@ func touchesSystem(ixs []*pb.IndexMetadata, name string) bool {
 }
 
 // Classify decides how ours relates to theirs, a transaction committed after
-// our read version. The rules are DESIGN §4, tightened where provably safe.
+// our read version: compatible when no fact ours relied on changed, a
+// rebase when the change can be folded into ours exactly, retryable when
+// ours must be re-planned, incompatible when it can never commit.
 func Classify(ours, theirs *pb.Transaction) Verdict {
 	o, t := setsOf(ours), setsOf(theirs)
 	ok := Verdict{Decision: Compatible}

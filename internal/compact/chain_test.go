@@ -31,7 +31,7 @@ func (f *fixture) deleteKeys(pred func(int64) bool, lo, hi int64) {
 // remap correctly through the whole chain: deleted rows map to deleted,
 // untouched fragments pass through, and a group whose rows were all deleted
 // (by a delete racing its compaction) maps to deleted, never to address 0,
-// which is a real row here (Lance #9200; SCENARIOS 22).
+// which is a real row here (Lance #9200).
 func TestChainedCompactionsRemap(t *testing.T) {
 	const rows = 50
 	f := newFixture(t, "mem://"+testutil.UniqueName(t), 22, rows)
@@ -132,7 +132,7 @@ func keysIDs(lo, hi uint32) []uint32 {
 	return out
 }
 
-// SCENARIOS 5: two deferred compactions of disjoint fragments, planned at
+// Compactions of disjoint fragments both land: two deferred compactions, planned at
 // the same version by two committers on two separately opened buckets (no
 // shared cache), both land. Overlapping ones do not: the loser gets a
 // retryable error and its files are removed.

@@ -123,7 +123,8 @@ func TestCompactSplitsAtTarget(t *testing.T) {
 }
 
 // The upstream regression (seed fri-prune-fully-deleted-fragments, Lance
-// #7374; SCENARIOS 20), asserted at the remap level and end to end: 10
+// #7374: a fully deleted fragment's rows must not come back as ghosts),
+// asserted at the remap level and end to end: 10
 // fragments, an index, one fragment fully deleted, a deferred compaction of
 // the rest.
 func TestDeferredCompactionPrunesFullyDeletedFragment(t *testing.T) {
@@ -177,7 +178,7 @@ func TestDeferredCompactionPrunesFullyDeletedFragment(t *testing.T) {
 	})
 }
 
-// SCENARIOS 21: the orphan set is computed after the load-time remap. The
+// The orphan set is computed after the load-time remap. The
 // index was built over the original fragments; 1,2 became X, X was then
 // fully deleted. Only the remapped bitmap names X.
 func TestOrphanSetUsesLoadTimeRemap(t *testing.T) {
@@ -202,7 +203,7 @@ func TestOrphanSetUsesLoadTimeRemap(t *testing.T) {
 	f.checkLookups("by_id", keysRange(90, 510))
 }
 
-// SCENARIOS 26 (Lance #7774): no FRI version when no index covers any old
+// Lance #7774: no FRI version when no index covers any old
 // fragment.
 func TestNoFRIVersionWhenNoIndexCovers(t *testing.T) {
 	f := newFixture(t, "mem://"+testutil.UniqueName(t), 3, 100)
@@ -216,7 +217,7 @@ func TestNoFRIVersionWhenNoIndexCovers(t *testing.T) {
 	f.checkLookupsOpts("by_id", keysRange(0, 500), true)
 }
 
-// SCENARIOS 23: with a base segment over 0-4 and a catch-up segment over
+// A group never straddles index segments: with a base segment over 0-4 and a catch-up segment over
 // 5-9, no group mixes them, so no segment loses coverage and no lookup falls
 // back to a scan.
 func TestGroupsNeverStraddleSegments(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package compact rewrites small or deletion-heavy fragments into fewer,
-// larger ones (DESIGN §8, job "compact").
+// larger ones (the "compact" job).
 //
 // Spec → Job → Attempt: the Config is the spec; Plan, a pure function of
 // one manifest and an Env, decides the jobs (groups of fragments); an
@@ -99,7 +99,7 @@ type fragInfo struct {
 // A group never spans fragments covered by different sets of index
 // segments (coverage after the load-time FRI remap): otherwise some segment
 // would cover part of the group, and the load-time remap would drop that
-// part from the segment and leave its rows to a scan (SCENARIOS 23). A
+// part from the segment and leave its rows to a scan. A
 // corrupt fragment bitmap is an error: coverage is unknown, so no group is
 // provably safe.
 func Plan(m *pb.Manifest, env Env) ([]Job, error) {

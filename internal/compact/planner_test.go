@@ -174,7 +174,7 @@ func TestPlanDataDriven(t *testing.T) {
 				if len(j.Indices) > 0 {
 					fmt.Fprintf(&b, " indices=%v", j.Indices)
 				}
-				// INVARIANT (SCENARIOS 23): no planned group straddles a
+				// INVARIANT: no planned group straddles a
 				// segment's load-time coverage.
 				for _, cov := range covers {
 					if fri.StraddlesGroup(cov, j.Fragments) {

@@ -49,8 +49,8 @@ func (f *fixture) assertRebased(ours, theirs string, rebased bool, attempts int)
 	}
 }
 
-// Our compaction against a delete committed after its read (SCENARIOS 1,
-// Lance #6653; Lance #6150/#4604 ask for this rebase): the Rewrite commits
+// Our compaction against a delete committed after its read (Lance #6653:
+// never re-plan against the head; Lance #6150/#4604 ask for this rebase): the Rewrite commits
 // with the plan's read version and the commit loop applies the deletions to
 // the new fragments through our row map. Nothing is redone.
 func TestRewriteRebasesOverCommittedDelete(t *testing.T) {

@@ -15,7 +15,8 @@ import (
 	"github.com/compactord/compactord/internal/scheduler"
 )
 
-// Handler serves the endpoints of DESIGN §9.
+// Handler serves the daemon's endpoints: metrics, health, status and the
+// admin API.
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{Registry: d.reg}))

@@ -176,7 +176,7 @@ func TestGrafanaDashboard(t *testing.T) {
 
 // TestMetricsExist runs the daemon (the Dockerfile-built binary) on the
 // demo workload and checks its /metrics: promtool's linter passes, the
-// series DESIGN §11 promises exist, and every metric the dashboard and the
+// series docs/operations.md documents exist, and every metric the dashboard and the
 // alert rules reference is exported. A renamed metric fails here rather
 // than leaving an empty panel or an alert that can never fire.
 func TestMetricsExist(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package fri is the fragment-reuse index (FRI): the bookkeeping that lets a
-// compaction defer rewriting secondary indices (DESIGN §6).
+// compaction defer rewriting secondary indices.
 //
 // A row address is fragment_id<<32 | offset, where offset counts physical rows
 // (deleted rows included). A deferred compaction rewrites groups of old

@@ -78,7 +78,8 @@ func unknownSeg(dv uint64) *pb.IndexMetadata {
 	return &pb.IndexMetadata{Name: "btree_idx", Type: "btree", DatasetVersion: dv}
 }
 
-// reference is the rule of DESIGN §6 written as plainly as possible,
+// reference is the FRI remap rule (an old address maps through each
+// version's groups in order, by rank among survivors) written as plainly as possible,
 // straight from the protos, with roaring64 Rank: the oracle for Compile's
 // lookup structures. Only the bitmap decoding is done up front.
 type reference struct {

@@ -103,7 +103,7 @@ func (c *Chain) RemapAddresses(bm *roaring64.Bitmap, segmentDatasetVersion uint6
 }
 
 // remapChunk applies the version to the addresses flagged ok, in place. It
-// is the one implementation of DESIGN §6's remap rule; Remap calls it with a
+// is the one implementation of the remap rule (see doc.go); Remap calls it with a
 // single address. Everything is inline: at 20 M addresses/s through three
 // versions a call per step is a visible share of the budget.
 func (v *version) remapChunk(addrs []uint64, ok []bool) {

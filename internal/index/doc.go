@@ -1,4 +1,4 @@
-// Package index holds the secondary indices of a table (DESIGN §7).
+// Package index holds the secondary indices of a table.
 //
 // A logical index is every segment (IndexMetadata) sharing a name. Each
 // segment covers the fragments in its fragment_bitmap and stores row

@@ -105,7 +105,7 @@ func segmentFile(seg *pb.IndexMetadata) (string, error) {
 }
 
 // Coverage is a segment's fragment bitmap after the load-time remap through
-// versions (DESIGN §6). An absent bitmap is returned as nil (unknown).
+// versions (old fragments replaced by the new ones). An absent bitmap is returned as nil (unknown).
 func Coverage(seg *pb.IndexMetadata, versions []*pb.FragReuseVersion) (*roaring.Bitmap, error) {
 	if seg.FragmentBitmap == nil {
 		return nil, nil

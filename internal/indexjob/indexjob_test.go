@@ -96,7 +96,7 @@ func TestRemapAndTrimKeepLookupsIdentical(t *testing.T) {
 	})
 }
 
-// SCENARIOS 24 (Lance #7870): index a has been remapped, index b covers
+// Lance #7870: index a has been remapped, index b covers
 // neither the old nor the new fragments of the version: the version is
 // trimmed, and b is left alone.
 func TestTrimWithNonCoveringIndex(t *testing.T) {
@@ -134,7 +134,7 @@ func TestTrimWithNonCoveringIndex(t *testing.T) {
 	sameAnswers(t, "a", f.answers("a", ids), f.truth(0, ids))
 }
 
-// SCENARIOS 25 (Lance #7286): the remap decision follows the segment's
+// Lance #7286: the remap decision follows the segment's
 // data, not its coverage. After a deferred compaction the load-time
 // coverage already names the new fragment, yet the data holds old
 // addresses and must be rewritten; a segment built after the compaction

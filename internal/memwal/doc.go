@@ -3,7 +3,7 @@
 // and flush the MemTable to key-sorted SSTables that the merge job later
 // lands in the base table.
 //
-// Layout under the table root (DESIGN §2):
+// Layout under the table root (docs/format.md):
 //
 //	_mem_wal/{shard}/manifest/{inv:020}.binpb   ShardManifest, inv = MaxUint64 - version
 //	_mem_wal/{shard}/wal/{position:020}.wal     one WalEntry, length-prefixed, CRC32C
@@ -17,7 +17,7 @@
 // the newest epoch publishes flushes; a maintenance job (trim) may publish a
 // version that keeps writer_epoch, and the writer rebases its flush on it.
 //
-// # Fencing (Lance #6699, SCENARIOS 18)
+// # Fencing (Lance #6699)
 //
 // A writer whose epoch has been superseded must neither append to the WAL
 // nor publish a flush. Three mechanisms together guarantee it:

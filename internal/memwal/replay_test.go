@@ -16,7 +16,7 @@ import (
 	"github.com/compactord/compactord/internal/testutil"
 )
 
-// SCENARIOS 16 (Lance #8293): the flush of generation N fails and the next
+// Lance #8293: the flush of generation N fails and the next
 // flush succeeds. The replay cursor never passes N's entries: N is retried
 // first, and a writer that crashes after the failure replays them.
 func TestFailedFlushDoesNotMoveCursorPastIt(t *testing.T) {
@@ -171,7 +171,7 @@ func TestAmbiguousPublishLanded(t *testing.T) {
 	}
 }
 
-// SCENARIOS 17 (Lance #6767): what to replay is decided by the replay
+// Lance #6767: what to replay is decided by the replay
 // cursor, not by whether the SSTable list is empty. A merge and a trim
 // drained the list; the old entries are still in the WAL (trim keeps the
 // newest covered one) and must not be applied again.

@@ -424,7 +424,7 @@ func (w *Writer) appendEntry(ctx context.Context, recs []Record) (uint64, error)
 			return 0, fmt.Errorf("%s to shard %q at WAL position %d: %w", op, w.cfg.Shard, pos, err)
 		}
 		w.nextPos = pos + 1
-		// Re-check the fence after writing (SCENARIOS 18): the put may
+		// Re-check the fence after writing: the put may
 		// have landed in a position trim freed below a newer writer's
 		// cursor, where no collision could stop it.
 		if err := w.checkFence(ctx, op, true); err != nil {

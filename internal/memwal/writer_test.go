@@ -246,7 +246,7 @@ func TestFencedFlushPublish(t *testing.T) {
 	equalModels(t, "replayed", pendingOf(t, w, []int64{1}), model{1: "upsert:a"})
 }
 
-// SCENARIOS 18 (Lance #6699): trim deleted every WAL entry, so a stalled
+// Lance #6699: trim deleted every WAL entry, so a stalled
 // writer's next position is free. Its put lands, but the re-check after
 // writing fences it, and the entry, below the replay cursor, is never
 // replayed.

@@ -113,7 +113,7 @@ func TestMergeInsertEndToEnd(t *testing.T) {
 	})
 }
 
-// SCENARIOS 15 (Lance #8262): a job whose generations another merge already
+// Lance #8262: a job whose generations another merge already
 // committed fails whole with ErrIncompatible; no row lands and its files
 // are removed.
 func TestStaleCompactedPositionFailsWhole(t *testing.T) {
@@ -378,7 +378,7 @@ func TestMergeRebasesOverConcurrentDelete(t *testing.T) {
 	equalRef(t, scan(t, tb), want)
 }
 
-// The catch-up derivation through real commits (DESIGN §5): credit comes
+// The catch-up derivation through real commits: credit comes
 // from the read version, appends between the read and the commit do not
 // block it, an index that stops covering the table carries its position
 // forward without gaining, and a commit that changes nothing leaves the
@@ -415,7 +415,7 @@ func TestCatchupThroughRealCommits(t *testing.T) {
 	mergeGen(up(101, "b")) // compacted 2, fragment 3
 
 	// An index built at R covering every fragment of R; an append lands
-	// between its read and its commit (SCENARIOS 10).
+	// between its read and its commit, and must not block credit.
 	r := latest(t, tb)
 	txn := indexTxn(t, tb, r, "idx", liveIDs(r), 1)
 	appendRow(200) // fragment 4, unindexed
@@ -463,7 +463,7 @@ func TestCatchupThroughRealCommits(t *testing.T) {
 	// Catch up again (credited 4), then merge generation 5 from a read
 	// version the index fully covers: the credit is capped by the read
 	// version's compacted position, 4, not the 5 the commit records
-	// (SCENARIOS 7).
+	// (credit is capped by the read version).
 	r = latest(t, tb)
 	if _, err := tb.Committer.Commit(ctx, indexTxn(t, tb, r, "idx", liveIDs(r), 1)); err != nil {
 		t.Fatal(err)

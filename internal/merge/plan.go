@@ -1,4 +1,4 @@
-// Package merge is the merge job (DESIGN §8): it lands a shard's flushed
+// Package merge is the merge job: it lands a shard's flushed
 // SSTables in the base table, in ascending generation order, by
 // merge-insert on the primary key, and commits one MergeSSTables that
 // moves compacted_sstables[shard] in the same version as the rows.

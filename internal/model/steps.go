@@ -693,7 +693,7 @@ func (h *harness) stepTrim(ctx context.Context, st *stepCtx) error {
 	if err := h.settle(ctx, st, h.ref, nil, err); err != nil {
 		return err
 	}
-	// Re-derive the trim rule independently (SCENARIOS 19): a retired
+	// Re-derive the trim rule independently: a retired
 	// generation is merged in the latest version (and, within the reader
 	// grace, in every retained version naming the shard) and covered by the
 	// catch-up entry of every maintained index; an absent entry retains.

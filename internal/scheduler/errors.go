@@ -123,7 +123,7 @@ func Classify(err, cause error) (Class, string) {
 	var ambiguous *commit.AmbiguousError
 	switch {
 	case errors.Is(err, commit.ErrIncompatible):
-		// Another instance already did this work (DESIGN §4: a merge whose
+		// Another instance already did this work (a merge whose
 		// generations were merged is skipped, not retried).
 		return ClassSkipped, ""
 	case errors.Is(err, commit.ErrRetryable), errors.As(err, &ambiguous):

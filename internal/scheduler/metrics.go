@@ -5,7 +5,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
-// Metrics of the scheduler (DESIGN §11). Per-table series are created when
+// Metrics of the scheduler (documented in docs/operations.md). Per-table series are created when
 // the table is added, at 0, and deleted when it is removed; per-shard and
 // per-index series when a sync first sees the shard or index.
 type Metrics struct {
@@ -33,7 +33,7 @@ type Metrics struct {
 	tables        prometheus.Gauge
 }
 
-// Retained-bytes reasons (DESIGN §11).
+// Retained-bytes reasons: why trim keeps an SSTable.
 const (
 	RetainedNotMerged        = "not_merged"
 	RetainedIndexLag         = "index_lag"

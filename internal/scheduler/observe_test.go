@@ -44,7 +44,7 @@ func TestSummarize(t *testing.T) {
 		shards map[string]*pb.ShardManifest
 		want   string // JSON of Shards
 	}{{
-		name: "absent catch-up entry means not caught up (SCENARIOS 19)",
+		name: "absent catch-up entry means not caught up",
 		m:    memWalManifest(map[string]uint64{"s0": 3}, nil, "idx"),
 		shards: map[string]*pb.ShardManifest{
 			"s0": shard("s0", 6, 1, 2, 3, 4, 5),

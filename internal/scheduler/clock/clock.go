@@ -1,6 +1,6 @@
 // Package clock is the time source of the scheduler and the lease manager.
 // Production code uses Real; tests use Fake and move time by hand, so that
-// no test waits on the wall clock (STYLE: never sleep for synchronisation).
+// no test waits on the wall clock (tests never sleep to synchronise).
 package clock
 
 import (
