@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -233,10 +234,14 @@ func TestStatusPageInChromium(t *testing.T) {
 		}
 		t.Skip("chromium not installed (apt-get install -y chromium)")
 	}
-	url := "file://" + filepath.Join(t.TempDir(), "orders")
+	dir := t.TempDir()
+	url := "file://" + filepath.Join(dir, "orders")
 	pendingWork(t, url)
+	// Two more tables without work, for the fleet summary and the filter.
+	createTable(t, "file://"+filepath.Join(dir, "billing"))
+	createTable(t, "file://"+filepath.Join(dir, "archive"))
 	cfg := baseConfig()
-	cfg.Tables = []daemon.TableConfig{{URL: url}}
+	cfg.Tables = []daemon.TableConfig{{URL: url}, {URL: "file://" + filepath.Join(dir, "billing")}, {URL: "file://" + filepath.Join(dir, "archive")}}
 	r := run(t, cfg, daemon.Deps{Version: "page-test"})
 	s := r.d.Scheduler()
 	eventually(t, "synced", func() bool { st, _ := s.Table("orders"); return st.Synced })
@@ -252,17 +257,56 @@ func TestStatusPageInChromium(t *testing.T) {
 		t.Fatalf("merge: %+v", lr)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-		"--user-data-dir="+t.TempDir(), "--dump-dom", r.base+"/")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	eventually(t, "all synced", func() bool {
+		for _, n := range []string{"billing", "archive"} {
+			if st, _ := s.Table(n); !st.Synced {
+				return false
+			}
+		}
+		return true
+	})
+	load := func(path string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+			"--user-data-dir="+t.TempDir(), "--dump-dom", r.base+path)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("chromium: %v\n%s", err, stderr.String())
+		}
+		return string(out)
 	}
-	dom := string(out)
+	dom := load("/")
+	// The fleet summary: tables by state, and every table in a row, the
+	// worst lag first (orders: its index has not caught up).
+	if !strings.Contains(dom, "3 tables:") || !strings.Contains(dom, `href="/?state=ok">3 ok</a>`) {
+		t.Errorf("no fleet summary by state")
+	}
+	rows := regexp.MustCompile(`<tr class="fleet-row"><td><a href="#table-([a-z]+)">`).FindAllStringSubmatch(dom, -1)
+	var order []string
+	for _, m := range rows {
+		order = append(order, m[1])
+	}
+	if strings.Join(order, ",") != "orders,archive,billing" {
+		t.Errorf("fleet rows %v, want orders (lagging) first, then by name", order)
+	}
+	if !strings.Contains(dom, "3 of 3 tables match; 3 shown in full below.") {
+		t.Errorf("no match count")
+	}
+	// The filter, by name and by state.
+	byName := load("/?q=BILL")
+	if !strings.Contains(byName, `id="table-billing"`) || strings.Contains(byName, `id="table-orders"`) ||
+		!strings.Contains(byName, "1 of 3 tables match") || !strings.Contains(byName, `value="BILL"`) {
+		t.Errorf("filter by name: %s", byName)
+	}
+	byState := load("/?state=halted")
+	if strings.Contains(byState, `class="fleet-row"`) || !strings.Contains(byState, "0 of 3 tables match") ||
+		!strings.Contains(byState, "No tables match the filter.") || !strings.Contains(byState, `<option value="halted" selected="">`) {
+		t.Errorf("filter by state: %s", byState)
+	}
 	for _, want := range []string{
 		"<title>compactord</title>",
 		`id="table-orders"`,

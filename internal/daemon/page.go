@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"sort"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -27,6 +29,53 @@ type pageData struct {
 	Recent   []scheduler.JobRecord
 	Refresh  int
 	Discover string
+	// Fleet summary: tables by state, every table worst lag first, and
+	// the filter (q: name substring; state) the details follow.
+	States   []stateCount
+	Fleet    []fleetRow
+	Query    string
+	State    string
+	Total    int
+	Shown    int
+	Detailed int
+}
+
+type stateCount struct {
+	State string
+	N     int
+}
+
+type fleetRow struct {
+	Name, State string
+	Version     uint64
+	Pending     uint64
+	IndexLag    uint64
+	Failures    int
+	Halt        string
+	LastSync    *time.Time
+}
+
+// maxDetails bounds the tables drawn in full without a filter.
+const maxDetails = 20
+
+func lagOf(ts scheduler.TableStatus) (pending, index uint64) {
+	if ts.Snapshot == nil {
+		return 0, 0
+	}
+	for _, sh := range ts.Snapshot.Shards {
+		for _, g := range sh.Lag {
+			index = max(index, g)
+		}
+	}
+	return ts.Snapshot.PendingGenerations, index
+}
+
+func failuresOf(ts scheduler.TableStatus) int {
+	n := ts.SyncConsecutiveFailures
+	for _, j := range ts.Jobs {
+		n = max(n, j.ConsecutiveFailures)
+	}
+	return n
 }
 
 type tableView struct {
@@ -84,20 +133,78 @@ func shardViews(shards []scheduler.ShardInfo) []shardView {
 	return out
 }
 
-func (d *Daemon) statusPage(w http.ResponseWriter, _ *http.Request) {
+func (d *Daemon) statusPage(w http.ResponseWriter, r *http.Request) {
 	now := d.clock.Now()
 	data := pageData{Version: d.deps.Version, Revision: d.deps.Build.Revision, Holder: d.sched.Holder(), Members: d.sched.Members(), Ready: d.Ready(),
 		Now: now, Uptime: now.Sub(d.started).Round(time.Second), Recent: d.sched.Recent(30), Refresh: 5}
 	d.mu.Lock()
 	data.Discover = d.cfg.Discover.URL
 	d.mu.Unlock()
-	for _, ts := range d.sched.Tables() {
+	data.Query, data.State = strings.TrimSpace(r.URL.Query().Get("q")), r.URL.Query().Get("state")
+	all := d.sched.Tables()
+	data.Total = len(all)
+	// Worst first: halted, then the most unmerged generations, the
+	// largest index lag, the longest failure streak; then by name.
+	rank := func(ts scheduler.TableStatus) int {
+		switch ts.State {
+		case "halted":
+			return 0
+		case "not_synced":
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra < rb
+		}
+		pa, ia := lagOf(a)
+		pb, ib := lagOf(b)
+		if pa != pb {
+			return pa > pb
+		}
+		if ia != ib {
+			return ia > ib
+		}
+		if fa, fb := failuresOf(a), failuresOf(b); fa != fb {
+			return fa > fb
+		}
+		return a.Name < b.Name
+	})
+	counts := map[string]int{}
+	for _, ts := range all {
+		counts[ts.State]++
+		if data.Query != "" && !strings.Contains(strings.ToLower(ts.Name), strings.ToLower(data.Query)) {
+			continue
+		}
+		if data.State != "" && ts.State != data.State {
+			continue
+		}
+		p, ix := lagOf(ts)
+		row := fleetRow{Name: ts.Name, State: ts.State, Pending: p, IndexLag: ix, Failures: failuresOf(ts), LastSync: ts.LastSync}
+		if ts.Snapshot != nil {
+			row.Version = ts.Snapshot.Version
+		}
+		if ts.Halted != nil {
+			row.Halt = ts.Halted.Reason
+		}
+		data.Fleet = append(data.Fleet, row)
+		if data.Query == "" && data.State == "" && len(data.Tables) >= maxDetails {
+			continue
+		}
 		tv := tableView{TableStatus: ts}
 		if ts.Snapshot != nil {
 			tv.Shards = shardViews(ts.Snapshot.Shards)
 		}
 		data.Tables = append(data.Tables, tv)
 	}
+	for _, st := range []string{"halted", "not_synced", "paused", "running", "ok", "not_owned"} {
+		if counts[st] > 0 {
+			data.States = append(data.States, stateCount{st, counts[st]})
+		}
+	}
+	data.Shown, data.Detailed = len(data.Fleet), len(data.Tables)
 	var buf bytes.Buffer
 	if err := pageTmpl.Execute(&buf, data); err != nil {
 		d.logger.Error("status page", zap.Error(err))
@@ -138,8 +245,9 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 		}
 		return fmt.Sprintf("%d B", n)
 	},
-	"kinds": func() []scheduler.Kind { return scheduler.Kinds },
-	"job":   func(m map[string]scheduler.KindStatus, k scheduler.Kind) scheduler.KindStatus { return m[string(k)] },
+	"kinds":  func() []scheduler.Kind { return scheduler.Kinds },
+	"states": func() []string { return []string{"ok", "running", "paused", "halted", "not_owned", "not_synced"} },
+	"job":    func(m map[string]scheduler.KindStatus, k scheduler.Kind) scheduler.KindStatus { return m[string(k)] },
 }).Parse(pageHTML))
 
 const pageHTML = `<!DOCTYPE html>
@@ -173,7 +281,15 @@ svg .tick{stroke:#fff;stroke-width:1}
 {{if .Discover}} · discovering under <code>{{.Discover}}</code>{{end}}
 · <a href="/metrics">metrics</a> · <a href="/api/v1/tables">API</a></div>
 <div class="legend">Shard timelines, generation 1 on the left:<span style="background:#bdbdbd"></span>trimmed<span style="background:#43a047"></span>merged and caught up<span style="background:#1e88e5"></span>merged, index catch-up pending<span style="background:#fb8c00"></span>flushed, not merged</div>
-{{if not .Tables}}<p class="muted">No tables yet.</p>{{end}}
+<h2>Fleet</h2>
+<div class="fleet-states">{{.Total}} tables:{{range .States}} <a class="state state-{{.State}}" href="/?state={{.State}}">{{.N}} {{.State}}</a>{{end}}</div>
+<form class="filter" method="get" action="/"><input type="search" name="q" value="{{.Query}}" placeholder="table name contains" aria-label="filter tables by name">
+<select name="state" aria-label="filter tables by state"><option value="">any state</option>{{$cur := .State}}{{range $s := states}}<option value="{{$s}}"{{if eq $s $cur}} selected{{end}}>{{$s}}</option>{{end}}</select>
+<button type="submit">filter</button>{{if or .Query .State}} <a href="/">clear</a>{{end}}</form>
+{{if .Fleet}}<table class="grid fleet"><tr><th>table</th><th>state</th><th>version</th><th>pending generations</th><th>index lag</th><th>failures in a row</th><th>synced</th></tr>
+{{range .Fleet}}<tr class="fleet-row"><td><a href="#table-{{.Name}}">{{.Name}}</a></td><td><span class="state state-{{.State}}">{{.State}}</span>{{if .Halt}} ({{.Halt}}){{end}}</td><td>{{.Version}}</td><td>{{.Pending}}</td><td>{{.IndexLag}}</td><td>{{.Failures}}</td><td>{{tsp .LastSync}}</td></tr>{{end}}</table>{{end}}
+<p class="muted shown">{{.Shown}} of {{.Total}} tables match; {{.Detailed}} shown in full below{{if lt .Detailed .Shown}} (the worst first; filter to see others){{end}}.</p>
+{{if not .Tables}}<p class="muted">No tables{{if or .Query .State}} match the filter{{else}} yet{{end}}.</p>{{end}}
 {{range .Tables}}
 <div class="table" id="table-{{.Name}}">
 <h2>{{.Name}} <span class="state state-{{.State}}">{{.State}}</span></h2>
