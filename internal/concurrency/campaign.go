@@ -8,7 +8,10 @@
 // the table, and verify must be clean.
 //
 // Writers own disjoint key ranges, so each can keep an exact model of its
-// keys however the others interleave. An operation whose outcome is
+// keys however the others interleave. Racers share on purpose what a
+// check-then-commit precondition protects: two appenders of one key range,
+// two creators of one index name, and a configure adding and dropping a
+// shard while a writer writes to it. An operation whose outcome is
 // ambiguous (commit.AmbiguousError, memwal.ErrUnknownOutcome, a fenced
 // append that may have landed) makes its keys "either" until a later
 // acknowledged operation settles them.
@@ -186,6 +189,15 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	for i, s := range shards {
 		wg.Go(func() { c.walWriter(runCtx, i, s, len(shards)) })
 	}
+	// Racers that share what the others keep apart: two appenders of one
+	// key range, two creators of one index name on different columns, and
+	// a configure that adds and drops a shard a writer writes to. Each
+	// checks its precondition at its read version; the commit must too.
+	for i := 0; i < 2; i++ {
+		wg.Go(func() { c.keyRacer(runCtx, i) })
+		wg.Go(func() { c.nameRacer(runCtx, i) })
+	}
+	wg.Go(func() { c.shardRacer(runCtx, shards) })
 	phase := time.Now()
 	lap := func(name string) {
 		c.stats.Phases[name] = time.Since(phase).Round(time.Millisecond)
@@ -200,7 +212,7 @@ func Run(ctx context.Context, cfg Config) (*Stats, error) {
 		c.collectJobs(d)
 	}
 	lap("daemons_stop")
-	if err := c.drain(ctx, shards); err != nil {
+	if err := c.drain(ctx, append(slices.Clone(shards), racedShard)); err != nil {
 		c.violation("%v", err)
 	} else {
 		lap("drain")
@@ -460,6 +472,142 @@ func (c *campaign) walWriter(ctx context.Context, i int, shard string, n int) {
 	}
 }
 
+const (
+	racedKeys  = 500_000 // keys [racedKeys, racedKeys+racedSpan) are appended by both key racers
+	racedSpan  = 2_000
+	racedShard = "x"     // added and dropped by the shard racer while written to
+	shardKeys  = 600_000 // keys the writer of racedShard writes, each once
+)
+
+// keyRacer appends keys of a range the other key racer appends too, in
+// the same order: at most one append of each key may succeed, and the
+// final check and verify see any key live twice.
+func (c *campaign) keyRacer(ctx context.Context, id int) {
+	rng := rand.New(rand.NewPCG(c.cfg.Seed, uint64(id)+300))
+	t, err := c.newTable(c.raw)
+	if err != nil {
+		c.violation("key racer %d: %v", id, err)
+		return
+	}
+	who := fmt.Sprintf("key racer %d", id)
+	for k := int64(racedKeys); k < racedKeys+racedSpan && ctx.Err() == nil; {
+		n := int64(1 + rng.IntN(3))
+		var rows []table.Row
+		for j := int64(0); j < n && k+j < racedKeys+racedSpan; j++ {
+			rows = append(rows, table.Row{k + j, fmt.Sprintf("c%d", id), int64(id)})
+		}
+		k += n
+		_, err := t.Append(ctx, rows)
+		if ctx.Err() != nil && err != nil {
+			err = &commit.AmbiguousError{Err: err}
+		}
+		amb := isAmbiguous(err)
+		c.note(who, err, amb)
+		for _, r := range rows {
+			s := c.state(Key(r))
+			c.mu.Lock()
+			switch {
+			case err == nil && s.certain() && s.live() != nil:
+				c.stats.Violations = append(c.stats.Violations, fmt.Sprintf("seed %d: key %d appended twice, both acknowledged", c.cfg.Seed, Key(r)))
+			case err == nil && s.mayBePresent():
+				s.possible = slices.DeleteFunc(s.possible, func(x table.Row) bool { return x == nil })
+				s.maybe(r)
+			case err == nil:
+				s.set(r)
+			case amb:
+				s.maybe(r)
+			}
+			c.mu.Unlock()
+		}
+	}
+}
+
+// nameRacer creates an index of a name the other name racer creates at the
+// same time over another column: at most one may commit, and verify
+// reports a logical index whose segments disagree.
+func (c *campaign) nameRacer(ctx context.Context, id int) {
+	t, err := c.newTable(c.raw)
+	if err != nil {
+		c.violation("name racer %d: %v", id, err)
+		return
+	}
+	spec := index.Spec{Column: "val", Type: index.TypeBTree}
+	if id == 1 {
+		spec = index.Spec{Column: "cat", Type: index.TypeBitmap}
+	}
+	for n := 0; ctx.Err() == nil && n < 50; n++ {
+		spec.Name = fmt.Sprintf("race%d", n)
+		_, err := index.Create(ctx, t, spec, index.BuildConfig{})
+		c.note(fmt.Sprintf("name racer %d", id), err, false)
+	}
+}
+
+// shardRacer adds racedShard to the MemWAL and drops it again while a
+// writer writes fresh keys to it: a drop must never commit over an
+// acknowledged write the base table lacks (it is refused, or fences the
+// write). The writer flushes; the jobs merge.
+func (c *campaign) shardRacer(ctx context.Context, shards []string) {
+	t, err := c.newTable(c.raw)
+	if err != nil {
+		c.violation("shard racer: %v", err)
+		return
+	}
+	maintain := []string{model.IndexByID, model.IndexByCat}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			_, err := memwal.Configure(ctx, t, append(slices.Clone(shards), racedShard), maintain)
+			c.note("shard racer add", err, false)
+			_, err = memwal.Configure(ctx, t, shards, maintain)
+			c.note("shard racer drop", err, false)
+		}
+	})
+	next := int64(shardKeys)
+	var w *memwal.Writer
+	for ctx.Err() == nil {
+		if w == nil {
+			head, err := table.ReadLatest(ctx, c.raw)
+			if err != nil || !slices.Contains(table.MemWal(head).GetShards(), racedShard) {
+				continue
+			}
+			nw, err := memwal.NewWriter(memwal.Config{Shard: racedShard, Schema: c.schema}, c.raw)
+			if err == nil {
+				_, err = nw.Claim(ctx)
+			}
+			if err != nil {
+				c.note("shard racer claim", err, false)
+				continue
+			}
+			w = nw
+		}
+		row := table.Row{next, "x", int64(0)}
+		next++
+		_, err := w.Append(ctx, []memwal.Record{{Op: memwal.Upsert, Row: row}})
+		if ctx.Err() != nil && err != nil {
+			err = fmt.Errorf("%w: canceled at the end of the run: %v", memwal.ErrUnknownOutcome, err)
+		}
+		amb := isAmbiguous(err)
+		c.note("shard racer write", err, amb)
+		switch s := c.state(Key(row)); {
+		case err == nil:
+			s.set(row)
+		case amb:
+			s.maybe(row)
+		}
+		if err != nil {
+			w = nil
+			continue
+		}
+		if next%3 == 0 {
+			if _, err := w.Flush(ctx); err != nil {
+				c.note("shard racer flush", err, false)
+				w = nil
+			}
+		}
+	}
+	wg.Wait()
+}
+
 // jobsLoop runs every job in-process in a loop, compaction twice (one
 // deferred, one with inline remap).
 func (c *campaign) jobsLoop(ctx context.Context, id int) {
@@ -594,6 +742,13 @@ func (c *campaign) drain(ctx context.Context, shards []string) error {
 	if err != nil {
 		return err
 	}
+	head, err := table.ReadLatest(ctx, c.raw)
+	if err != nil {
+		return err
+	}
+	// Only the shards configured now: the shard racer may have dropped
+	// racedShard (once drained) or left it configured.
+	shards = slices.DeleteFunc(shards, func(s string) bool { return !slices.Contains(table.MemWal(head).GetShards(), s) })
 	for _, s := range shards {
 		w, err := memwal.NewWriter(memwal.Config{Shard: s, Schema: c.schema}, c.raw)
 		if err != nil {
@@ -620,7 +775,7 @@ func (c *campaign) drain(ctx context.Context, shards []string) error {
 	if _, err := j.Run(ctx); err != nil {
 		return fmt.Errorf("drain: index job: %w", err)
 	}
-	head, err := table.ReadLatest(ctx, c.raw)
+	head, err = table.ReadLatest(ctx, c.raw)
 	if err != nil {
 		return err
 	}
