@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/storage"
