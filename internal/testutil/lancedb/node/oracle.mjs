@@ -808,7 +808,9 @@ if (mode === "run") {
   } catch (e) {
     out = { results: [], fatal: String(e && e.stack ? e.stack : e) };
   }
-  process.stdout.write(toJSON(out) + "\n");
+  // Wait for the write to drain: on a pipe it is asynchronous, and the
+  // process.exit below would cut off everything past the pipe's buffer.
+  await new Promise((resolve) => process.stdout.write(toJSON(out) + "\n", resolve));
 } else if (mode === "writer") {
   try {
     await runWriter(JSON.parse(process.argv[3]));
