@@ -268,11 +268,15 @@ func parseKeys(s *pb.Schema, list string) ([]table.Row, error) {
 
 func newTableScanCmd(e *env) *cobra.Command {
 	var version uint64
+	var columns string
 	cmd := &cobra.Command{
-		Use:   "scan URL [--version V]",
+		Use:   "scan URL [--version V] [--columns a,b]",
 		Short: "Print live rows as JSON lines",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if handled, err := lanceTableScan(cmd.Context(), e, args[0], version, columns); handled {
+				return err
+			}
 			t, done, err := openTable(cmd.Context(), e, args[0])
 			if err != nil {
 				return err
@@ -292,5 +296,6 @@ func newTableScanCmd(e *env) *cobra.Command {
 		},
 	}
 	cmd.Flags().Uint64Var(&version, "version", 0, "version to read (default latest)")
+	cmd.Flags().StringVar(&columns, "columns", "", "top-level columns to print, comma separated (Lance tables)")
 	return cmd
 }
