@@ -1,0 +1,392 @@
+package merge
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/lance/commit"
+	"github.com/compactord/compactord/internal/lance/deletion"
+	"github.com/compactord/compactord/internal/lance/file"
+	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/storage"
+)
+
+// TombstoneColumn marks a row of a generation as a delete of its key.
+const TombstoneColumn = "_tombstone"
+
+// Result is a landed merge.
+type Result struct {
+	Commit *commit.Result
+	// Generations merged; rows written to the new fragment; base rows
+	// superseded (updated or deleted); keys deleted by tombstones.
+	Generations []uint64
+	Inserted    int
+	Superseded  int
+	Deleted     int
+}
+
+// genBatch is one fragment of one generation with the rows that win.
+type genBatch struct {
+	batch *file.Batch
+	rows  []int // rows of batch that land in the base table, ascending
+}
+
+// winner is where the newest write of a key sits.
+type winner struct {
+	batch, row int
+	tombstone  bool
+}
+
+// Execute merges the job's generations into the base table and commits an
+// Update that records the shard's new compacted generation in the same
+// version, as Lance's MemWAL spec defines it. read must be the manifest
+// file at job.ReadVersion.
+//
+// A merge that loses to another merger of the same shard fails with
+// commit.ErrIncompatible: the caller skips it, never retries it.
+func Execute(ctx context.Context, h *table.Handle, read *meta.ManifestFile, naming meta.Naming, job Job) (*Result, error) {
+	b := h.Bucket
+	if read.Manifest.GetVersion() != job.ReadVersion {
+		return nil, fmt.Errorf("merge: read state is version %d, job planned at %d", read.Manifest.GetVersion(), job.ReadVersion)
+	}
+	if err := meta.CheckWrite(read.Manifest); err != nil {
+		return nil, err
+	}
+	if read.Manifest.GetWriterFeatureFlags()&meta.FlagStableRowIDs != 0 {
+		return nil, fmt.Errorf("merge: the table uses stable row ids; merging into it would have to extend the row-id sequences, which compactord does not do yet")
+	}
+	pk, err := primaryKey(read.Manifest)
+	if err != nil {
+		return nil, err
+	}
+	version, err := tableFileVersion(read.Manifest)
+	if err != nil {
+		return nil, err
+	}
+
+	// 1. The generations, oldest first: the newest write of a key wins.
+	var batches []genBatch
+	win := map[string]winner{}
+	var order []string // first-seen order of keys, for a stable output
+	for _, sst := range job.Generations {
+		gb, err := readGeneration(ctx, b, job.Shard, sst, pk)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range gb {
+			bi := len(batches)
+			batches = append(batches, genBatch{batch: g.batch})
+			for _, r := range g.live {
+				k := g.keys[r]
+				if _, seen := win[k]; !seen {
+					order = append(order, k)
+				}
+				win[k] = winner{batch: bi, row: r, tombstone: g.tomb(r)}
+			}
+		}
+	}
+
+	// 2. Base rows those keys supersede, by a scan of the key column.
+	// (The primary-key btree path comes with index catch-up.)
+	superseded := map[uint64]*roaring.Bitmap{}
+	nSuperseded := 0
+	for _, f := range read.Manifest.GetFragments() {
+		lf, done, err := openFragment(ctx, b, f)
+		if err != nil {
+			return nil, err
+		}
+		col, err := lf.ReadAll([]string{pk.GetName()})
+		done()
+		if err != nil {
+			return nil, fmt.Errorf("merge: fragment %d: %w", f.GetId(), err)
+		}
+		dv, err := deleted(ctx, b, f.GetId(), f)
+		if err != nil {
+			return nil, err
+		}
+		keys, t := col.Columns[0], col.Fields[0].Type
+		for i := 0; i < col.NumRows; i++ {
+			if dv.Contains(uint32(i)) {
+				continue
+			}
+			k, err := keyOf(keys, t, i)
+			if err != nil {
+				return nil, fmt.Errorf("merge: fragment %d: %w", f.GetId(), err)
+			}
+			if _, ok := win[k]; ok {
+				bm := superseded[f.GetId()]
+				if bm == nil {
+					bm = roaring.New()
+					superseded[f.GetId()] = bm
+				}
+				bm.Add(uint32(i))
+				nSuperseded++
+			}
+		}
+	}
+
+	// 3. The rows that land, in the order their keys were first written.
+	deletedKeys := 0
+	for _, k := range order {
+		w := win[k]
+		if w.tombstone {
+			deletedKeys++
+			continue
+		}
+		batches[w.batch].rows = append(batches[w.batch].rows, w.row)
+	}
+
+	txn := commit.NewTransaction(read.Manifest.GetVersion())
+	up := &pb.Transaction_Update{UpdateMode: pb.Transaction_REWRITE_ROWS}
+	var files []string
+	res := &Result{Deleted: deletedKeys, Superseded: nSuperseded}
+	for _, s := range job.Generations {
+		res.Generations = append(res.Generations, s.GetGeneration())
+	}
+
+	inserted := 0
+	for _, g := range batches {
+		inserted += len(g.rows)
+	}
+	if inserted > 0 {
+		frag, key, err := writeFragment(ctx, b, read.Manifest, version, batches, inserted)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, key)
+		up.NewFragments = []*pb.DataFragment{frag}
+	}
+	res.Inserted = inserted
+
+	// 4. Deletion vectors of the superseded base rows.
+	ids := make([]uint64, 0, len(superseded))
+	for id := range superseded {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	byID := map[uint64]*pb.DataFragment{}
+	for _, f := range read.Manifest.GetFragments() {
+		byID[f.GetId()] = f
+	}
+	for _, id := range ids {
+		f := byID[id]
+		dv, err := deleted(ctx, b, id, f)
+		if err != nil {
+			return nil, err
+		}
+		dv.Or(superseded[id])
+		if dv.GetCardinality() == f.GetPhysicalRows() {
+			up.RemovedFragmentIds = append(up.RemovedFragmentIds, id)
+			continue
+		}
+		df, key, data, err := deletion.Encode(id, dv, read.Manifest.GetVersion())
+		if err != nil {
+			return nil, err
+		}
+		if err := b.Put(ctx, key, data); err != nil {
+			return nil, fmt.Errorf("merge: write %s: %w", key, err)
+		}
+		files = append(files, key)
+		nf := proto.Clone(f).(*pb.DataFragment)
+		nf.DeletionFile = df
+		up.UpdatedFragments = append(up.UpdatedFragments, nf)
+	}
+
+	shard, err := meta.ParseUUID(job.Shard)
+	if err != nil {
+		return nil, err
+	}
+	up.CompactedSstables = []*pb.CompactedSsTable{{ShardId: shard, Generation: job.Through()}}
+	// As a LanceDB merge-insert does: every field may have changed.
+	for _, f := range read.Manifest.GetFields() {
+		up.FieldsForPreservingFragBitmap = append(up.FieldsForPreservingFragBitmap, uint32(f.GetId()))
+	}
+	// No inserted-key filter yet: Lance's key hashing is not matched, and
+	// a filter that hashed differently would hide a real collision from a
+	// LanceDB merge-insert. Without one, LanceDB retries against us.
+	txn.Operation = &pb.Transaction_Update_{Update: up}
+	cr, err := h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn, Files: files})
+	if err != nil {
+		return nil, err
+	}
+	res.Commit = cr
+	return res, nil
+}
+
+// genFragment is one fragment of a generation, decoded.
+type genFragment struct {
+	batch *file.Batch
+	keys  []string
+	live  []int // rows not masked by the generation's deletion vector
+	tombs *file.Array
+}
+
+func (g genFragment) tomb(r int) bool { return g.tombs != nil && g.tombs.IsValid(r) && g.tombs.Bool(r) }
+
+// readGeneration reads a flushed generation (a Lance dataset of its own
+// under the shard directory) with its deletion vectors applied.
+func readGeneration(ctx context.Context, b storage.Bucket, shard string, sst *pb.SsTable, pk *pb.Field) ([]genFragment, error) {
+	gb := storage.Sub(b, meta.GenerationDir(shard, sst.GetPath()))
+	gm, _, err := meta.ReadLatest(ctx, gb)
+	if err != nil {
+		return nil, fmt.Errorf("merge: generation %d of shard %s (%s): %w", sst.GetGeneration(), shard, sst.GetPath(), err)
+	}
+	var out []genFragment
+	for _, f := range gm.Manifest.GetFragments() {
+		lf, done, err := openFragment(ctx, gb, f)
+		if err != nil {
+			return nil, fmt.Errorf("merge: generation %d: %w", sst.GetGeneration(), err)
+		}
+		batch, err := lf.ReadAll(nil)
+		done()
+		if err != nil {
+			return nil, fmt.Errorf("merge: generation %d fragment %d: %w", sst.GetGeneration(), f.GetId(), err)
+		}
+		dv, err := deleted(ctx, gb, f.GetId(), f)
+		if err != nil {
+			return nil, fmt.Errorf("merge: generation %d: %w", sst.GetGeneration(), err)
+		}
+		g := genFragment{batch: batch, keys: make([]string, batch.NumRows), tombs: batch.Column(TombstoneColumn)}
+		kc := batch.Column(pk.GetName())
+		if kc == nil {
+			return nil, fmt.Errorf("merge: generation %d has no primary-key column %q", sst.GetGeneration(), pk.GetName())
+		}
+		var kt file.DataType
+		for _, fl := range batch.Fields {
+			if fl.Name == pk.GetName() {
+				kt = fl.Type
+			}
+		}
+		for i := 0; i < batch.NumRows; i++ {
+			if dv.Contains(uint32(i)) {
+				continue
+			}
+			k, err := keyOf(kc, kt, i)
+			if err != nil {
+				return nil, fmt.Errorf("merge: generation %d: %w", sst.GetGeneration(), err)
+			}
+			g.keys[i] = k
+			g.live = append(g.live, i)
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// tableFileVersion is the file version new data files get: the table's own.
+func tableFileVersion(m *pb.Manifest) (file.Version, error) {
+	df := m.GetDataFormat()
+	if df == nil {
+		return file.V2_2, nil
+	}
+	if df.GetFileFormat() != "lance" {
+		return file.Version{}, fmt.Errorf("merge: data format %q is not lance", df.GetFileFormat())
+	}
+	switch df.GetVersion() {
+	case "2.0", "legacy", "stable":
+		// "stable" is 2.0 in lance 12's naming.
+		if df.GetVersion() == "legacy" {
+			return file.Version{}, fmt.Errorf("merge: the table's data files are format 0.1 (legacy), which compactord does not write")
+		}
+		return file.V2_0, nil
+	case "2.1":
+		return file.V2_1, nil
+	case "2.2", "", "next":
+		return file.V2_2, nil
+	}
+	return file.Version{}, fmt.Errorf("merge: the table's data storage version %q is not one compactord writes", df.GetVersion())
+}
+
+// writeFragment writes the landing rows as one new fragment with the base
+// table's schema (the generation's _tombstone column is dropped; fields
+// match by name, which the generation shares with the base).
+func writeFragment(ctx context.Context, b storage.Bucket, m *pb.Manifest, v file.Version, batches []genBatch, rows int) (*pb.DataFragment, string, error) {
+	var top []*pb.Field
+	for _, f := range m.GetFields() {
+		if f.GetParentId() == -1 {
+			top = append(top, f)
+		}
+	}
+	var buf bytes.Buffer
+	w, err := file.NewWriter(&buf, m.GetFields(), file.WriterOptions{Version: v})
+	if err != nil {
+		return nil, "", fmt.Errorf("merge: %w", err)
+	}
+	for _, g := range batches {
+		if len(g.rows) == 0 {
+			continue
+		}
+		out := &file.Batch{NumRows: len(g.rows)}
+		for _, f := range top {
+			col := g.batch.Column(f.GetName())
+			if col == nil {
+				return nil, "", fmt.Errorf("merge: a generation has no column %q", f.GetName())
+			}
+			out.Columns = append(out.Columns, col.Take(g.rows))
+		}
+		if err := w.Write(out); err != nil {
+			return nil, "", fmt.Errorf("merge: encode: %w", err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, "", fmt.Errorf("merge: encode: %w", err)
+	}
+	name, err := dataFileName()
+	if err != nil {
+		return nil, "", err
+	}
+	key := meta.DataKey(name)
+	if err := b.Put(ctx, key, buf.Bytes()); err != nil {
+		return nil, "", fmt.Errorf("merge: write %s: %w", key, err)
+	}
+	df := &pb.DataFile{Path: name, FileMajorVersion: uint32(v.Major), FileMinorVersion: uint32(v.Minor), FileSizeBytes: uint64(buf.Len())}
+	if v == file.V2_0 {
+		// 2.0 files: footer version 0.3.
+		df.FileMajorVersion, df.FileMinorVersion = 0, 3
+	}
+	for _, leaf := range leaves(w.Schema().Fields) {
+		df.Fields = append(df.Fields, leaf.ID)
+		df.ColumnIndices = append(df.ColumnIndices, int32(leaf.Column))
+	}
+	return &pb.DataFragment{Files: []*pb.DataFile{df}, PhysicalRows: uint64(rows)}, key, nil
+}
+
+func leaves(fs []*file.Field) []*file.Field {
+	var out []*file.Field
+	for _, f := range fs {
+		if len(f.Children) == 0 {
+			out = append(out, f)
+			continue
+		}
+		out = append(out, leaves(f.Children)...)
+	}
+	return out
+}
+
+// dataFileName is a data file name as Lance makes them: a random UUID whose
+// first 24 bits are spelled in binary (spreading keys over object-store
+// partitions), then the other 26 hex digits.
+func dataFileName() (string, error) {
+	var u [16]byte
+	if _, err := rand.Read(u[:]); err != nil {
+		return "", err
+	}
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	h := hex.EncodeToString(u[:])
+	var sb strings.Builder
+	for _, c := range u[:3] {
+		fmt.Fprintf(&sb, "%08b", c)
+	}
+	return sb.String() + h[6:] + ".lance", nil
+}

@@ -1,0 +1,103 @@
+package merge
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/lance/deletion"
+	"github.com/compactord/compactord/internal/lance/file"
+	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/storage"
+)
+
+// openFragment opens the data file of a single-file fragment. Fragments
+// with several data files (columns added later) are refused for now: their
+// rows are spread over files this job would have to align.
+func openFragment(ctx context.Context, b storage.Bucket, f *pb.DataFragment) (*file.File, func(), error) {
+	if len(f.GetFiles()) != 1 {
+		return nil, nil, fmt.Errorf("fragment %d has %d data files; merging into fragments with added columns is not supported yet", f.GetId(), len(f.GetFiles()))
+	}
+	df := f.GetFiles()[0]
+	key := meta.DataKey(df.GetPath())
+	size := int64(df.GetFileSizeBytes())
+	if size == 0 {
+		a, err := b.Attributes(ctx, key)
+		if err != nil {
+			return nil, nil, fmt.Errorf("fragment %d: %w", f.GetId(), err)
+		}
+		size = a.Size
+	}
+	ra := storage.NewReaderAt(ctx, b, key, size)
+	done := func() {
+		if c, ok := ra.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}
+	lf, err := file.Open(ra, size)
+	if err != nil {
+		done()
+		return nil, nil, fmt.Errorf("fragment %d: %s: %w", f.GetId(), key, err)
+	}
+	return lf, done, nil
+}
+
+// deleted returns the fragment's deletion vector (empty without one).
+func deleted(ctx context.Context, b storage.Bucket, fragID uint64, f *pb.DataFragment) (*roaring.Bitmap, error) {
+	df := f.GetDeletionFile()
+	if df == nil {
+		return roaring.New(), nil
+	}
+	key := deletion.Key(fragID, df)
+	data, err := b.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("fragment %d: deletion file: %w", fragID, err)
+	}
+	bm, err := deletion.Decode(df, data, f.GetPhysicalRows())
+	if err != nil {
+		return nil, fmt.Errorf("fragment %d: %s: %w", fragID, key, err)
+	}
+	return bm, nil
+}
+
+// keyOf renders row i of a primary-key column as a map key. The primary
+// key types LanceDB accepts are int32, int64, strings and binaries.
+func keyOf(a *file.Array, t file.DataType, i int) (string, error) {
+	if !a.IsValid(i) {
+		return "", fmt.Errorf("row %d has a null primary key", i)
+	}
+	switch t.Kind {
+	case file.KindInt64:
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(a.Int64s()[i]))
+		return string(b[:]), nil
+	case file.KindInt32:
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(int64(a.Int32s()[i])))
+		return string(b[:]), nil
+	case file.KindUtf8, file.KindLargeUtf8, file.KindBinary, file.KindLargeBinary, file.KindFixedSizeBinary:
+		return string(a.Bytes(i)), nil
+	}
+	return "", fmt.Errorf("primary key of type %s is not supported", t)
+}
+
+// primaryKey returns the table's single primary-key field.
+func primaryKey(m *pb.Manifest) (*pb.Field, error) {
+	var pk []*pb.Field
+	for _, f := range m.GetFields() {
+		if f.GetUnenforcedPrimaryKey() {
+			pk = append(pk, f)
+		}
+	}
+	switch len(pk) {
+	case 1:
+		return pk[0], nil
+	case 0:
+		return nil, fmt.Errorf("the table has no primary key (LanceDB setUnenforcedPrimaryKey); MemWAL merges need one")
+	}
+	return nil, fmt.Errorf("the table has a compound primary key; merging is supported for single-column keys only")
+}
