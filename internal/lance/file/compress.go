@@ -5,7 +5,9 @@ import (
 	"io"
 	"sync"
 
+	pb "github.com/compactord/compactord/gen/lancefilepb"
 	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 )
 
 // maxDecompressed bounds what one compressed buffer may expand to, so a
@@ -207,4 +209,55 @@ func (t *fsstTable) decode(dst, src []byte) ([]byte, error) {
 		pos += int(t.n[c])
 	}
 	return buf[:pos], nil
+}
+
+var zstdEncoders = sync.Pool{New: func() any {
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault))
+	if err != nil {
+		panic(err) // only on invalid options
+	}
+	return e
+}}
+
+// compressBuffer applies a general-purpose compression as Lance frames it:
+// zstd is a u64 length then a frame, lz4 a u32 length then a raw block.
+func compressBuffer(c pb.CompressionScheme, b []byte) ([]byte, error) {
+	switch c {
+	case pb.CompressionScheme_COMPRESSION_ALGORITHM_ZSTD:
+		e := zstdEncoders.Get().(*zstd.Encoder)
+		defer zstdEncoders.Put(e)
+		return e.EncodeAll(b, le.AppendUint64(nil, uint64(len(b)))), nil
+	case pb.CompressionScheme_COMPRESSION_ALGORITHM_LZ4:
+		out := make([]byte, 4+lz4.CompressBlockBound(len(b)))
+		le.PutUint32(out, uint32(len(b)))
+		var c lz4.Compressor
+		n, err := c.CompressBlock(b, out[4:])
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 && len(b) > 0 {
+			// Incompressible: lz4 reports 0; store the bytes as literals.
+			return append(le.AppendUint32(nil, uint32(len(b))), lz4Literals(b)...), nil
+		}
+		return out[:4+n], nil
+	}
+	return b, nil
+}
+
+// lz4Literals is an LZ4 block holding b as one literal run.
+func lz4Literals(b []byte) []byte {
+	n := len(b)
+	var out []byte
+	if n < 15 {
+		out = append(out, byte(n<<4))
+	} else {
+		out = append(out, 0xf0)
+		r := n - 15
+		for r >= 255 {
+			out = append(out, 255)
+			r -= 255
+		}
+		out = append(out, byte(r))
+	}
+	return append(out, b...)
 }

@@ -321,12 +321,13 @@ func (f *File) column20(col int, leaf DataType, start, end uint64) (*decoded20, 
 		}
 		parts = append(parts, d)
 	}
-	return concat20(parts, leaf), first, nil
+	d, err := concat20(parts, leaf)
+	return d, first, err
 }
 
-func concat20(parts []*decoded20, leaf DataType) *decoded20 {
+func concat20(parts []*decoded20, leaf DataType) (*decoded20, error) {
 	if len(parts) == 1 {
-		return parts[0]
+		return parts[0], nil
 	}
 	bs := make([]*block, len(parts))
 	anyNull := false
@@ -338,7 +339,7 @@ func concat20(parts []*decoded20, leaf DataType) *decoded20 {
 	}
 	b, err := concatBlocks(bs, leaf)
 	if err != nil {
-		b = zeroBlock(leaf, 0)
+		return nil, err
 	}
 	out := &decoded20{b: b}
 	if anyNull {
@@ -355,7 +356,7 @@ func concat20(parts []*decoded20, leaf DataType) *decoded20 {
 			at += p.b.n
 		}
 	}
-	return out
+	return out, nil
 }
 
 // listOffsets20 decodes the offsets of list column col for rows [start,

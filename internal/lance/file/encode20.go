@@ -1,0 +1,242 @@
+package file
+
+import (
+	pb "github.com/compactord/compactord/gen/lancefilepb"
+)
+
+// Format 2.0 writing: every schema node has its own column; a page is an
+// ArrayEncoding tree whose leaves name page buffers by index.
+
+func bufRef(i int) *pb.BufferRef { return &pb.BufferRef{BufferIndex: uint32(i)} }
+
+func flat20(bits, buf int) *pb.ArrayEncoding {
+	return &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Flat{Flat: &pb.FlatV20{BitsPerValue: uint64(bits), Buffer: bufRef(buf)}}}
+}
+
+func noNulls20(v *pb.ArrayEncoding) *pb.ArrayEncoding {
+	return &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Nullable{Nullable: &pb.Nullable{
+		Nullability: &pb.Nullable_NoNulls{NoNulls: &pb.Nullable_NoNull{Values: v}}}}}
+}
+
+func someNulls20(validityBuf int, v *pb.ArrayEncoding) *pb.ArrayEncoding {
+	return &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Nullable{Nullable: &pb.Nullable{
+		Nullability: &pb.Nullable_SomeNulls{SomeNulls: &pb.Nullable_SomeNull{Validity: flat20(1, validityBuf), Values: v}}}}}
+}
+
+// validity20 returns a's validity bitmap (nil when all valid) cut to its
+// rows, and whether every row is null.
+func validity20(a *Array) ([]byte, bool) {
+	if a.Valid == nil {
+		return nil, false
+	}
+	nc := a.NullCount()
+	if nc == 0 {
+		return nil, false
+	}
+	b := make([]byte, bitmapLen(a.Len))
+	copyBits(b, 0, a.Valid, 0, a.Len)
+	return b, nc == a.Len && a.Len > 0
+}
+
+// writeField20 writes one page per column of the field's node tree.
+func (w *Writer) writeField20(f *Field, a *Array, prio uint64) error {
+	var bufs [][]byte
+	var enc *pb.ArrayEncoding
+	valid, allNull := validity20(a)
+	t := f.Type
+	switch {
+	case t.Kind == KindStruct:
+		if valid != nil {
+			return errf("format 2.0 cannot store null structs (field %q)", f.Name)
+		}
+		enc = &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Struct{Struct: &pb.SimpleStruct{}}}
+		if err := w.addPage20(f.Column, nil, a.Len, enc, prio); err != nil {
+			return err
+		}
+		for i, c := range f.Children {
+			if err := w.writeField20(c, a.Children[i], prio); err != nil {
+				return err
+			}
+		}
+		return nil
+	case isList(t.Kind):
+		base := a.Offsets[0]
+		items := a.Offsets[a.Len] - base
+		adj := uint64(items) + 1
+		ends := alloc(8 * a.Len)
+		for i := 0; i < a.Len; i++ {
+			e := uint64(a.Offsets[i+1] - base)
+			if !a.IsValid(i) {
+				e += adj
+			}
+			le.PutUint64(ends[8*i:], e)
+		}
+		enc = &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_List{List: &pb.ListV20{
+			Offsets: noNulls20(flat20(64, 0)), NullOffsetAdjustment: adj, NumItems: uint64(items)}}}
+		if err := w.addPage20(f.Column, [][]byte{ends}, a.Len, enc, prio); err != nil {
+			return err
+		}
+		child := a.Children[0]
+		if base != 0 || int64(child.Len) != items {
+			child = child.Slice(int(base), int(a.Offsets[a.Len]))
+		}
+		return w.writeField20(f.Children[0], child, prio)
+	case allNull && t.Kind != KindFixedSizeList:
+		enc = &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Nullable{Nullable: &pb.Nullable{
+			Nullability: &pb.Nullable_AllNulls{AllNulls: &pb.Nullable_AllNull{}}}}}
+	case t.IsVariable():
+		if d := dict20Page(a, valid); d != nil {
+			bufs, enc = d.bufs, d.enc
+			break
+		}
+		bufs, enc = binary20Page(a, valid, 0)
+		valid = nil // carried by the null adjustment
+	case t.Kind == KindFixedSizeList:
+		c := a.Children[0]
+		it := f.Children[0].Type
+		bitsPer := 1
+		if it.Kind != KindBool {
+			bitsPer = 8 * it.ByteWidth()
+		}
+		cv, _ := validity20(c)
+		nb := 0 // the list's own validity is prepended below
+		var items *pb.ArrayEncoding
+		if cv != nil {
+			bufs = append(bufs, cv)
+			items = someNulls20(nb, flat20(bitsPer, nb+1))
+		} else {
+			items = noNulls20(flat20(bitsPer, nb))
+		}
+		bufs = append(bufs, fixedRange(&block{bits: bitsPer, data: c.Values}, 0, c.Len))
+		enc = &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_FixedSizeList{FixedSizeList: &pb.FixedSizeListV20{
+			Dimension: uint32(t.Size), Items: items}}}
+	case t.Kind == KindBool:
+		bufs = [][]byte{fixedRange(&block{bits: 1, data: a.Values}, 0, a.Len)}
+		enc = flat20(1, 0)
+	case t.Kind == KindNull:
+		enc = &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Nullable{Nullable: &pb.Nullable{
+			Nullability: &pb.Nullable_AllNulls{AllNulls: &pb.Nullable_AllNull{}}}}}
+	default:
+		wd := t.ByteWidth()
+		bufs = [][]byte{a.Values[:a.Len*wd]}
+		enc = flat20(8*wd, 0)
+	}
+	if enc.GetNullable().GetAllNulls() == nil && t.Kind != KindNull && t.Kind != KindStruct {
+		if valid != nil {
+			shiftBuffers(enc)
+			bufs = append([][]byte{valid}, bufs...)
+			enc = someNulls20(0, enc)
+		} else if !t.IsVariable() {
+			enc = noNulls20(enc)
+		}
+	}
+	return w.addPage20(f.Column, bufs, a.Len, enc, prio)
+}
+
+func (w *Writer) addPage20(col int, bufs [][]byte, rows int, e *pb.ArrayEncoding, prio uint64) error {
+	enc, err := wrapEncoding(e)
+	if err != nil {
+		return err
+	}
+	return w.addPage(col, bufs, uint64(rows), enc, prio)
+}
+
+// shiftBuffers renumbers every buffer an encoding names by one (a validity
+// buffer goes first).
+func shiftBuffers(e *pb.ArrayEncoding) {
+	switch c := e.GetArrayEncoding().(type) {
+	case *pb.ArrayEncoding_Flat:
+		c.Flat.Buffer.BufferIndex++
+	case *pb.ArrayEncoding_Nullable:
+		switch n := c.Nullable.GetNullability().(type) {
+		case *pb.Nullable_NoNulls:
+			shiftBuffers(n.NoNulls.Values)
+		case *pb.Nullable_SomeNulls:
+			shiftBuffers(n.SomeNulls.Validity)
+			shiftBuffers(n.SomeNulls.Values)
+		}
+	case *pb.ArrayEncoding_FixedSizeList:
+		shiftBuffers(c.FixedSizeList.Items)
+	case *pb.ArrayEncoding_Binary:
+		shiftBuffers(c.Binary.Indices)
+		shiftBuffers(c.Binary.Bytes)
+	case *pb.ArrayEncoding_Dictionary:
+		shiftBuffers(c.Dictionary.Indices)
+		shiftBuffers(c.Dictionary.Items)
+	}
+}
+
+// binary20Page is a 2.0 Binary encoding: end offsets (u64, a null's raised
+// by the null adjustment) in buffer first, bytes in buffer first+1.
+func binary20Page(a *Array, valid []byte, first int) ([][]byte, *pb.ArrayEncoding) {
+	base := a.Offsets[0]
+	total := uint64(a.Offsets[a.Len] - base)
+	adj := total + 1
+	ends := alloc(8 * a.Len)
+	for i := 0; i < a.Len; i++ {
+		e := uint64(a.Offsets[i+1] - base)
+		if valid != nil && !getBit(valid, i) {
+			e += adj
+		}
+		le.PutUint64(ends[8*i:], e)
+	}
+	enc := &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Binary{Binary: &pb.Binary{
+		Indices: noNulls20(flat20(64, first)), Bytes: flat20(8, first+1), NullAdjustment: adj}}}
+	return [][]byte{ends, a.Values[base:a.Offsets[a.Len]]}, enc
+}
+
+type page20 struct {
+	bufs [][]byte
+	enc  *pb.ArrayEncoding
+}
+
+// dict20Page encodes low-cardinality strings as a 2.0 dictionary: 1-based
+// indices (0 is null) and the distinct values as a Binary.
+func dict20Page(a *Array, valid []byte) *page20 {
+	if a.Len < 100 {
+		return nil
+	}
+	limit := min(a.Len/10, 1<<16-2)
+	ids := map[string]uint32{}
+	idx := make([]uint32, a.Len)
+	var items []int // row of each item's first use
+	var itemBytes int64
+	for i := 0; i < a.Len; i++ {
+		if valid != nil && !getBit(valid, i) {
+			continue
+		}
+		s := a.Values[a.Offsets[i]:a.Offsets[i+1]]
+		id, ok := ids[string(s)]
+		if !ok {
+			if len(ids) >= limit {
+				return nil
+			}
+			items = append(items, i)
+			id = uint32(len(items))
+			ids[string(s)] = id
+			itemBytes += int64(len(s))
+		}
+		idx[i] = id
+	}
+	if itemBytes+8*int64(len(items)) > (a.Offsets[a.Len]-a.Offsets[0])/2 || len(items) == 0 {
+		return nil
+	}
+	iw := 1
+	if len(items) >= 255 {
+		iw = 2
+	}
+	ib := make([]byte, iw*a.Len)
+	for i, v := range idx {
+		if iw == 1 {
+			ib[i] = byte(v)
+		} else {
+			le.PutUint16(ib[2*i:], uint16(v))
+		}
+	}
+	dict := a.Take(items)
+	dict.Valid = nil
+	db, denc := binary20Page(dict, nil, 1)
+	enc := &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Dictionary{Dictionary: &pb.DictionaryV20{
+		Indices: noNulls20(flat20(8*iw, 0)), Items: denc, NumDictionaryItems: uint32(len(items))}}}
+	return &page20{bufs: append([][]byte{ib}, db...), enc: enc}
+}

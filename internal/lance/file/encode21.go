@@ -1,0 +1,656 @@
+package file
+
+import (
+	"bytes"
+	"errors"
+	"math/bits"
+	"strings"
+
+	pb "github.com/compactord/compactord/gen/lancefilepb"
+)
+
+// Field metadata keys the writer honours (as LanceDB does).
+const (
+	metaCompression = "lance-encoding:compression"
+	metaStructural  = "lance-encoding:structural-encoding"
+)
+
+// errTooBig makes a mini-block page fall back to full-zip: a chunk would
+// not fit the chunk header's fields.
+var errTooBig = errors.New("mini-block chunk too large")
+
+func flatEnc(bits int) *pb.CompressiveEncoding {
+	return &pb.CompressiveEncoding{Compression: &pb.CompressiveEncoding_Flat{Flat: &pb.Flat{BitsPerValue: uint64(bits)}}}
+}
+
+func inlineEnc(bits int) *pb.CompressiveEncoding {
+	return &pb.CompressiveEncoding{Compression: &pb.CompressiveEncoding_InlineBitpacking{InlineBitpacking: &pb.InlineBitpacking{UncompressedBitsPerValue: uint64(bits)}}}
+}
+
+func variableEnc(offBits int) *pb.CompressiveEncoding {
+	return &pb.CompressiveEncoding{Compression: &pb.CompressiveEncoding_Variable{Variable: &pb.Variable{Offsets: flatEnc(offBits)}}}
+}
+
+// isIntLike reports whether a kind's values are integers that bitpacking
+// may narrow.
+func isIntLike(k Kind) bool {
+	switch k {
+	case KindInt8, KindInt16, KindInt32, KindInt64, KindUint8, KindUint16, KindUint32, KindUint64,
+		KindDate32, KindDate64, KindTime32, KindTime64, KindDuration, KindTimestamp:
+		return true
+	}
+	return false
+}
+
+// bufferCodec is the general-purpose compression a field asks for.
+func bufferCodec(f *Field) (pb.CompressionScheme, error) {
+	switch strings.ToLower(f.Metadata[metaCompression]) {
+	case "", "none":
+		return pb.CompressionScheme_COMPRESSION_ALGORITHM_UNSPECIFIED, nil
+	case "zstd":
+		return pb.CompressionScheme_COMPRESSION_ALGORITHM_ZSTD, nil
+	case "lz4":
+		return pb.CompressionScheme_COMPRESSION_ALGORITHM_LZ4, nil
+	}
+	return 0, errf("unknown %s %q", metaCompression, f.Metadata[metaCompression])
+}
+
+// encodePage21 chooses a layout for one page of a leaf column and encodes
+// it: constant for all-null or single-valued pages, full-zip for wide
+// values (or when the field asks for it), mini-block otherwise.
+func (w *Writer) encodePage21(leaf *Field, s *shredded) ([][]byte, *pb.PageLayout, error) {
+	if l := constantPage(leaf, s); l != nil {
+		return nil, l, nil
+	}
+	mode := strings.ToLower(leaf.Metadata[metaStructural])
+	codec, err := bufferCodec(leaf)
+	if err != nil {
+		return nil, nil, err
+	}
+	wide := wideValues(leaf, s.values)
+	fsv := s.values.dim > 0 && s.values.itemValid != nil
+	if (mode == "fullzip" || wide && mode != "miniblock") && !fsv {
+		return fullZipPage(leaf, s)
+	}
+	bufs, l, err := miniBlockPage(leaf, s, w.opts.Version, codec)
+	if errors.Is(err, errTooBig) && !fsv {
+		return fullZipPage(leaf, s)
+	}
+	return bufs, l, err
+}
+
+// wideValues reports values of 256 bytes or more on average, which LanceDB
+// stores full-zip.
+func wideValues(leaf *Field, v *block) bool {
+	switch {
+	case v.isVar:
+		return v.n > 0 && (v.offsets[v.n]-v.offsets[0])/int64(v.n) >= 256
+	case v.dim > 0:
+		return v.dim*v.child.bits/8 >= 256
+	}
+	return v.bits/8 >= 256
+}
+
+// constantPage is a constant layout for a page whose rows are all null (at
+// the innermost layer) or all one small fixed-width value, or nil.
+func constantPage(leaf *Field, s *shredded) *pb.PageLayout {
+	if s.rep != nil || s.rows == 0 {
+		return nil
+	}
+	if s.def != nil && leaf.Type.Kind != KindFixedSizeList {
+		for _, d := range s.def {
+			if d != 1 {
+				return nil
+			}
+		}
+		return &pb.PageLayout{Layout: &pb.PageLayout_ConstantLayout{ConstantLayout: &pb.ConstantLayout{Layers: s.layers}}}
+	}
+	v := s.values
+	if s.def != nil {
+		return nil
+	}
+	if v.isVar || v.dim > 0 || v.bits < 8 || v.bits > 256 || leaf.Type.Kind == KindNull || s.rows < 2 {
+		return nil
+	}
+	w := v.bits / 8
+	first := v.data[:w]
+	for i := 1; i < v.n; i++ {
+		if !bytes.Equal(v.data[i*w:(i+1)*w], first) {
+			return nil
+		}
+	}
+	return &pb.PageLayout{Layout: &pb.PageLayout_ConstantLayout{ConstantLayout: &pb.ConstantLayout{
+		Layers: s.layers, InlineValue: append([]byte(nil), first...)}}}
+}
+
+// visibleLevels marks the raw definition levels whose slots carry a value.
+func visibleLevels(layers []pb.RepDefLayer) []bool {
+	codes, _ := defCodes(layers)
+	lists := make([]bool, len(layers))
+	for i, l := range layers {
+		lists[i] = isListLayer(l)
+	}
+	out := make([]bool, len(codes))
+	for i, c := range codes {
+		out[i] = visibleCode(c, lists)
+	}
+	return out
+}
+
+// valueEncoder encodes ranges of a page's visible values as the value
+// buffers of mini-block chunks.
+type valueEncoder struct {
+	enc      *pb.CompressiveEncoding
+	nbuf     int
+	perChunk func(lo, hi int) int // values in the next chunk starting at lo (hi: end of page)
+	encode   func(lo, hi int) [][]byte
+	dict     []byte
+	ndict    int
+	dictEnc  *pb.CompressiveEncoding
+}
+
+// flatChunk is LanceDB's chunk size for fixed-width values: the largest
+// power of two (at most 4096) whose bytes stay under 8 KiB.
+func flatChunk(bitsPerValue int) int {
+	n := 1
+	size := (bitsPerValue + 7) / 8
+	if bitsPerValue < 8 {
+		n, size = 8/bitsPerValue, 1
+	}
+	for 2*size < 8186 && 2*n <= 4096 {
+		n *= 2
+		size *= 2
+	}
+	return n
+}
+
+func fixedChunks(per int) func(lo, hi int) int {
+	return func(lo, hi int) int { return min(per, hi-lo) }
+}
+
+func newValueEncoder(leaf *Field, v *block) *valueEncoder {
+	switch {
+	case v.dim > 0:
+		cb := v.child.bits
+		e := &valueEncoder{nbuf: 1}
+		inner := flatEnc(cb)
+		e.enc = &pb.CompressiveEncoding{Compression: &pb.CompressiveEncoding_FixedSizeList{FixedSizeList: &pb.FixedSizeList{
+			ItemsPerValue: uint64(v.dim), Values: inner, HasValidity: v.itemValid != nil}}}
+		if v.itemValid != nil {
+			e.nbuf = 2
+		}
+		e.perChunk = fixedChunks(max(2, flatChunk(v.dim*cb+v.dim)))
+		e.encode = func(lo, hi int) [][]byte {
+			var out [][]byte
+			if v.itemValid != nil {
+				vb := make([]byte, bitmapLen((hi-lo)*v.dim))
+				copyBits(vb, 0, v.itemValid, lo*v.dim, (hi-lo)*v.dim)
+				out = append(out, vb)
+			}
+			return append(out, fixedRange(v.child, lo*v.dim, hi*v.dim))
+		}
+		return e
+	case v.isVar:
+		if e := dictEncoder(v); e != nil {
+			return e
+		}
+		ob := 32
+		if v.offsets[v.n]-v.offsets[0] > 1<<31-1 || leaf.Type.Kind == KindLargeUtf8 || leaf.Type.Kind == KindLargeBinary {
+			ob = 64
+		}
+		e := &valueEncoder{nbuf: 1, enc: variableEnc(ob)}
+		e.perChunk = func(lo, hi int) int {
+			size := func(m int) int64 { return v.offsets[lo+m] - v.offsets[lo] + int64(ob/8*(m+1)) }
+			if hi-lo <= 4096 && size(hi-lo) <= 8186 {
+				return hi - lo
+			}
+			m := 4096
+			for m > 2 && (m >= hi-lo || size(m) > 8186) {
+				m /= 2
+			}
+			return min(m, hi-lo)
+		}
+		e.encode = func(lo, hi int) [][]byte {
+			m := hi - lo
+			w := ob / 8
+			base := v.offsets[lo]
+			out := make([]byte, 0, w*(m+1)+int(v.offsets[hi]-base))
+			start := int64(w * (m + 1))
+			for i := lo; i <= hi; i++ {
+				o := start + v.offsets[i] - base
+				if w == 4 {
+					out = le.AppendUint32(out, uint32(o))
+				} else {
+					out = le.AppendUint64(out, uint64(o))
+				}
+			}
+			return [][]byte{append(out, v.data[base:v.offsets[hi]]...)}
+		}
+		return e
+	case v.bits == 1:
+		return &valueEncoder{nbuf: 1, enc: flatEnc(1), perChunk: fixedChunks(4096), encode: func(lo, hi int) [][]byte {
+			b := make([]byte, bitmapLen(hi-lo))
+			copyBits(b, 0, v.data, lo, hi-lo)
+			return [][]byte{b}
+		}}
+	}
+	bw := v.bits
+	if isIntLike(leaf.Type.Kind) && (bw == 8 || bw == 16 || bw == 32 || bw == 64) && v.n > 0 {
+		if inlineSize(bw, v.data, v.n) < v.n*bw/8*9/10 {
+			return &valueEncoder{nbuf: 1, enc: inlineEnc(bw), perChunk: fixedChunks(1024), encode: func(lo, hi int) [][]byte {
+				return [][]byte{packInline(nil, bw, v.data[lo*bw/8:hi*bw/8], hi-lo)}
+			}}
+		}
+	}
+	return &valueEncoder{nbuf: 1, enc: flatEnc(bw), perChunk: fixedChunks(max(2, flatChunk(bw))), encode: func(lo, hi int) [][]byte {
+		return [][]byte{fixedRange(v, lo, hi)}
+	}}
+}
+
+func fixedRange(b *block, lo, hi int) []byte {
+	if b.bits == 1 {
+		out := make([]byte, bitmapLen(hi-lo))
+		copyBits(out, 0, b.data, lo, hi-lo)
+		return out
+	}
+	w := b.bits / 8
+	return b.data[lo*w : hi*w]
+}
+
+// dictEncoder encodes low-cardinality strings as a dictionary (items in a
+// page buffer, bitpacked u32 indices in the chunks), as LanceDB does, or
+// returns nil when the values are too diverse.
+func dictEncoder(v *block) *valueEncoder {
+	if v.n < 100 {
+		return nil
+	}
+	limit := min(v.n/10, 4096)
+	ids := make(map[string]uint32)
+	idx := alloc(4 * v.n)
+	var items [][]byte
+	var itemBytes int
+	for i := 0; i < v.n; i++ {
+		s := v.data[v.offsets[i]:v.offsets[i+1]]
+		id, ok := ids[string(s)]
+		if !ok {
+			if len(ids) >= limit {
+				return nil
+			}
+			id = uint32(len(items))
+			ids[string(s)] = id
+			items = append(items, s)
+			itemBytes += len(s)
+		}
+		le.PutUint32(idx[4*i:], id)
+	}
+	if itemBytes+len(items)*4 > int(v.offsets[v.n]-v.offsets[0])/2 {
+		return nil
+	}
+	// Items: a variable block (u32 offset width, u32 start of the bytes,
+	// offsets, bytes).
+	nd := len(items)
+	start := 8 + 4*(nd+1)
+	dict := make([]byte, 0, start+itemBytes)
+	dict = le.AppendUint32(dict, 32)
+	dict = le.AppendUint32(dict, uint32(start))
+	var o uint32
+	dict = le.AppendUint32(dict, 0)
+	for _, it := range items {
+		o += uint32(len(it))
+		dict = le.AppendUint32(dict, o)
+	}
+	for _, it := range items {
+		dict = append(dict, it...)
+	}
+	return &valueEncoder{nbuf: 1, enc: inlineEnc(32), perChunk: fixedChunks(1024),
+		encode: func(lo, hi int) [][]byte { return [][]byte{packInline(nil, 32, idx[4*lo:4*hi], hi-lo)} },
+		dict:   dict, ndict: nd, dictEnc: variableEnc(32)}
+}
+
+type chunkSpan struct{ vlo, vhi, slo, shi int }
+
+// miniBlockPage encodes a page as mini-block chunks: buffers [chunk sizes,
+// chunks, dictionary?, repetition index?].
+func miniBlockPage(leaf *Field, s *shredded, v Version, codec pb.CompressionScheme) ([][]byte, *pb.PageLayout, error) {
+	vals := s.values
+	ve := newValueEncoder(leaf, vals)
+	n := vals.n
+	// Slot of each visible value (only needed with levels).
+	var visSlot []int
+	if s.def != nil || s.rep != nil {
+		vis := visibleLevels(s.layers)
+		visSlot = make([]int, 0, n)
+		for i := 0; i < s.slots; i++ {
+			d := uint16(0)
+			if s.def != nil {
+				d = s.def[i]
+			}
+			if int(d) < len(vis) && vis[d] {
+				visSlot = append(visSlot, i)
+			}
+		}
+		if len(visSlot) != n {
+			return nil, nil, errf("internal: %d visible slots for %d values", len(visSlot), n)
+		}
+	}
+	var spans []chunkSpan
+	for lo := 0; lo < n || (n == 0 && len(spans) == 0); {
+		m := ve.perChunk(lo, n)
+		sp := chunkSpan{vlo: lo, vhi: lo + m, slo: lo, shi: lo + m}
+		if visSlot != nil {
+			sp.slo = 0
+			if len(spans) > 0 {
+				sp.slo = spans[len(spans)-1].shi
+			}
+			if lo+m < n {
+				sp.shi = visSlot[lo+m]
+			} else {
+				sp.shi = s.slots
+			}
+		}
+		spans = append(spans, sp)
+		lo += m
+		if m == 0 {
+			break
+		}
+	}
+	large := v != V2_1
+	var meta, chunks []byte
+	var repIndex []byte
+	for c, sp := range spans {
+		m := sp.vhi - sp.vlo
+		last := c == len(spans)-1
+		if !last && (m < 2 || m&(m-1) != 0) {
+			return nil, nil, errf("internal: chunk of %d values", m)
+		}
+		vb := ve.encode(sp.vlo, sp.vhi)
+		if codec != pb.CompressionScheme_COMPRESSION_ALGORITHM_UNSPECIFIED {
+			cb, err := compressBuffer(codec, vb[0])
+			if err != nil {
+				return nil, nil, err
+			}
+			vb = append([][]byte{cb}, vb[1:]...)
+		}
+		var repB, defB []byte
+		nlev := 0
+		if s.rep != nil || s.def != nil {
+			nlev = sp.shi - sp.slo
+			if nlev > 0xffff {
+				return nil, nil, errTooBig
+			}
+		}
+		if s.rep != nil {
+			repB = packLevels(s.rep[sp.slo:sp.shi])
+		}
+		if s.def != nil {
+			defB = packLevels(s.def[sp.slo:sp.shi])
+		}
+		hdr := le.AppendUint16(nil, uint16(nlev))
+		for _, b := range [][]byte{repB, defB} {
+			if b != nil {
+				if len(b) > 0xffff {
+					return nil, nil, errTooBig
+				}
+				hdr = le.AppendUint16(hdr, uint16(len(b)))
+			}
+		}
+		if s.rep == nil && repB != nil || s.def == nil && defB != nil {
+			return nil, nil, errf("internal: levels")
+		}
+		for _, b := range vb {
+			if large {
+				if uint64(len(b)) > 1<<32-1 {
+					return nil, nil, errTooBig
+				}
+				hdr = le.AppendUint32(hdr, uint32(len(b)))
+			} else {
+				if len(b) > 0xffff {
+					return nil, nil, errTooBig
+				}
+				hdr = le.AppendUint16(hdr, uint16(len(b)))
+			}
+		}
+		start := len(chunks)
+		chunks = append(chunks, hdr...)
+		chunks = pad8(chunks, start)
+		if s.rep != nil {
+			chunks = pad8(append(chunks, repB...), start)
+		}
+		if s.def != nil {
+			chunks = pad8(append(chunks, defB...), start)
+		}
+		for _, b := range vb {
+			chunks = pad8(append(chunks, b...), start)
+		}
+		size := len(chunks) - start
+		logN := 0
+		if !last {
+			logN = bits.TrailingZeros(uint(m))
+		}
+		word := uint64(size/8-1)<<4 | uint64(logN)
+		if large {
+			if word > 1<<32-1 {
+				return nil, nil, errTooBig
+			}
+			meta = le.AppendUint32(meta, uint32(word))
+		} else {
+			if word > 0xffff {
+				return nil, nil, errTooBig
+			}
+			meta = le.AppendUint16(meta, uint16(word))
+		}
+		if s.rep != nil {
+			repIndex = appendRepIndex(repIndex, s, spans, c)
+		}
+	}
+	enc := ve.enc
+	if codec != pb.CompressionScheme_COMPRESSION_ALGORITHM_UNSPECIFIED {
+		enc = &pb.CompressiveEncoding{Compression: &pb.CompressiveEncoding_General{General: &pb.General{
+			Compression: &pb.BufferCompression{Scheme: codec}, Values: enc}}}
+	}
+	ml := &pb.MiniBlockLayout{
+		ValueCompression: enc,
+		Layers:           s.layers,
+		NumBuffers:       uint64(ve.nbuf),
+		NumItems:         uint64(n),
+		HasLargeChunk:    large,
+	}
+	if s.rep != nil {
+		ml.RepCompression = inlineEnc(16)
+		ml.RepetitionIndexDepth = 1
+	}
+	if s.def != nil {
+		ml.DefCompression = inlineEnc(16)
+	}
+	bufs := [][]byte{meta, chunks}
+	if ve.dict != nil {
+		ml.Dictionary = ve.dictEnc
+		ml.NumDictionaryItems = uint64(ve.ndict)
+		bufs = append(bufs, ve.dict)
+	}
+	if s.rep != nil {
+		bufs = append(bufs, repIndex)
+	}
+	return bufs, &pb.PageLayout{Layout: &pb.PageLayout_MiniBlockLayout{MiniBlockLayout: ml}}, nil
+}
+
+// pad8 pads the chunk that starts at start to a multiple of 8 bytes.
+func pad8(b []byte, start int) []byte {
+	for (len(b)-start)%8 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// packLevels writes u16 levels with inline bitpacking.
+func packLevels(l []uint16) []byte {
+	raw := alloc(2 * len(l))
+	for i, v := range l {
+		le.PutUint16(raw[2*i:], v)
+	}
+	return packInline(nil, 16, raw, len(l))
+}
+
+// appendRepIndex adds chunk c's entry to a mini-block repetition index:
+// the rows that end in the chunk and, when its last row continues into
+// the next chunk, the number of that row's levels in this chunk.
+func appendRepIndex(dst []byte, s *shredded, spans []chunkSpan, c int) []byte {
+	sp := spans[c]
+	starts := 0
+	lastStart := -1
+	for i := sp.slo; i < sp.shi; i++ {
+		if s.rep[i] == s.maxRep {
+			starts++
+			lastStart = i
+		}
+	}
+	trailer := c < len(spans)-1 && spans[c+1].slo < s.slots && s.rep[spans[c+1].slo] != s.maxRep
+	preamble := c > 0 && sp.slo < s.slots && s.rep[sp.slo] != s.maxRep
+	ends := starts
+	if trailer {
+		ends--
+	}
+	if preamble {
+		ends++
+	}
+	partial := 0
+	if trailer {
+		if lastStart < 0 {
+			lastStart = sp.slo
+		}
+		partial = sp.shi - lastStart
+	}
+	return le.AppendUint64(le.AppendUint64(dst, uint64(ends)), uint64(partial))
+}
+
+// fullZipPage encodes a page as full-zip: per slot a control word
+// (rep<<bits_def | def) and, for visible values, the value (fixed width,
+// or a u32 length and the bytes); buffer 1 is the byte offset of every
+// row (variable-width values, or any value with repetition).
+func fullZipPage(leaf *Field, s *shredded) ([][]byte, *pb.PageLayout, error) {
+	v := s.values
+	if v.dim > 0 && v.itemValid != nil {
+		return nil, nil, errf("full-zip fixed-size lists with null items are not supported")
+	}
+	if !v.isVar && v.dim == 0 && v.bits == 1 {
+		// A byte per bool.
+		b := alloc(v.n)
+		for i := 0; i < v.n; i++ {
+			if getBit(v.data, i) {
+				b[i] = 1
+			}
+		}
+		v = &block{n: v.n, bits: 8, data: b}
+	}
+	br, bd := bits.Len16(s.maxRep), bits.Len16(s.maxDef)
+	cw := 0
+	switch t := br + bd; {
+	case t == 0:
+	case t <= 8:
+		cw = 1
+	case t <= 16:
+		cw = 2
+	default:
+		cw = 4
+	}
+	vis := visibleLevels(s.layers)
+	fz := &pb.FullZipLayout{BitsRep: uint32(br), BitsDef: uint32(bd), NumItems: uint32(s.slots), NumVisibleItems: uint32(v.n), Layers: s.layers}
+	fixed := 0
+	switch {
+	case v.isVar:
+		fz.Details = &pb.FullZipLayout_BitsPerOffset{BitsPerOffset: 32}
+		fz.ValueCompression = variableEnc(32)
+	case v.dim > 0:
+		fixed = v.dim * v.child.bits / 8
+		fz.Details = &pb.FullZipLayout_BitsPerValue{BitsPerValue: uint32(8 * fixed)}
+		fz.ValueCompression = &pb.CompressiveEncoding{Compression: &pb.CompressiveEncoding_FixedSizeList{FixedSizeList: &pb.FixedSizeList{
+			ItemsPerValue: uint64(v.dim), Values: flatEnc(v.child.bits)}}}
+		if v.child.bits%8 != 0 {
+			return nil, nil, errf("full-zip fixed-size list of %d-bit items", v.child.bits)
+		}
+		v = &block{n: v.n, bits: 8 * fixed, data: v.child.data}
+	default:
+		fixed = v.bits / 8
+		fz.Details = &pb.FullZipLayout_BitsPerValue{BitsPerValue: uint32(v.bits)}
+		fz.ValueCompression = flatEnc(v.bits)
+	}
+	if s.slots > 1<<32-1 {
+		return nil, nil, errf("page of %d slots", s.slots)
+	}
+	var data []byte
+	needIndex := v.isVar || s.rep != nil
+	var rowStarts []uint64
+	vi := 0
+	for i := 0; i < s.slots; i++ {
+		var r, d uint16
+		if s.rep != nil {
+			r = s.rep[i]
+		}
+		if s.def != nil {
+			d = s.def[i]
+		}
+		if needIndex && (s.rep == nil || r == s.maxRep) {
+			rowStarts = append(rowStarts, uint64(len(data)))
+		}
+		word := uint32(r)<<uint(bd) | uint32(d)
+		switch cw {
+		case 1:
+			data = append(data, byte(word))
+		case 2:
+			data = le.AppendUint16(data, uint16(word))
+		case 4:
+			data = le.AppendUint32(data, word)
+		}
+		if int(d) >= len(vis) || !vis[d] {
+			continue
+		}
+		if fixed > 0 {
+			data = append(data, v.data[vi*fixed:(vi+1)*fixed]...)
+		} else if d == 0 {
+			val := v.data[v.offsets[vi]:v.offsets[vi+1]]
+			if uint64(len(val)) > 1<<32-1 {
+				return nil, nil, errf("value of %d bytes", len(val))
+			}
+			data = le.AppendUint32(data, uint32(len(val)))
+			data = append(data, val...)
+		}
+		vi++
+	}
+	if vi != v.n {
+		return nil, nil, errf("internal: full-zip wrote %d of %d values", vi, v.n)
+	}
+	bufs := [][]byte{data}
+	if needIndex {
+		rowStarts = append(rowStarts, uint64(len(data)))
+		bufs = append(bufs, bytePack(rowStarts, uint64(len(data))))
+	}
+	return bufs, &pb.PageLayout{Layout: &pb.PageLayout_FullZipLayout{FullZipLayout: fz}}, nil
+}
+
+// bytePack writes integers at the narrowest of 1, 2, 4 or 8 bytes that
+// holds maxv.
+func bytePack(vs []uint64, maxv uint64) []byte {
+	w := 8
+	switch {
+	case maxv <= 0xff:
+		w = 1
+	case maxv <= 0xffff:
+		w = 2
+	case maxv <= 0xffffffff:
+		w = 4
+	}
+	out := make([]byte, 0, w*len(vs))
+	for _, x := range vs {
+		switch w {
+		case 1:
+			out = append(out, byte(x))
+		case 2:
+			out = le.AppendUint16(out, uint16(x))
+		case 4:
+			out = le.AppendUint32(out, uint32(x))
+		default:
+			out = le.AppendUint64(out, x)
+		}
+	}
+	return out
+}

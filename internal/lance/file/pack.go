@@ -1,0 +1,121 @@
+package file
+
+import (
+	"math/bits"
+	"unsafe"
+)
+
+// packFL packs one block of 1024 values of a w-bit type (little endian in
+// src, w/8 bytes each) at bw bits in FastLanes order, appending bw*1024/8
+// bytes to dst. It is the inverse of unpackFL.
+func packFL(dst []byte, w, bw int, src []byte) []byte {
+	switch w {
+	case 8:
+		return packT[uint8](dst, bw, src)
+	case 16:
+		return packT[uint16](dst, bw, src)
+	case 32:
+		return packT[uint32](dst, bw, src)
+	}
+	return packT[uint64](dst, bw, src)
+}
+
+func packT[T word](dst []byte, bw int, src []byte) []byte {
+	var z T
+	w := int(unsafe.Sizeof(z)) * 8
+	n := bw * 1024 / 8
+	if bw == 0 {
+		return dst
+	}
+	at := len(dst)
+	dst = append(dst, make([]byte, n)...)
+	outWords := make([]T, n/(w/8))
+	var in []T
+	if uintptr(unsafe.Pointer(&src[0]))%uintptr(w/8) == 0 {
+		in = unsafe.Slice((*T)(unsafe.Pointer(&src[0])), 1024)
+	} else {
+		in = make([]T, 1024)
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&in[0])), 1024*w/8), src)
+	}
+	lanes := 1024 / w
+	var mask T = ^T(0)
+	if bw < w {
+		mask = T(1)<<uint(bw) - 1
+	}
+	for lane := 0; lane < lanes; lane++ {
+		bit := 0
+		for row := 0; row < w; row++ {
+			v := in[flOrder[row/8]*16+(row%8)*128+lane] & mask
+			k, off := bit/w, bit%w
+			outWords[lanes*k+lane] |= v << uint(off)
+			if off+bw > w {
+				outWords[lanes*(k+1)+lane] |= v >> uint(w-off)
+			}
+			bit += bw
+		}
+	}
+	copy(dst[at:], unsafe.Slice((*byte)(unsafe.Pointer(&outWords[0])), n))
+	return dst
+}
+
+// blockWidth is the bit width the values of one block need (unsigned).
+func blockWidth(w int, src []byte, n int) int {
+	var or uint64
+	switch w {
+	case 8:
+		for _, v := range src[:n] {
+			or |= uint64(v)
+		}
+	case 16:
+		for i := 0; i < n; i++ {
+			or |= uint64(le.Uint16(src[2*i:]))
+		}
+	case 32:
+		for i := 0; i < n; i++ {
+			or |= uint64(le.Uint32(src[4*i:]))
+		}
+	default:
+		for i := 0; i < n; i++ {
+			or |= le.Uint64(src[8*i:])
+		}
+	}
+	return bits.Len64(or)
+}
+
+// packInline writes inline bitpacking of n w-bit values: per 1024 values
+// (the last block zero padded) a header word holding the bit width, then
+// the packed block.
+func packInline(dst []byte, w int, src []byte, n int) []byte {
+	bpv := w / 8
+	var pad []byte
+	for k := 0; k*1024 < n; k++ {
+		m := min(1024, n-k*1024)
+		blk := src[k*1024*bpv : (k*1024+m)*bpv]
+		if m < 1024 {
+			if pad == nil {
+				pad = alloc(1024 * bpv)
+			}
+			clear(pad)
+			copy(pad, blk)
+			blk = pad
+		}
+		bw := blockWidth(w, blk, 1024)
+		var hdr [8]byte
+		le.PutUint64(hdr[:], uint64(bw))
+		dst = append(dst, hdr[:bpv]...)
+		dst = packFL(dst, w, bw, blk)
+	}
+	return dst
+}
+
+// inlineSize is the size packInline would write.
+func inlineSize(w int, src []byte, n int) int {
+	bpv := w / 8
+	total := 0
+	for k := 0; k*1024 < n; k++ {
+		m := min(1024, n-k*1024)
+		bw := blockWidth(w, src[k*1024*bpv:], m)
+		total += bpv + bw*128
+	}
+	return total
+}
