@@ -147,7 +147,7 @@ func TestDerive(t *testing.T) {
 		{
 			// An index changed in place: same uuid, narrower bitmap. A uuid-only check would
 			// keep 6.
-			name:    "dropped for a changed index: bitmap pruned in place with the same uuid (scenario 6)",
+			name:    "dropped for a changed index: bitmap pruned in place with the same uuid",
 			read:    manifest(5, ids(0, 1, 2), memWal(one, gens{"s0": 8}, positions{"idx": {"s0": 6}}), seg(t, "idx", "u1", 0, 1, 2)),
 			head:    manifest(5, ids(0, 1, 2), memWal(one, gens{"s0": 8}, positions{"idx": {"s0": 6}}), seg(t, "idx", "u1", 0, 1, 2)),
 			next:    manifest(6, ids(0, 1, 2), memWal(one, gens{"s0": 8}, positions{"idx": {"s0": 6}}), seg(t, "idx", "u1", 0, 1)),
@@ -217,7 +217,7 @@ func TestDerive(t *testing.T) {
 			// An empty read version proves nothing: every merged row was deleted; R has no fragments.
 			// The empty set is a subset of the (empty) bitmap, yet proves
 			// nothing.
-			name:    "an empty read version credits nothing (scenario 9)",
+			name:    "an empty read version credits nothing",
 			read:    manifest(5, nil, memWal(one, gens{"s0": 5}, nil)),
 			head:    manifest(5, nil, memWal(one, gens{"s0": 5}, nil)),
 			next:    manifest(6, nil, memWal(one, gens{"s0": 5}, nil), seg(t, "idx", "u1")),
@@ -228,7 +228,7 @@ func TestDerive(t *testing.T) {
 			// Appends after the read do not block credit: fragments 2 and 3
 			// were appended after the read.
 			// Judged at R, the index covers everything.
-			name:    "appends between read and commit do not block credit (scenario 10)",
+			name:    "appends between read and commit do not block credit",
 			read:    manifest(3, ids(0, 1), memWal(one, gens{"s0": 2}, nil)),
 			head:    manifest(5, ids(0, 1, 2, 3), memWal(one, gens{"s0": 2}, nil)),
 			next:    manifest(6, ids(0, 1, 2, 3), memWal(one, gens{"s0": 2}, nil), seg(t, "idx", "u1", 0, 1)),
@@ -239,7 +239,7 @@ func TestDerive(t *testing.T) {
 			// Coverage is a set, not a watermark: fragment 4 is the compaction
 			// of 1 and 2; merged
 			// rows sit in unindexed fragment 3. A watermark at 4 would credit.
-			name:    "coverage is a set not a watermark (scenario 11)",
+			name:    "coverage is a set not a watermark",
 			read:    manifest(6, ids(0, 3, 4), memWal(one, gens{"s0": 3}, nil)),
 			head:    manifest(6, ids(0, 3, 4), memWal(one, gens{"s0": 3}, nil)),
 			next:    manifest(7, ids(0, 3, 4), memWal(one, gens{"s0": 3}, nil), seg(t, "idx", "u1", 0, 4)),
@@ -249,7 +249,7 @@ func TestDerive(t *testing.T) {
 		{
 			// Shards are judged independently: A at 10/8, B at 10/2, unchanged
 			// and unproven.
-			name: "shards independent (scenario 13)",
+			name: "shards independent",
 			read: manifest(9, ids(0, 1, 2), memWal([]string{"A", "B"}, gens{"A": 10, "B": 10}, positions{"idx": {"A": 8, "B": 2}}),
 				seg(t, "idx", "u1", 0, 1)),
 			head: manifest(9, ids(0, 1, 2), memWal([]string{"A", "B"}, gens{"A": 10, "B": 10}, positions{"idx": {"A": 8, "B": 2}}),
@@ -262,7 +262,7 @@ func TestDerive(t *testing.T) {
 		{
 			// Derive is deterministic: every case runs twice; this one exercises all the
 			// branches at once (credit, carry, drop, several shards).
-			name: "same result on two attempts (scenario 14)",
+			name: "same result on two attempts",
 			read: manifest(5, ids(0, 1, 2), memWal([]string{"s0", "s1", "s2"}, gens{"s0": 4, "s1": 7}, nil),
 				seg(t, "a", "ua", 0, 1, 2)),
 			head: manifest(7, ids(0, 1, 2, 3), memWal([]string{"s0", "s1", "s2"}, gens{"s0": 6, "s1": 7},

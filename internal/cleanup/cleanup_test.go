@@ -320,8 +320,7 @@ func TestCrashMidCleanupThenRerun(t *testing.T) {
 	}
 }
 
-// Scenario 27/28: a compaction's output files, written but not committed,
-// survive a cleanup with min-age 0 because the job published its start; once
+// A compaction's output files, written but not committed, survive a cleanup with min-age 0 because the job published its start; once
 // committed they are referenced.
 func TestCleanupRacingUncommittedJob(t *testing.T) {
 	fx := build(t, "mem://", 2)

@@ -421,7 +421,7 @@ func liveOldFragments(head, read *pb.Manifest, op *pb.Rewrite) ([]uint32, error)
 // addFragReuseVersion records a deferred compaction in __frag_reuse.
 //
 // removed_fragments is computed here, against head, after the load-time
-// remap and from non-system indices only (scenario 21): fragments an index
+// remap and from non-system indices only: fragments an index
 // still covers that left the manifest because every row was deleted. They
 // never enter a group, so without this their addresses would pass through
 // the remap and come back as ghost rows (Lance #7374).

@@ -87,7 +87,7 @@ func TestBuildManifestCreate(t *testing.T) {
 	}
 }
 
-// Scenario 15 (Lance #8262): a stale compacted position fails whole.
+// A stale compacted position fails the whole merge (Lance #8262).
 func TestBuildManifestMergeStaleGenerationFailsWhole(t *testing.T) {
 	head := baseManifest()
 	head.Indices = append(head.Indices, &pb.IndexMetadata{Name: table.MemWalIndexName, Type: table.MemWalIndexName, Uuid: "mw",

@@ -192,8 +192,8 @@ func TestConcurrentAppendsAllLand(t *testing.T) {
 	})
 }
 
-// Scenario 2 (Lance #8123): the put landed, the client saw a timeout. The
-// commit is ours: read back, never committed twice, files never deleted.
+// The put landed, the client saw a timeout (Lance #8123). The commit is
+// ours: read back, never committed twice, files never deleted.
 func TestLandedPutWithLostResponseIsOurs(t *testing.T) {
 	f := newFixture(t, "mem://")
 	tb := f.table(t, commit.Config{})
@@ -305,7 +305,7 @@ func TestPermanentErrorSurfaces(t *testing.T) {
 	}
 }
 
-// Scenario 3: retries run out; a typed retryable error, stale files removed.
+// Retries run out: a typed retryable error, stale files removed.
 func TestRetriesRunOut(t *testing.T) {
 	f := newFixture(t, "mem://")
 	tb := f.table(t, commit.Config{MaxAttempts: 3, TransactionFiles: true})
@@ -367,7 +367,7 @@ func TestNoTransactionFileByDefault(t *testing.T) {
 	})
 }
 
-// Scenario 4: deletes on different rows of one fragment rebase by union;
+// Deletes on different rows of one fragment rebase by union;
 // deleting the same row twice is harmless.
 func TestConcurrentDeletesOnOneFragmentBothHold(t *testing.T) {
 	f := newFixture(t, "mem://")

@@ -87,8 +87,8 @@ func TestRemapChained(t *testing.T) {
 	}
 }
 
-// Scenario 20 (Lance #7374): a fragment an index covers is fully deleted and
-// leaves the manifest, so it never enters a group. A deferred compaction of
+// A fragment an index covers is fully deleted and leaves the manifest
+// (Lance #7374), so it never enters a group. A deferred compaction of
 // other fragments must map its addresses to deleted, not pass them through.
 // Asserted at the remap level on purpose: a search is masked by liveness and
 // passes with the bug.
@@ -128,8 +128,8 @@ func TestGhostRowsOfFullyDeletedFragment(t *testing.T) {
 	}
 }
 
-// Scenario 22 (Lance #9200): a group whose every row was deleted maps its
-// rows to deleted, never to address 0, which is a real row.
+// A group whose every row was deleted maps its rows to deleted (Lance #9200),
+// never to address 0, which is a real row.
 func TestAllDeletedGroupNeverMapsToZero(t *testing.T) {
 	for _, tc := range []struct {
 		name   string

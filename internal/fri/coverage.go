@@ -16,7 +16,7 @@ import (
 //   - a group only partly covered drops the covered old fragments and adds
 //     no new ones: the index holds only some of the rows now in the new
 //     fragments, so claiming them would hide the rest from queries. Those
-//     rows fall back to a scan (scenario 23); the planner must never build
+//     rows fall back to a scan; the planner must never build
 //     such a group (see StraddlesGroup);
 //   - removed_fragments leave the bitmap.
 //
@@ -113,7 +113,7 @@ func digestIDs(ds []*pb.FragDigest) *roaring.Bitmap {
 // the fragment left the manifest, so it will never enter a group (Lance
 // #7374).
 //
-// REQUIRES (scenario 21): the bitmaps are those of NON-SYSTEM segments only
+// REQUIRES: the bitmaps are those of NON-SYSTEM segments only
 // (system indices cover no rows), each AFTER the load-time remap
 // (RemapBitmap) through the versions already committed. On raw bitmaps a
 // segment covering {1,2} that an earlier version compacted into 10 would
@@ -141,7 +141,7 @@ func RemovedFragments(nonSystemBitmapsAfterLoadRemap []*roaring.Bitmap, live *ro
 // StraddlesGroup reports whether an index covers some but not all of a
 // group's old fragments. The compaction planner must never build such a
 // group: the load-time remap would drop the covered fragments from the index
-// and leave their rows to a scan until the index is rebuilt (scenario 23).
+// and leave their rows to a scan until the index is rebuilt.
 // A nil bitmap (unknown coverage) is reported as not straddling: the
 // load-time remap has no coverage to lose there.
 func StraddlesGroup(indexBitmap *roaring.Bitmap, groupOld []uint32) bool {

@@ -29,8 +29,8 @@ func TestRemapBitmap(t *testing.T) {
 	}{
 		{"full cover swaps through both versions", []uint32{1, 2, 5}, 0, []uint32{20, 21}},
 		{"untouched fragments stay", []uint32{1, 2, 5, 7, 8}, 0, []uint32{7, 8, 20, 21}},
-		// Scenario 23: an index covering part of a group loses the
-		// covered fragments and gains nothing; those rows are scanned.
+		// An index covering part of a group loses the covered fragments
+		// and gains nothing; those rows are scanned.
 		{"straddle drops, adds nothing", []uint32{1, 5}, 0, []uint32{}},
 		{"straddle in v2 only", []uint32{1, 2}, 0, []uint32{}},
 		{"removed fragment leaves", []uint32{3, 4}, 0, []uint32{11}},
@@ -65,7 +65,8 @@ func TestRemapBitmap(t *testing.T) {
 	}
 }
 
-// Scenario 23: the planner's check.
+// The planner's check: an index covering some but not all of a group's old
+// fragments straddles it.
 func TestStraddlesGroup(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -89,8 +90,8 @@ func TestStraddlesGroup(t *testing.T) {
 	}
 }
 
-// Scenario 21: the orphan set is computed after the load-time remap and from
-// non-system indices only.
+// The orphan set is computed after the load-time remap and from non-system
+// indices only.
 func TestRemovedFragmentsAfterLoadRemap(t *testing.T) {
 	// v1 (10) compacted {1,2} into 10; then every row of 10 was deleted and
 	// 10 left the manifest. Now a compaction of {11,12} commits.
@@ -139,8 +140,8 @@ func TestRemovedFragmentsAfterLoadRemap(t *testing.T) {
 	}
 }
 
-// Scenario 26 (Lance #7774): skip the FRI version when no index covers any
-// rewritten fragment and nothing was orphaned.
+// Skip the FRI version when no index covers any rewritten fragment and
+// nothing was orphaned (Lance #7774).
 func TestSkip(t *testing.T) {
 	groups := []*pb.FragReuseGroup{
 		grp(t, []OldFragment{old(1, 2), old(2, 2)}, nf{20, 4}),

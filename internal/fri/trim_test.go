@@ -15,7 +15,8 @@ func trimChain(t *testing.T) []*pb.FragReuseVersion {
 	}
 }
 
-// Scenario 24 (Lance #7870) and the single-version trim rule.
+// The single-version trim rule, including an index that never covered the
+// compacted fragments not pinning the FRI (Lance #7870).
 func TestTrimmable(t *testing.T) {
 	v1 := trimChain(t)[0]
 	for _, tc := range []struct {
@@ -60,7 +61,7 @@ func TestTrim(t *testing.T) {
 		kept     []uint64 // dataset versions kept
 	}{
 		{"everything remapped", []*pb.IndexMetadata{seg("btree", 30, 20, 60)}, nil},
-		// Scenario 24: A remapped at head, B covers none of the fragments.
+		// A remapped at head, B covers none of the fragments.
 		{"non-covering index does not pin the FRI", []*pb.IndexMetadata{
 			seg("btree", 30, 20, 60), seg("bitmap", 2, 5, 6)}, nil},
 		{"lagging index over 1 needs v1 and, through 10, v2", []*pb.IndexMetadata{
@@ -71,9 +72,8 @@ func TestTrim(t *testing.T) {
 			seg("btree", 25, 50), seg("bitmap", 5, 3)}, []uint64{30}},
 		{"unknown bitmap pins what postdates it", []*pb.IndexMetadata{unknownSeg(15)}, []uint64{20, 30}},
 		{"covers a removed fragment", []*pb.IndexMetadata{seg("btree", 25, 70)}, []uint64{30}},
-		// Scenario 25 seen from trim: the bitmap was advanced onto 20
-		// through v1 and v2 without a physical remap (dataset_version
-		// still 5). Judged alone, v1 looks trimmable (20 is neither 1, 2
+		// Seen from trim, a bitmap advanced onto 20 through v1 and v2
+		// without a physical remap (dataset_version still 5). Judged alone, v1 looks trimmable (20 is neither 1, 2
 		// nor 10); the data still holds 1's and 2's addresses, so the
 		// chain keeps both.
 		{"bitmap advanced through two versions", []*pb.IndexMetadata{seg("btree", 5, 20)}, []uint64{10, 20}},
@@ -123,9 +123,8 @@ func TestTrim(t *testing.T) {
 	}
 }
 
-// Scenario 25 (Lance #7286): whether a segment needs a physical remap is
-// decided from the age of its data, not from its possibly already remapped
-// bitmap.
+// Whether a segment needs a physical remap is decided from the age of its
+// data, not from its possibly already remapped bitmap (Lance #7286).
 func TestNeedsRemap(t *testing.T) {
 	versions := trimChain(t)
 	for _, tc := range []struct {

@@ -4,7 +4,7 @@
 // An SSTable of shard s with generation g is retired only when all hold:
 //   - g <= compacted_sstables[s]: its rows are in the base table;
 //   - g <= index_catchup[N][s] for every maintained index N: each index holds
-//     its rows. An ABSENT entry means not caught up (scenario 19): an index
+//     its rows. An ABSENT entry means not caught up: an index
 //     that never recorded a position retains everything;
 //   - g <= compacted_sstables[s] at every version that may still be read
 //     with its SSTable view (see Readers): an LSM reader of version V reads

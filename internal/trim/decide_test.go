@@ -42,7 +42,7 @@ func TestDecide(t *testing.T) {
 			want:   "a1:+ a2:+ a3:not_merged b1:+ b2:+",
 		},
 		{
-			name:   "scenario 19: an index absent from index_catchup retains everything",
+			name:   "an index absent from index_catchup retains everything",
 			latest: manifest(map[string]uint64{"a": 3, "b": 2}, []string{"ix"}, nil),
 			want:   "a1:index_lag/ix a2:index_lag/ix a3:index_lag/ix b1:index_lag/ix b2:index_lag/ix",
 		},
@@ -119,7 +119,7 @@ func TestWALDeletionsKeepNewestCovered(t *testing.T) {
 		{[]uint64{1, 2, 3, 4, 5}, 3, "[1 2]"},
 		{[]uint64{5, 1, 3, 2, 4}, 3, "[1 2]"},
 		{[]uint64{1, 2}, 0, "[]"},
-		{[]uint64{3}, 3, "[]"}, // scenario 18: never delete every covered entry
+		{[]uint64{3}, 3, "[]"}, // never delete every covered entry
 		{[]uint64{2, 3, 7}, 9, "[2 3]"},
 		{nil, 5, "[]"},
 	}

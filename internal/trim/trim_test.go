@@ -189,7 +189,7 @@ func TestTrimRetiresMergedSSTablesAndWAL(t *testing.T) {
 				t.Fatalf("SSTable files left: %v", left)
 			}
 		}
-		// Scenario 18: the newest covered WAL entry is kept.
+		// The newest covered WAL entry is kept.
 		pos, _ := memwal.ListWALPositions(ctx, fx.tb.Bucket, "s0")
 		covered := 0
 		for _, p := range pos {
@@ -263,7 +263,7 @@ func TestTagsAndInflightReadersPin(t *testing.T) {
 	}
 }
 
-// Scenario 19: an absent catch-up entry retains; once the index provably
+// An absent catch-up entry retains; once the index provably
 // covers the merged rows, the SSTables retire.
 func TestIndexLagRetains(t *testing.T) {
 	fx := setup(t, "mem://", true)

@@ -1,4 +1,4 @@
-// Package inspect builds the `compactord inspect` document (DESIGN §10) for
+// Package inspect builds the `compactord inspect` document (docs/format.md) for
 // one version of a real Lance dataset, from its metadata alone: the
 // manifest, the transaction that made the version, tags, the MemWAL shard
 // manifests under _mem_wal/ and the fragment-reuse index.
