@@ -59,7 +59,7 @@ func bufferCodec(f *Field) (pb.CompressionScheme, error) {
 // it: constant for all-null or single-valued pages, full-zip for wide
 // values (or when the field asks for it), mini-block otherwise.
 func (w *Writer) encodePage21(leaf *Field, s *shredded) ([][]byte, *pb.PageLayout, error) {
-	if l := constantPage(leaf, s); l != nil {
+	if l := constantPage(leaf, s, w.opts.Version); l != nil {
 		return nil, l, nil
 	}
 	mode := strings.ToLower(leaf.Metadata[metaStructural])
@@ -93,7 +93,7 @@ func wideValues(leaf *Field, v *block) bool {
 
 // constantPage is a constant layout for a page whose rows are all null (at
 // the innermost layer) or all one small fixed-width value, or nil.
-func constantPage(leaf *Field, s *shredded) *pb.PageLayout {
+func constantPage(leaf *Field, s *shredded, ver Version) *pb.PageLayout {
 	if s.rep != nil || s.rows == 0 {
 		return nil
 	}
@@ -106,7 +106,8 @@ func constantPage(leaf *Field, s *shredded) *pb.PageLayout {
 		return &pb.PageLayout{Layout: &pb.PageLayout_ConstantLayout{ConstantLayout: &pb.ConstantLayout{Layers: s.layers}}}
 	}
 	v := s.values
-	if s.def != nil {
+	if s.def != nil || ver.Less(V2_2) {
+		// Lance 2.1 accepts only the all-null constant form.
 		return nil
 	}
 	if v.isVar || v.dim > 0 || v.bits < 8 || v.bits > 256 || leaf.Type.Kind == KindNull || s.rows < 2 {
@@ -224,7 +225,11 @@ func newValueEncoder(leaf *Field, v *block) *valueEncoder {
 					out = le.AppendUint64(out, uint64(o))
 				}
 			}
-			return [][]byte{append(out, v.data[base:v.offsets[hi]]...)}
+			out = append(out, v.data[base:v.offsets[hi]]...)
+			for len(out)%w != 0 {
+				out = append(out, 0) // Lance wants whole offset words
+			}
+			return [][]byte{out}
 		}
 		return e
 	case v.bits == 1:
@@ -380,10 +385,10 @@ func miniBlockPage(leaf *Field, s *shredded, v Version, codec pb.CompressionSche
 			}
 		}
 		if s.rep != nil {
-			repB = packLevels(s.rep[sp.slo:sp.shi])
+			repB = packLevels(s.rep[sp.slo:sp.shi], levelBits(s.maxRep))
 		}
 		if s.def != nil {
-			defB = packLevels(s.def[sp.slo:sp.shi])
+			defB = packLevels(s.def[sp.slo:sp.shi], levelBits(s.maxDef))
 		}
 		hdr := le.AppendUint16(nil, uint16(nlev))
 		for _, b := range [][]byte{repB, defB} {
@@ -456,11 +461,11 @@ func miniBlockPage(leaf *Field, s *shredded, v Version, codec pb.CompressionSche
 		HasLargeChunk:    large,
 	}
 	if s.rep != nil {
-		ml.RepCompression = inlineEnc(16)
+		ml.RepCompression = outOfLineEnc(16, levelBits(s.maxRep))
 		ml.RepetitionIndexDepth = 1
 	}
 	if s.def != nil {
-		ml.DefCompression = inlineEnc(16)
+		ml.DefCompression = outOfLineEnc(16, levelBits(s.maxDef))
 	}
 	bufs := [][]byte{meta, chunks}
 	if ve.dict != nil {
@@ -482,13 +487,34 @@ func pad8(b []byte, start int) []byte {
 	return b
 }
 
-// packLevels writes u16 levels with inline bitpacking.
-func packLevels(l []uint16) []byte {
-	raw := alloc(2 * len(l))
+func outOfLineEnc(w, cb int) *pb.CompressiveEncoding {
+	return &pb.CompressiveEncoding{Compression: &pb.CompressiveEncoding_OutOfLineBitpacking{OutOfLineBitpacking: &pb.OutOfLineBitpacking{
+		UncompressedBitsPerValue: uint64(w), Values: flatEnc(cb)}}}
+}
+
+func levelBits(m uint16) int { return max(1, bits.Len16(m)) }
+
+// packLevels writes u16 levels with out-of-line bitpacking at cb bits, as
+// LanceDB does: whole 1024-level blocks, then the tail packed in a padded
+// block when that is smaller than leaving it raw.
+func packLevels(l []uint16, cb int) []byte {
+	raw := alloc(2 * (len(l) + 1024))
 	for i, v := range l {
 		le.PutUint16(raw[2*i:], v)
 	}
-	return packInline(nil, 16, raw, len(l))
+	whole, tail := len(l)/1024, len(l)%1024
+	out := make([]byte, 0, (whole+1)*cb*128)
+	for k := 0; k < whole; k++ {
+		out = packFL(out, 16, cb, raw[k*2048:])
+	}
+	if tail > 0 {
+		if cb*(1024-tail) < (16-cb)*tail {
+			out = packFL(out, 16, cb, raw[whole*2048:]) // zero padded
+		} else {
+			out = append(out, raw[whole*2048:(whole*1024+tail)*2]...)
+		}
+	}
+	return out
 }
 
 // appendRepIndex adds chunk c's entry to a mini-block repetition index:

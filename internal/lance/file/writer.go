@@ -471,3 +471,23 @@ func (w *Writer) checkRows() error {
 
 // Size is the number of bytes written so far.
 func (w *Writer) Size() uint64 { return w.pos }
+
+// DataFileFields returns what a manifest's DataFile records for this
+// file: the field ids that have columns (2.1+: the leaves; 2.0: every
+// node) and the column index of each.
+func (w *Writer) DataFileFields() (fields, columns []int32) {
+	var walk func(f *Field)
+	walk = func(f *Field) {
+		if f.Column >= 0 && f.ID >= 0 {
+			fields = append(fields, f.ID)
+			columns = append(columns, int32(f.Column))
+		}
+		for _, c := range f.Children {
+			walk(c)
+		}
+	}
+	for _, f := range w.schema.Fields {
+		walk(f)
+	}
+	return fields, columns
+}

@@ -377,6 +377,24 @@ async function run(outDir, name, spec) {
   }
 }
 
+// node gen.mjs read DBDIR OUTDIR NAME...: LanceDB's read of the tables
+// DBDIR/NAME.lance (made by the Go writer's tests) as OUTDIR/NAME.json, or
+// OUTDIR/NAME.err with LanceDB's error.
+if (process.argv[2] === "read") {
+  const [dbDir, outDir, ...tables] = process.argv.slice(3);
+  const db = await lancedb.connect(dbDir);
+  for (const n of tables) {
+    try {
+      const t = await db.openTable(n);
+      const back = await t.query().toArrow();
+      fs.writeFileSync(path.join(outDir, `${n}.json`), JSON.stringify(canonTable(back)));
+    } catch (e) {
+      fs.writeFileSync(path.join(outDir, `${n}.err`), String(e.message || e));
+    }
+  }
+  process.exit(0);
+}
+
 const [outDir, ...which] = process.argv.slice(2);
 if (!outDir) throw new Error("usage: node gen.mjs OUTDIR corpus|matrix|CASE...");
 fs.mkdirSync(outDir, { recursive: true });
