@@ -12,6 +12,7 @@ import (
 
 	pb "github.com/compactord/compactord/gen/compactordv1"
 	"github.com/compactord/compactord/internal/ops"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/table"
 )
 
@@ -22,12 +23,15 @@ func newTableCmd(e *env) *cobra.Command {
 }
 
 func newTableCreateCmd(e *env) *cobra.Command {
-	var schema, pk string
+	var schema, pk, format, fileVersion string
 	cmd := &cobra.Command{
-		Use:   "create URL --schema name:type,... --primary-key field",
-		Short: "Create a table",
+		Use:   "create URL --schema name:type,... --primary-key field [--format lance|private] [--file-version 2.0|2.1|2.2]",
+		Short: "Create a table (Lance for a URL ending in .lance or with --format lance)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if handled, err := lanceTableCreate(cmd.Context(), e, args[0], schema, pk, format, fileVersion); handled {
+				return err
+			}
 			s, err := table.ParseSchema(schema, strings.Split(pk, ","))
 			if err != nil {
 				return err
@@ -46,6 +50,8 @@ func newTableCreateCmd(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&schema, "schema", "", `fields, e.g. "id:int64,cat:string,val:float64"`)
 	cmd.Flags().StringVar(&pk, "primary-key", "", "primary-key field(s), comma separated")
+	cmd.Flags().StringVar(&format, "format", "", "lance or private (default: lance if the URL ends in .lance, else private)")
+	cmd.Flags().StringVar(&fileVersion, "file-version", "", "Lance data_storage_format: 2.0, 2.1 or 2.2 (default 2.2)")
 	_ = cmd.MarkFlagRequired("schema")
 	_ = cmd.MarkFlagRequired("primary-key")
 	return cmd
@@ -95,6 +101,7 @@ func newTableAppendCmd(e *env) *cobra.Command {
 			} else {
 				rows = GenerateRows(head.Schema, start, n, seed)
 			}
+			progress.From(cmd.Context()).Start("table append", progress.Units{Rows: int64(len(rows))})
 			res, err := t.Append(cmd.Context(), rows)
 			if err != nil {
 				return err
