@@ -49,10 +49,9 @@ func (w *Writer) writeField20(f *Field, a *Array, prio uint64) error {
 		if valid != nil {
 			return errf("format 2.0 cannot store null structs (field %q)", f.Name)
 		}
-		enc = &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Struct{Struct: &pb.SimpleStruct{}}}
-		if err := w.addPage20(f.Column, nil, a.Len, enc, prio); err != nil {
-			return err
-		}
+		// One struct page for the whole file, written at Close: LanceDB's
+		// 2.0 reader does not take several (its pages carry no data).
+		w.colRows[f.Column] += uint64(a.Len)
 		for i, c := range f.Children {
 			if err := w.writeField20(c, a.Children[i], prio); err != nil {
 				return err
@@ -239,4 +238,34 @@ func dict20Page(a *Array, valid []byte) *page20 {
 	enc := &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Dictionary{Dictionary: &pb.DictionaryV20{
 		Indices: noNulls20(flat20(8*iw, 0)), Items: denc, NumDictionaryItems: uint32(len(items))}}}
 	return &page20{bufs: append([][]byte{ib}, db...), enc: enc}
+}
+
+// finishStructs20 writes the single page of each 2.0 struct column.
+func (w *Writer) finishStructs20() error {
+	var walk func(f *Field) error
+	walk = func(f *Field) error {
+		if f.Type.Kind == KindStruct {
+			rows := w.colRows[f.Column]
+			w.colRows[f.Column] = 0
+			enc := &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Struct{Struct: &pb.SimpleStruct{}}}
+			if err := w.addPage20(f.Column, nil, int(rows), enc, 0); err != nil {
+				return err
+			}
+		}
+		if f.Type.Kind == KindFixedSizeList {
+			return nil
+		}
+		for _, c := range f.Children {
+			if err := walk(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, f := range w.schema.Fields {
+		if err := walk(f); err != nil {
+			return err
+		}
+	}
+	return nil
 }

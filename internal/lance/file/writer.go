@@ -390,6 +390,12 @@ func (w *Writer) Close() error {
 			return err
 		}
 	}
+	if w.opts.Version == V2_0 {
+		if err := w.finishStructs20(); err != nil {
+			w.err = err
+			return err
+		}
+	}
 	if err := w.checkRows(); err != nil {
 		w.err = err
 		return err
