@@ -72,6 +72,9 @@ func newTableAppendCmd(e *env) *cobra.Command {
 			if err := checkGenerated(n, start); err != nil {
 				return err
 			}
+			if handled, err := lanceTableAppend(cmd.Context(), e, args[0], jsonl, n != 0); handled {
+				return err
+			}
 			t, done, err := openWriter(cmd.Context(), e, args[0], "table append")
 			if err != nil {
 				return err

@@ -1,0 +1,137 @@
+package table
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/compactord/compactord/internal/lance/commit"
+	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/testutil/lancedb"
+)
+
+// TestAppendWithLanceDB: on a table compactord created (every file
+// version) and LanceDB added to, compactord appends 20 000 rows (several
+// pages) in a file of the table's version, with the DataFile shape LanceDB
+// gives its own; LanceDB and scan read them as written.
+func TestAppendWithLanceDB(t *testing.T) {
+	lancedb.Require(t)
+	dir := t.TempDir()
+	fields := createFields(t)
+	for _, fv := range FileVersions {
+		t.Run(fv, func(t *testing.T) {
+			name := "t" + strings.ReplaceAll(fv, ".", "")
+			tdir := filepath.Join(dir, name+".lance")
+			b := open(t, tdir)
+			mf, err := Create(t.Context(), b, fields, fv, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := mf.Manifest.GetDataFormat().GetVersion(); got != fv {
+				t.Fatalf("data format %s", got)
+			}
+			add := lanceAdd()
+			res := lancedb.MustRun(t, lancedb.Program{URI: dir, Table: name, Steps: []lancedb.Step{
+				lancedb.Schema(), lancedb.Add(add), lancedb.ReadRows(lancedb.ReadOpts{})}})
+			if n, _ := res.Rows(2); len(n) != 100 {
+				t.Fatalf("LanceDB reads %d rows of its add, want 100", len(n))
+			}
+
+			h := handle(t, b, commit.DefaultConfig())
+			input := jsonRows(0, 20_000)
+			cres, rows, err := h.AppendJSON(t.Context(), bytes.NewReader(input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rows != 20_000 || cres.Version != 3 {
+				t.Fatalf("appended %d rows as version %d", rows, cres.Version)
+			}
+			df := cres.Manifest.Manifest.GetFragments()[1].GetFiles()[0]
+			if got := fmt.Sprintf("%d.%d", df.GetFileMajorVersion(), df.GetFileMinorVersion()); got != fv {
+				t.Errorf("data file version %s, table %s", got, fv)
+			}
+			head, _, _ := meta.ReadLatest(t.Context(), b)
+			theirs := head.Manifest.GetFragments()[0].GetFiles()[0]
+			if !slices.Equal(df.GetFields(), theirs.GetFields()) || !slices.Equal(df.GetColumnIndices(), theirs.GetColumnIndices()) {
+				t.Errorf("data file fields %v columns %v, LanceDB's %v %v", df.GetFields(), df.GetColumnIndices(), theirs.GetFields(), theirs.GetColumnIndices())
+			}
+			if st, err := os.Stat(filepath.Join(tdir, "data", df.GetPath())); err != nil || uint64(st.Size()) != df.GetFileSizeBytes() {
+				t.Errorf("data file %s: %v, size %d in the manifest", df.GetPath(), err, df.GetFileSizeBytes())
+			}
+
+			res = lancedb.MustRun(t, lancedb.Program{URI: dir, Table: name, Steps: []lancedb.Step{
+				lancedb.ReadRows(lancedb.ReadOpts{Where: "id < 100000"}), lancedb.CountRows("")}})
+			got := lanceLines(t, res, 0)
+			want := sortedByID(strings.Split(strings.TrimSpace(string(input)), "\n"))
+			ours := sortedByID(scanLines(t, tdir))
+			if n, _ := res.Count(1); n != 20_100 {
+				t.Errorf("LanceDB counts %d rows, want 20100", n)
+			}
+			if len(ours) != 20_100 {
+				t.Errorf("scan reads %d rows, want 20100", len(ours))
+			}
+			if len(got) != len(want) {
+				t.Fatalf("LanceDB reads %d of our rows, want %d", len(got), len(want))
+			}
+			norm := func(s string) string {
+				var m map[string]any
+				d := json.NewDecoder(strings.NewReader(s))
+				d.UseNumber()
+				_ = d.Decode(&m)
+				for _, c := range createCols {
+					if _, ok := m[c.Name]; !ok {
+						m[c.Name] = nil
+					}
+				}
+				out, _ := json.Marshal(m)
+				return string(out)
+			}
+			for i := range got {
+				if norm(got[i]) != norm(want[i]) {
+					t.Fatalf("row %d: LanceDB reads\n %s\nwe wrote\n %s", i, got[i], want[i])
+				}
+				if norm(ours[i]) != norm(want[i]) {
+					t.Fatalf("row %d: scan reads\n %s\nwe wrote\n %s", i, ours[i], want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestAppendMalformed: a bad line fails the append with its line number;
+// nothing is committed and no data file is left behind.
+func TestAppendMalformed(t *testing.T) {
+	dir := t.TempDir()
+	b := open(t, dir)
+	if _, err := Create(t.Context(), b, createFields(t), "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h := handle(t, b, commit.DefaultConfig())
+	for _, tc := range []struct{ in, want string }{
+		{"{\"id\":1}\n{\"id\":2,}\n", "line 2: "},
+		{"{\"id\":1}\n\n{\"id\":null}\n", "line 3: column \"id\": null in a non-nullable field"},
+		{"{\"id\":1.5}\n", "line 1: column \"id\""},
+		{"{\"id\":1,\"nope\":2}\n", "line 1: unknown column \"nope\""},
+		{"{\"id\":9223372036854775808}\n", "line 1: column \"id\""},
+		{"[1]\n", "line 1: not a JSON object"},
+		{"{\"id\":1,\"raw\":\"***\"}\n", "line 1: column \"raw\""},
+		{"", "no rows"},
+	} {
+		_, _, err := h.AppendJSON(t.Context(), strings.NewReader(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("input %q: error %v, want one line with %q", tc.in, err, tc.want)
+		}
+	}
+	if v, _, _ := meta.Latest(t.Context(), b); v != 1 {
+		t.Errorf("version %d after failed appends, want 1", v)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "data")); len(ents) != 0 {
+		t.Errorf("%d data files left behind", len(ents))
+	}
+}
