@@ -1,0 +1,144 @@
+package file
+
+import (
+	"fmt"
+
+	pb "github.com/compactord/compactord/gen/lancefilepb"
+	"github.com/compactord/compactord/gen/lancepb"
+	"google.golang.org/protobuf/proto"
+)
+
+// CopyFile appends every row of src to the file being written without
+// decoding: each page's buffers are copied as they are and only their
+// offsets in the column metadata are rewritten, as Lance's binary copy
+// does. src must have the writer's version and schema (the same field
+// ids, names and types). Rows written before (Write) stay first; rows
+// written after follow src's.
+func (w *Writer) CopyFile(src *File) error {
+	cols := make([]int, len(src.Columns))
+	for i := range cols {
+		cols[i] = i
+	}
+	if err := w.copyColumns(src, cols); err != nil {
+		return err
+	}
+	w.rows += src.NumRows()
+	return nil
+}
+
+// CopyColumns copies the pages of some columns of src (indices as in
+// File.Columns) to the same columns of the file being written, appending
+// src's rows to just those columns. With CopyColumns a file can be
+// assembled from unchanged columns of several files; every column must
+// hold the same number of rows at Close. Columns are leaves in 2.1+ and
+// schema nodes in 2.0 (see Field.Column).
+func (w *Writer) CopyColumns(src *File, columns []int) error {
+	if err := w.copyColumns(src, columns); err != nil {
+		return err
+	}
+	// The file's rows are the rows its top-level columns hold.
+	w.rows = 0
+	for _, f := range w.schema.Fields {
+		for _, p := range leafPaths(f) {
+			c := p[0].Column
+			if w.opts.Version != V2_0 {
+				c = p[len(p)-1].Column
+			}
+			w.rows = max(w.rows, w.colRows[c])
+		}
+	}
+	return nil
+}
+
+func (w *Writer) copyColumns(src *File, columns []int) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return fmt.Errorf("lance file: copy after close")
+	}
+	if src.Version() != w.opts.Version {
+		return fmt.Errorf("lance file: cannot copy pages of a %s file into a %s file", src.Version(), w.opts.Version)
+	}
+	if err := sameSchema(w.fields, src.Desc.GetSchema().GetFields()); err != nil {
+		return err
+	}
+	if len(src.Columns) != len(w.cols) {
+		return fmt.Errorf("lance file: source has %d columns, the file %d", len(src.Columns), len(w.cols))
+	}
+	// Buffered rows go first.
+	for i := range w.pending {
+		if err := w.flushField(i); err != nil {
+			w.err = err
+			return err
+		}
+	}
+	structs := map[int]bool{}
+	if w.opts.Version == V2_0 {
+		var walk func(f *Field)
+		walk = func(f *Field) {
+			if f.Type.Kind == KindStruct {
+				structs[f.Column] = true
+			}
+			if f.Type.Kind != KindFixedSizeList {
+				for _, c := range f.Children {
+					walk(c)
+				}
+			}
+		}
+		for _, f := range w.schema.Fields {
+			walk(f)
+		}
+	}
+	seen := map[int]bool{}
+	for _, c := range columns {
+		if c < 0 || c >= len(src.Columns) || seen[c] {
+			return fmt.Errorf("lance file: column %d of %d (or named twice)", c, len(src.Columns))
+		}
+		seen[c] = true
+		cm := src.Columns[c]
+		if len(cm.GetBufferOffsets()) > 0 {
+			return fmt.Errorf("lance file: column %d has column buffers; copying them is not supported", c)
+		}
+		base := w.colRows[c]
+		for _, p := range cm.GetPages() {
+			if structs[c] {
+				// 2.0 struct pages hold no data; Close writes one.
+				w.colRows[c] += p.GetLength()
+				continue
+			}
+			np := &pb.ColumnMetadata_Page{Length: p.GetLength(), Encoding: proto.Clone(p.GetEncoding()).(*pb.Encoding), Priority: p.GetPriority() + base}
+			for k := range p.GetBufferOffsets() {
+				b, err := src.readRange(Buffer{p.BufferOffsets[k], p.BufferSizes[k]})
+				if err != nil {
+					return err
+				}
+				off, err := w.writeBuffer(b)
+				if err != nil {
+					return err
+				}
+				np.BufferOffsets = append(np.BufferOffsets, off)
+				np.BufferSizes = append(np.BufferSizes, uint64(len(b)))
+			}
+			w.cols[c].Pages = append(w.cols[c].Pages, np)
+			w.colRows[c] += p.GetLength()
+		}
+	}
+	w.copied = true
+	return nil
+}
+
+// sameSchema checks that two field lists describe the same columns.
+func sameSchema(a, b []*lancepb.Field) error {
+	if len(a) != len(b) {
+		return fmt.Errorf("lance file: source schema has %d fields, the file %d", len(b), len(a))
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.GetId() != y.GetId() || x.GetParentId() != y.GetParentId() || x.GetName() != y.GetName() || x.GetLogicalType() != y.GetLogicalType() {
+			return fmt.Errorf("lance file: source field %q (%d, %s) differs from the file's %q (%d, %s)",
+				y.GetName(), y.GetId(), y.GetLogicalType(), x.GetName(), x.GetId(), x.GetLogicalType())
+		}
+	}
+	return nil
+}
