@@ -1,5 +1,5 @@
-// Package file reads Lance data files (file format 2.0, 2.1 and 2.2, as
-// LanceDB 0.39 / lance 12 writes them) in pure Go.
+// Package file reads and writes Lance data files (file format 2.0, 2.1
+// and 2.2, as LanceDB 0.39 / lance 12 writes them) in pure Go.
 //
 // A file is a footer, a table of column-metadata positions, a table of
 // global buffers (buffer 0 holds the schema and row count) and, per column,
@@ -26,6 +26,18 @@
 // Internally a page decodes to a leafPage (a level stream plus a block of
 // the visible values) and unravel rebuilds validity and offsets per level
 // of the field's path; a writer can mirror the same steps in reverse.
+//
+// Writing mirrors reading: NewWriter(w, fields, WriterOptions{Version})
+// takes the manifest's field list, Write takes Batches of the same Arrays
+// the reader returns, and Close writes column metadata, the file
+// descriptor and the footer. Pages are cut per column at about
+// WriterOptions.PageBytes. 2.1+ pages are mini-block (FastLanes inline
+// bitpacking for integers, flat, variable, dictionary for low-cardinality
+// strings, fixed-size lists; levels out-of-line bitpacked), full-zip for
+// values of 256 bytes or more, or constant; 2.0 pages are ArrayEncoding
+// trees. CopyFile and CopyColumns copy pages of another file without
+// decoding them (offsets rewritten). DataFileFields gives the manifest's
+// DataFile fields and column indices.
 //
 // Everything read from the file is treated as hostile: sizes and counts
 // are checked against the input before anything is allocated for them and
