@@ -3,11 +3,8 @@ package merge
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"google.golang.org/protobuf/proto"
@@ -69,9 +66,9 @@ func Execute(ctx context.Context, h *table.Handle, read *meta.ManifestFile, nami
 	if err != nil {
 		return nil, err
 	}
-	version, err := tableFileVersion(read.Manifest)
+	version, err := table.FileVersion(read.Manifest)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("merge: %w", err)
 	}
 
 	// 1. The generations, oldest first: the newest write of a key wins.
@@ -283,30 +280,6 @@ func readGeneration(ctx context.Context, b storage.Bucket, shard string, sst *pb
 	return out, nil
 }
 
-// tableFileVersion is the file version new data files get: the table's own.
-func tableFileVersion(m *pb.Manifest) (file.Version, error) {
-	df := m.GetDataFormat()
-	if df == nil {
-		return file.V2_2, nil
-	}
-	if df.GetFileFormat() != "lance" {
-		return file.Version{}, fmt.Errorf("merge: data format %q is not lance", df.GetFileFormat())
-	}
-	switch df.GetVersion() {
-	case "2.0", "legacy", "stable":
-		// "stable" is 2.0 in lance 12's naming.
-		if df.GetVersion() == "legacy" {
-			return file.Version{}, fmt.Errorf("merge: the table's data files are format 0.1 (legacy), which compactord does not write")
-		}
-		return file.V2_0, nil
-	case "2.1":
-		return file.V2_1, nil
-	case "2.2", "", "next":
-		return file.V2_2, nil
-	}
-	return file.Version{}, fmt.Errorf("merge: the table's data storage version %q is not one compactord writes", df.GetVersion())
-}
-
 // writeFragment writes the landing rows as one new fragment with the base
 // table's schema (the generation's _tombstone column is dropped; fields
 // match by name, which the generation shares with the base).
@@ -341,52 +314,12 @@ func writeFragment(ctx context.Context, b storage.Bucket, m *pb.Manifest, v file
 	if err := w.Close(); err != nil {
 		return nil, "", fmt.Errorf("merge: encode: %w", err)
 	}
-	name, err := dataFileName()
-	if err != nil {
-		return nil, "", err
-	}
+	name := table.DataFileName()
 	key := meta.DataKey(name)
 	if err := b.Put(ctx, key, buf.Bytes()); err != nil {
 		return nil, "", fmt.Errorf("merge: write %s: %w", key, err)
 	}
 	df := &pb.DataFile{Path: name, FileMajorVersion: uint32(v.Major), FileMinorVersion: uint32(v.Minor), FileSizeBytes: uint64(buf.Len())}
-	if v == file.V2_0 {
-		// 2.0 files: footer version 0.3.
-		df.FileMajorVersion, df.FileMinorVersion = 0, 3
-	}
-	for _, leaf := range leaves(w.Schema().Fields) {
-		df.Fields = append(df.Fields, leaf.ID)
-		df.ColumnIndices = append(df.ColumnIndices, int32(leaf.Column))
-	}
+	df.Fields, df.ColumnIndices = w.DataFileFields()
 	return &pb.DataFragment{Files: []*pb.DataFile{df}, PhysicalRows: uint64(rows)}, key, nil
-}
-
-func leaves(fs []*file.Field) []*file.Field {
-	var out []*file.Field
-	for _, f := range fs {
-		if len(f.Children) == 0 {
-			out = append(out, f)
-			continue
-		}
-		out = append(out, leaves(f.Children)...)
-	}
-	return out
-}
-
-// dataFileName is a data file name as Lance makes them: a random UUID whose
-// first 24 bits are spelled in binary (spreading keys over object-store
-// partitions), then the other 26 hex digits.
-func dataFileName() (string, error) {
-	var u [16]byte
-	if _, err := rand.Read(u[:]); err != nil {
-		return "", err
-	}
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	h := hex.EncodeToString(u[:])
-	var sb strings.Builder
-	for _, c := range u[:3] {
-		fmt.Fprintf(&sb, "%08b", c)
-	}
-	return sb.String() + h[6:] + ".lance", nil
 }
