@@ -7,6 +7,7 @@ import (
 
 	pb "github.com/compactord/compactord/gen/compactordv1"
 	"github.com/compactord/compactord/internal/inflight"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
 )
@@ -143,13 +144,19 @@ func Run(ctx context.Context, b storage.Bucket, cfg Config, now time.Time) (*Res
 	if cfg.DryRun {
 		return res, nil
 	}
-	// Versions first (oldest first), then files.
-	n, err := storage.DeleteAll(ctx, b, keys(plan.DeleteVersions), cfg.Concurrency)
+	// Versions first (oldest first), then files. Progress counts the
+	// objects deleted and their bytes.
+	prog := progress.From(ctx)
+	prog.Start("cleanup", progress.Units{Rows: int64(len(plan.DeleteVersions) + len(plan.DeleteFiles)), Bytes: plan.Bytes})
+	deleted := func(as []Action) func(int) {
+		return func(i int) { prog.Add(1, as[i].Bytes) }
+	}
+	n, err := storage.DeleteAllFunc(ctx, b, keys(plan.DeleteVersions), cfg.Concurrency, deleted(plan.DeleteVersions))
 	res.DeletedVersion = n
 	if err != nil {
 		return res, err
 	}
-	n, err = storage.DeleteAll(ctx, b, keys(plan.DeleteFiles), cfg.Concurrency)
+	n, err = storage.DeleteAllFunc(ctx, b, keys(plan.DeleteFiles), cfg.Concurrency, deleted(plan.DeleteFiles))
 	res.DeletedFiles = n
 	if n == len(plan.DeleteFiles) {
 		res.BytesReclaimed = plan.Bytes

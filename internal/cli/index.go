@@ -10,6 +10,7 @@ import (
 	pb "github.com/compactord/compactord/gen/compactordv1"
 	"github.com/compactord/compactord/internal/index"
 	"github.com/compactord/compactord/internal/indexjob"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/table"
 )
 
@@ -33,6 +34,7 @@ func newIndexCreateCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer done()
+			progress.From(cmd.Context()).Start("index create", progress.Units{})
 			res, err := index.Create(cmd.Context(), t, spec, index.BuildConfig{})
 			if err != nil {
 				return err

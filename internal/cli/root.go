@@ -22,6 +22,8 @@ import (
 	"github.com/compactord/compactord/internal/daemon"
 	"github.com/compactord/compactord/internal/inflight"
 	"github.com/compactord/compactord/internal/ops"
+	"github.com/compactord/compactord/internal/progress"
+	"github.com/compactord/compactord/internal/scheduler/clock"
 	"github.com/compactord/compactord/internal/storage"
 )
 
@@ -36,10 +38,19 @@ type env struct {
 	logger         *zap.Logger
 	// logLevel and logFormat are the root's --log-level and --log-format.
 	logLevel, logFormat string
-	// progress logs the progress of long work (info); logger the rest,
-	// off unless --log-level is given.
+	// progress logs the progress of long work (info, whatever
+	// --log-level says); logger the rest, off unless --log-level is given.
 	progress *zap.Logger
+	// progressInterval is --progress-interval: the least time between two
+	// progress lines (0: none).
+	progressInterval time.Duration
+	// reporter is the one-shot command's, on its context (nil for run).
+	reporter *progress.Reporter
 }
+
+// progressClock is the clock of one-shot commands' progress reporters
+// (tests replace it; nil is the wall clock).
+var progressClock clock.Clock
 
 // Main runs the command line and returns the process exit code: 0, 1 when
 // a command fails, 2 for a usage or configuration error (like Go's flag
@@ -52,7 +63,12 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	if err == nil {
+		// The totals of long work; short work stays quiet.
+		e.reporter.Finish()
+	}
 	_ = e.logger.Sync()
+	_ = e.progress.Sync()
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "unknown command ") {
 			err = usageError(err)
@@ -106,6 +122,7 @@ func newRoot(e *env) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&e.logLevel, "log-level", "", "log level on stderr: debug, info, warn, error (default: only the progress of long work, every few seconds; a level also shows the components' logs)")
 	pf.StringVar(&e.logFormat, "log-format", "", "log format on stderr: console (the default for one-shot commands) or json")
+	pf.DurationVar(&e.progressInterval, "progress-interval", progress.DefaultInterval, "least time between two progress lines of long work on stderr (rows and bytes done, rate, ETA); 0 disables them")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return e.setupLogger(cmd) }
 	root.AddCommand(
 		&cobra.Command{
@@ -141,6 +158,9 @@ func (e *env) setupLogger(cmd *cobra.Command) error {
 	if cmd.Name() == "run" {
 		return nil
 	}
+	if e.progressInterval < 0 {
+		return usageError(fmt.Errorf("--progress-interval must not be negative, got %s", e.progressInterval))
+	}
 	lc := daemon.LogConfig{Level: e.logLevel, Format: e.logFormat}
 	if lc.Level == "" {
 		lc.Level = "info"
@@ -155,8 +175,24 @@ func (e *env) setupLogger(cmd *cobra.Command) error {
 	if err != nil {
 		return usageError(err)
 	}
-	e.progress = l.With(zap.String("component", "progress"))
 	e.logger = l
+	// Progress is at info even when --log-level hides info: it is the one
+	// thing a successful one-shot command writes on stderr.
+	pl, _, err := daemon.NewLogger(daemon.LogConfig{Level: "info", Format: lc.Format}, e.stderr)
+	if err != nil {
+		return usageError(err)
+	}
+	e.progress = pl.With(zap.String("component", "progress"))
+	opts := progress.Options{Clock: progressClock, Interval: e.progressInterval}
+	if e.progressInterval > 0 {
+		opts.Logger = e.progress
+	}
+	e.reporter = progress.New(opts)
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	cmd.SetContext(progress.With(ctx, e.reporter))
 	if e.logLevel == "" {
 		// By default only progress (every few seconds of long work)
 		// reaches stderr besides the command's one-line error: the

@@ -12,6 +12,7 @@ import (
 	pb "github.com/compactord/compactord/gen/compactordv1"
 	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/ops"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/table"
 )
 
@@ -157,10 +158,13 @@ func newWalWriteCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			prog := progress.From(ctx)
+			prog.Start("wal write", progress.Units{Rows: int64(len(recs))})
 			pos, err := w.Append(ctx, recs)
 			if err != nil {
 				return err
 			}
+			prog.Add(int64(len(recs)), 0)
 			out := map[string]any{"operation": "wal_write", "shard": shard, "epoch": cr.Epoch, "wal_position": pos,
 				"records": len(recs), "replayed_entries": cr.ReplayedEntries, "replayed_records": cr.ReplayedRecords,
 				"shard_version": w.Manifest().Version, "flushed": false}

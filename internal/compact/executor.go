@@ -19,6 +19,7 @@ import (
 	"github.com/compactord/compactord/internal/fri"
 	"github.com/compactord/compactord/internal/index"
 	"github.com/compactord/compactord/internal/ops"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
 )
@@ -269,6 +270,7 @@ func (c *Compactor) Run(ctx context.Context, only []uint32) (out *Outcome, err e
 			return out, nil
 		}
 		c.claim(jobs, 1)
+		progress.From(ctx).Start("compact", jobUnits(read, jobs))
 		p, err := c.Execute(ctx, read, jobs)
 		if err == nil {
 			out.Stats = p.Stats
@@ -284,6 +286,21 @@ func (c *Compactor) Run(ctx context.Context, only []uint32) (out *Outcome, err e
 		}
 		return out, nil
 	}
+}
+
+// jobUnits is the work of jobs: the physical rows and data bytes of their
+// fragments.
+func jobUnits(read *pb.Manifest, jobs []Job) progress.Units {
+	var u progress.Units
+	for _, j := range jobs {
+		for _, id := range j.Fragments {
+			if f := table.FragmentByID(read, id); f != nil {
+				u.Rows += int64(f.PhysicalRows)
+				u.Bytes += int64(f.GetDataFile().GetSizeBytes())
+			}
+		}
+	}
+	return u
 }
 
 // rewriteGroup writes the fragments of one job into new fragments of at
@@ -357,7 +374,12 @@ func (c *Compactor) copyFragment(ctx context.Context, out *outWriter, wschema *p
 	if pf.NumRows() != int64(f.PhysicalRows) {
 		return fmt.Errorf("data file %s: %w: %d rows, manifest says %d", key, table.ErrCorrupt, pf.NumRows(), f.PhysicalRows)
 	}
+	// Progress counts the fragment's physical rows and its data file's
+	// bytes in proportion, one row group at a time.
+	prog := progress.From(ctx)
+	size, rows := int64(f.GetDataFile().GetSizeBytes()), int64(f.PhysicalRows)
 	var off uint64
+	var bytesDone int64
 	for _, rg := range pf.RowGroups() {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -372,6 +394,12 @@ func (c *Compactor) copyFragment(ctx context.Context, out *outWriter, wschema *p
 			return fmt.Errorf("data file %s: %w", key, err)
 		}
 		off += n
+		b := size
+		if uint64(rows) > off {
+			b = int64(float64(size) * float64(off) / float64(rows))
+		}
+		prog.Add(int64(n), b-bytesDone)
+		bytesDone = b
 	}
 	return nil
 }

@@ -48,6 +48,9 @@ type Deps struct {
 	// Jobs replaces the real job set (tests inject faulty jobs); nil wires
 	// the real ones (jobs.go).
 	Jobs map[scheduler.Kind]scheduler.JobFunc
+	// WrapBucket, when set, wraps every table's bucket as it is opened
+	// (tests inject storage faults); nil uses the bucket as opened.
+	WrapBucket func(name string, b storage.Bucket) storage.Bucket
 }
 
 // Daemon is `compactord run`.
@@ -262,7 +265,11 @@ func (d *Daemon) openTable(ctx context.Context, url string, cc commit.Config, na
 	if err != nil {
 		return nil, nil, err
 	}
-	ib := storage.WithMetrics(b, d.storeMetrics)
+	wb := b
+	if d.deps.WrapBucket != nil {
+		wb = d.deps.WrapBucket(name, b)
+	}
+	ib := storage.WithMetrics(wb, d.storeMetrics)
 	logger := d.deps.Logger.With(zap.String("table", name))
 	c, err := commit.NewCommitter(cc, ib, commit.RealClock{}, d.commitMetrics, logger)
 	if err != nil {

@@ -315,7 +315,7 @@ svg .tick{stroke:#fff;stroke-width:1}
 {{$jobs := .Jobs}}{{range kinds}}{{$j := job $jobs .}}<tr><td>{{.}}</td>{{if $j.Available}}<td><code>{{$j.Schedule}}</code></td><td>{{tsp $j.Next}}</td>
 <td>{{with $j.LastRun}}{{ts .Finished}} ({{secs .DurationSeconds}}){{else}}—{{end}}</td><td>{{with $j.LastRun}}<span class="res-{{.Result}}">{{.Result}}</span>{{end}}</td><td class="failures">{{$j.ConsecutiveFailures}}{{with $j.FailingSince}} since {{tsp .}}{{end}}</td><td class="next-attempt">{{tsp $j.NextAttempt}}</td>
 {{else}}<td colspan="6" class="muted">not available in this build</td>{{end}}</tr>{{end}}</table>
-{{if .Running}}<p>Running: {{.Running.Kind}} ({{.Running.Trigger}}) since {{ts .Running.Started}}</p>{{end}}
+{{if .Running}}<p>Running: {{.Running.Kind}} ({{.Running.Trigger}}) since {{ts .Running.Started}}{{with .Running.Progress}}: {{.Phase}}, {{.RowsDone}}{{if .RowsTotal}} of {{.RowsTotal}}{{end}} rows, {{.BytesDone}}{{if .BytesTotal}} of {{.BytesTotal}}{{end}} bytes{{with .ETASeconds}}, about {{printf "%.0f" .}} s left{{end}}{{end}}</p>{{end}}
 {{if .Pending}}<p>Pending: {{range .Pending}}{{.Kind}} ({{.Trigger}}) {{end}}</p>{{end}}
 </div>
 {{end}}

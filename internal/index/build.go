@@ -15,6 +15,7 @@ import (
 	pb "github.com/compactord/compactord/gen/compactordv1"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/ops"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
 )
@@ -150,6 +151,7 @@ func BuildSegment(ctx context.Context, b storage.Bucket, m *pb.Manifest, spec Sp
 		bb = w.(*bitmapSegWriter).bb
 	}
 	var kbuf []byte
+	prog := progress.From(ctx)
 	for _, f := range frags {
 		cover.Add(f.Id)
 		err := scanColumn(ctx, b, f, field, func(off uint32, v parquet.Value) error {
@@ -170,6 +172,7 @@ func BuildSegment(ctx context.Context, b storage.Bucket, m *pb.Manifest, spec Sp
 		if err != nil {
 			return nil, fmt.Errorf("build index %q: %w", spec.Name, err)
 		}
+		prog.Add(int64(f.PhysicalRows), int64(f.GetDataFile().GetSizeBytes()))
 	}
 	if spec.Type == TypeBTree {
 		es.sort()

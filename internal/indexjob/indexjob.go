@@ -25,6 +25,7 @@ import (
 	"github.com/compactord/compactord/internal/fri"
 	"github.com/compactord/compactord/internal/index"
 	"github.com/compactord/compactord/internal/ops"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
 )
@@ -168,6 +169,20 @@ func (j *Job) catchUpOnce(ctx context.Context) (*Step, error) {
 		return nil, err
 	}
 	step := &Step{Version: head.Version}
+	var work progress.Units
+	for _, n := range names {
+		ids, err := index.Unindexed(head, n)
+		if err != nil {
+			continue // CatchUpSegment reports it
+		}
+		for _, id := range ids {
+			if f := table.FragmentByID(head, id); f != nil {
+				work.Rows += int64(f.PhysicalRows)
+				work.Bytes += int64(f.GetDataFile().GetSizeBytes())
+			}
+		}
+	}
+	progress.From(ctx).Start("index catchup", work)
 	var segs []*pb.IndexMetadata
 	for _, n := range names {
 		seg, err := index.CatchUpSegment(ctx, j.t.Bucket, head, n, j.cfg.Build)
@@ -260,6 +275,13 @@ func (j *Job) remapIndex(ctx context.Context, name string) (*Step, error) {
 	for _, f := range head.Fragments {
 		live.Add(f.Id)
 	}
+	var work progress.Units
+	for _, s := range stale {
+		work.Rows += int64(s.GetScalar().GetNumEntries())
+		work.Bytes += int64(s.GetScalar().GetSizeBytes())
+	}
+	prog := progress.From(ctx)
+	prog.Start("index remap "+name, work)
 	op := &pb.CreateIndex{}
 	for _, s := range stale {
 		cover, err := index.Coverage(s, versions)
@@ -281,6 +303,7 @@ func (j *Job) remapIndex(ctx context.Context, name string) (*Step, error) {
 		}
 		op.NewIndices = append(op.NewIndices, ns)
 		op.RemovedIndexUuids = append(op.RemovedIndexUuids, s.Uuid)
+		prog.Add(int64(s.GetScalar().GetNumEntries()), int64(s.GetScalar().GetSizeBytes()))
 	}
 	res, err := j.commit(ctx, head, op)
 	if err != nil {

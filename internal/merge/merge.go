@@ -14,6 +14,7 @@ import (
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/ops"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
 )
@@ -209,6 +210,12 @@ func (mg *Merger) Execute(ctx context.Context, job Job) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	var work progress.Units
+	for _, sst := range job.SSTables {
+		work.Rows += int64(sst.Rows)
+		work.Bytes += int64(sst.Bytes)
+	}
+	progress.From(ctx).Start("merge shard "+job.Shard, work)
 
 	// 1-3. Fold the generations in ascending order (a later generation's
 	// record for a key replaces an earlier one; SSTables are key-sorted,

@@ -15,6 +15,7 @@ import (
 	pb "github.com/compactord/compactord/gen/compactordv1"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/memwal"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
 )
@@ -55,6 +56,12 @@ type sstCursor struct {
 	prev  []byte
 	op    memwal.Op
 	row   parquet.Row // current record (valid until next)
+
+	// prog gets each batch read: its records, and the SSTable's bytes in
+	// proportion (bytesDone so far).
+	prog      *progress.Reporter
+	read      uint64
+	bytesDone int64
 }
 
 func openCursor(ctx context.Context, b storage.Bucket, s *pb.Schema, gen int, sst *pb.SSTable) (*sstCursor, error) {
@@ -62,7 +69,8 @@ func openCursor(ctx context.Context, b storage.Bucket, s *pb.Schema, gen int, ss
 	if err != nil {
 		return nil, err
 	}
-	c := &sstCursor{gen: gen, sst: sst, file: f, rgs: f.RowGroups(), buf: make([]parquet.Row, table.ScanBatch), eof: true}
+	c := &sstCursor{gen: gen, sst: sst, file: f, rgs: f.RowGroups(), buf: make([]parquet.Row, table.ScanBatch), eof: true,
+		prog: progress.From(ctx)}
 	sch := f.Schema()
 	leaf, ok := sch.Lookup(memwal.OpColumn)
 	if !ok {
@@ -116,6 +124,15 @@ func (c *sstCursor) next(ctx context.Context) (bool, error) {
 		}
 		n, err := c.rows.ReadRows(c.buf)
 		c.n, c.i = n, 0
+		if n > 0 {
+			c.read += uint64(n)
+			b := int64(c.sst.Bytes)
+			if c.read < c.sst.Rows {
+				b = int64(float64(c.sst.Bytes) * float64(c.read) / float64(c.sst.Rows))
+			}
+			c.prog.Add(int64(n), b-c.bytesDone)
+			c.bytesDone = b
+		}
 		if errors.Is(err, io.EOF) {
 			c.eof = true
 		} else if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	pb "github.com/compactord/compactord/gen/compactordv1"
 	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
 )
@@ -239,6 +240,7 @@ func keyString(s *pb.Schema, r table.Row) string {
 func (t *Table) WriteFragments(ctx context.Context, s *pb.Schema, rows []table.Row) ([]*pb.Fragment, []string, error) {
 	var frags []*pb.Fragment
 	var files []string
+	prog := progress.From(ctx)
 	for start := 0; start < len(rows); start += t.MaxRowsPerFragment {
 		end := min(start+t.MaxRowsPerFragment, len(rows))
 		w, err := table.NewFragmentWriter(ctx, t.Bucket, s)
@@ -247,14 +249,17 @@ func (t *Table) WriteFragments(ctx context.Context, s *pb.Schema, rows []table.R
 		}
 		files = append(files, w.Key())
 		for i := start; i < end; i += table.ScanBatch {
-			if err := w.Write(rows[i:min(i+table.ScanBatch, end)]); err != nil {
+			batch := rows[i:min(i+table.ScanBatch, end)]
+			if err := w.Write(batch); err != nil {
 				return nil, files, err
 			}
+			prog.Add(int64(len(batch)), 0)
 		}
 		f, err := w.Close()
 		if err != nil {
 			return nil, files, err
 		}
+		prog.Add(0, int64(f.GetDataFile().GetSizeBytes()))
 		frags = append(frags, f)
 	}
 	return frags, files, nil

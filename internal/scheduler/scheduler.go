@@ -17,6 +17,7 @@ import (
 	"github.com/compactord/compactord/internal/inflight"
 	"github.com/compactord/compactord/internal/lease"
 	"github.com/compactord/compactord/internal/marker"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/scheduler/clock"
 	"github.com/compactord/compactord/internal/table"
 )
@@ -517,6 +518,10 @@ func (s *Scheduler) startLocked(st *tableState, k Kind, now time.Time) {
 	scope := []zap.Field{zap.String("kind", string(k)), zap.Uint64("job_id", a.id), zap.String("trigger", string(a.trigger))}
 	h.Logger = st.jobLogger.With(scope...)
 	a.logger = st.logger.With(scope...)
+	// Progress lines are debug in the daemon (the API shows the same
+	// numbers); the reporter runs on the scheduler's clock.
+	a.progress = progress.New(progress.Options{Clock: s.clock, Logger: a.logger, Level: zap.DebugLevel})
+	ctx = progress.With(ctx, a.progress)
 	h.Trigger = a.trigger
 	h.Now = s.clock.Now
 	s.attempts.Add(1)
@@ -551,6 +556,7 @@ func (s *Scheduler) runAttempt(ctx context.Context, st *tableState, a *attempt, 
 	if err == nil {
 		out, err = callJob(jctx, job, h)
 	}
+	a.progress.Finish()
 	cause := context.Cause(jctx)
 	if unregister != nil {
 		unregister()

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/internal/marker"
+	"github.com/compactord/compactord/internal/progress"
 )
 
 // JobRecord is one finished attempt.
@@ -61,6 +62,10 @@ type RunningJob struct {
 	Kind    Kind      `json:"kind"`
 	Trigger Trigger   `json:"trigger"`
 	Started time.Time `json:"started"`
+	// Progress is the attempt's progress so far (nil before the job
+	// reports any): the same numbers as a one-shot command's progress
+	// lines.
+	Progress *progress.Snapshot `json:"progress"`
 }
 
 // PendingJob is a job waiting to run.
@@ -115,6 +120,9 @@ func (s *Scheduler) status(st *tableState) TableStatus {
 	}
 	if a := st.running; a != nil {
 		ts.Running = &RunningJob{ID: a.id, Kind: a.kind, Trigger: a.trigger, Started: a.started}
+		if p, ok := a.progress.Snapshot(); ok {
+			ts.Running.Progress = &p
+		}
 	}
 	for i, k := range Kinds {
 		if st.pending[i] != "" {

@@ -10,6 +10,7 @@ import (
 	"github.com/compactord/compactord/internal/lease"
 	"github.com/compactord/compactord/internal/marker"
 	"github.com/compactord/compactord/internal/ops"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 )
 
@@ -83,6 +84,9 @@ type attempt struct {
 	started time.Time
 	cancel  context.CancelCauseFunc
 	logger  *zap.Logger // the scheduler's, scoped to the attempt
+	// progress is the attempt's reporter, on its context: the status
+	// API's running.progress.
+	progress *progress.Reporter
 	// fp is the table's fingerprint when the attempt started.
 	fp string
 }

@@ -14,18 +14,27 @@ import (
 // returns how many keys are now gone and the first error; on error some
 // deletes may not have been attempted.
 func DeleteAll(ctx context.Context, b Bucket, keys []string, limit int) (int, error) {
+	return DeleteAllFunc(ctx, b, keys, limit, nil)
+}
+
+// DeleteAllFunc is DeleteAll calling deleted(i), when not nil, as keys[i]
+// is gone (concurrently, from the deleting goroutines).
+func DeleteAllFunc(ctx context.Context, b Bucket, keys []string, limit int, deleted func(i int)) (int, error) {
 	if limit < 1 {
 		return 0, fmt.Errorf("delete: concurrency must be at least 1, got %d", limit)
 	}
 	var n atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(limit)
-	for _, k := range keys {
+	for i, k := range keys {
 		g.Go(func() error {
 			if err := b.Delete(gctx, k); err != nil && !errors.Is(err, ErrNotFound) {
 				return fmt.Errorf("delete %s: %w", k, err)
 			}
 			n.Add(1)
+			if deleted != nil {
+				deleted(i)
+			}
 			return nil
 		})
 	}
