@@ -51,6 +51,10 @@ type footprint struct {
 	// inserted is the key filter of a merge-insert's inserted rows.
 	inserted *pb.Transaction_KeyExistenceFilter
 	update   bool
+	// inserts: the transaction added rows (new fragments) whose keys may
+	// exist elsewhere; appends do not count (Lance's key is unenforced on
+	// plain appends).
+	inserts bool
 }
 
 func fragIDs(fs []*pb.DataFragment) map[uint64]bool {
@@ -99,6 +103,7 @@ func footprintOf(t *pb.Transaction) footprint {
 		}
 		addMerged(u.GetCompactedSstables())
 		fp.inserted = u.InsertedRows
+		fp.inserts = len(u.GetNewFragments()) > 0
 	case *pb.Transaction_UpdateMemWalState_:
 		addMerged(op.UpdateMemWalState.GetCompactedSstables())
 	case *pb.Transaction_Rewrite_:
@@ -260,6 +265,11 @@ func classifyUpdate(o, t footprint, theirs *pb.Transaction) Verdict {
 	// A merge of another shard inserts keys of that shard only: MemWAL
 	// sharding is a function of the primary key, so shards never share one.
 	otherShard := len(o.merged) > 0 && len(t.merged) > 0
+	// A merge-insert that recorded no key filter may insert any key, as may
+	// ours without one: two such inserts of one key would both land.
+	if t.update && !otherShard && o.inserts && t.inserts && (o.inserted == nil || t.inserted == nil) {
+		return Verdict{Retryable, "both inserted rows and one records no inserted-key filter, so their keys may collide"}
+	}
 	if t.update && !otherShard && o.inserted != nil && t.inserted == nil {
 		return Verdict{Retryable, "a concurrent update recorded no inserted-key filter, so its keys may collide"}
 	}

@@ -119,6 +119,10 @@ func TestClassify(t *testing.T) {
 		{"merge vs a bloom filter", merge, txnOf(&pb.Transaction_Update{NewFragments: frags(8),
 			InsertedRows: &pb.Transaction_KeyExistenceFilter{Data: &pb.Transaction_KeyExistenceFilter_Bloom{Bloom: &pb.Transaction_BloomFilter{}}}}), Retryable},
 		{"merge vs append", merge, appendT, Compatible},
+		{"unfiltered merge vs a merge-insert that inserted", txnOf(&pb.Transaction_Update{CompactedSstables: shard(t, shardA, 3), NewFragments: frags(9)}),
+			txnOf(&pb.Transaction_Update{NewFragments: frags(8), InsertedRows: &pb.Transaction_KeyExistenceFilter{Data: &pb.Transaction_KeyExistenceFilter_Exact{Exact: &pb.Transaction_ExactKeySetFilter{KeyHashes: []uint64{5}}}}}), Retryable},
+		{"unfiltered merge vs an update that inserted nothing", txnOf(&pb.Transaction_Update{CompactedSstables: shard(t, shardA, 3), NewFragments: frags(9)}),
+			txnOf(&pb.Transaction_Update{UpdatedFragments: frags(4)}), Compatible},
 		{"merge vs MemWAL config change", merge, txnOf(&pb.Transaction_CreateIndex{NewIndices: []*pb.IndexMetadata{{Name: "__lance_mem_wal"}}}), Compatible},
 
 		{"append vs anything but a schema change", appendT, delFrag2, Compatible},
