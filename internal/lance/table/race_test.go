@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
 	"github.com/compactord/compactord/internal/lance/cleanup"
 	"github.com/compactord/compactord/internal/lance/commit"
 	"github.com/compactord/compactord/internal/lance/meta"
@@ -82,7 +85,15 @@ func raceOn(t *testing.T, uri string, storageOptions map[string]string, bucketUR
 	defer b.Close()
 	cfg := commit.DefaultConfig()
 	cfg.MaxAttempts = 50
-	h := handle(t, b, cfg)
+	reg := prometheus.NewRegistry()
+	c, err := commit.NewCommitter(cfg, b, commit.RealClock{}, commit.NewMetrics(reg), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
 	start, _, err := meta.ReadLatest(ctx, b)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +132,7 @@ func raceOn(t *testing.T, uri string, storageOptions map[string]string, bucketUR
 		}
 		switch {
 		case i%5 == 4 && len(drops) > 0:
-			res, err := h.DropIndex(ctx, drops[0])
+			res, err := commitLate(ctx, h, w1, w2, func() (*commit.Txn, error) { return h.PlanDropIndex(ctx, drops[0]) })
 			if err != nil {
 				conflicts++
 				t.Logf("index drop %s: %v", drops[0], err)
@@ -143,7 +154,7 @@ func raceOn(t *testing.T, uri string, storageOptions map[string]string, bucketUR
 			}
 			cleanups++
 		case len(victims) > 0:
-			res, err := h.DeleteFragments(ctx, victims[:1])
+			res, err := commitLate(ctx, h, w1, w2, func() (*commit.Txn, error) { return h.PlanDeleteFragments(ctx, victims[:1]) })
 			if err != nil {
 				conflicts++
 				t.Logf("delete fragment %d: %v", victims[0], err)
@@ -172,6 +183,24 @@ func raceOn(t *testing.T, uri string, storageOptions map[string]string, bucketUR
 	ack1, ack2 := lancedb.Acknowledged(ops1), lancedb.Acknowledged(ops2)
 	t.Logf("LanceDB acknowledged %d + %d writes (%d + %d failed); compactord landed %d commits (%d re-planned conflicts, %d rebases), %d cleanups and %d trims",
 		len(ack1), len(ack2), len(lancedb.Failed(ops1)), len(lancedb.Failed(ops2)), len(landed), conflicts, rebases, cleanups, trims)
+	// How many LanceDB commits compactord's commits found between their
+	// read and their put, and classified: the race really interleaved.
+	classified := 0.0
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "compactord_commit_conflicts_total" {
+			for _, m := range mf.GetMetric() {
+				classified += m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Logf("compactord classified %.0f concurrent commits", classified)
+	if classified == 0 {
+		t.Error("no LanceDB commit landed between a compactord read and its commit: the race did not interleave")
+	}
 	if len(ack1) == 0 || len(ack2) == 0 || len(landed) < 3 {
 		t.Fatalf("the race did not happen: %d/%d LanceDB writes, %d compactord commits", len(ack1), len(ack2), len(landed))
 	}
@@ -275,6 +304,34 @@ func raceOn(t *testing.T, uri string, storageOptions map[string]string, bucketUR
 	for _, v := range rep.Violations {
 		t.Errorf("verify: %s", v)
 	}
+}
+
+// commitLate plans a transaction, then commits it only once LanceDB has
+// committed a version after its read (or its writers are done), so that
+// every compactord commit classifies LanceDB's transactions and LanceDB's
+// next commits classify compactord's.
+func commitLate(ctx context.Context, h *Handle, w1, w2 *lancedb.Writer, plan func() (*commit.Txn, error)) (*commit.Result, error) {
+	txn, err := plan()
+	if err != nil {
+		return nil, err
+	}
+	read := txn.Transaction.GetReadVersion()
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		if v, _, err := meta.Latest(ctx, h.Bucket); err == nil && v > read {
+			break
+		}
+		if isDone(w1) && isDone(w2) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-w1.Done():
+		case <-w2.Done():
+		case <-time.After(wait):
+		}
+	}
+	return h.Committer.Commit(ctx, txn)
 }
 
 func isDone(w *lancedb.Writer) bool {

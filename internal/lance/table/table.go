@@ -50,6 +50,16 @@ func (h *Handle) ReadForWrite(ctx context.Context) (*meta.ManifestFile, meta.Nam
 // matches every row of a fragment. Index bitmaps keep naming the fragments,
 // as Lance's do: readers intersect them with the live fragments.
 func (h *Handle) DeleteFragments(ctx context.Context, ids []uint64) (*commit.Result, error) {
+	txn, err := h.PlanDeleteFragments(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	return h.Committer.Commit(ctx, txn)
+}
+
+// PlanDeleteFragments is DeleteFragments up to the commit: the transaction
+// against the latest version, for a caller that commits it later.
+func (h *Handle) PlanDeleteFragments(ctx context.Context, ids []uint64) (*commit.Txn, error) {
 	read, naming, err := h.ReadForWrite(ctx)
 	if err != nil {
 		return nil, err
@@ -66,7 +76,7 @@ func (h *Handle) DeleteFragments(ctx context.Context, ids []uint64) (*commit.Res
 	}
 	txn := commit.NewTransaction(read.Manifest.GetVersion())
 	txn.Operation = &pb.Transaction_Delete_{Delete: &pb.Transaction_Delete{DeletedFragmentIds: ids}}
-	return h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn})
+	return &commit.Txn{Read: read, Naming: naming, Transaction: txn}, nil
 }
 
 // DropIndex removes every segment of a logical index: a CreateIndex with
@@ -75,6 +85,15 @@ func (h *Handle) DeleteFragments(ctx context.Context, ids []uint64) (*commit.Res
 // maintains: LanceDB's writers would then be configured to maintain an
 // index that does not exist.
 func (h *Handle) DropIndex(ctx context.Context, name string) (*commit.Result, error) {
+	txn, err := h.PlanDropIndex(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return h.Committer.Commit(ctx, txn)
+}
+
+// PlanDropIndex is DropIndex up to the commit.
+func (h *Handle) PlanDropIndex(ctx context.Context, name string) (*commit.Txn, error) {
 	read, naming, err := h.ReadForWrite(ctx)
 	if err != nil {
 		return nil, err
@@ -105,7 +124,7 @@ func (h *Handle) DropIndex(ctx context.Context, name string) (*commit.Result, er
 	}
 	txn := commit.NewTransaction(read.Manifest.GetVersion())
 	txn.Operation = &pb.Transaction_CreateIndex_{CreateIndex: &pb.Transaction_CreateIndex{RemovedIndices: segs}}
-	return h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn})
+	return &commit.Txn{Read: read, Naming: naming, Transaction: txn}, nil
 }
 
 func fragmentList(m *pb.Manifest) string {
