@@ -245,7 +245,7 @@ const inFlightTTL = 6 * time.Hour
 // openWriter opens a table for a command that writes files before it
 // commits, and publishes an in-flight marker for as long as it runs, so that
 // a concurrent `compactord cleanup` (or a daemon's) never deletes its output
-// before the commit (scenarios 27, 28). Read-only commands use openTable:
+// before the commit. Read-only commands use openTable:
 // they must work with read-only credentials.
 func openWriter(ctx context.Context, e *env, rawURL, job string) (*ops.Table, func(), error) {
 	t, done, err := openTable(ctx, e, rawURL)
