@@ -31,6 +31,9 @@ func newMergeCmd(e *env) *cobra.Command {
 		Short: "Merge flushed SSTables into the base table, per shard in generation order",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if handled, err := runLanceMerge(cmd, e, args[0], shard, dryRun, maxGens); handled || err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			t, done, err := openWriter(ctx, e, args[0], "merge")
 			if err != nil {
@@ -73,6 +76,7 @@ func newMergeCmd(e *env) *cobra.Command {
 			return printJSON(e.stdout, map[string]any{"operation": "merge", "dry_run": false, "version": head.Version, "merged": results})
 		},
 	}
+	cmd.Long = cmd.Short + "." + lanceMergeHelp
 	cmd.Flags().StringVar(&shard, "shard", "", "merge only this shard")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan without merging")
 	cmd.Flags().IntVar(&maxGens, "max-generations", 0, "bound the generations of one merge commit (0 = all pending)")

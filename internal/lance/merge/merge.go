@@ -24,6 +24,7 @@ const TombstoneColumn = "_tombstone"
 // Result is a landed merge.
 type Result struct {
 	Commit *commit.Result
+	Shard  string
 	// Generations merged; rows written to the new fragment; base rows
 	// superseded (updated or deleted); keys deleted by tombstones.
 	Generations []uint64
@@ -146,7 +147,7 @@ func Execute(ctx context.Context, h *table.Handle, read *meta.ManifestFile, nami
 	txn := commit.NewTransaction(read.Manifest.GetVersion())
 	up := &pb.Transaction_Update{UpdateMode: pb.Transaction_REWRITE_ROWS}
 	var files []string
-	res := &Result{Deleted: deletedKeys, Superseded: nSuperseded}
+	res := &Result{Shard: job.Shard, Deleted: deletedKeys, Superseded: nSuperseded}
 	for _, s := range job.Generations {
 		res.Generations = append(res.Generations, s.GetGeneration())
 	}

@@ -36,38 +36,14 @@ func openHandle(t *testing.T, dir string) *table.Handle {
 // mergeAll plans and runs every job once, against the latest version.
 func mergeAll(t *testing.T, h *table.Handle) []*Result {
 	t.Helper()
-	ctx := t.Context()
-	var out []*Result
-	for {
-		read, naming, err := h.ReadForWrite(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids, err := meta.ListShards(ctx, h.Bucket)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var shards []*meta.ShardState
-		for _, id := range ids {
-			st, err := meta.ReadShard(ctx, h.Bucket, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			shards = append(shards, st)
-		}
-		jobs, _, err := Plan(read, shards, Env{MaxGenerations: 8})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(jobs) == 0 {
-			return out
-		}
-		res, err := Execute(ctx, h, read, naming, jobs[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, res)
+	out, err := RunAll(t.Context(), h, Env{MaxGenerations: 8})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if len(out.Skipped) != 0 {
+		t.Errorf("skipped shards: %v", out.Skipped)
+	}
+	return out.Landed
 }
 
 func rowsOf(t *testing.T, res *lancedb.Results, i int) map[int64]string {

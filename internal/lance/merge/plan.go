@@ -21,6 +21,8 @@ type Env struct {
 	// MaxGenerations caps the generations one job merges (and so the
 	// memory and the size of one commit). At least 1.
 	MaxGenerations int
+	// Shard plans only this shard ("" for every shard).
+	Shard string
 }
 
 // Job merges Generations (ascending, consecutive, all flushed) of one shard
@@ -61,6 +63,9 @@ func Plan(read *meta.ManifestFile, shards []*meta.ShardState, env Env) ([]Job, [
 	var jobs []Job
 	var skips []Skip
 	for _, st := range shards {
+		if env.Shard != "" && st.ID != env.Shard {
+			continue
+		}
 		if st.Manifest == nil {
 			skips = append(skips, Skip{st.ID, "the shard has no manifest yet"})
 			continue
