@@ -20,6 +20,9 @@ type WriterOptions struct {
 	// a page is cut (default 8 MiB, as LanceDB). Memory is bounded by about
 	// one page per column.
 	PageBytes int
+	// Metadata is the schema-level metadata of the file descriptor (Lance's
+	// index files keep their parameters there, e.g. a btree's batch_size).
+	Metadata map[string][]byte
 }
 
 // DefaultPageBytes is the page size used when WriterOptions.PageBytes is 0.
@@ -400,7 +403,7 @@ func (w *Writer) Close() error {
 		w.err = err
 		return err
 	}
-	desc := &pb.FileDescriptor{Schema: &pb.Schema{Fields: w.fields}, Length: w.rows}
+	desc := &pb.FileDescriptor{Schema: &pb.Schema{Fields: w.fields, Metadata: w.opts.Metadata}, Length: w.rows}
 	raw, err := proto.Marshal(desc)
 	if err != nil {
 		return err

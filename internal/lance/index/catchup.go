@@ -1,0 +1,269 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/lance/commit"
+	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/lance/table"
+)
+
+// DefaultMaxSegments is the segments an index may have before catch-up
+// rebuilds it into one instead of adding a delta.
+const DefaultMaxSegments = 8
+
+// Options configure CatchUp.
+type Options struct {
+	// Indices are the logical indexes to catch up; nil means every btree
+	// and bitmap index.
+	Indices []string
+	// Rebuild replaces every segment of an index that lags with one
+	// segment over the whole version instead of adding a delta.
+	Rebuild bool
+	// MaxSegments: an index whose delta would make more segments than this
+	// is rebuilt (0: DefaultMaxSegments; negative: never).
+	MaxSegments int
+	// Now is the clock of created_at (time.Now if nil).
+	Now func() time.Time
+	// Attempts bounds the re-plans after a retryable conflict (0: 3).
+	Attempts int
+}
+
+// IndexResult is what catch-up did to one index.
+type IndexResult struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	// Fragments are the fragments the new segment covers that no segment
+	// covered before.
+	Fragments []uint32 `json:"fragments"`
+	// Rows are the entries of the new segment.
+	Rows    int    `json:"rows"`
+	Segment string `json:"segment"`
+	// Rebuilt: the new segment replaced Removed (every old segment).
+	Rebuilt bool     `json:"rebuilt"`
+	Removed []string `json:"removed,omitempty"`
+}
+
+// Skip is an index catch-up left alone, and why.
+type Skip struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// Result is a catch-up's outcome.
+type Result struct {
+	// ReadVersion is the version planned from; Version the one committed
+	// (0 when nothing needed committing).
+	ReadVersion uint64        `json:"read_version"`
+	Version     uint64        `json:"version"`
+	Committed   bool          `json:"committed"`
+	Indices     []IndexResult `json:"indices"`
+	Skipped     []Skip        `json:"skipped,omitempty"`
+	Attempts    int           `json:"attempts"`
+}
+
+// CatchUp builds, for every btree and bitmap index that does not cover
+// every fragment of the latest version, a segment over the fragments it
+// lacks (or a rebuilt one) and commits them in one CreateIndex. The new
+// segments' dataset_version is the read version, so the commit earns the
+// MemWAL catch-up the read version's merged generations allow.
+func CatchUp(ctx context.Context, h *table.Handle, o Options) (*Result, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxSegments == 0 {
+		o.MaxSegments = DefaultMaxSegments
+	}
+	attempts := o.Attempts
+	if attempts <= 0 {
+		attempts = 3
+	}
+	var last error
+	for i := 1; i <= attempts; i++ {
+		res, err := catchUpOnce(ctx, h, o)
+		if res != nil {
+			res.Attempts = i
+		}
+		if err == nil || !errors.Is(err, commit.ErrRetryable) {
+			return res, err
+		}
+		last = err
+	}
+	return nil, fmt.Errorf("index catch-up: gave up after %d conflicting attempts: %w", attempts, last)
+}
+
+type plan struct {
+	name    string
+	kind    string
+	field   *pb.Field
+	segs    []*pb.IndexMetadata
+	missing *roaring.Bitmap
+	rebuild bool
+}
+
+func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (*Result, error) {
+	read, naming, err := h.ReadForWrite(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := read.Manifest
+	res := &Result{ReadVersion: m.GetVersion(), Indices: []IndexResult{}}
+	plans, skipped, err := Plan(read, o)
+	if err != nil {
+		return nil, err
+	}
+	res.Skipped = skipped
+	if len(plans) == 0 {
+		return res, nil
+	}
+	live := roaring.New()
+	for _, f := range m.GetFragments() {
+		live.Add(uint32(f.GetId()))
+	}
+	op := &pb.Transaction_CreateIndex{}
+	var keys []string
+	cleanup := func() {
+		for _, k := range keys {
+			_ = h.Bucket.Delete(context.WithoutCancel(ctx), k)
+		}
+	}
+	for _, p := range plans {
+		frags := p.missing
+		if p.rebuild {
+			frags = live
+		}
+		e, err := Collect(ctx, h.Bucket, m.GetVersion(), p.field, frags)
+		if err != nil {
+			cleanup()
+			return nil, fmt.Errorf("index %s: %w", p.name, err)
+		}
+		w, err := WriteSegment(ctx, h.Bucket, p.kind, p.field, e)
+		if w != nil {
+			keys = append(keys, w.Keys...)
+		}
+		if err != nil {
+			cleanup()
+			return nil, fmt.Errorf("index %s: %w", p.name, err)
+		}
+		ix, err := SegmentMetadata(p.name, p.segs[0].GetFields(), p.kind, p.segs[0], m.GetVersion(), frags, w, o.Now())
+		if err != nil {
+			cleanup()
+			return nil, err
+		}
+		op.NewIndices = append(op.NewIndices, ix)
+		ir := IndexResult{Name: p.name, Kind: p.kind, Fragments: p.missing.ToArray(), Rows: e.Len(), Segment: meta.UUIDString(w.UUID), Rebuilt: p.rebuild}
+		if p.rebuild {
+			op.RemovedIndices = append(op.RemovedIndices, p.segs...)
+			for _, s := range p.segs {
+				ir.Removed = append(ir.Removed, meta.UUIDString(s.GetUuid()))
+			}
+		}
+		res.Indices = append(res.Indices, ir)
+	}
+	txn := commit.NewTransaction(m.GetVersion())
+	txn.Operation = &pb.Transaction_CreateIndex_{CreateIndex: op}
+	cr, err := h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn, Files: keys})
+	if err != nil {
+		return nil, fmt.Errorf("index catch-up: %w", err)
+	}
+	res.Version, res.Committed = cr.Version, true
+	return res, nil
+}
+
+// Plan decides, from a read version, which indexes lag and how each is
+// caught up: the fragments of the version no segment of the index names,
+// and whether to rebuild.
+func Plan(read *meta.ManifestFile, o Options) ([]plan, []Skip, error) {
+	m := read.Manifest
+	if m.GetReaderFeatureFlags()&meta.FlagStableRowIDs != 0 {
+		return nil, nil, errors.New("index catch-up: tables with stable row ids are not supported (their indexes hold row ids, not addresses)")
+	}
+	maxSegs := o.MaxSegments
+	if maxSegs == 0 {
+		maxSegs = DefaultMaxSegments
+	}
+	hasFRI := len(meta.FindIndex(read.Indices, meta.FragReuseIndexName)) > 0
+	var names []string
+	for _, ix := range read.Indices {
+		if !meta.IsSystemIndex(ix) && !slices.Contains(names, ix.GetName()) {
+			names = append(names, ix.GetName())
+		}
+	}
+	if o.Indices != nil {
+		for _, n := range o.Indices {
+			if !slices.Contains(names, n) {
+				return nil, nil, fmt.Errorf("no index %q in version %d (indexes: %v)", n, m.GetVersion(), names)
+			}
+		}
+		names = slices.Clone(o.Indices)
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	byID := map[int32]*pb.Field{}
+	for _, f := range m.GetFields() {
+		byID[f.GetId()] = f
+	}
+	live := roaring.New()
+	for _, f := range m.GetFragments() {
+		live.Add(uint32(f.GetId()))
+	}
+	var plans []plan
+	var skips []Skip
+	for _, name := range names {
+		segs := meta.FindIndex(read.Indices, name)
+		kind := meta.IndexKind(segs[0])
+		if kind != KindBTree && kind != KindBitmap {
+			skips = append(skips, Skip{name, fmt.Sprintf("a %s index (compactord catches up btree and bitmap indexes)", kind)})
+			continue
+		}
+		fields := segs[0].GetFields()
+		if len(fields) != 1 {
+			skips = append(skips, Skip{name, fmt.Sprintf("indexes %d fields", len(fields))})
+			continue
+		}
+		f := byID[fields[0]]
+		if f == nil || f.GetParentId() != -1 {
+			skips = append(skips, Skip{name, fmt.Sprintf("field %d is not a top-level field of the schema", fields[0])})
+			continue
+		}
+		union := roaring.New()
+		unknown := false
+		for _, s := range segs {
+			if meta.IndexKind(s) != kind {
+				return nil, nil, fmt.Errorf("index %q has segments of kinds %s and %s", name, kind, meta.IndexKind(s))
+			}
+			bm, known, err := meta.FragmentBitmap(s)
+			if err != nil {
+				return nil, nil, err
+			}
+			unknown = unknown || !known
+			union.Or(bm)
+		}
+		if unknown {
+			skips = append(skips, Skip{name, "a segment has no fragment bitmap: its coverage is unknown"})
+			continue
+		}
+		missing := roaring.AndNot(live, union)
+		if missing.IsEmpty() {
+			continue
+		}
+		if _, err := fieldType(f); err != nil {
+			skips = append(skips, Skip{name, err.Error()})
+			continue
+		}
+		// With a fragment-reuse index, segments may name fragments a
+		// deferred compaction rewrote, whose rows live on in fragments
+		// no bitmap names: a delta would index them twice. A rebuild
+		// indexes the version as it is.
+		rebuild := o.Rebuild || hasFRI || (maxSegs > 0 && len(segs)+1 > maxSegs)
+		plans = append(plans, plan{name: name, kind: kind, field: f, segs: segs, missing: missing, rebuild: rebuild})
+	}
+	return plans, skips, nil
+}
