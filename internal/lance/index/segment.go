@@ -145,7 +145,6 @@ func WriteSegment(ctx context.Context, b storage.Bucket, kind string, tf *pb.Fie
 	return out, err
 }
 
-
 type memBuf struct{ b []byte }
 
 func (m *memBuf) Write(p []byte) (int, error) { m.b = append(m.b, p...); return len(p), nil }
