@@ -237,3 +237,28 @@ func equalStrings(a, b []string) bool {
 }
 
 var _ = roaring.New
+
+type metaLike struct {
+	like *pb.IndexMetadata
+	w    *Written
+}
+
+func (m metaLike) ix() *pb.IndexMetadata {
+	return &pb.IndexMetadata{Uuid: m.w.UUID, Name: m.like.GetName(), Fields: m.like.GetFields(), IndexDetails: m.like.GetIndexDetails()}
+}
+
+func readBTreeDir(t testing.TB, d string) *BTree {
+	t.Helper()
+	bt, err := ReadBTree(readerOf(t, filepath.Join(d, BTreeDataFile)), readerOf(t, filepath.Join(d, BTreeLookupFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bt
+}
+
+func sameValue(a, b *file.Array) bool {
+	if a.IsValid(0) != b.IsValid(0) {
+		return false
+	}
+	return !a.IsValid(0) || compareValues(a, 0, b, 0) == 0
+}
