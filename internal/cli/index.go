@@ -79,6 +79,9 @@ func newIndexCatchupCmd(e *env) *cobra.Command {
 		Short: "Index the fragments each index does not cover yet (delta segments)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if handled, err := runLanceCatchup(cmd, e, args[0], names); handled {
+				return err
+			}
 			j, done, err := indexJob(e, cmd, args[0], names)
 			if err != nil {
 				return err
@@ -93,6 +96,7 @@ func newIndexCatchupCmd(e *env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&names, "indices", "", "only these indices (default all)")
+	addLanceCatchupFlags(cmd)
 	return cmd
 }
 
