@@ -15,6 +15,7 @@ import (
 
 	"github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/lance/arrowipc"
+	"github.com/compactord/compactord/internal/testutil/lancedb"
 )
 
 type expectedFile struct {
@@ -204,34 +205,12 @@ func TestReadersAcceptOtherForms(t *testing.T) {
 	}
 }
 
-// lanceModules finds node and a node_modules with LanceDB (see the
-// arrowipc tests' arrowJS for the search order and CI rule).
+// lanceModules is node and the node_modules of the project's LanceDB
+// install (make tools; skipped without it, a failure under CI=true).
 func lanceModules(t *testing.T) (string, string) {
 	t.Helper()
-	var cands []string
-	if dir, err := os.Getwd(); err == nil {
-		for d := dir; filepath.Dir(d) != d; d = filepath.Dir(d) {
-			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-				cands = append(cands, filepath.Join(d, "tools", "lancedb", "node_modules"))
-				break
-			}
-		}
-	}
-	if ct := os.Getenv("COMPACTORD_TOOLS"); ct != "" {
-		cands = append(cands, filepath.Join(ct, "lancedb", "node_modules"))
-	}
-	cands = append(cands, "/tmp/ldbtry/node_modules")
-	node, err := exec.LookPath("node")
-	for _, c := range cands {
-		if _, e := os.Stat(filepath.Join(c, "@lancedb", "lancedb", "package.json")); e == nil && err == nil {
-			return node, c
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("node or LanceDB missing (looked in %v); run make tools", cands)
-	}
-	t.Skipf("node or LanceDB missing (looked in %v); run make tools", cands)
-	return "", ""
+	in := lancedb.Require(t)
+	return in.Node, in.NodeModules
 }
 
 func readback(t *testing.T, out any, args ...string) {

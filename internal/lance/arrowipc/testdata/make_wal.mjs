@@ -1,7 +1,7 @@
 // Regenerates the real MemWAL WAL entries in this directory with LanceDB.
 // Usage: node make_wal.mjs OUTDIR   (LANCEDB_NODE = a directory whose
-// node_modules holds @lancedb/lancedb and apache-arrow; default tools/lancedb,
-// then /tmp/ldbtry). Three writer sessions of one mergeInsert each leave data
+// node_modules holds @lancedb/lancedb and apache-arrow; default tools/lancedb).
+// Three writer sessions of one mergeInsert each leave data
 // entries at WAL positions 1, 3, 5 and fence sentinels at 2 and 4.
 import { createRequire } from "node:module";
 import fs from "node:fs";
@@ -9,7 +9,7 @@ import path from "node:path";
 import url from "node:url";
 
 const here = path.dirname(url.fileURLToPath(import.meta.url));
-const bases = [process.env.LANCEDB_NODE, path.resolve(here, "../../../../tools/lancedb"), "/tmp/ldbtry"].filter(Boolean);
+const bases = [process.env.LANCEDB_NODE, path.resolve(here, "../../../../tools/lancedb")].filter(Boolean);
 const base = bases.find((b) => fs.existsSync(path.join(b, "node_modules/@lancedb/lancedb")));
 if (!base) throw new Error("no @lancedb/lancedb under " + bases.join(", "));
 const require = createRequire(path.join(base, "package.json"));

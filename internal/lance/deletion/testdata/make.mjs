@@ -1,13 +1,13 @@
 // Regenerates the real deletion files in this directory with LanceDB.
 // Usage: node make.mjs OUTDIR   (LANCEDB_NODE = a directory whose node_modules
-// holds @lancedb/lancedb and apache-arrow; default tools/lancedb, then /tmp/ldbtry).
+// holds @lancedb/lancedb and apache-arrow; default tools/lancedb).
 import { createRequire } from "node:module";
 import fs from "node:fs";
 import path from "node:path";
 import url from "node:url";
 
 const here = path.dirname(url.fileURLToPath(import.meta.url));
-const bases = [process.env.LANCEDB_NODE, path.resolve(here, "../../../../tools/lancedb"), "/tmp/ldbtry"].filter(Boolean);
+const bases = [process.env.LANCEDB_NODE, path.resolve(here, "../../../../tools/lancedb")].filter(Boolean);
 const base = bases.find((b) => fs.existsSync(path.join(b, "node_modules/@lancedb/lancedb")));
 if (!base) throw new Error("no @lancedb/lancedb under " + bases.join(", "));
 const require = createRequire(path.join(base, "package.json"));
