@@ -99,13 +99,15 @@ func CatchUp(ctx context.Context, h *table.Handle, o Options) (*Result, error) {
 	return nil, fmt.Errorf("index catch-up: gave up after %d conflicting attempts: %w", attempts, last)
 }
 
-type plan struct {
-	name    string
-	kind    string
-	field   *pb.Field
-	segs    []*pb.IndexMetadata
-	missing *roaring.Bitmap
-	rebuild bool
+// Job is the catch-up of one index: the fragments of the read version no
+// segment names, and whether the index is rebuilt instead.
+type Job struct {
+	Name     string
+	Kind     string
+	Field    *pb.Field
+	Segments []*pb.IndexMetadata
+	Missing  *roaring.Bitmap
+	Rebuild  bool
 }
 
 func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (*Result, error) {
@@ -135,33 +137,33 @@ func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (*Result, erro
 		}
 	}
 	for _, p := range plans {
-		frags := p.missing
-		if p.rebuild {
+		frags := p.Missing
+		if p.Rebuild {
 			frags = live
 		}
-		e, err := Collect(ctx, h.Bucket, m.GetVersion(), p.field, frags)
+		e, err := Collect(ctx, h.Bucket, m.GetVersion(), p.Field, frags)
 		if err != nil {
 			cleanup()
-			return nil, fmt.Errorf("index %s: %w", p.name, err)
+			return nil, fmt.Errorf("index %s: %w", p.Name, err)
 		}
-		w, err := WriteSegment(ctx, h.Bucket, p.kind, p.field, e)
+		w, err := WriteSegment(ctx, h.Bucket, p.Kind, p.Field, e)
 		if w != nil {
 			keys = append(keys, w.Keys...)
 		}
 		if err != nil {
 			cleanup()
-			return nil, fmt.Errorf("index %s: %w", p.name, err)
+			return nil, fmt.Errorf("index %s: %w", p.Name, err)
 		}
-		ix, err := SegmentMetadata(p.name, p.segs[0].GetFields(), p.kind, p.segs[0], m.GetVersion(), frags, w, o.Now())
+		ix, err := SegmentMetadata(p.Name, p.Segments[0].GetFields(), p.Kind, p.Segments[0], m.GetVersion(), frags, w, o.Now())
 		if err != nil {
 			cleanup()
 			return nil, err
 		}
 		op.NewIndices = append(op.NewIndices, ix)
-		ir := IndexResult{Name: p.name, Kind: p.kind, Fragments: p.missing.ToArray(), Rows: e.Len(), Segment: meta.UUIDString(w.UUID), Rebuilt: p.rebuild}
-		if p.rebuild {
-			op.RemovedIndices = append(op.RemovedIndices, p.segs...)
-			for _, s := range p.segs {
+		ir := IndexResult{Name: p.Name, Kind: p.Kind, Fragments: p.Missing.ToArray(), Rows: e.Len(), Segment: meta.UUIDString(w.UUID), Rebuilt: p.Rebuild}
+		if p.Rebuild {
+			op.RemovedIndices = append(op.RemovedIndices, p.Segments...)
+			for _, s := range p.Segments {
 				ir.Removed = append(ir.Removed, meta.UUIDString(s.GetUuid()))
 			}
 		}
@@ -180,7 +182,7 @@ func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (*Result, erro
 // Plan decides, from a read version, which indexes lag and how each is
 // caught up: the fragments of the version no segment of the index names,
 // and whether to rebuild.
-func Plan(read *meta.ManifestFile, o Options) ([]plan, []Skip, error) {
+func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 	m := read.Manifest
 	if m.GetReaderFeatureFlags()&meta.FlagStableRowIDs != 0 {
 		return nil, nil, errors.New("index catch-up: tables with stable row ids are not supported (their indexes hold row ids, not addresses)")
@@ -214,7 +216,7 @@ func Plan(read *meta.ManifestFile, o Options) ([]plan, []Skip, error) {
 	for _, f := range m.GetFragments() {
 		live.Add(uint32(f.GetId()))
 	}
-	var plans []plan
+	var plans []Job
 	var skips []Skip
 	for _, name := range names {
 		segs := meta.FindIndex(read.Indices, name)
@@ -263,7 +265,7 @@ func Plan(read *meta.ManifestFile, o Options) ([]plan, []Skip, error) {
 		// no bitmap names: a delta would index them twice. A rebuild
 		// indexes the version as it is.
 		rebuild := o.Rebuild || hasFRI || (maxSegs > 0 && len(segs)+1 > maxSegs)
-		plans = append(plans, plan{name: name, kind: kind, field: f, segs: segs, missing: missing, rebuild: rebuild})
+		plans = append(plans, Job{Name: name, Kind: kind, Field: f, Segments: segs, Missing: missing, Rebuild: rebuild})
 	}
 	return plans, skips, nil
 }
