@@ -1,12 +1,11 @@
 package merge
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"fmt"
-	"sort"
+	"io"
 
-	"github.com/RoaringBitmap/roaring/v2"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
@@ -41,7 +40,7 @@ type genBatch struct {
 
 // winner is where the newest write of a key sits.
 type winner struct {
-	batch, row int
+	batch, row int32
 	tombstone  bool
 }
 
@@ -73,75 +72,50 @@ func Execute(ctx context.Context, h *table.Handle, read *meta.ManifestFile, nami
 	}
 
 	// 1. The generations, oldest first: the newest write of a key wins.
-	var batches []genBatch
-	win := map[string]winner{}
-	var order []string // first-seen order of keys, for a stable output
+	var gens [][]genFragment
+	n := 0
 	for _, sst := range job.Generations {
 		gb, err := readGeneration(ctx, b, job.Shard, sst, pk)
 		if err != nil {
 			return nil, err
 		}
 		for _, g := range gb {
-			bi := len(batches)
+			n += len(g.live)
+		}
+		gens = append(gens, gb)
+	}
+	var batches []genBatch
+	keys := newKeyTable(n)
+	for _, gb := range gens {
+		for _, g := range gb {
+			bi := int32(len(batches))
 			batches = append(batches, genBatch{batch: g.batch})
 			for _, r := range g.live {
-				k := g.keys[r]
-				if _, seen := win[k]; !seen {
-					order = append(order, k)
-				}
-				win[k] = winner{batch: bi, row: r, tombstone: g.tomb(r)}
+				keys.put(&g.keys, r, winner{batch: bi, row: int32(r), tombstone: g.tomb(r)})
 			}
 		}
 	}
+	gens = nil
 
 	// 2. Base rows those keys supersede, by a scan of the key column.
 	// (The primary-key btree path comes with index catch-up.)
-	superseded := map[uint64]*roaring.Bitmap{}
+	scans, err := scanBase(ctx, b, read.Manifest.GetFragments(), pk, keys)
+	if err != nil {
+		return nil, err
+	}
 	nSuperseded := 0
-	for _, f := range read.Manifest.GetFragments() {
-		lf, done, err := openFragment(ctx, b, f)
-		if err != nil {
-			return nil, err
-		}
-		col, err := lf.ReadAll([]string{pk.GetName()})
-		done()
-		if err != nil {
-			return nil, fmt.Errorf("merge: fragment %d: %w", f.GetId(), err)
-		}
-		dv, err := deleted(ctx, b, f.GetId(), f)
-		if err != nil {
-			return nil, err
-		}
-		keys, t := col.Columns[0], col.Fields[0].Type
-		for i := 0; i < col.NumRows; i++ {
-			if dv.Contains(uint32(i)) {
-				continue
-			}
-			k, err := keyOf(keys, t, i)
-			if err != nil {
-				return nil, fmt.Errorf("merge: fragment %d: %w", f.GetId(), err)
-			}
-			if _, ok := win[k]; ok {
-				bm := superseded[f.GetId()]
-				if bm == nil {
-					bm = roaring.New()
-					superseded[f.GetId()] = bm
-				}
-				bm.Add(uint32(i))
-				nSuperseded++
-			}
-		}
+	for _, sc := range scans {
+		nSuperseded += int(sc.hits.GetCardinality())
 	}
 
 	// 3. The rows that land, in the order their keys were first written.
 	deletedKeys := 0
-	for _, k := range order {
-		w := win[k]
+	for _, w := range keys.ws {
 		if w.tombstone {
 			deletedKeys++
 			continue
 		}
-		batches[w.batch].rows = append(batches[w.batch].rows, w.row)
+		batches[w.batch].rows = append(batches[w.batch].rows, int(w.row))
 	}
 
 	txn := commit.NewTransaction(read.Manifest.GetVersion())
@@ -166,23 +140,15 @@ func Execute(ctx context.Context, h *table.Handle, read *meta.ManifestFile, nami
 	}
 	res.Inserted = inserted
 
-	// 4. Deletion vectors of the superseded base rows.
-	ids := make([]uint64, 0, len(superseded))
-	for id := range superseded {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	byID := map[uint64]*pb.DataFragment{}
-	for _, f := range read.Manifest.GetFragments() {
-		byID[f.GetId()] = f
-	}
-	for _, id := range ids {
-		f := byID[id]
-		dv, err := deleted(ctx, b, id, f)
-		if err != nil {
-			return nil, err
+	// 4. Deletion vectors of the superseded base rows, fragments in id
+	// order.
+	for _, sc := range scans {
+		if sc.hits.IsEmpty() {
+			continue
 		}
-		dv.Or(superseded[id])
+		f, id := sc.frag, sc.frag.GetId()
+		dv := sc.deleted
+		dv.Or(sc.hits)
 		if dv.GetCardinality() == f.GetPhysicalRows() {
 			up.RemovedFragmentIds = append(up.RemovedFragmentIds, id)
 			continue
@@ -224,7 +190,7 @@ func Execute(ctx context.Context, h *table.Handle, read *meta.ManifestFile, nami
 // genFragment is one fragment of a generation, decoded.
 type genFragment struct {
 	batch *file.Batch
-	keys  []string
+	keys  keyColumn
 	live  []int // rows not masked by the generation's deletion vector
 	tombs *file.Array
 }
@@ -254,7 +220,6 @@ func readGeneration(ctx context.Context, b storage.Bucket, shard string, sst *pb
 		if err != nil {
 			return nil, fmt.Errorf("merge: generation %d: %w", sst.GetGeneration(), err)
 		}
-		g := genFragment{batch: batch, keys: make([]string, batch.NumRows), tombs: batch.Column(TombstoneColumn)}
 		kc := batch.Column(pk.GetName())
 		if kc == nil {
 			return nil, fmt.Errorf("merge: generation %d has no primary-key column %q", sst.GetGeneration(), pk.GetName())
@@ -265,15 +230,18 @@ func readGeneration(ctx context.Context, b storage.Bucket, shard string, sst *pb
 				kt = fl.Type
 			}
 		}
+		keys, err := newKeyColumn(kc, kt)
+		if err != nil {
+			return nil, fmt.Errorf("merge: generation %d: %w", sst.GetGeneration(), err)
+		}
+		g := genFragment{batch: batch, keys: keys, tombs: batch.Column(TombstoneColumn), live: make([]int, 0, batch.NumRows)}
 		for i := 0; i < batch.NumRows; i++ {
 			if dv.Contains(uint32(i)) {
 				continue
 			}
-			k, err := keyOf(kc, kt, i)
-			if err != nil {
-				return nil, fmt.Errorf("merge: generation %d: %w", sst.GetGeneration(), err)
+			if !kc.IsValid(i) {
+				return nil, fmt.Errorf("merge: generation %d: row %d has a null primary key", sst.GetGeneration(), i)
 			}
-			g.keys[i] = k
 			g.live = append(g.live, i)
 		}
 		out = append(out, g)
@@ -291,8 +259,27 @@ func writeFragment(ctx context.Context, b storage.Bucket, m *pb.Manifest, v file
 			top = append(top, f)
 		}
 	}
-	var buf bytes.Buffer
-	w, err := file.NewWriter(&buf, m.GetFields(), file.WriterOptions{Version: v})
+	// Streamed to the bucket: the encoded file is never held whole.
+	name := table.DataFileName()
+	key := meta.DataKey(name)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wc, err := b.NewWriter(wctx, key)
+	if err != nil {
+		return nil, "", fmt.Errorf("merge: write %s: %w", key, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			// Closed after its context is canceled, the write is
+			// abandoned: nothing is published.
+			cancel()
+			_ = wc.Close()
+		}
+	}()
+	cw := &countingWriter{w: wc}
+	bw := bufio.NewWriterSize(cw, 1<<20)
+	w, err := file.NewWriter(bw, m.GetFields(), file.WriterOptions{Version: v})
 	if err != nil {
 		return nil, "", fmt.Errorf("merge: %w", err)
 	}
@@ -315,12 +302,26 @@ func writeFragment(ctx context.Context, b storage.Bucket, m *pb.Manifest, v file
 	if err := w.Close(); err != nil {
 		return nil, "", fmt.Errorf("merge: encode: %w", err)
 	}
-	name := table.DataFileName()
-	key := meta.DataKey(name)
-	if err := b.Put(ctx, key, buf.Bytes()); err != nil {
+	if err := bw.Flush(); err != nil {
 		return nil, "", fmt.Errorf("merge: write %s: %w", key, err)
 	}
-	df := &pb.DataFile{Path: name, FileMajorVersion: uint32(v.Major), FileMinorVersion: uint32(v.Minor), FileSizeBytes: uint64(buf.Len())}
+	ok = true
+	if err := wc.Close(); err != nil {
+		return nil, "", fmt.Errorf("merge: write %s: %w", key, err)
+	}
+	df := &pb.DataFile{Path: name, FileMajorVersion: uint32(v.Major), FileMinorVersion: uint32(v.Minor), FileSizeBytes: uint64(cw.n)}
 	df.Fields, df.ColumnIndices = w.DataFileFields()
 	return &pb.DataFragment{Files: []*pb.DataFile{df}, PhysicalRows: uint64(rows)}, key, nil
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -2,6 +2,7 @@ package merge
 
 import (
 	"context"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,13 @@ func (b *racingBucket) Put(ctx context.Context, key string, data []byte) error {
 		b.once.Do(b.race)
 	}
 	return b.Bucket.Put(ctx, key, data)
+}
+
+func (b *racingBucket) NewWriter(ctx context.Context, key string) (io.WriteCloser, error) {
+	if strings.HasPrefix(key, meta.DataKey("")) {
+		b.once.Do(b.race)
+	}
+	return b.Bucket.NewWriter(ctx, key)
 }
 
 // TestRunAllSkipsLostMerge: RunAll reports a merge that lost to another

@@ -2,7 +2,6 @@ package merge
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 
@@ -62,27 +61,6 @@ func deleted(ctx context.Context, b storage.Bucket, fragID uint64, f *pb.DataFra
 		return nil, fmt.Errorf("fragment %d: %s: %w", fragID, key, err)
 	}
 	return bm, nil
-}
-
-// keyOf renders row i of a primary-key column as a map key. The primary
-// key types LanceDB accepts are int32, int64, strings and binaries.
-func keyOf(a *file.Array, t file.DataType, i int) (string, error) {
-	if !a.IsValid(i) {
-		return "", fmt.Errorf("row %d has a null primary key", i)
-	}
-	switch t.Kind {
-	case file.KindInt64:
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], uint64(a.Int64s()[i]))
-		return string(b[:]), nil
-	case file.KindInt32:
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], uint64(int64(a.Int32s()[i])))
-		return string(b[:]), nil
-	case file.KindUtf8, file.KindLargeUtf8, file.KindBinary, file.KindLargeBinary, file.KindFixedSizeBinary:
-		return string(a.Bytes(i)), nil
-	}
-	return "", fmt.Errorf("primary key of type %s is not supported", t)
 }
 
 // primaryKey returns the table's single primary-key field.
