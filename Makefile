@@ -47,6 +47,13 @@ lint:
 bench:
 	./scripts/bench.sh
 
+# Lance MemWAL merge vs LanceDB's plain mergeInsert (docs/benchmarks.md,
+# "Lance: MemWAL merge"): 1 M upserts into 10 M rows by default;
+# LANCE_BENCH_ROWS, LANCE_BENCH_UPSERTS, LANCE_BENCH_TRIALS scale it.
+.PHONY: bench-lance-merge
+bench-lance-merge: lancedb
+	LANCE_BENCH=1 $(GO) test -count=1 -timeout 60m -run '^TestBenchMemWALMerge$$' -v ./internal/lance/merge
+
 # The daemon with its demo workload on ./var/compactord-demo; status page on
 # http://127.0.0.1:9464/. Ctrl-C drains and exits 0. scripts/demo.sh is the
 # scripted CLI tour (make demo-cli).
@@ -107,7 +114,8 @@ deploy-check:
 
 # Reliability soak (docs/reliability.md): the model test, the crash
 # campaign and the concurrency campaign, one after another, for
-# DURATION in all (shares 40/35/25%). The binaries are built first, so the
+# DURATION in all (shares 40/35/25%); then the Lance merge crash
+# campaign (internal/lancecrash) for another 10% of DURATION. The binaries are built first, so the
 # run tests one build even if the tree changes meanwhile. The full log goes
 # to SOAK_LOG; the summary sums operations, injected faults, crashes
 # survived and violations, which must be 0.
@@ -118,10 +126,10 @@ SOAK_LOG ?= $(SOAK_DIR)/soak.log
 soak: tools
 	@mkdir -p $(SOAK_DIR) $(dir $(SOAK_LOG))
 	$(GO) build -o $(SOAK_DIR)/compactord ./cmd/compactord
-	@for p in model crash concurrency; do $(GO) test -c -o $(SOAK_DIR)/$$p.test ./internal/$$p || exit 1; done
+	@for p in model crash concurrency lancecrash; do $(GO) test -c -o $(SOAK_DIR)/$$p.test ./internal/$$p || exit 1; done
 	@echo "soak for $(DURATION); log in $(SOAK_LOG)"
 	@: > $(SOAK_LOG); status=0; \
-	for p in model crash concurrency; do \
+	for p in model crash concurrency lancecrash; do \
 		(cd internal/$$p && COMPACTORD_SOAK=$(DURATION) COMPACTORD_BINARY=$(abspath $(SOAK_DIR))/compactord \
 			$(abspath $(SOAK_DIR))/$$p.test -test.v -test.count=1 -test.timeout=0 -test.run '^TestSoak') >> $(SOAK_LOG) 2>&1 || status=1; \
 	done; \
