@@ -11,6 +11,9 @@ func concatBlocks(bs []*block, leaf DataType) (*block, error) {
 		return zeroBlock(leaf, 0), nil
 	}
 	first := bs[0]
+	if first.fields != nil {
+		return concatFields(bs)
+	}
 	out := &block{bits: first.bits, isVar: first.isVar, dim: first.dim}
 	for _, b := range bs {
 		if b.isVar != first.isVar || b.dim != first.dim || (!b.isVar && b.dim == 0 && b.bits != first.bits) {
@@ -75,6 +78,29 @@ func concatBlocks(bs []*block, leaf DataType) (*block, error) {
 			copy(out.data[at:], b.data[:b.n*w])
 			at += b.n * w
 		}
+	}
+	return out, nil
+}
+
+// concatFields joins decoded variable packed structs field by field.
+func concatFields(bs []*block) (*block, error) {
+	out := &block{fields: make([]*block, len(bs[0].fields))}
+	for k := range out.fields {
+		col := make([]*block, len(bs))
+		for i, b := range bs {
+			if len(b.fields) != len(out.fields) {
+				return nil, errf("pages of one packed struct decode to different fields")
+			}
+			col[i] = b.fields[k]
+		}
+		c, err := concatBlocks(col, DataType{})
+		if err != nil {
+			return nil, err
+		}
+		out.fields[k] = c
+	}
+	for _, b := range bs {
+		out.n += b.n
 	}
 	return out, nil
 }
@@ -266,6 +292,8 @@ func fillValues(a *Array, f *Field, b *block) error {
 	switch {
 	case t.Kind == KindNull:
 		return nil
+	case t.Kind == KindStruct && f.Packed():
+		return fillPacked(a, f, b)
 	case t.Kind == KindBool:
 		if b.bits == 8 && !b.isVar && b.dim == 0 {
 			// Full-zip stores a byte per bool.

@@ -21,6 +21,11 @@ type block struct {
 	dim       int
 	itemValid []byte
 	child     *block
+	// fields: a decoded variable packed struct, one block per child.
+	fields []*block
+	// packed (writer only): the child widths in bits (packedVar: variable)
+	// of packed struct rows.
+	packed []int
 }
 
 func fixedBlock(n, bits int, data []byte) (*block, error) {
@@ -113,6 +118,12 @@ func decodeMini(e *pb.CompressiveEncoding, bufs [][]byte, n int) (*block, error)
 			return nil, err
 		}
 		return unfsst(c.Fsst.GetSymbolTable(), inner)
+	case *pb.CompressiveEncoding_PackedStruct:
+		inner, err := decodeMini(c.PackedStruct.GetValues(), bufs, n)
+		if err != nil {
+			return nil, err
+		}
+		return unpackedFixed(c.PackedStruct, inner)
 	case *pb.CompressiveEncoding_General:
 		if err := need(1); err != nil {
 			return nil, err
@@ -343,23 +354,7 @@ func unbss(in *block) (*block, error) {
 }
 
 func unfsst(table []byte, in *block) (*block, error) {
-	if !in.isVar {
-		return nil, errf("fsst over a fixed-width block")
-	}
-	t, err := parseFSST(table)
-	if err != nil {
-		return nil, err
-	}
-	out := &block{n: in.n, isVar: true, offsets: make([]int64, in.n+1)}
-	buf := make([]byte, 0, len(in.data)*3+64)
-	for i := 0; i < in.n; i++ {
-		if buf, err = t.decode(buf, in.data[in.offsets[i]:in.offsets[i+1]]); err != nil {
-			return nil, err
-		}
-		out.offsets[i+1] = int64(len(buf))
-	}
-	out.data = buf
-	return out, nil
+	return unfsstBlocks(table, []*block{in})
 }
 
 // decodeBlock decodes a whole buffer holding n values: levels, dictionaries.

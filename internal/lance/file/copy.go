@@ -77,6 +77,9 @@ func (w *Writer) copyColumns(src *File, columns []int) error {
 	if w.opts.Version == V2_0 {
 		var walk func(f *Field)
 		walk = func(f *Field) {
+			if f.Packed() {
+				return
+			}
 			if f.Type.Kind == KindStruct {
 				structs[f.Column] = true
 			}

@@ -45,6 +45,23 @@ func (w *Writer) writeField20(f *Field, a *Array, prio uint64) error {
 	valid, allNull := validity20(a)
 	t := f.Type
 	switch {
+	case t.Kind == KindStruct && f.Packed():
+		if valid != nil {
+			return errf("format 2.0 cannot store null structs (field %q)", f.Name)
+		}
+		blk, err := packedBlock(f, a)
+		if err != nil {
+			return err
+		}
+		if blk.isVar {
+			return errf("packed struct %q with variable-width children needs format 2.2", f.Name)
+		}
+		ps := &pb.PackedStructV20{Buffer: bufRef(0)}
+		for _, b := range blk.packed {
+			ps.Inner = append(ps.Inner, noNulls20(flat20(b, 0)))
+		}
+		bufs = [][]byte{blk.data}
+		enc = &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_PackedStruct{PackedStruct: ps}}
 	case t.Kind == KindStruct:
 		if valid != nil {
 			return errf("format 2.0 cannot store null structs (field %q)", f.Name)
@@ -244,6 +261,9 @@ func dict20Page(a *Array, valid []byte) *page20 {
 func (w *Writer) finishStructs20() error {
 	var walk func(f *Field) error
 	walk = func(f *Field) error {
+		if f.Packed() {
+			return nil
+		}
 		if f.Type.Kind == KindStruct {
 			rows := w.colRows[f.Column]
 			w.colRows[f.Column] = 0

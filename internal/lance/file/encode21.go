@@ -45,7 +45,7 @@ func isIntLike(k Kind) bool {
 // bufferCodec is the general-purpose compression a field asks for.
 func bufferCodec(f *Field) (pb.CompressionScheme, error) {
 	switch strings.ToLower(f.Metadata[metaCompression]) {
-	case "", "none":
+	case "", "none", "fsst":
 		return pb.CompressionScheme_COMPRESSION_ALGORITHM_UNSPECIFIED, nil
 	case "zstd":
 		return pb.CompressionScheme_COMPRESSION_ALGORITHM_ZSTD, nil
@@ -59,6 +59,24 @@ func bufferCodec(f *Field) (pb.CompressionScheme, error) {
 // it: constant for all-null or single-valued pages, full-zip for wide
 // values (or when the field asks for it), mini-block otherwise.
 func (w *Writer) encodePage21(leaf *Field, s *shredded) ([][]byte, *pb.PageLayout, error) {
+	if s.values.packed != nil {
+		// Packed structs as LanceDB writes them: fixed-width rows in
+		// mini-block (full-zip when wide), variable rows full-zip (2.2).
+		if s.values.isVar {
+			if w.opts.Version == V2_1 {
+				return nil, nil, errf("packed struct %q with variable-width children needs format 2.2", leaf.Name)
+			}
+			return fullZipPage(leaf, s)
+		}
+		if wideValues(leaf, s.values) || strings.ToLower(leaf.Metadata[metaStructural]) == "fullzip" {
+			return fullZipPage(leaf, s)
+		}
+		codec, err := bufferCodec(leaf)
+		if err != nil {
+			return nil, nil, err
+		}
+		return miniBlockPage(leaf, s, w.opts.Version, codec)
+	}
 	if l := constantPage(leaf, s, w.opts.Version); l != nil {
 		return nil, l, nil
 	}
@@ -195,43 +213,19 @@ func newValueEncoder(leaf *Field, v *block) *valueEncoder {
 		if e := dictEncoder(v); e != nil {
 			return e
 		}
-		ob := 32
-		if v.offsets[v.n]-v.offsets[0] > 1<<31-1 || leaf.Type.Kind == KindLargeUtf8 || leaf.Type.Kind == KindLargeBinary {
-			ob = 64
+		if mode := strings.ToLower(leaf.Metadata[metaCompression]); mode != "none" {
+			if c, tab, ok := fsstBlock(v, mode == "fsst"); ok {
+				e := variableEncoder(leaf, c)
+				e.enc = &pb.CompressiveEncoding{Compression: &pb.CompressiveEncoding_Fsst{Fsst: &pb.Fsst{Values: e.enc, SymbolTable: tab}}}
+				return e
+			}
 		}
-		e := &valueEncoder{nbuf: 1, enc: variableEnc(ob)}
-		e.perChunk = func(lo, hi int) int {
-			size := func(m int) int64 { return v.offsets[lo+m] - v.offsets[lo] + int64(ob/8*(m+1)) }
-			if hi-lo <= 4096 && size(hi-lo) <= 8186 {
-				return hi - lo
-			}
-			m := 4096
-			for m > 2 && (m >= hi-lo || size(m) > 8186) {
-				m /= 2
-			}
-			return min(m, hi-lo)
-		}
-		e.encode = func(lo, hi int) [][]byte {
-			m := hi - lo
-			w := ob / 8
-			base := v.offsets[lo]
-			out := make([]byte, 0, w*(m+1)+int(v.offsets[hi]-base))
-			start := int64(w * (m + 1))
-			for i := lo; i <= hi; i++ {
-				o := start + v.offsets[i] - base
-				if w == 4 {
-					out = le.AppendUint32(out, uint32(o))
-				} else {
-					out = le.AppendUint64(out, uint64(o))
-				}
-			}
-			out = append(out, v.data[base:v.offsets[hi]]...)
-			for len(out)%w != 0 {
-				out = append(out, 0) // Lance wants whole offset words
-			}
-			return [][]byte{out}
-		}
-		return e
+		return variableEncoder(leaf, v)
+	case v.packed != nil:
+		bw := v.bits
+		return &valueEncoder{nbuf: 1, enc: packedFixedEnc(v.packed, flatEnc(bw)), perChunk: fixedChunks(max(2, flatChunk(bw))), encode: func(lo, hi int) [][]byte {
+			return [][]byte{fixedRange(v, lo, hi)}
+		}}
 	case v.bits == 1:
 		return &valueEncoder{nbuf: 1, enc: flatEnc(1), perChunk: fixedChunks(4096), encode: func(lo, hi int) [][]byte {
 			b := make([]byte, bitmapLen(hi-lo))
@@ -250,6 +244,48 @@ func newValueEncoder(leaf *Field, v *block) *valueEncoder {
 	return &valueEncoder{nbuf: 1, enc: flatEnc(bw), perChunk: fixedChunks(max(2, flatChunk(bw))), encode: func(lo, hi int) [][]byte {
 		return [][]byte{fixedRange(v, lo, hi)}
 	}}
+}
+
+// variableEncoder stores variable-width values as they are: per chunk
+// offsets (u32, or u64 for large types) then the bytes.
+func variableEncoder(leaf *Field, v *block) *valueEncoder {
+	ob := 32
+	if v.offsets[v.n]-v.offsets[0] > 1<<31-1 || leaf.Type.Kind == KindLargeUtf8 || leaf.Type.Kind == KindLargeBinary {
+		ob = 64
+	}
+	e := &valueEncoder{nbuf: 1, enc: variableEnc(ob)}
+	e.perChunk = func(lo, hi int) int {
+		size := func(m int) int64 { return v.offsets[lo+m] - v.offsets[lo] + int64(ob/8*(m+1)) }
+		if hi-lo <= 4096 && size(hi-lo) <= 8186 {
+			return hi - lo
+		}
+		m := 4096
+		for m > 2 && (m >= hi-lo || size(m) > 8186) {
+			m /= 2
+		}
+		return min(m, hi-lo)
+	}
+	e.encode = func(lo, hi int) [][]byte {
+		m := hi - lo
+		w := ob / 8
+		base := v.offsets[lo]
+		out := make([]byte, 0, w*(m+1)+int(v.offsets[hi]-base))
+		start := int64(w * (m + 1))
+		for i := lo; i <= hi; i++ {
+			o := start + v.offsets[i] - base
+			if w == 4 {
+				out = le.AppendUint32(out, uint32(o))
+			} else {
+				out = le.AppendUint64(out, uint64(o))
+			}
+		}
+		out = append(out, v.data[base:v.offsets[hi]]...)
+		for len(out)%w != 0 {
+			out = append(out, 0) // Lance wants whole offset words
+		}
+		return [][]byte{out}
+	}
+	return e
 }
 
 func fixedRange(b *block, lo, hi int) []byte {
@@ -583,6 +619,13 @@ func fullZipPage(leaf *Field, s *shredded) ([][]byte, *pb.PageLayout, error) {
 	fz := &pb.FullZipLayout{BitsRep: uint32(br), BitsDef: uint32(bd), NumItems: uint32(s.slots), NumVisibleItems: uint32(v.n), Layers: s.layers}
 	fixed := 0
 	switch {
+	case v.isVar && v.packed != nil:
+		fz.Details = &pb.FullZipLayout_BitsPerOffset{BitsPerOffset: 32}
+		fz.ValueCompression = packedVarEnc(v.packed)
+	case v.packed != nil:
+		fixed = v.bits / 8
+		fz.Details = &pb.FullZipLayout_BitsPerValue{BitsPerValue: uint32(v.bits)}
+		fz.ValueCompression = packedFixedEnc(v.packed, flatEnc(v.bits))
 	case v.isVar:
 		fz.Details = &pb.FullZipLayout_BitsPerOffset{BitsPerOffset: 32}
 		fz.ValueCompression = variableEnc(32)

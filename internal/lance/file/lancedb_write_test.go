@@ -122,10 +122,7 @@ func TestLanceDBReadsWrites(t *testing.T) {
 	var cases []lancedbCase
 	for _, p := range oracleFiles(t, "testdata") {
 		src := openFile(t, p[0])
-		versions := []Version{src.Version()}
-		if src.Version() != V2_0 {
-			versions = []Version{V2_1, V2_2}
-		}
+		versions := rewriteVersions(src)
 		for _, v := range versions {
 			for _, pb := range []int{0, 4096} {
 				name := fmt.Sprintf("%s_w%d%d", strings.TrimSuffix(filepath.Base(p[0]), ".lance"), v.Major, v.Minor)

@@ -168,6 +168,13 @@ func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, ba
 	if ml.GetHasLargeChunk() {
 		ws = 4
 	}
+	// FSST values are expanded once for the whole page (one output
+	// allocation) rather than chunk by chunk and then concatenated.
+	venc := ml.GetValueCompression()
+	var fsstTab []byte
+	if f := venc.GetFsst(); f != nil {
+		fsstTab, venc = f.GetSymbolTable(), f.GetValues()
+	}
 	var rep, def []uint16
 	vals := make([]*block, 0, len(chunks))
 	total := 0
@@ -176,7 +183,7 @@ func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, ba
 		if lo < 0 || lo+ch.size > len(data) {
 			return nil, errf("mini-block chunk %d outside the bytes read", c)
 		}
-		cr, cd, cv, err := decodeChunk(ml, data[lo:lo+ch.size], ch.n, hasRep, hasDef, nbuf, ws)
+		cr, cd, cv, err := decodeChunk(ml, venc, data[lo:lo+ch.size], ch.n, hasRep, hasDef, nbuf, ws)
 		if err != nil {
 			return nil, err
 		}
@@ -189,7 +196,12 @@ func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, ba
 		vals = append(vals, cv)
 		total += ch.n
 	}
-	values, err := concatBlocks(vals, leaf)
+	var values *block
+	if fsstTab != nil {
+		values, err = unfsstBlocks(fsstTab, vals)
+	} else {
+		values, err = concatBlocks(vals, leaf)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +241,7 @@ func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, ba
 // decodeChunk parses one chunk: u16 level count, u16 sizes of the rep and
 // def buffers present, a size per value buffer (u16, or u32 in large-chunk
 // pages), padding to 8, then each buffer padded to 8.
-func decodeChunk(ml *pb.MiniBlockLayout, chunk []byte, n int, hasRep, hasDef bool, nbuf, ws int) ([]uint16, []uint16, *block, error) {
+func decodeChunk(ml *pb.MiniBlockLayout, venc *pb.CompressiveEncoding, chunk []byte, n int, hasRep, hasDef bool, nbuf, ws int) ([]uint16, []uint16, *block, error) {
 	p := 0
 	rd := func(w int) (int, error) {
 		if p+w > len(chunk) {
@@ -307,7 +319,7 @@ func decodeChunk(ml *pb.MiniBlockLayout, chunk []byte, n int, hasRep, hasDef boo
 			return nil, nil, nil, err
 		}
 	}
-	v, err := decodeMini(ml.GetValueCompression(), bufs, n)
+	v, err := decodeMini(venc, bufs, n)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -567,6 +579,14 @@ func perValue(e *pb.CompressiveEncoding, b *block) (*block, error) {
 			return nil, err
 		}
 		return unfsst(c.Fsst.GetSymbolTable(), inner)
+	case *pb.CompressiveEncoding_PackedStruct:
+		inner, err := perValue(c.PackedStruct.GetValues(), b)
+		if err != nil {
+			return nil, err
+		}
+		return unpackedFixed(c.PackedStruct, inner)
+	case *pb.CompressiveEncoding_VariablePackedStruct:
+		return unpackVariable(c.VariablePackedStruct, b)
 	}
 	return nil, errf("unsupported full-zip value encoding %T", e.GetCompression())
 }

@@ -303,11 +303,29 @@ func checkField(f *Field, depth int) error {
 	return nil
 }
 
+// Packed reports whether a struct is stored packed, as one column of
+// rows (field metadata lance-encoding:packed, or the legacy packed, set to
+// "true" in any case).
+func (f *Field) Packed() bool {
+	if f.Type.Kind != KindStruct {
+		return false
+	}
+	for _, k := range [...]string{"lance-encoding:packed", "packed"} {
+		if strings.EqualFold(f.Metadata[k], "true") {
+			return true
+		}
+	}
+	return false
+}
+
 // isLeaf reports whether a field's data is one column in 2.1+ files: a
-// primitive, or a fixed-size list of primitives (stored as one value).
+// primitive, a fixed-size list of primitives (stored as one value) or a
+// packed struct.
 func (f *Field) isLeaf() bool {
 	switch f.Type.Kind {
-	case KindStruct, KindList, KindLargeList:
+	case KindStruct:
+		return f.Packed()
+	case KindList, KindLargeList:
 		return false
 	case KindFixedSizeList:
 		return f.Children[0].ID == -1 || f.Children[0].isLeaf() && f.Children[0].Type.Kind != KindFixedSizeList
@@ -324,7 +342,7 @@ func (s *Schema) bindColumns(n int) error {
 		if s.version == V2_0 {
 			f.Column = next
 			next++
-			if f.Type.Kind == KindFixedSizeList {
+			if f.Type.Kind == KindFixedSizeList || f.Packed() {
 				return
 			}
 			for _, c := range f.Children {

@@ -217,6 +217,8 @@ func leafBlock(f *Field, a *Array, idx []int) (*block, error) {
 		return &block{n: n, bits: 1, data: a.Values[:bitmapLen(n)]}, nil
 	case t.IsVariable():
 		return &block{n: n, isVar: true, offsets: a.Offsets, data: a.Values}, nil
+	case t.Kind == KindStruct:
+		return packedBlock(f, a)
 	case t.Kind == KindFixedSizeList:
 		c := a.Children[0]
 		it := f.Children[0].Type

@@ -106,6 +106,8 @@ func decode20(e *pb.ArrayEncoding, bufs [][]byte, n int, leaf DataType) (*decode
 		return &decoded20{b: &block{n: n, dim: dim, child: d.b, itemValid: d.valid}}, nil
 	case *pb.ArrayEncoding_Binary:
 		return binary20(c.Binary, bufs, n)
+	case *pb.ArrayEncoding_PackedStruct:
+		return packed20(c.PackedStruct, bufs, n)
 	case *pb.ArrayEncoding_Fsst:
 		d, err := decode20(c.Fsst.GetBinary(), bufs, n, leaf)
 		if err != nil {
@@ -429,8 +431,8 @@ func (f *File) listOffsets20(col int, start, end uint64) ([]int64, []byte, uint6
 
 // readField20 decodes rows [start, end) of a field of a 2.0 file.
 func (f *File) readField20(fl *Field, start, end uint64) (*Array, error) {
-	switch fl.Type.Kind {
-	case KindStruct:
+	switch {
+	case fl.Type.Kind == KindStruct && !fl.Packed():
 		a := &Array{Type: fl.Type, Name: fl.Name, Len: int(end - start)}
 		for _, c := range fl.Children {
 			ca, err := f.readField20(c, start, end)
@@ -440,7 +442,7 @@ func (f *File) readField20(fl *Field, start, end uint64) (*Array, error) {
 			a.Children = append(a.Children, ca)
 		}
 		return a, nil
-	case KindList, KindLargeList:
+	case fl.Type.Kind == KindList || fl.Type.Kind == KindLargeList:
 		offs, valid, first, err := f.listOffsets20(fl.Column, start, end)
 		if err != nil {
 			return nil, err

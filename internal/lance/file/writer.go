@@ -92,7 +92,7 @@ func (s *Schema) countColumns() int {
 	walk = func(f *Field) {
 		if s.version == V2_0 {
 			n++
-			if f.Type.Kind == KindFixedSizeList {
+			if f.Type.Kind == KindFixedSizeList || f.Packed() {
 				return
 			}
 			for _, c := range f.Children {

@@ -75,10 +75,7 @@ func sameRows(t *testing.T, want, got *File) {
 func TestRewriteCorpus(t *testing.T) {
 	for _, p := range oracleFiles(t, "testdata") {
 		src := openFile(t, p[0])
-		versions := []Version{src.Version()}
-		if src.Version() != V2_0 {
-			versions = []Version{V2_1, V2_2}
-		}
+		versions := rewriteVersions(src)
 		for _, v := range versions {
 			for _, pb := range []int{0, 4096} {
 				name := filepath.Base(p[0]) + "/" + v.String()

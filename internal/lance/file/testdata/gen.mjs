@@ -317,6 +317,18 @@ cases.fzzstd_v22 = { version: "2.2", rows: 600, columns: forced({ "lance-encodin
   ["int64", "utf8", "binary", { name: "vec", type: "fsl_f32_8" }, { name: "li", type: "list_i32" }]).concat(
   forced({ "lance-encoding:compression": "zstd" }, [{ name: "s300", type: "utf8", minLen: 300 }, { name: "v768", type: "fsl_f32_768" }])) };
 cases.fzlz4_v22 = { version: "2.2", rows: 300, columns: forced({ "lance-encoding:compression": "lz4" }, [{ name: "s300", type: "utf8", minLen: 300 }, { name: "b2k", type: "binary", minLen: 2000 }]) };
+// lance-encoding:packed on a struct: LanceDB stores the struct as one
+// packed column (fixed-width children; 2.2 also variable-width ones).
+const packedCols = (v) => forced({ "lance-encoding:packed": "true" }, [
+  { name: "pf", type: "struct", nullable: false, children: [{ name: "a", type: "int32" }, { name: "b", type: "float64" }, { name: "c", type: "uint8" }] },
+  { name: "pfn", type: "struct", nullable: v !== "2.0", children: [{ name: "x", type: "int64" }, { name: "y", type: "float32" }] },
+].concat(v === "2.2" ? [{ name: "pv", type: "struct", nullable: true, children: [{ name: "id", type: "int32" }, { name: "s", type: "utf8" }, { name: "bin", type: "binary" }] }] : []))
+  .concat([{ name: "plain", type: "struct", nullable: false, children: [{ name: "a", type: "int32" }, { name: "b", type: "float64" }] }]);
+for (const v of ["2.0", "2.1", "2.2"]) {
+  const tag = v.replace(".", "");
+  cases[`packed_v${tag}`] = { version: v, rows: 1500, columns: packedCols(v) };
+  cases[`packedbig_v${tag}`] = { version: v, rows: 30000, columns: packedCols(v) };
+}
 // A big file for decode benchmarks (no oracle JSON): LANCE_BENCH_FILE.
 cases.bench_v22 = { version: "2.2", rows: 500000, noOracle: true, benchOnly: true, columns: [
   { name: "i64", type: "int64" }, { name: "i64_seq", type: "int64", pattern: "seq" }, { name: "i64_n", type: "int64", nullable: true },
@@ -331,7 +343,7 @@ cases.multipage_v22 = { version: "2.2", rows: 40000, columns: [
 
 // The committed corpus: small files covering every type and encoding.
 const corpus = ["all_v20", "all_v21", "all_v22", "large_v20", "large_v22", "zstd_v22", "lz4_v22", "fullzip_v22",
-  "rle_v22", "bss_v22", "dict_v22", "dict_v21", "more_v22", "fsst_v22"];
+  "rle_v22", "bss_v22", "dict_v22", "dict_v21", "more_v22", "fsst_v22", "packed_v20", "packed_v21", "packed_v22"];
 
 // ---- main ------------------------------------------------------------------
 async function run(outDir, name, spec) {
