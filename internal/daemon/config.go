@@ -280,14 +280,15 @@ func NormalizeURL(raw string) (string, error) {
 	return raw, nil
 }
 
-// NameFromURL is the default table name: the last path segment, else the
-// host, made safe for metric labels and URL paths.
+// NameFromURL is the default table name: the last path segment (without
+// a Lance dataset's .lance suffix), else the host, made safe for metric
+// labels and URL paths.
 func NameFromURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return sanitizeName(raw)
 	}
-	name := path.Base(strings.TrimRight(u.Path, "/"))
+	name := strings.TrimSuffix(path.Base(strings.TrimRight(u.Path, "/")), ".lance")
 	if name == "." || name == "/" || name == "" {
 		name = u.Host
 	}

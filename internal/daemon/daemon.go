@@ -22,6 +22,7 @@ import (
 	"github.com/compactord/compactord/internal/buildinfo"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/demo"
+	lancecommit "github.com/compactord/compactord/internal/lance/commit"
 	"github.com/compactord/compactord/internal/lease"
 	"github.com/compactord/compactord/internal/ops"
 	"github.com/compactord/compactord/internal/scheduler"
@@ -71,6 +72,9 @@ type Daemon struct {
 	commitMetrics *commit.Metrics
 	sched         *scheduler.Scheduler
 	members       storage.Bucket
+	// lanceCommitMetrics counts into commitMetrics' series (one set per
+	// process, whatever the formats).
+	lanceCommitMetrics *lancecommit.Metrics
 
 	addr         atomic.Pointer[string]
 	discovering  atomic.Bool // discovery configured and its first scan not done
@@ -132,6 +136,7 @@ func New(cfg Config, deps Deps) (*Daemon, error) {
 	d.reloadSuccess.Set(float64(d.started.UnixMilli()) / 1e3)
 	d.storeMetrics = storage.NewMetrics(reg)
 	d.commitMetrics = commit.NewMetrics(reg)
+	d.lanceCommitMetrics = lancecommit.SharedMetrics(d.commitMetrics)
 	promauto.With(reg).NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_build_info",
 		Help: "Always 1; the labels say which build runs: version, the VCS revision (unknown when the build recorded none) and the Go version."},
 		[]string{"version", "revision", "goversion"}).WithLabelValues(deps.Build.Version, deps.Build.Revision, deps.Build.GoVersion).Set(1)
@@ -247,11 +252,15 @@ func (d *Daemon) Config() Config {
 
 // open opens a table for the scheduler: the bucket is instrumented with the
 // shared object-store metrics and the committer with the shared commit
-// metrics.
+// metrics. A Lance dataset (meta.Detect, or a URL ending in .lance) gets a
+// Lance handle (lance_jobs.go), any other table the private format's.
 func (d *Daemon) open(ctx context.Context, spec scheduler.TableSpec) (*scheduler.TableHandle, error) {
 	d.mu.Lock()
 	cc := d.cfg.Commit
 	d.mu.Unlock()
+	if h, ok, err := d.openLance(ctx, spec, cc); err != nil || ok {
+		return h, err
+	}
 	t, closeFn, err := d.openTable(ctx, spec.URL, cc, spec.Name)
 	if err != nil {
 		return nil, err

@@ -88,7 +88,9 @@ func (d *Daemon) noteDiscover(specs []scheduler.TableSpec, err error) {
 }
 
 // Discover lists every key under the bucket and returns a table for each
-// folder holding `_versions/`. The listing is flat (the storage layer has
+// folder holding `_versions/`: tables of the private format and Lance
+// datasets alike (a LanceDB database directory holds one `<name>.lance`
+// folder per table; the table is named <name>). The listing is flat (the storage layer has
 // no delimiter listing), so a scan costs one pass over every key; keep
 // discover.interval long on large buckets. Folders whose path has a
 // segment starting with '_' are table internals and never tables.
@@ -119,7 +121,9 @@ func Discover(ctx context.Context, b storage.Bucket, baseURL string) ([]schedule
 		}
 		name := NameFromURL(u)
 		if p != "" {
-			name = sanitizeName(strings.ReplaceAll(strings.TrimSuffix(p, "/"), "/", "."))
+			// A Lance dataset is named without its .lance suffix, as
+			// LanceDB names the tables of a database directory.
+			name = sanitizeName(strings.ReplaceAll(strings.TrimSuffix(strings.TrimSuffix(p, "/"), ".lance"), "/", "."))
 		}
 		out = append(out, scheduler.TableSpec{Name: name, URL: u})
 	}

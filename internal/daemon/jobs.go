@@ -24,12 +24,13 @@ import (
 // retry, skipped and quarantine.
 func jobSet(cfg func() JobsConfig, reg prometheus.Registerer) map[scheduler.Kind]scheduler.JobFunc {
 	compactMetrics := compact.NewMetrics(reg)
+	// Lance tables (TableHandle.Lance set) run the jobs of lance_jobs.go.
 	return map[scheduler.Kind]scheduler.JobFunc{
-		scheduler.KindMerge:   mergeJob(cfg),
-		scheduler.KindCompact: compactJob(cfg, compactMetrics),
-		scheduler.KindIndex:   indexJob(cfg),
-		scheduler.KindTrim:    trimJob(cfg),
-		scheduler.KindCleanup: cleanupJob(cfg),
+		scheduler.KindMerge:   orLance(lanceMergeJob(cfg), mergeJob(cfg)),
+		scheduler.KindCompact: orLance(lanceCompactJob, compactJob(cfg, compactMetrics)),
+		scheduler.KindIndex:   orLance(lanceIndexJob(cfg), indexJob(cfg)),
+		scheduler.KindTrim:    orLance(lanceTrimJob(cfg), trimJob(cfg)),
+		scheduler.KindCleanup: orLance(lanceCleanupJob(cfg), cleanupJob(cfg)),
 	}
 }
 

@@ -298,7 +298,7 @@ svg .tick{stroke:#fff;stroke-width:1}
 {{range .Marks}}<p class="mark">Marked <b>{{.Kind}}</b>{{if .Reason}}: {{.Reason}}{{end}} (since {{ts .Since}}{{if .By}}, by {{.By}}{{end}}).</p>{{end}}
 {{if .SyncError}}<p class="err">Sync: {{.SyncError}}{{if .SyncConsecutiveFailures}} ({{.SyncConsecutiveFailures}} failures in a row){{end}}</p>{{end}}
 {{with .Snapshot}}
-<div>version <b class="version">{{.Version}}</b> · {{.Fragments}} fragments · {{.PhysicalRows}} rows ({{.DeletedRows}} deleted) · {{bytes .DataBytes}} · pending generations <b>{{.PendingGenerations}}</b></div>
+<div>{{if .Format}}format <b class="format">{{.Format}}</b> · {{end}}version <b class="version">{{.Version}}</b> · {{.Fragments}} fragments · {{.PhysicalRows}} rows ({{.DeletedRows}} deleted) · {{bytes .DataBytes}} · pending generations <b>{{.PendingGenerations}}</b></div>
 {{if .Indices}}<div>indices: {{range .Indices}}<code>{{.Name}}</code> ({{.Type}}, {{.Segments}} segment{{if ne .Segments 1}}s{{end}}{{if .Maintained}}, maintained{{end}}) {{end}}</div>{{end}}
 {{end}}
 {{if .Shards}}<h3>Shards</h3>

@@ -21,6 +21,9 @@ import (
 // Snapshot is what a sync learns about a table: the status API's view and
 // the source of the LSM-debt gauges.
 type Snapshot struct {
+	// Format is the table's format: "lance" (FormatLance) or
+	// "compactord.v1" (FormatPrivate).
+	Format       string       `json:"format"`
 	Version      uint64       `json:"version"`
 	Timestamp    time.Time    `json:"timestamp"`
 	Operation    string       `json:"operation,omitempty"`
@@ -91,7 +94,7 @@ type FRIVersion struct {
 // Summarize computes a Snapshot from a manifest and the newest manifest of
 // each shard (nil for a shard never claimed). It is pure.
 func Summarize(m *pb.Manifest, shards map[string]*pb.ShardManifest) *Snapshot {
-	s := &Snapshot{Version: m.Version, Fragments: len(m.Fragments)}
+	s := &Snapshot{Format: FormatPrivate, Version: m.Version, Fragments: len(m.Fragments)}
 	if m.TimestampMicros != 0 {
 		s.Timestamp = time.UnixMicro(m.TimestampMicros).UTC()
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/compactord/compactord/internal/marker"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/scheduler/clock"
-	"github.com/compactord/compactord/internal/table"
 )
 
 // leaseName is the lease of a whole table, `_leases/table/` under its root.
@@ -577,7 +576,7 @@ func (s *Scheduler) runAttempt(ctx context.Context, st *tableState, a *attempt, 
 // register publishes the attempt's in-flight marker with the head version
 // as its read version: the job plans from the head or a newer version.
 func (s *Scheduler) register(ctx context.Context, h *TableHandle, a *attempt, budget time.Duration) (func(), error) {
-	v, err := table.LatestVersion(ctx, h.Bucket)
+	v, err := latestVersion(ctx, h)
 	if err != nil {
 		return nil, err
 	}
@@ -668,6 +667,7 @@ func (s *Scheduler) finish(st *tableState, a *attempt, h *TableHandle, out Outco
 		if out.More && class == ClassSuccess {
 			st.pend(a.kind, TriggerContinue, now)
 		}
+		s.lanceFollowUpsLocked(st, h, a.kind, class, out, now)
 	case ClassCanceled:
 		a.logger.Info("job canceled", append(fields, zap.NamedError("cause", cause))...)
 	case ClassRetry, ClassError:

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"sync"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/compactord/compactord/internal/marker"
-	"github.com/compactord/compactord/internal/table"
 )
 
 // ensureOpen opens the table's bucket once. Opening may do I/O, so it runs
@@ -117,7 +115,7 @@ func (s *Scheduler) syncTable(ctx context.Context, st *tableState, h *TableHandl
 		marks, err = marker.Load(sctx, h.Bucket)
 	}
 	if err == nil {
-		snap, err = st.obs.sync(sctx, h.Bucket)
+		snap, err = st.observe(sctx, h)
 	}
 	cancel()
 	s.mu.Lock()
@@ -143,7 +141,7 @@ func (s *Scheduler) syncTable(ctx context.Context, st *tableState, h *TableHandl
 		}
 	case ctx.Err() != nil:
 		// Shutting down: not the table's fault.
-	case errors.Is(err, table.ErrNoTable):
+	case isNoTable(err):
 		// Not created yet (a writer or the demo creates it): wait quietly.
 		st.syncErr = err.Error()
 	default:
@@ -242,7 +240,7 @@ func (s *Scheduler) pollTable(ctx context.Context, st *tableState) {
 	if !ok {
 		return
 	}
-	unmerged, snap, err := st.obs.poll(ctx, h.Bucket)
+	unmerged, snap, err := st.pollChanges(ctx, h)
 	if err != nil {
 		if ctx.Err() == nil {
 			st.logger.Debug("change poll failed", zap.Error(err))

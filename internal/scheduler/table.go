@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	lancetable "github.com/compactord/compactord/internal/lance/table"
 	"github.com/compactord/compactord/internal/lease"
 	"github.com/compactord/compactord/internal/marker"
 	"github.com/compactord/compactord/internal/ops"
@@ -27,8 +28,13 @@ type TableHandle struct {
 	URL  string
 	// Bucket is the table root, instrumented with the object-store metrics.
 	Bucket storage.Bucket
-	// Table commits through the shared commit metrics.
+	// Table commits through the shared commit metrics; nil for a Lance
+	// table.
 	Table *ops.Table
+	// Lance is the handle of a Lance dataset (nil for a table of the
+	// private format): the bucket and Lance's commit loop, counting into
+	// the same commit metrics. Exactly one of Table and Lance is set.
+	Lance *lancetable.Handle
 	// Logger is scoped to the table, the job kind and the attempt.
 	Logger *zap.Logger
 	// Now is the scheduler's clock.
@@ -104,6 +110,8 @@ type tableState struct {
 	openErr   error
 
 	obs observer
+	// lobs observes Lance tables (handle.Lance set) instead of obs.
+	lobs lanceObserver
 
 	next      [numKinds]time.Time
 	pending   [numKinds]Trigger

@@ -1,0 +1,286 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/compactord/compactord/internal/commit"
+	lcleanup "github.com/compactord/compactord/internal/lance/cleanup"
+	lcommit "github.com/compactord/compactord/internal/lance/commit"
+	lindex "github.com/compactord/compactord/internal/lance/index"
+	lmerge "github.com/compactord/compactord/internal/lance/merge"
+	"github.com/compactord/compactord/internal/lance/meta"
+	lancetable "github.com/compactord/compactord/internal/lance/table"
+	ltrim "github.com/compactord/compactord/internal/lance/trim"
+	"github.com/compactord/compactord/internal/scheduler"
+	"github.com/compactord/compactord/internal/storage"
+)
+
+// Lance tables in the daemon: the opener detects a table's format, and
+// every job dispatches on TableHandle.Lance. The jobs read the same
+// configuration as the private format's (jobs.merge.max_generations,
+// jobs.trim.*, jobs.cleanup.*), mapped onto the Lance packages' options.
+
+// orLance runs lance on a Lance table and private on any other.
+func orLance(lance, private scheduler.JobFunc) scheduler.JobFunc {
+	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+		if t.Lance != nil {
+			out, err := lance(ctx, t)
+			return out, lanceErr(err)
+		}
+		return private(ctx, t)
+	}
+}
+
+// lanceErr gives Lance's error classes the scheduler's meaning: corrupt
+// metadata quarantines the table (the other classes are shared with the
+// private format: commit.ErrRetryable, commit.ErrIncompatible).
+func lanceErr(err error) error {
+	if err != nil && errors.Is(err, meta.ErrCorrupt) {
+		return scheduler.Quarantine(scheduler.ReasonCorrupt, err)
+	}
+	return err
+}
+
+// isLanceURL: a table URL whose last path segment ends in ".lance" names a
+// Lance dataset (as `table create` decides), even before it exists.
+func isLanceURL(raw string) bool {
+	u, err := url.Parse(raw)
+	p := raw
+	if err == nil {
+		p = u.Path
+	}
+	return strings.HasSuffix(strings.TrimRight(p, "/"), ".lance")
+}
+
+// openLance opens spec's table as a Lance dataset when it is one (or its
+// URL says it will be); ok is false for a table of the private format, and
+// then nothing stays open.
+func (d *Daemon) openLance(ctx context.Context, spec scheduler.TableSpec, cc commit.Config) (h *scheduler.TableHandle, ok bool, err error) {
+	b, err := storage.Open(ctx, spec.URL)
+	if err != nil {
+		return nil, false, err
+	}
+	wb := b
+	if d.deps.WrapBucket != nil {
+		wb = d.deps.WrapBucket(spec.Name, b)
+	}
+	ib := storage.WithMetrics(wb, d.storeMetrics)
+	isLance, err := meta.Detect(ctx, ib)
+	if err != nil {
+		_ = b.Close()
+		return nil, false, err
+	}
+	if !isLance && !isLanceURL(spec.URL) {
+		_ = b.Close()
+		return nil, false, nil
+	}
+	logger := d.deps.Logger.With(zap.String("table", spec.Name))
+	c, err := lcommit.NewCommitter(cc, ib, commit.RealClock{}, d.lanceCommitMetrics, logger)
+	if err != nil {
+		_ = b.Close()
+		return nil, false, err
+	}
+	lh, err := lancetable.New(ib, c)
+	if err != nil {
+		_ = b.Close()
+		return nil, false, err
+	}
+	return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: ib, Lance: lh, Logger: logger,
+		Now: d.clock.Now, Close: b.Close}, true, nil
+}
+
+// lanceMergeJob merges every shard's flushed generations, in generation
+// order, one commit per shard of at most max_generations generations
+// (planned by merge.PlanLatest, replanned after each commit, as the CLI's
+// merge.RunAll does); a shard that filled a job asks for another attempt
+// (More) instead of looping here, so that an attempt stays bounded while
+// writers keep flushing. A merge that lost to another merger is skipped for
+// this attempt, never retried.
+func lanceMergeJob(cfg func() JobsConfig) scheduler.JobFunc {
+	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+		maxGen := cfg().Merge.MaxGenerations
+		if maxGen <= 0 {
+			maxGen = math.MaxInt32 // 0: no bound
+		}
+		env := lmerge.Env{MaxGenerations: maxGen}
+		h := t.Lance
+		var out scheduler.Outcome
+		// done: the shards merged (one job each per attempt), lost or
+		// skipped by the planner.
+		done := map[string]bool{}
+		var gens, rows, lost uint64
+		var notes []string
+		for {
+			if err := ctx.Err(); err != nil {
+				return out, err
+			}
+			p, err := lmerge.PlanLatest(ctx, h, env, done)
+			if err != nil {
+				return out, err
+			}
+			if meta.MemWalIndex(p.Read.Indices) == nil {
+				return scheduler.Outcome{Summary: "no MemWAL configured", NothingToDo: true}, nil
+			}
+			for _, s := range p.Skips {
+				if !done[s.Shard] {
+					notes = append(notes, fmt.Sprintf("shard %s: %s", s.Shard, s.Reason))
+					done[s.Shard] = true
+				}
+			}
+			if len(p.Jobs) == 0 {
+				break
+			}
+			job := p.Jobs[0]
+			done[job.Shard] = true
+			res, err := lmerge.Execute(ctx, h, p.Read, p.Naming, job)
+			if errors.Is(err, lcommit.ErrIncompatible) {
+				lost++
+				t.Logger.Info("merge lost to another merger; skipped", zap.String("shard", job.Shard), zap.Error(err))
+				continue
+			}
+			if err != nil {
+				err = fmt.Errorf("merge shard %s generations %d..%d: %w", job.Shard, job.Generations[0].GetGeneration(), job.Through(), err)
+				if gens == 0 || !errors.Is(err, lcommit.ErrRetryable) {
+					return out, err
+				}
+				// Merges landed before this conflict: report them (their
+				// counts) and try the rest again at once; an attempt that
+				// lands nothing returns the conflict and backs off.
+				t.Logger.Info("merge conflict after other shards landed; continuing in another attempt", zap.Error(err))
+				notes = append(notes, fmt.Sprintf("shard %s: conflict, retried in the next attempt", job.Shard))
+				out.More = true
+				break
+			}
+			gens += uint64(len(res.Generations))
+			rows += uint64(res.Inserted + res.Superseded + res.Deleted)
+			out.Stats.FragmentsOut++
+			if res.Commit != nil {
+				out.Version = max(out.Version, res.Commit.Version)
+			}
+			if len(job.Generations) >= env.MaxGenerations {
+				out.More = true // the shard may list more flushed generations
+			}
+		}
+		out.Stats.SSTablesMerged = gens
+		switch {
+		case gens > 0:
+			out.Summary = fmt.Sprintf("merged %d generations (%d rows changed)", gens, rows)
+		case lost > 0:
+			out.Summary = fmt.Sprintf("nothing merged; %d shards lost to another merger", lost)
+			out.NothingToDo = true
+		default:
+			out.Summary = "nothing to merge"
+			out.NothingToDo = true
+		}
+		if lost > 0 && gens > 0 {
+			out.Summary += fmt.Sprintf("; %d shards lost to another merger", lost)
+		}
+		if len(notes) > 0 {
+			out.Summary += "; skipped " + strings.Join(notes, ", ")
+		}
+		return out, nil
+	}
+}
+
+// lanceCompactJob: compaction of Lance tables is not implemented; the job
+// never touches the table.
+func lanceCompactJob(context.Context, *scheduler.TableHandle) (scheduler.Outcome, error) {
+	return scheduler.Outcome{Summary: "compaction of Lance tables is not implemented yet; the table was not touched", NothingToDo: true}, nil
+}
+
+// lanceIndexJob catches Lance's btree and bitmap indices up with the
+// fragments they do not cover (internal/lance/index: delta segments, or a
+// rebuild past DefaultMaxSegments), in one CreateIndex whose catch-up
+// positions the commit loop derives from the read version. jobs.index.indices
+// limits it (only_maintained: to the MemWAL's maintained indices); replans
+// bounds the re-plans after a retryable conflict.
+func lanceIndexJob(cfg func() JobsConfig) scheduler.JobFunc {
+	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+		ic := cfg().Index
+		o := lindex.Options{Indices: ic.Indices, Now: t.Now, Attempts: ic.Replans}
+		if ic.OnlyMaintained && len(o.Indices) == 0 {
+			read, _, err := t.Lance.ReadForWrite(ctx)
+			if err != nil {
+				return scheduler.Outcome{}, err
+			}
+			ix := meta.MemWalIndex(read.Indices)
+			if ix == nil {
+				return scheduler.Outcome{Summary: "no MemWAL: no maintained index", NothingToDo: true}, nil
+			}
+			d, err := meta.MemWalDetails(ix)
+			if err != nil {
+				return scheduler.Outcome{}, err
+			}
+			if o.Indices = d.GetMaintainedIndexes(); len(o.Indices) == 0 {
+				return scheduler.Outcome{Summary: "no maintained index", NothingToDo: true}, nil
+			}
+		}
+		res, err := lindex.CatchUp(ctx, t.Lance, o)
+		if err != nil {
+			return scheduler.Outcome{}, err
+		}
+		if !res.Committed {
+			sum := "indices up to date"
+			if len(res.Skipped) > 0 {
+				sum += fmt.Sprintf("; %d skipped", len(res.Skipped))
+			}
+			return scheduler.Outcome{Summary: sum, NothingToDo: true}, nil
+		}
+		var parts []string
+		for _, ir := range res.Indices {
+			what := "delta"
+			if ir.Rebuilt {
+				what = "rebuilt"
+			}
+			parts = append(parts, fmt.Sprintf("%s: %s over %d fragments (%d rows)", ir.Name, what, len(ir.Fragments), ir.Rows))
+		}
+		return scheduler.Outcome{Version: res.Version, Summary: "catch-up " + strings.Join(parts, "; ")}, nil
+	}
+}
+
+// lanceTrimJob runs Lance's trim with jobs.trim's reader_grace,
+// keep_shard_manifests and concurrency (max_attempts has no meaning on
+// Lance: trim never writes a shard manifest).
+func lanceTrimJob(cfg func() JobsConfig) scheduler.JobFunc {
+	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+		tc := cfg().Trim
+		res, err := ltrim.Run(ctx, t.Bucket, ltrim.Config{ReaderGrace: tc.ReaderGrace, KeepShardManifests: tc.KeepShardManifests, Concurrency: tc.Concurrency}, t.Now())
+		if res == nil {
+			return scheduler.Outcome{}, err
+		}
+		lag := res.Plan.Retained[ltrim.ReasonIndexLag]
+		out := scheduler.Outcome{
+			Summary: fmt.Sprintf("deleted %d generations (%d bytes), %d WAL entries and %d shard manifests; kept %d bytes unmerged, %d bytes index-lagged",
+				res.DeletedGenerations, res.BytesTrimmed, res.DeletedWAL, res.DeletedManifests, res.Plan.Retained[ltrim.ReasonNotMerged], lag),
+			Stats:       scheduler.Stats{BytesTrimmed: uint64(max(res.BytesTrimmed, 0))},
+			Waiting:     res.Plan.Retained[ltrim.ReasonPinnedVersion] > 0,
+			NothingToDo: res.DeletedGenerations == 0 && res.DeletedWAL == 0 && res.DeletedManifests == 0 && res.DeletedObjects == 0,
+		}
+		return out, err
+	}
+}
+
+// lanceCleanupJob runs Lance's cleanup with jobs.cleanup's policy
+// (retain_versions, older_than, min_age) and concurrency.
+func lanceCleanupJob(cfg func() JobsConfig) scheduler.JobFunc {
+	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+		cc := cfg().Cleanup
+		opts := lcleanup.Options{RetainVersions: cc.Policy.RetainVersions, OlderThan: cc.Policy.OlderThan, MinAge: cc.Policy.MinAge}
+		res, err := lcleanup.Run(ctx, t.Bucket, lcleanup.Config{Options: opts, Concurrency: cc.Concurrency}, t.Now())
+		if err != nil {
+			return scheduler.Outcome{}, err
+		}
+		return scheduler.Outcome{
+			Summary: fmt.Sprintf("deleted %d versions and %d files (%d bytes)", res.DeletedVersions, res.DeletedFiles, res.BytesReclaimed),
+			// Cleanup of Lance stores bytes; the counters have no field for it.
+			NothingToDo: res.DeletedVersions == 0 && res.DeletedFiles == 0,
+		}, nil
+	}
+}
