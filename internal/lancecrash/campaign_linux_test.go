@@ -17,7 +17,6 @@ import (
 	"github.com/compactord/compactord/internal/cli"
 	"github.com/compactord/compactord/internal/lance/verify"
 	"github.com/compactord/compactord/internal/model"
-	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testutil"
 	"github.com/compactord/compactord/internal/testutil/lancedb"
 )
@@ -70,10 +69,40 @@ func history() map[int64]map[string]bool {
 	return h
 }
 
+// stage is one step of the maintenance pipeline a point runs.
+type stage int
+
+const (
+	stMerge stage = iota
+	stCatchup
+	stTrim
+	numStages
+)
+
+func (s stage) String() string { return [...]string{"merge", "catchup", "trim"}[s] }
+
+// StageStats is what the points that killed one stage saw.
+type StageStats struct {
+	Points, Kills, Exits, Violations int
+}
+
 // Stats is what a campaign did.
 type Stats struct {
 	Points, Kills, Exits, Violations int
+	ByStage                          [numStages]StageStats
 	ByArgs                           map[string]int
+	// FullyMerged: points whose re-run left every generation merged.
+	FullyMerged int
+}
+
+func (s Stats) String() string {
+	var b strings.Builder
+	for st := range numStages {
+		x := s.ByStage[st]
+		fmt.Fprintf(&b, " %s: %d points, %d killed, %d finished before the kill, %d violations;", st, x.Points, x.Kills, x.Exits, x.Violations)
+	}
+	return fmt.Sprintf("%d points, %d killed, %d finished before the kill, %d violations;%s merge arguments %v, %d fully merged after the re-run",
+		s.Points, s.Kills, s.Exits, s.Violations, b.String(), s.ByArgs, s.FullyMerged)
 }
 
 type campaign struct {
@@ -83,14 +112,16 @@ type campaign struct {
 	bin      string
 	env      []string
 	pristine string // the fixture's table
+	shards   []shardInfo
 	want     map[int64]string
 	base     map[int64]string // the base view before
 	hist     map[int64]map[string]bool
 	db       string // the database directory holding the copies
-	// calibration per merge arguments: events and duration of a run
-	// that was not killed.
-	events map[string]int64
-	dur    map[string]time.Duration
+	// calibration per merge arguments: each stage's events and duration
+	// in a pipeline that was not killed.
+	events map[string][numStages]int64
+	dur    map[string][numStages]time.Duration
+	off    int // the first point's stage
 	stats  Stats
 	n      int
 }
@@ -101,7 +132,8 @@ func newCampaign(t *testing.T, seed uint64) *campaign {
 	bin, env := compactord()
 	c := &campaign{t: t, rng: rand.New(rand.NewPCG(seed, 0x1a2c)), seed: seed, bin: bin, env: env,
 		pristine: f.Dir, want: f.Want, hist: history(), db: t.TempDir(),
-		events: map[string]int64{}, dur: map[string]time.Duration{}, stats: Stats{ByArgs: map[string]int{}}}
+		events: map[string][numStages]int64{}, dur: map[string][numStages]time.Duration{}, stats: Stats{ByArgs: map[string]int{}}}
+	c.off = c.rng.IntN(int(numStages))
 	res := f.Run(t, lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(true)}), lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(false)}))
 	lsm, base := c.rows(res, 0), c.rows(res, 1)
 	if d := lancedb.DiffByID(lsm, c.want); d != "" {
@@ -111,6 +143,15 @@ func newCampaign(t *testing.T, seed uint64) *campaign {
 		t.Fatalf("the fixture's base view has %d rows, want 20", len(base))
 	}
 	c.base = base
+	var err error
+	if c.shards, err = loadShards(c.pristine); err != nil {
+		t.Fatalf("the fixture's MemWAL: %v", err)
+	}
+	for _, sh := range c.shards {
+		if sh.top == 0 || len(sh.wal) == 0 {
+			t.Fatalf("the fixture's shard %s has generations up to %d and %d WAL entries: nothing to merge or trim", sh.id, sh.top, len(sh.wal))
+		}
+	}
 	return c
 }
 
@@ -133,6 +174,13 @@ func (c *campaign) violation(format string, args ...any) {
 	c.t.Errorf("seed %d: violation: %s", c.seed, fmt.Sprintf(format, args...))
 }
 
+// pviolation is a violation at point p, counted for its stage.
+func (c *campaign) pviolation(p *point, format string, args ...any) {
+	c.t.Helper()
+	c.stats.ByStage[p.stage].Violations++
+	c.violation("%s (%s): %s", p.name, p, fmt.Sprintf(format, args...))
+}
+
 // copyTable copies the pristine table to name.lance under the database.
 func (c *campaign) copyTable(name string) string {
 	dst := filepath.Join(c.db, name+".lance")
@@ -142,12 +190,25 @@ func (c *campaign) copyTable(name string) string {
 	return dst
 }
 
-func (c *campaign) merge(dir string, args []string, plan killPlan) procResult {
-	return runProc(c.bin, c.env, dir, append([]string{"merge", "file://" + dir}, args...), plan)
+// runStage runs one stage on the table at dir: merge with mergeArgs,
+// index catch-up, or trim with no reader grace.
+func (c *campaign) runStage(dir string, s stage, mergeArgs []string, plan killPlan) procResult {
+	url := "file://" + dir
+	var args []string
+	switch s {
+	case stMerge:
+		args = append([]string{"merge", url}, mergeArgs...)
+	case stCatchup:
+		args = []string{"index", "catchup", url}
+	default:
+		args = []string{"trim", url, "--reader-grace", "0s"}
+	}
+	return runProc(c.bin, c.env, dir, args, plan)
 }
 
 // mergeArgs picks the merge's arguments: one generation per commit (many
-// commits, many kill points), two, or all.
+// commits, many kill points, and catch-up and trim then see a partly
+// merged table), two, or all.
 func (c *campaign) mergeArgs() []string {
 	switch c.rng.IntN(3) {
 	case 0:
@@ -158,43 +219,111 @@ func (c *campaign) mergeArgs() []string {
 	return nil
 }
 
-// calibrate runs one unkilled merge with args on a fresh copy.
-func (c *campaign) calibrate(args []string) {
-	key := strings.Join(args, " ")
+// calibrate runs one unkilled pipeline with mergeArgs on a fresh copy.
+func (c *campaign) calibrate(mergeArgs []string) {
+	key := strings.Join(mergeArgs, " ")
 	if _, ok := c.events[key]; ok {
 		return
 	}
 	dir := c.copyTable(fmt.Sprintf("calibrate%d", len(c.events)))
-	r := c.merge(dir, args, killPlan{})
-	if r.err != nil {
-		c.t.Fatalf("calibration merge %v: %v: %s", args, r.err, r.stderr)
+	var ev [numStages]int64
+	var du [numStages]time.Duration
+	for s := range numStages {
+		r := c.runStage(dir, s, mergeArgs, killPlan{})
+		if r.err != nil {
+			c.t.Fatalf("calibration %s (merge %v): %v: %s", s, mergeArgs, r.err, r.stderr)
+		}
+		ev[s], du[s] = r.events, r.elapsed
+		c.t.Logf("merge %v: %s unkilled: %d events, %s", mergeArgs, s, r.events, r.elapsed.Round(time.Millisecond))
 	}
-	c.events[key], c.dur[key] = r.events, r.elapsed
-	c.t.Logf("merge %v unkilled: %d events, %s", args, r.events, r.elapsed.Round(time.Millisecond))
+	c.events[key], c.dur[key] = ev, du
+	os.RemoveAll(dir)
 }
 
-func (c *campaign) verify(dir, when string) {
+func (c *campaign) verify(p *point, when string) {
 	c.t.Helper()
-	b, err := storage.Open(context.Background(), "file://"+dir)
+	b, err := openBucket(p.dir)
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	defer b.Close()
 	rep, err := verify.Run(context.Background(), b, verify.Options{Deep: true})
 	if err != nil {
-		c.violation("%s: %s: verify: %v", dir, when, err)
+		c.pviolation(p, "%s: verify: %v", when, err)
 		return
 	}
 	for _, v := range rep.Violations {
-		c.violation("%s: %s: verify: %s", dir, when, v)
+		c.pviolation(p, "%s: verify: %s", when, v)
 	}
 }
 
 type point struct {
 	name, dir string
-	args      []string
+	mergeArgs []string
+	stage     stage // the stage killed
 	plan      killPlan
 	res       procResult
+}
+
+func (p *point) String() string {
+	return fmt.Sprintf("merge %v, %s %s", p.mergeArgs, p.stage, describe(p.plan))
+}
+
+// pipeline runs merge, catch-up and trim on p's table, the killed stage
+// with p's plan, the others to completion. A stage that fails unkilled is
+// a violation (false).
+func (c *campaign) pipeline(p *point) bool {
+	for s := range numStages {
+		var plan killPlan
+		if s == p.stage {
+			plan = p.plan
+		}
+		r := c.runStage(p.dir, s, p.mergeArgs, plan)
+		if s == p.stage {
+			p.res = r
+			if r.killed {
+				c.stats.Kills++
+				c.stats.ByStage[s].Kills++
+				continue
+			}
+			c.stats.Exits++
+			c.stats.ByStage[s].Exits++
+		}
+		if r.err != nil {
+			c.pviolation(p, "%s failed unkilled: %v: %s", s, r.err, r.stderr)
+			return false
+		}
+	}
+	return true
+}
+
+// rerun runs the killed stage and the ones after it to completion; a
+// merge re-run merges every generation.
+func (c *campaign) rerun(p *point) bool {
+	for s := p.stage; s < numStages; s++ {
+		r := c.runStage(p.dir, s, nil, killPlan{})
+		if r.err != nil {
+			c.pviolation(p, "the re-run's %s failed: %v: %s", s, r.err, r.stderr)
+			return false
+		}
+	}
+	return true
+}
+
+// checkBase checks a LanceDB base view: each key once (RowsByID), every
+// base key, and only values the key had.
+func (c *campaign) checkBase(p *point, when string, base map[int64]string) {
+	c.t.Helper()
+	for id := range c.base {
+		if _, ok := base[id]; !ok {
+			c.pviolation(p, "%s: base view lost id %d", when, id)
+		}
+	}
+	for id, s := range base {
+		if !c.hist[id][s] {
+			c.pviolation(p, "%s: base view has id %d = %q, a value it never had", when, id, s)
+		}
+	}
 }
 
 // round runs n kill points, each on its own copy of the table.
@@ -202,37 +331,30 @@ func (c *campaign) round(n int) {
 	var pts []*point
 	for range n {
 		c.n++
-		args := c.mergeArgs()
-		c.calibrate(args)
-		key := strings.Join(args, " ")
-		p := &point{name: fmt.Sprintf("p%d", c.n), args: args}
+		p := &point{name: fmt.Sprintf("p%d", c.n), mergeArgs: c.mergeArgs(), stage: stage((c.n + c.off) % int(numStages))}
+		c.calibrate(p.mergeArgs)
+		key := strings.Join(p.mergeArgs, " ")
 		p.dir = c.copyTable(p.name)
-		// Mostly at the Nth event (a point in the merge's own sequence of
-		// object writes), sometimes after a delay (a point in its CPU
-		// work, its startup included).
+		// Mostly at the Nth event (a point in the stage's own sequence of
+		// object writes and deletes), sometimes after a delay (a point in
+		// its CPU work, its startup included).
 		if c.rng.IntN(4) > 0 {
-			p.plan.afterEvents = 1 + c.rng.Int64N(c.events[key]+1)
+			p.plan.afterEvents = 1 + c.rng.Int64N(c.events[key][p.stage]+1)
 		} else {
-			p.plan.afterDelay = time.Duration(c.rng.Int64N(int64(c.dur[key]) + 1))
+			p.plan.afterDelay = time.Duration(c.rng.Int64N(int64(c.dur[key][p.stage]) + 1))
 		}
-		p.res = c.merge(p.dir, args, p.plan)
 		c.stats.Points++
+		c.stats.ByStage[p.stage].Points++
 		c.stats.ByArgs[key]++
-		switch {
-		case p.res.killed:
-			c.stats.Kills++
-		case p.res.err != nil:
-			c.violation("%s: merge %v (%v) failed unkilled: %v: %s", p.name, args, describe(p.plan), p.res.err, p.res.stderr)
+		if !c.pipeline(p) {
 			continue
-		default:
-			c.stats.Exits++
 		}
-		c.verify(p.dir, "after the kill")
+		c.verify(p, "after the kill")
+		c.checkRetained(p, "after the kill")
 		pts = append(pts, p)
 	}
-	// LanceDB after the kills: the LSM view is the model; the base view
-	// holds each key once (RowsByID), every base key, and only values the
-	// key had.
+	// LanceDB after the kills: the LSM view is the model, the base view
+	// is consistent.
 	var steps []lancedb.Step
 	for _, p := range pts {
 		steps = append(steps, lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(true)}).On(p.name), lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(false)}).On(p.name))
@@ -240,42 +362,51 @@ func (c *campaign) round(n int) {
 	res := lancedb.MustRun(c.t, lancedb.Program{URI: c.db, Steps: steps})
 	for i, p := range pts {
 		if d := lancedb.DiffByID(c.rows(res, 2*i), c.want); d != "" {
-			c.violation("%s: after merge %v %s: LanceDB's LSM view: %s", p.name, p.args, describe(p.plan), d)
+			c.pviolation(p, "after the kill: LanceDB's LSM view: %s", d)
 		}
-		base := c.rows(res, 2*i+1)
-		for id := range c.base {
-			if _, ok := base[id]; !ok {
-				c.violation("%s: after merge %v %s: base view lost id %d", p.name, p.args, describe(p.plan), id)
-			}
-		}
-		for id, s := range base {
-			if !c.hist[id][s] {
-				c.violation("%s: after merge %v %s: base view has id %d = %q, a value it never had", p.name, p.args, describe(p.plan), id, s)
-			}
-		}
+		c.checkBase(p, "after the kill", c.rows(res, 2*i+1))
 	}
-	// A re-run finishes the merge.
+	// Re-running the remaining stages finishes the pipeline.
 	steps = steps[:0]
+	var done []*point
+	var states []memwalState
 	for _, p := range pts {
-		r := c.merge(p.dir, nil, killPlan{})
-		if r.err != nil {
-			c.violation("%s: the re-run after merge %v %s failed: %v: %s", p.name, p.args, describe(p.plan), r.err, r.stderr)
+		if !c.rerun(p) {
+			continue
 		}
-		c.verify(p.dir, "after the re-run")
-		steps = append(steps, lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(false)}).On(p.name), lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(true)}).On(p.name))
+		c.verify(p, "after the re-run")
+		st, ok := c.checkRetained(p, "after the re-run")
+		if !ok {
+			continue
+		}
+		done, states = append(done, p), append(states, st)
+		steps = append(steps, lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(false)}).On(p.name), lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(true)}).On(p.name),
+			lancedb.IndexStats("id_idx").On(p.name))
 	}
 	res = lancedb.MustRun(c.t, lancedb.Program{URI: c.db, Steps: steps})
-	for i, p := range pts {
-		if d := lancedb.DiffByID(c.rows(res, 2*i), c.want); d != "" {
-			c.violation("%s: after merge %v %s and a re-run: LanceDB's base view: %s", p.name, p.args, describe(p.plan), d)
+	for i, p := range done {
+		base := c.rows(res, 3*i)
+		if d := lancedb.DiffByID(c.rows(res, 3*i+1), c.want); d != "" {
+			c.pviolation(p, "after the re-run: LanceDB's LSM view: %s", d)
 		}
-		if d := lancedb.DiffByID(c.rows(res, 2*i+1), c.want); d != "" {
-			c.violation("%s: after merge %v %s and a re-run: LanceDB's LSM view: %s", p.name, p.args, describe(p.plan), d)
+		c.checkBase(p, "after the re-run", base)
+		if is, err := res.IndexStats(3*i + 2); err != nil || is == nil {
+			c.pviolation(p, "after the re-run: LanceDB's indexStats of id_idx: %v, %v", is, err)
+		} else if is.NumUnindexedRows != 0 {
+			c.pviolation(p, "after the re-run: LanceDB's indexStats of id_idx: %d unindexed rows (%d indexed)", is.NumUnindexedRows, is.NumIndexedRows)
 		}
-		r := c.merge(p.dir, []string{"--dry-run"}, killPlan{})
-		if r.err != nil || strings.TrimSpace(r.stdout) != "" {
-			c.violation("%s: after the re-run a dry run plans %q (%v)", p.name, r.stdout, r.err)
+		if c.checkTrimmed(p, states[i]) {
+			c.stats.FullyMerged++
+			if d := lancedb.DiffByID(base, c.want); d != "" {
+				c.pviolation(p, "after the re-run, every generation merged: LanceDB's base view: %s", d)
+			}
+			r := c.runStage(p.dir, stMerge, []string{"--dry-run"}, killPlan{})
+			if r.err != nil || strings.TrimSpace(r.stdout) != "" {
+				c.pviolation(p, "after the re-run a merge dry run plans %q (%v)", r.stdout, r.err)
+			}
 		}
+	}
+	for _, p := range pts {
 		os.RemoveAll(p.dir)
 	}
 }
@@ -295,8 +426,7 @@ func (c *campaign) run(points int, deadline time.Time) {
 	for c.stats.Points < points && (deadline.IsZero() || time.Now().Before(deadline)) && c.stats.Violations == 0 {
 		c.round(min(batch, points-c.stats.Points))
 	}
-	c.t.Logf("seed %d: %d points, %d killed, %d finished before the kill, by arguments %v, %d violations",
-		c.seed, c.stats.Points, c.stats.Kills, c.stats.Exits, c.stats.ByArgs, c.stats.Violations)
+	c.t.Logf("seed %d: %s", c.seed, c.stats)
 }
 
 func seed(t *testing.T) uint64 {
@@ -310,26 +440,34 @@ func seed(t *testing.T) uint64 {
 	return uint64(time.Now().UnixNano()) % 1_000_000_000
 }
 
-// TestLanceMergeCrash kills `compactord merge` at random points of a
-// merge of 4 shards × 4 generations (COMPACTORD_LANCE_CRASH_POINTS, default 8;
+// TestLanceCrash kills `compactord merge`, `index catchup` or `trim` at
+// random points of the pipeline on a table of 4 shards × 4 generations
+// (COMPACTORD_LANCE_CRASH_POINTS, default 9: 3 per stage;
 // COMPACTORD_CRASH_SEED replays a seed's choices).
-func TestLanceMergeCrash(t *testing.T) {
-	points := 8
+func TestLanceCrash(t *testing.T) {
+	points := 3 * int(numStages)
 	if v, err := strconv.Atoi(os.Getenv("COMPACTORD_LANCE_CRASH_POINTS")); err == nil && v > 0 {
 		points = v
 	}
 	s := seed(t)
-	t.Logf("seed %d (replay: COMPACTORD_CRASH_SEED=%d COMPACTORD_LANCE_CRASH_POINTS=%d go test ./internal/lancecrash -run TestLanceMergeCrash -v)", s, s, points)
+	t.Logf("seed %d (replay: COMPACTORD_CRASH_SEED=%d COMPACTORD_LANCE_CRASH_POINTS=%d go test ./internal/lancecrash -run TestLanceCrash -v)", s, s, points)
 	c := newCampaign(t, s)
 	c.run(points, time.Time{})
 	if c.stats.Kills == 0 {
-		t.Errorf("no merge was killed in %d points: the campaign is not exercising crashes", c.stats.Points)
+		t.Errorf("nothing was killed in %d points: the campaign is not exercising crashes", c.stats.Points)
+	}
+	for st := range numStages {
+		// With a handful of points a stage may finish before each of
+		// them; with many it must not.
+		if x := c.stats.ByStage[st]; x.Points >= 10 && x.Kills == 0 {
+			t.Errorf("%s was never killed in %d points", st, x.Points)
+		}
 	}
 }
 
-// TestSoakLanceMergeCrash runs campaigns back to back for its share of
+// TestSoakLanceCrash runs campaigns back to back for its share of
 // COMPACTORD_SOAK (make soak DURATION=30m).
-func TestSoakLanceMergeCrash(t *testing.T) {
+func TestSoakLanceCrash(t *testing.T) {
 	budget, ok, err := model.SoakBudget(shareSoak)
 	if err != nil {
 		t.Fatal(err)
@@ -339,7 +477,7 @@ func TestSoakLanceMergeCrash(t *testing.T) {
 	}
 	start := time.Now()
 	deadline := start.Add(budget)
-	sum := model.SoakReport{Campaign: "lance-merge-crash"}
+	sum := model.SoakReport{Campaign: "lance-crash"}
 	for i := seed(t); time.Now().Before(deadline); i++ {
 		c := newCampaign(t, i)
 		c.run(1<<30, deadline)
