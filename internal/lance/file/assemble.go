@@ -10,6 +10,30 @@ func concatBlocks(bs []*block, leaf DataType) (*block, error) {
 	if len(bs) == 0 {
 		return zeroBlock(leaf, 0), nil
 	}
+	// Null placeholders take the shape of the blocks with data.
+	var shape *block
+	total := 0
+	for _, b := range bs {
+		total += b.n
+		if !b.zero && shape == nil {
+			shape = b
+		}
+	}
+	if shape == nil {
+		z := zeroLike(bs[0], total)
+		z.zero = true
+		return z, nil
+	}
+	if shape != bs[0] || slices.ContainsFunc(bs, func(b *block) bool { return b.zero }) {
+		nbs := make([]*block, len(bs))
+		for i, b := range bs {
+			nbs[i] = b
+			if b.zero {
+				nbs[i] = zeroLike(shape, b.n)
+			}
+		}
+		bs = nbs
+	}
 	first := bs[0]
 	if first.fields != nil {
 		return concatFields(bs)

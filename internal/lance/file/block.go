@@ -26,6 +26,31 @@ type block struct {
 	// packed (writer only): the child widths in bits (packedVar: variable)
 	// of packed struct rows.
 	packed []int
+	// zero: null placeholders (zeroBlock) whose shape is only a guess from
+	// the leaf type; concatBlocks reshapes them like the blocks with data.
+	zero bool
+}
+
+// zeroLike is n zero values shaped like t (a fixed-size list's items of
+// unknown width stay without data, as zeroBlock makes them).
+func zeroLike(t *block, n int) *block {
+	switch {
+	case t.fields != nil:
+		out := &block{n: n, fields: make([]*block, len(t.fields))}
+		for i, f := range t.fields {
+			out.fields[i] = zeroLike(f, n)
+		}
+		return out
+	case t.dim > 0:
+		return &block{n: n, dim: t.dim, child: zeroLike(t.child, n*t.dim)}
+	case t.isVar:
+		return &block{n: n, isVar: true, offsets: make([]int64, n+1)}
+	case t.bits == 1:
+		return &block{n: n, bits: 1, data: make([]byte, bitmapLen(n))}
+	case t.data == nil:
+		return &block{n: n, bits: t.bits}
+	}
+	return &block{n: n, bits: t.bits, data: alloc(n * t.bits / 8)}
 }
 
 func fixedBlock(n, bits int, data []byte) (*block, error) {

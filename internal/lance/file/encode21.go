@@ -86,15 +86,20 @@ func (w *Writer) encodePage21(leaf *Field, s *shredded) ([][]byte, *pb.PageLayou
 		return nil, nil, err
 	}
 	wide := wideValues(leaf, s.values)
-	fsv := s.values.dim > 0 && s.values.itemValid != nil
-	if (mode == "fullzip" || wide && mode != "miniblock") && !fsv {
+	if mode == "fullzip" || wide && mode != "miniblock" {
 		return fullZipPage(leaf, s)
 	}
 	bufs, l, err := miniBlockPage(leaf, s, w.opts.Version, codec)
-	if errors.Is(err, errTooBig) && !fsv {
+	if errors.Is(err, errTooBig) {
 		return fullZipPage(leaf, s)
 	}
 	return bufs, l, err
+}
+
+// fullZipBound reports whether encodePage21 will write the page full-zip.
+func fullZipBound(leaf *Field, s *shredded) bool {
+	mode := strings.ToLower(leaf.Metadata[metaStructural])
+	return s.values.packed != nil && s.values.isVar || mode == "fullzip" || wideValues(leaf, s.values) && mode != "miniblock"
 }
 
 // wideValues reports values of 256 bytes or more on average, which LanceDB
@@ -115,7 +120,7 @@ func constantPage(leaf *Field, s *shredded, ver Version) *pb.PageLayout {
 	if s.rep != nil || s.rows == 0 {
 		return nil
 	}
-	if s.def != nil && leaf.Type.Kind != KindFixedSizeList {
+	if s.def != nil {
 		for _, d := range s.def {
 			if d != 1 {
 				return nil
@@ -591,9 +596,6 @@ func appendRepIndex(dst []byte, s *shredded, spans []chunkSpan, c int) []byte {
 // row (variable-width values, or any value with repetition).
 func fullZipPage(leaf *Field, s *shredded) ([][]byte, *pb.PageLayout, error) {
 	v := s.values
-	if v.dim > 0 && v.itemValid != nil {
-		return nil, nil, errf("full-zip fixed-size lists with null items are not supported")
-	}
 	if !v.isVar && v.dim == 0 && v.bits == 1 {
 		// A byte per bool.
 		b := alloc(v.n)
@@ -629,6 +631,28 @@ func fullZipPage(leaf *Field, s *shredded) ([][]byte, *pb.PageLayout, error) {
 	case v.isVar:
 		fz.Details = &pb.FullZipLayout_BitsPerOffset{BitsPerOffset: 32}
 		fz.ValueCompression = variableEnc(32)
+	case v.dim > 0 && v.itemValid != nil:
+		// Per value: the items' validity bitmap, then the items.
+		cb := v.child.bits
+		if cb%8 != 0 && cb != 1 {
+			return nil, nil, errf("full-zip fixed-size list of %d-bit items", cb)
+		}
+		vb, items := (v.dim+7)/8, (v.dim*cb+7)/8
+		fixed = vb + items
+		rows := alloc(v.n * fixed)
+		for r := 0; r < v.n; r++ {
+			row := rows[r*fixed : (r+1)*fixed]
+			copyBits(row[:vb], 0, v.itemValid, r*v.dim, v.dim)
+			if cb == 1 {
+				copyBits(row[vb:], 0, v.child.data, r*v.dim, v.dim)
+			} else {
+				copy(row[vb:], v.child.data[r*items:(r+1)*items])
+			}
+		}
+		fz.Details = &pb.FullZipLayout_BitsPerValue{BitsPerValue: uint32(8 * fixed)}
+		fz.ValueCompression = &pb.CompressiveEncoding{Compression: &pb.CompressiveEncoding_FixedSizeList{FixedSizeList: &pb.FixedSizeList{
+			ItemsPerValue: uint64(v.dim), Values: flatEnc(cb), HasValidity: true}}}
+		v = &block{n: v.n, bits: 8 * fixed, data: rows}
 	case v.dim > 0:
 		fixed = v.dim * v.child.bits / 8
 		fz.Details = &pb.FullZipLayout_BitsPerValue{BitsPerValue: uint32(8 * fixed)}

@@ -256,6 +256,61 @@ func (e *fsstEncoder) compress(dst, data []byte, lo, hi int) []byte {
 	return dst
 }
 
+// compressAll compresses every value of v, setting offs (n+1 entries).
+// The output grows by whole values (at most 2 bytes per input byte), so
+// the inner loop writes by index without appends.
+func (e *fsstEncoder) compressAll(v *block, offs []int64) []byte {
+	total := v.offsets[v.n] - v.offsets[0]
+	data := make([]byte, 0, total+64)
+	src := v.data
+	for i := 0; i < v.n; i++ {
+		lo, hi := int(v.offsets[i]), int(v.offsets[i+1])
+		if need := 2 * (hi - lo); cap(data)-len(data) < need {
+			nd := make([]byte, len(data), 2*cap(data)+need)
+			copy(nd, data)
+			data = nd
+		}
+		buf := data[len(data):cap(data)]
+		k := 0
+		for j := lo; j < hi; {
+			rem := hi - j
+			var w uint64
+			if j+8 <= len(src) {
+				w = le.Uint64(src[j : j+8])
+			} else {
+				w = load(src, j)
+			}
+			if rem >= 3 {
+				h := &e.hash[fsstHash(w)]
+				if l := int(h.len); l != 0 && l <= rem && (w^h.sym)&fsstMask[l] == 0 {
+					buf[k] = byte(h.code)
+					k++
+					j += l
+					continue
+				}
+			}
+			var x uint16
+			if rem >= 2 {
+				x = e.short[uint16(w)]
+			} else {
+				x = e.single[byte(w)]
+			}
+			if c := x & 0x1ff; c >= fsstPseudo {
+				buf[k] = fsstEscape
+				buf[k+1] = byte(w)
+				k += 2
+			} else {
+				buf[k] = byte(c)
+				k++
+			}
+			j += int(x >> 12)
+		}
+		data = data[:len(data)+k]
+		offs[i+1] = int64(len(data))
+	}
+	return data
+}
+
 // table is the serialized symbol table (fsstTableBytes, compression on).
 func (e *fsstEncoder) table() []byte {
 	b := make([]byte, fsstTableBytes)
@@ -322,11 +377,7 @@ func fsstBlock(v *block, force bool) (out *block, table []byte, ok bool) {
 	e := newFSSTEncoder()
 	e.build(fsstSample(v))
 	out = &block{n: v.n, isVar: true, offsets: make([]int64, v.n+1)}
-	data := make([]byte, 0, total+total/4+16)
-	for i := 0; i < v.n; i++ {
-		data = e.compress(data, v.data, int(v.offsets[i]), int(v.offsets[i+1]))
-		out.offsets[i+1] = int64(len(data))
-	}
+	data := e.compressAll(v, out.offsets)
 	out.data = data
 	if !force && int64(len(data))+fsstTableBytes >= total {
 		return nil, nil, false

@@ -266,3 +266,21 @@ func TestLanceDBReadsFSST(t *testing.T) {
 	}
 	lancedbRead(t, dir, cases)
 }
+
+// BenchmarkFSSTEncode compresses 500 000 strings shaped like the
+// LanceDB benchmark's unique utf8 column.
+func BenchmarkFSSTEncode(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	vals := make([][]byte, 500000)
+	for i := range vals {
+		vals[i] = fmt.Appendf(strconv.AppendUint(nil, r.Uint64()%(1<<52), 36), "-%x", i)
+	}
+	in := varBlock(vals)
+	b.SetBytes(int64(len(in.data)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, ok := fsstBlock(in, false); !ok {
+			b.Fatal("fsst did not pay")
+		}
+	}
+}

@@ -549,7 +549,10 @@ func perValue(e *pb.CompressiveEncoding, b *block) (*block, error) {
 		return b, nil
 	case *pb.CompressiveEncoding_FixedSizeList:
 		dim := int(c.FixedSizeList.GetItemsPerValue())
-		if dim <= 0 || b.isVar || b.bits%dim != 0 || c.FixedSizeList.GetHasValidity() {
+		if c.FixedSizeList.GetHasValidity() {
+			return fullZipFSLValid(c.FixedSizeList, b)
+		}
+		if dim <= 0 || b.isVar || b.bits%dim != 0 {
 			return nil, errf("unsupported full-zip fixed-size list")
 		}
 		child := &block{n: b.n * dim, bits: b.bits / dim, data: b.data}
@@ -720,6 +723,12 @@ func splitFSL(b *block, t DataType) *block {
 
 // zeroBlock is n null placeholders of the leaf's physical shape.
 func zeroBlock(t DataType, n int) *block {
+	b := zeroShape(t, n)
+	b.zero = true
+	return b
+}
+
+func zeroShape(t DataType, n int) *block {
 	switch {
 	case t.Kind == KindBool:
 		return &block{n: n, bits: 1, data: make([]byte, bitmapLen(n))}

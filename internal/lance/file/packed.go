@@ -328,3 +328,38 @@ func packedVarEnc(layout []int) *pb.CompressiveEncoding {
 	}
 	return &pb.CompressiveEncoding{Compression: &pb.CompressiveEncoding_VariablePackedStruct{VariablePackedStruct: vp}}
 }
+
+// fullZipFSLValid splits full-zip fixed-size lists with item validity:
+// each value is the items' validity bitmap (a bit per item, whole bytes)
+// then the items.
+func fullZipFSLValid(fsl *pb.FixedSizeList, b *block) (*block, error) {
+	dim := int(fsl.GetItemsPerValue())
+	ib, ok := flatBits(fsl.GetValues())
+	if !ok || dim <= 0 || dim > 1<<24 || b.isVar || b.dim > 0 || ib <= 0 || ib%8 != 0 && ib != 1 {
+		return nil, errf("unsupported full-zip fixed-size list with item validity")
+	}
+	vb := (dim + 7) / 8
+	items := (dim*ib + 7) / 8
+	row := vb + items
+	if b.bits != 8*row {
+		return nil, errf("full-zip fixed-size list values of %d bits, want %d", b.bits, 8*row)
+	}
+	n := b.n
+	valid := make([]byte, bitmapLen(n*dim))
+	var data []byte
+	if ib == 1 {
+		data = make([]byte, bitmapLen(n*dim))
+	} else {
+		data = alloc(n * items)
+	}
+	for r := 0; r < n; r++ {
+		v := b.data[r*row : (r+1)*row]
+		copyBits(valid, r*dim, v[:vb], 0, dim)
+		if ib == 1 {
+			copyBits(data, r*dim, v[vb:], 0, dim)
+		} else {
+			copy(data[r*items:], v[vb:])
+		}
+	}
+	return &block{n: n, dim: dim, itemValid: valid, child: &block{n: n * dim, bits: ib, data: data}}, nil
+}

@@ -47,6 +47,14 @@ func isList(k Kind) bool { return k == KindList || k == KindLargeList }
 // shredPath turns the rows of a top-level array into the level stream and
 // values of one of its leaf columns.
 func shredPath(nodes []*Field, top *Array) (*shredded, error) {
+	return shredPathLayers(nodes, top, false)
+}
+
+// shredPathLayers is shredPath; with fromSchema the layers come from the
+// schema (every nullable node nullable, every list emptyable) instead of
+// the page's data, so every page of the column has the same layers (which
+// LanceDB's full-zip reader needs when a batch spans pages).
+func shredPathLayers(nodes []*Field, top *Array, fromSchema bool) (*shredded, error) {
 	arrs, err := pathArrays(nodes, top)
 	if err != nil {
 		return nil, err
@@ -61,9 +69,13 @@ func shredPath(nodes []*Field, top *Array) (*shredded, error) {
 	nLists := 0
 	for d := 0; d < k; d++ {
 		a := arrs[d]
-		hasNull[d] = a.Valid != nil && a.NullCount() > 0
+		hasNull[d] = a.Valid != nil && a.NullCount() > 0 || fromSchema && nodes[d].Nullable
 		if isList(nodes[d].Type.Kind) {
 			nLists++
+			if fromSchema {
+				hasEmpty[d] = true
+				continue
+			}
 			for i := 0; i < a.Len; i++ {
 				if a.Offsets[i] == a.Offsets[i+1] && a.IsValid(i) {
 					hasEmpty[d] = true

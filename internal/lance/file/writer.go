@@ -304,6 +304,11 @@ func (w *Writer) writeRows(f *Field, a *Array, prio uint64) error {
 			return err
 		}
 		leaf := path[len(path)-1]
+		if s.rep != nil && fullZipBound(leaf, s) {
+			if s, err = shredPathLayers(path, a, true); err != nil {
+				return err
+			}
+		}
 		bufs, layout, err := w.encodePage21(leaf, s)
 		if err != nil {
 			return fmt.Errorf("lance file: column %q: %w", leaf.Name, err)

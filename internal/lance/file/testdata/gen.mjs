@@ -137,15 +137,15 @@ function makeColumn(c, n, r) {
     const type = new arrow.FixedSizeList(dim, new arrow.Field("item", new arrow.Float32(), true));
     return [type, arrow.makeData({ type, length: n, nullCount: nulls, nullBitmap: nb, child })];
   }
-  if (t === "fsl_i32_nullable_3") {
-    const dim = 3;
+  if (t === "fsl_i32_nullable_3" || t.startsWith("fsl_i32n_")) {
+    const dim = t === "fsl_i32_nullable_3" ? 3 : Number(t.slice(9));
     const [cb, cn] = bitmap(n * dim, () => r() >= 0.2);
     const child = arrow.makeData({ type: new arrow.Int32(), length: n * dim, nullCount: cn, nullBitmap: cb, data: new Int32Array(fixedBytes(n * dim, 4, "small", r).buffer) });
     const type = new arrow.FixedSizeList(dim, new arrow.Field("item", new arrow.Int32(), true));
     return [type, arrow.makeData({ type, length: n, nullCount: nulls, nullBitmap: nb, child })];
   }
   // apache-arrow 18 (the one LanceDB's Node package uses) has no LargeList.
-  if (t === "list_i32" || t === "list_utf8") {
+  if (t === "list_i32" || t === "list_utf8" || t === "list_of") {
     const large = false;
     const lens = [];
     for (let i = 0; i < n; i++) lens.push(c.pattern === "emptyish" ? (r() < 0.3 ? 0 : Math.floor(r() * 5)) : Math.floor(r() * 6));
@@ -156,7 +156,9 @@ function makeColumn(c, n, r) {
     const itemNullable = c.itemNullable !== false;
     const [cb, cn] = itemNullable ? bitmap(total, () => r() >= 0.15) : [undefined, 0];
     let child, itype;
-    if (t === "list_utf8") {
+    if (c.listOf) {
+      [itype, child] = makeColumn({ ...c.listOf, nullable: itemNullable }, total, r);
+    } else if (t === "list_utf8") {
       const [so, sd] = strings(total, "random", r, false);
       itype = new arrow.Utf8();
       child = arrow.makeData({ type: itype, length: total, nullCount: cn, nullBitmap: cb, valueOffsets: so, data: sd });
@@ -329,6 +331,27 @@ for (const v of ["2.0", "2.1", "2.2"]) {
   cases[`packed_v${tag}`] = { version: v, rows: 1500, columns: packedCols(v) };
   cases[`packedbig_v${tag}`] = { version: v, rows: 30000, columns: packedCols(v) };
 }
+// Fixed-size lists inside lists and structs.
+const nestedFsl = [
+  { name: "lv", type: "list_of", nullable: true, itemNullable: false, listOf: { type: "fsl_f32_4" } },
+  { name: "lvn", type: "list_of", nullable: true, listOf: { type: "fsl_f32_4" } },
+  { name: "sv", type: "struct", nullable: true, children: [{ name: "id", type: "int32" }, { name: "v", type: "fsl_f32_4", nullable: true }] },
+  { name: "lfi", type: "list_of", listOf: { type: "fsl_i32_nullable_3" } },
+];
+// Wide fixed-size lists with null items (full-zip), alone and nested.
+const wideFsl = [
+  { name: "w", type: "fsl_i32n_80", nullable: true },
+  { name: "lw", type: "list_of", nullable: true, listOf: { type: "fsl_i32n_80" } },
+  { name: "sw", type: "struct", nullable: true, children: [{ name: "id", type: "int32" }, { name: "w", type: "fsl_i32n_80", nullable: true }] },
+  { name: "lv", type: "list_of", listOf: { type: "fsl_f32_96" } },
+];
+for (const v of ["2.1", "2.2"]) cases[`widefsl_v${v.replace(".", "")}`] = { version: v, rows: 60, columns: wideFsl };
+for (const v of ["2.1", "2.2"]) {
+  const tag = v.replace(".", "");
+  cases[`nestedfsl_v${tag}`] = { version: v, rows: 1000, columns: nestedFsl };
+  cases[`nestedfslbig_v${tag}`] = { version: v, rows: 30000, columns: nestedFsl };
+}
+cases.nestedfsl_v20 = { version: "2.0", rows: 1000, columns: noStructNulls(nestedFsl) };
 // A big file for decode benchmarks (no oracle JSON): LANCE_BENCH_FILE.
 cases.bench_v22 = { version: "2.2", rows: 500000, noOracle: true, benchOnly: true, columns: [
   { name: "i64", type: "int64" }, { name: "i64_seq", type: "int64", pattern: "seq" }, { name: "i64_n", type: "int64", nullable: true },
@@ -343,7 +366,8 @@ cases.multipage_v22 = { version: "2.2", rows: 40000, columns: [
 
 // The committed corpus: small files covering every type and encoding.
 const corpus = ["all_v20", "all_v21", "all_v22", "large_v20", "large_v22", "zstd_v22", "lz4_v22", "fullzip_v22",
-  "rle_v22", "bss_v22", "dict_v22", "dict_v21", "more_v22", "fsst_v22", "packed_v20", "packed_v21", "packed_v22"];
+  "rle_v22", "bss_v22", "dict_v22", "dict_v21", "more_v22", "fsst_v22", "packed_v20", "packed_v21", "packed_v22",
+  "nestedfsl_v20", "nestedfsl_v21", "nestedfsl_v22", "widefsl_v21", "widefsl_v22"];
 
 // ---- main ------------------------------------------------------------------
 async function run(outDir, name, spec) {
