@@ -11,6 +11,7 @@ package commit
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -236,7 +237,7 @@ func applyCreateIndex(ixs []*pb.IndexMetadata, op *pb.Transaction_CreateIndex) (
 			if meta.UUIDString(ix.GetUuid()) == meta.UUIDString(n.GetUuid()) {
 				return nil, fmt.Errorf("index segment %s is already in the head", meta.UUIDString(n.GetUuid()))
 			}
-			if !sameFields(ix.GetFields(), n.GetFields()) || meta.IndexKind(ix) != meta.IndexKind(n) {
+			if !slices.Equal(ix.GetFields(), n.GetFields()) || meta.IndexKind(ix) != meta.IndexKind(n) {
 				return nil, fmt.Errorf("index %q: a new segment on fields %v (%s) disagrees with the existing one on fields %v (%s)",
 					n.GetName(), n.GetFields(), meta.IndexKind(n), ix.GetFields(), meta.IndexKind(ix))
 			}
@@ -244,18 +245,6 @@ func applyCreateIndex(ixs []*pb.IndexMetadata, op *pb.Transaction_CreateIndex) (
 		out = append(out, n)
 	}
 	return out, nil
-}
-
-func sameFields(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // advanceCompacted records merged generations in the MemWAL index. A

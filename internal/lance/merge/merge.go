@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 
 	"google.golang.org/protobuf/proto"
 
@@ -277,8 +276,7 @@ func writeFragment(ctx context.Context, b storage.Bucket, m *pb.Manifest, v file
 			_ = wc.Close()
 		}
 	}()
-	cw := &countingWriter{w: wc}
-	bw := bufio.NewWriterSize(cw, 1<<20)
+	bw := bufio.NewWriterSize(wc, 1<<20)
 	w, err := file.NewWriter(bw, m.GetFields(), file.WriterOptions{Version: v})
 	if err != nil {
 		return nil, "", fmt.Errorf("merge: %w", err)
@@ -309,19 +307,6 @@ func writeFragment(ctx context.Context, b storage.Bucket, m *pb.Manifest, v file
 	if err := wc.Close(); err != nil {
 		return nil, "", fmt.Errorf("merge: write %s: %w", key, err)
 	}
-	df := &pb.DataFile{Path: name, FileMajorVersion: uint32(v.Major), FileMinorVersion: uint32(v.Minor), FileSizeBytes: uint64(cw.n)}
-	df.Fields, df.ColumnIndices = w.DataFileFields()
+	df := table.NewDataFile(name, v, w)
 	return &pb.DataFragment{Files: []*pb.DataFile{df}, PhysicalRows: uint64(rows)}, key, nil
-}
-
-// countingWriter counts the bytes written through it.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }

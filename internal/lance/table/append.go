@@ -47,6 +47,15 @@ func FileVersion(m *pb.Manifest) (file.Version, error) {
 	return file.Version{}, fmt.Errorf("data_storage_format %q: compactord writes 2.0, 2.1 and 2.2 files only", df.GetVersion())
 }
 
+// NewDataFile describes a data file a closed writer wrote, as the
+// manifest records it: its leaf field ids and their columns, its version
+// and its size (which spares readers a request for the footer).
+func NewDataFile(name string, v file.Version, w *file.Writer) *pb.DataFile {
+	df := &pb.DataFile{Path: name, FileMajorVersion: uint32(v.Major), FileMinorVersion: uint32(v.Minor), FileSizeBytes: w.Size()}
+	df.Fields, df.ColumnIndices = w.DataFileFields()
+	return df
+}
+
 // DataFileName is a new data file name as Lance makes them: 24 random
 // binary digits (spreading files over object-store prefixes) and 26 hex
 // digits of a random UUID, then ".lance".
@@ -56,17 +65,6 @@ func DataFileName() string {
 	bits := fmt.Sprintf("%08b%08b%08b", r[0], r[1], r[2])
 	_, id := meta.NewUUID()
 	return bits + strings.ReplaceAll(id, "-", "")[:26] + ".lance"
-}
-
-type countingWriter struct {
-	w io.Writer
-	n uint64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += uint64(n)
-	return n, err
 }
 
 // Flush thresholds of AppendJSON: rows are handed to the file writer (which
@@ -113,8 +111,7 @@ func (h *Handle) AppendJSON(ctx context.Context, r io.Reader) (*commit.Result, u
 		cancel()
 		_ = ow.Close()
 	}
-	cw := &countingWriter{w: ow}
-	fw, err := file.NewWriter(cw, m.GetFields(), file.WriterOptions{Version: v})
+	fw, err := file.NewWriter(ow, m.GetFields(), file.WriterOptions{Version: v})
 	if err != nil {
 		abandon()
 		return nil, 0, err
@@ -178,32 +175,11 @@ func (h *Handle) AppendJSON(ctx context.Context, r io.Reader) (*commit.Result, u
 	if err := ow.Close(); err != nil {
 		return nil, 0, fmt.Errorf("write %s: %w", key, err)
 	}
-	df := &pb.DataFile{Path: name, FileMajorVersion: uint32(v.Major), FileMinorVersion: uint32(v.Minor), FileSizeBytes: cw.n}
-	df.Fields, df.ColumnIndices = fileColumns(fw.Schema())
+	df := NewDataFile(name, v, fw)
 	frag := &pb.DataFragment{Files: []*pb.DataFile{df}, PhysicalRows: rows}
 	res, err := h.Append(ctx, read, naming, []*pb.DataFragment{frag}, []string{key})
 	if err != nil {
 		return nil, 0, err
 	}
 	return res, rows, nil
-}
-
-// fileColumns lists the field ids a data file holds and each one's column:
-// in 2.1+ the leaves (a fixed-size list of primitives is one leaf); in 2.0
-// every node with a column of its own.
-func fileColumns(s *file.Schema) (ids, cols []int32) {
-	var walk func(f *file.Field)
-	walk = func(f *file.Field) {
-		if f.ID >= 0 && f.Column >= 0 {
-			ids = append(ids, f.ID)
-			cols = append(cols, int32(f.Column))
-		}
-		for _, c := range f.Children {
-			walk(c)
-		}
-	}
-	for _, f := range s.Fields {
-		walk(f)
-	}
-	return ids, cols
 }
