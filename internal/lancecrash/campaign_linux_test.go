@@ -219,7 +219,9 @@ func (c *campaign) mergeArgs() []string {
 	return nil
 }
 
-// calibrate runs one unkilled pipeline with mergeArgs on a fresh copy.
+// calibrate runs one unkilled pipeline on a fresh copy, with mergeArgs
+// for the merge. Catch-up and trim are calibrated once: every merge
+// argument leaves them the same table.
 func (c *campaign) calibrate(mergeArgs []string) {
 	key := strings.Join(mergeArgs, " ")
 	if _, ok := c.events[key]; ok {
@@ -228,7 +230,14 @@ func (c *campaign) calibrate(mergeArgs []string) {
 	dir := c.copyTable(fmt.Sprintf("calibrate%d", len(c.events)))
 	var ev [numStages]int64
 	var du [numStages]time.Duration
+	for k := range c.events {
+		ev, du = c.events[k], c.dur[k]
+		break
+	}
 	for s := range numStages {
+		if s > stMerge && len(c.events) > 0 {
+			break
+		}
 		r := c.runStage(dir, s, mergeArgs, killPlan{})
 		if r.err != nil {
 			c.t.Fatalf("calibration %s (merge %v): %v: %s", s, mergeArgs, r.err, r.stderr)

@@ -204,11 +204,15 @@ func (c *campaign) checkRetained(p *point, when string) (memwalState, bool) {
 			if g.gen <= st.floor[sh.id] {
 				continue
 			}
+			var lost []string
 			for _, f := range g.files {
 				if e, err := exists(filepath.Join(p.dir, f)); err != nil || !e {
-					bad("shard %s generation %d (compacted %d, floor %d in version %d) lost %s (%v)",
-						sh.id, g.gen, st.compacted[sh.id], st.floor[sh.id], st.version, f, err)
+					lost = append(lost, fmt.Sprintf("%s (%v)", f, err))
 				}
+			}
+			if len(lost) > 0 {
+				bad("shard %s generation %d is needed (compacted %d, min(compacted, catch-up of %v) %d in version %d) but lost %d of its %d files, %s first",
+					sh.id, g.gen, st.compacted[sh.id], st.maintained, st.floor[sh.id], st.version, len(lost), len(g.files), lost[0])
 			}
 		}
 		ss, err := meta.ReadShard(context.Background(), b, sh.id)
