@@ -33,9 +33,12 @@
 // descriptor and the footer. Pages are cut per column at about
 // WriterOptions.PageBytes. 2.1+ pages are mini-block (FastLanes inline
 // bitpacking for integers, flat, variable, dictionary for low-cardinality
-// strings, fixed-size lists; levels out-of-line bitpacked), full-zip for
-// values of 256 bytes or more, or constant; 2.0 pages are ArrayEncoding
-// trees. CopyFile and CopyColumns copy pages of another file without
+// strings, FSST for other strings and binaries where LanceDB uses it,
+// fixed-size lists, packed structs; levels out-of-line bitpacked),
+// full-zip for values of 256 bytes or more (and 2.2 packed structs with
+// variable-width children), or constant; 2.0 pages are ArrayEncoding
+// trees. A struct whose field metadata sets lance-encoding:packed is one
+// column of whole rows, read and written as LanceDB does. CopyFile and CopyColumns copy pages of another file without
 // decoding them (offsets rewritten). DataFileFields gives the manifest's
 // DataFile fields and column indices.
 //

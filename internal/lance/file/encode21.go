@@ -401,7 +401,24 @@ func miniBlockPage(leaf *Field, s *shredded, v Version, codec pb.CompressionSche
 		}
 	}
 	large := v != V2_1
-	var meta, chunks []byte
+	var meta []byte
+	// Room for the values and the chunk headers, so the page is not
+	// copied while it grows.
+	est := 24 * len(spans)
+	switch {
+	case ve.dict != nil:
+		est += 4 * vals.n
+	case vals.isVar:
+		est += int(vals.offsets[vals.n]-vals.offsets[0]) + 8*(vals.n+len(spans))
+	case vals.dim > 0:
+		est += (vals.n*vals.dim*vals.child.bits+7)/8 + bitmapLen(vals.n*vals.dim)
+	default:
+		est += (vals.n*vals.bits + 7) / 8
+	}
+	if s.def != nil || s.rep != nil {
+		est += s.slots / 2
+	}
+	chunks := make([]byte, 0, est)
 	var repIndex []byte
 	for c, sp := range spans {
 		m := sp.vhi - sp.vlo
