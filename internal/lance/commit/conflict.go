@@ -227,6 +227,11 @@ func classifyCreateIndex(op *pb.Transaction_CreateIndex, o, t footprint, theirs 
 			return Verdict{Retryable, fmt.Sprintf("index %q changed meanwhile", name)}
 		}
 	}
+	// Dropping an index relies on the MemWAL not maintaining it; a change
+	// of the MemWAL configuration meanwhile may have started to.
+	if len(op.GetRemovedIndices()) > 0 && len(op.GetNewIndices()) == 0 && t.indexNames[meta.MemWalIndexName] && len(t.merged) == 0 {
+		return Verdict{Retryable, "the MemWAL configuration changed meanwhile; the indexes it maintains are checked again"}
+	}
 	for _, ix := range op.GetRemovedIndices() {
 		if t.rewrittenIndexes[meta.UUIDString(ix.GetUuid())] {
 			return Verdict{Retryable, fmt.Sprintf("segment %s was remapped by a rewrite", meta.UUIDString(ix.GetUuid()))}

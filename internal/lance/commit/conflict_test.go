@@ -103,6 +103,8 @@ func TestClassify(t *testing.T) {
 		{"drop index vs rewrite remapping it", dropIdx, txnOf(&pb.Transaction_Rewrite{Groups: []*pb.Transaction_Rewrite_RewriteGroup{{OldFragments: frags(1), NewFragments: frags(7)}},
 			RewrittenIndices: []*pb.Transaction_Rewrite_RewrittenIndex{{OldId: uuidOf(t, idxA), NewId: uuidOf(t, "00000000-0000-4000-8000-000000000009")}}}), Retryable},
 		{"drop index vs append", dropIdx, appendT, Compatible},
+		{"drop index vs a MemWAL configuration change", dropIdx, txnOf(&pb.Transaction_CreateIndex{NewIndices: []*pb.IndexMetadata{{Name: "__lance_mem_wal"}}}), Retryable},
+		{"drop index vs a MemWAL merge", dropIdx, txnOf(&pb.Transaction_Update{CompactedSstables: shard(t, shardA, 3)}), Compatible},
 		{"drop index vs project", dropIdx, txnOf(&pb.Transaction_Project{}), Retryable},
 		{"create index vs create of the same name", newIdx, newIdx, Retryable},
 
