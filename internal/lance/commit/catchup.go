@@ -3,6 +3,7 @@ package commit
 import (
 	"bytes"
 	"crypto/sha1"
+	"slices"
 	"sort"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -123,16 +124,7 @@ func marshal(m proto.Message) ([]byte, error) {
 }
 
 func sortedUnique(ss []string) []string {
-	out := append([]string(nil), ss...)
-	sort.Strings(out)
-	j := 0
-	for i, s := range out {
-		if i == 0 || s != out[j-1] {
-			out[j] = s
-			j++
-		}
-	}
-	return out[:j]
+	return slices.Compact(slices.Sorted(slices.Values(ss)))
 }
 
 // covers reports whether the segments provably hold every row of the read

@@ -8,7 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
@@ -109,7 +109,7 @@ func (h *Handle) PlanDropIndex(ctx context.Context, name string) (*commit.Txn, e
 				names = append(names, ix.GetName())
 			}
 		}
-		return nil, fmt.Errorf("no index %q in version %d (indexes: %s)", name, read.Manifest.GetVersion(), strings.Join(uniqueStrings(names), ", "))
+		return nil, fmt.Errorf("no index %q in version %d (indexes: %s)", name, read.Manifest.GetVersion(), strings.Join(slices.Compact(slices.Sorted(slices.Values(names))), ", "))
 	}
 	if mw := meta.MemWalIndex(read.Indices); mw != nil {
 		d, err := meta.MemWalDetails(mw)
@@ -142,25 +142,5 @@ func fragmentList(m *pb.Manifest) string {
 }
 
 func uniqueSorted(ids []uint64) []uint64 {
-	out := append([]uint64(nil), ids...)
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	j := 0
-	for i, id := range out {
-		if i == 0 || id != out[j-1] {
-			out[j] = id
-			j++
-		}
-	}
-	return out[:j]
-}
-
-func uniqueStrings(ss []string) []string {
-	sort.Strings(ss)
-	out := ss[:0]
-	for i, s := range ss {
-		if i == 0 || s != ss[i-1] {
-			out = append(out, s)
-		}
-	}
-	return out
+	return slices.Compact(slices.Sorted(slices.Values(ids)))
 }
