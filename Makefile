@@ -114,8 +114,9 @@ deploy-check:
 
 # Reliability soak (docs/reliability.md): the model test, the crash
 # campaign and the concurrency campaign, one after another, for
-# DURATION in all (shares 40/35/25%); then the Lance merge crash
-# campaign (internal/lancecrash) for another 10% of DURATION. The binaries are built first, so the
+# DURATION in all (shares 40/35/25%); then the Lance crash campaign
+# (internal/lancecrash: SIGKILL in merge, index catch-up and trim) for
+# another 10% of DURATION. The binaries are built first, so the
 # run tests one build even if the tree changes meanwhile. The full log goes
 # to SOAK_LOG; the summary sums operations, injected faults, crashes
 # survived and violations, which must be 0.
