@@ -15,6 +15,7 @@ package deletion
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -222,4 +223,27 @@ func randomID() uint64 {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
 	return binary.LittleEndian.Uint64(b[:])
+}
+
+// Getter reads an object; storage.Bucket is one.
+type Getter interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+}
+
+// Read loads the deletion vector df of fragment fragID (physicalRows rows,
+// which bound its offsets) from b. Without a deletion file it is empty.
+func Read(ctx context.Context, b Getter, fragID uint64, df *lancepb.DeletionFile, physicalRows uint64) (*roaring.Bitmap, error) {
+	if df == nil {
+		return roaring.New(), nil
+	}
+	key := Key(fragID, df)
+	data, err := b.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("fragment %d: deletion file: %w", fragID, err)
+	}
+	bm, err := Decode(df, data, physicalRows)
+	if err != nil {
+		return nil, fmt.Errorf("fragment %d: %s: %w", fragID, key, err)
+	}
+	return bm, nil
 }

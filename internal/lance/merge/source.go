@@ -47,20 +47,7 @@ func openFragment(ctx context.Context, b storage.Bucket, f *pb.DataFragment) (*f
 
 // deleted returns the fragment's deletion vector (empty without one).
 func deleted(ctx context.Context, b storage.Bucket, fragID uint64, f *pb.DataFragment) (*roaring.Bitmap, error) {
-	df := f.GetDeletionFile()
-	if df == nil {
-		return roaring.New(), nil
-	}
-	key := deletion.Key(fragID, df)
-	data, err := b.Get(ctx, key)
-	if err != nil {
-		return nil, fmt.Errorf("fragment %d: deletion file: %w", fragID, err)
-	}
-	bm, err := deletion.Decode(df, data, f.GetPhysicalRows())
-	if err != nil {
-		return nil, fmt.Errorf("fragment %d: %s: %w", fragID, key, err)
-	}
-	return bm, nil
+	return deletion.Read(ctx, b, fragID, f.GetDeletionFile(), f.GetPhysicalRows())
 }
 
 // primaryKey returns the table's single primary-key field.

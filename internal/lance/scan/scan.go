@@ -13,8 +13,6 @@ import (
 	"io"
 	"slices"
 
-	"github.com/RoaringBitmap/roaring/v2"
-
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/lance/deletion"
 	"github.com/compactord/compactord/internal/lance/file"
@@ -279,16 +277,9 @@ func (t *Table) fragment(ctx context.Context, frag *pb.DataFragment, topOf map[i
 		// fragment's.
 		phys = frag.GetPhysicalRows()
 	}
-	var deleted *roaring.Bitmap
-	if df := frag.GetDeletionFile(); df != nil {
-		key := deletion.Key(frag.GetId(), df)
-		data, err := t.b.Get(ctx, key)
-		if err != nil {
-			return fmt.Errorf("deletion file: %w", err)
-		}
-		if deleted, err = deletion.Decode(df, data, phys); err != nil {
-			return fmt.Errorf("deletion file %s: %w", key, err)
-		}
+	deleted, err := deletion.Read(ctx, t.b, frag.GetId(), frag.GetDeletionFile(), phys)
+	if err != nil {
+		return err
 	}
 	b := &Batch{Fragment: frag.GetId(), Columns: make([]*file.Array, len(t.Columns)), Files: colFile}
 	for off := uint64(0); off < phys; {
@@ -316,7 +307,7 @@ func (t *Table) fragment(ctx context.Context, frag *pb.DataFragment, topOf map[i
 		b.Offset, b.NumRows = off, int(n)
 		b.Live = b.Live[:0]
 		for r := 0; r < int(n); r++ {
-			if deleted == nil || !deleted.Contains(uint32(off)+uint32(r)) {
+			if !deleted.Contains(uint32(off) + uint32(r)) {
 				b.Live = append(b.Live, r)
 			}
 		}
