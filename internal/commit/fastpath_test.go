@@ -188,6 +188,9 @@ func TestFastPathPutsWithoutWaitingForTheListing(t *testing.T) {
 		createWithRows(t, tb, 5)
 		base := fastPath(t, f, "committed")
 		list, _, finish := commitWhileListingHeld(t, f, tb, 0)
+		// The listing runs beside the put, so it may reach the store
+		// after the put landed; wait for it, then check it was the only one.
+		waitFor(t, func() bool { return list.Matched() >= 1 })
 		if list.Matched() != 1 {
 			t.Fatalf("%d head listings issued alongside the put, want 1", list.Matched())
 		}
