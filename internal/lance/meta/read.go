@@ -12,14 +12,39 @@ import (
 // ErrNoTable: the location holds no Lance manifest.
 var ErrNoTable = errors.New("no Lance dataset here (no manifest under _versions/)")
 
-// Latest finds the newest version. With V2 naming the newest manifest sorts
-// first, so this is a one-key listing whatever the number of versions. A
-// table with V1 naming needs the whole listing.
+// Latest finds the newest version.
 //
-// Soundness against a concurrent cleaner (LanceDB's or ours): cleanup never
-// deletes the newest version, so the first key listed is the head at some
-// instant during the call.
+// It starts from the version hint: when the hinted manifest exists, it
+// probes the versions above it one existence check at a time until one is
+// absent. That costs a GET and two HEADs whatever the number of versions and
+// on every backend; a listing does not (a directory read on file://, a sort
+// of every key in memory). Without a usable hint (none, undecodable, naming
+// a version that is not there, or too far behind) it lists: with V2 naming
+// the newest manifest sorts first, so a one-key listing; with V1 naming the
+// whole listing.
+//
+// Soundness against a concurrent cleaner (LanceDB's or ours): versions are
+// consecutive (each is put-if-absent at the previous one plus 1), a cleaner
+// never deletes the newest version, and it deletes versions older than a
+// cutoff. Timestamps never decrease along the versions (verify checks it),
+// so the untagged versions a finished cleanup keeps are a suffix ending at
+// the head. A hinted version that was cleaned is absent, and Latest lists.
+// A hinted version in that suffix probes along it to its end, the head.
+// The probe can stop short only when the hint names a version kept by a tag
+// (or not yet deleted) while a cleaner removed the version right above it;
+// every writer (LanceDB and compactord) rewrites the hint after each
+// commit, so that needs a hint older than a range a cleaner already
+// removed: a hint write overtaken by an older writer's and not rewritten
+// since, and a cleanup of the versions above it before any writer's next
+// commit rewrites the hint. A commit that probed short would put a version
+// the cleaner removed, below the head: that window is the price of not
+// listing, and the listing is what a reader without a hint pays.
 func Latest(ctx context.Context, b storage.Bucket) (uint64, Naming, error) {
+	if v, ok, err := latestFromHint(ctx, b); err != nil {
+		return 0, 0, fmt.Errorf("find the latest version: %w", err)
+	} else if ok {
+		return v, NamingV2, nil
+	}
 	a, ok, err := storage.First(ctx, b, VersionsDir)
 	if err != nil {
 		return 0, 0, fmt.Errorf("find the latest version: %w", err)
@@ -34,6 +59,55 @@ func Latest(ctx context.Context, b storage.Bucket) (uint64, Naming, error) {
 		return 0, 0, err
 	}
 	return vs[len(vs)-1], n, nil
+}
+
+// maxHintProbes bounds the walk above the hint; a hint further behind than
+// this is cheaper to replace by a listing.
+const maxHintProbes = 64
+
+// latestFromHint probes upward from the hint. ok is false when the hint
+// cannot be used and the caller must list.
+func latestFromHint(ctx context.Context, b storage.Bucket) (uint64, bool, error) {
+	data, err := b.Get(ctx, HintKey)
+	if err != nil {
+		if storage.IsNotFound(err) {
+			return 0, false, nil
+		}
+		return 0, false, err
+	}
+	h, err := DecodeHint(data)
+	if err != nil || h == 0 {
+		return 0, false, nil // undecodable hints are advisory: list instead
+	}
+	switch ok, err := exists(ctx, b, ManifestKey(NamingV2, h)); {
+	case err != nil:
+		return 0, false, err
+	case !ok:
+		return 0, false, nil // cleaned, never written, or a V1 table
+	}
+	v := h
+	for range maxHintProbes {
+		ok, err := exists(ctx, b, ManifestKey(NamingV2, v+1))
+		if err != nil {
+			return 0, false, err
+		}
+		if !ok {
+			return v, true, nil
+		}
+		v++
+	}
+	return 0, false, nil
+}
+
+func exists(ctx context.Context, b storage.Bucket, key string) (bool, error) {
+	_, err := b.Attributes(ctx, key)
+	switch {
+	case err == nil:
+		return true, nil
+	case storage.IsNotFound(err):
+		return false, nil
+	}
+	return false, err
 }
 
 // ListVersions lists every version, ascending. Detached manifests are not
