@@ -48,6 +48,21 @@ func OpName(t *pb.Transaction) string {
 // INVARIANT: pure. The same arguments give the same bytes, which makes every
 // attempt against one head byte-identical.
 func BuildManifest(head *meta.ManifestFile, txn *pb.Transaction, read *meta.ManifestFile, now time.Time) (*meta.ManifestFile, error) {
+	return BuildManifestExtra(head, txn, read, now, Extra{})
+}
+
+// Extra is what a version carries beyond its transaction: content Lance
+// does not serialize in the transaction file, so other writers classify
+// the version from the transaction alone.
+type Extra struct {
+	// FragReuse is the fragment-reuse index entry a deferred Rewrite
+	// installs (Lance's Rewrite.frag_reuse_index, which its protobuf form
+	// leaves out). It replaces the head's entry of that name.
+	FragReuse *pb.IndexMetadata
+}
+
+// BuildManifestExtra is BuildManifest with the version's extra content.
+func BuildManifestExtra(head *meta.ManifestFile, txn *pb.Transaction, read *meta.ManifestFile, now time.Time, extra Extra) (*meta.ManifestFile, error) {
 	if err := meta.CheckWrite(head.Manifest); err != nil {
 		return nil, err
 	}
@@ -99,6 +114,11 @@ func BuildManifest(head *meta.ManifestFile, txn *pb.Transaction, read *meta.Mani
 		if indices, err = applyCreateIndex(indices, op.CreateIndex); err != nil {
 			return nil, err
 		}
+	case *pb.Transaction_Rewrite_:
+		var err error
+		if indices, err = applyRewrite(m, indices, op.Rewrite, extra.FragReuse); err != nil {
+			return nil, err
+		}
 	case *pb.Transaction_ReserveFragments_:
 		n := op.ReserveFragments.GetNumFragments()
 		base := nextFragmentID(m)
@@ -107,6 +127,9 @@ func BuildManifest(head *meta.ManifestFile, txn *pb.Transaction, read *meta.Mani
 		}
 	default:
 		return nil, fmt.Errorf("compactord does not commit %s transactions", OpName(txn))
+	}
+	if extra.FragReuse != nil && txn.GetRewrite() == nil {
+		return nil, fmt.Errorf("a fragment-reuse index entry comes with a Rewrite only, not %s", OpName(txn))
 	}
 	m.MaxFragmentId = maxFragmentID(m)
 

@@ -195,6 +195,8 @@ func Classify(ours, theirs *pb.Transaction) Verdict {
 		return classifyCreateIndex(ours.GetCreateIndex(), o, t, theirs)
 	case *pb.Transaction_Update_:
 		return classifyUpdate(o, t, theirs)
+	case *pb.Transaction_Rewrite_:
+		return classifyRewrite(ours.GetRewrite(), o, t, theirs)
 	}
 	// Rewrite and the rest: any overlap re-plans.
 	if ids := intersect(union(o.modified, o.removed), union(t.modified, t.removed)); len(ids) > 0 {
@@ -217,6 +219,56 @@ func classifyDelete(o, t footprint, theirs *pb.Transaction) Verdict {
 		// Removing a whole fragment stays right whatever else happened to
 		// it in place; one already gone is dropped from ours.
 		return Verdict{Rebase, fmt.Sprintf("fragments %v also changed; removing them whole still holds", ids)}
+	}
+	return Verdict{Compatible, ""}
+}
+
+// classifyRewrite: a Delete that changed only deletion vectors of the
+// rewritten fragments (or removed them whole) is rebased: its deleted rows
+// follow the row map onto the new fragments. Anything else that touched
+// them re-plans, as does an index change Lance's resolver retries on (a
+// segment over rewritten fragments, a change of a remapped segment, of
+// the fragment-reuse index).
+func classifyRewrite(op *pb.Transaction_Rewrite, o, t footprint, theirs *pb.Transaction) Verdict {
+	if t.schema {
+		return Verdict{Retryable, "the schema changed"}
+	}
+	touched := union(t.modified, t.removed)
+	if ids := intersect(o.removed, touched); len(ids) > 0 {
+		if theirs.GetDelete() != nil {
+			return Verdict{Rebase, fmt.Sprintf("rows of fragments %v were deleted; the deletes follow the rows", ids)}
+		}
+		return Verdict{Retryable, fmt.Sprintf("both changed fragments %v", ids)}
+	}
+	if t.indexNames[meta.FragReuseIndexName] {
+		return Verdict{Retryable, "the fragment-reuse index changed meanwhile"}
+	}
+	for id := range t.rewrittenIndexes {
+		for _, ri := range op.GetRewrittenIndices() {
+			if meta.UUIDString(ri.GetOldId()) == id {
+				return Verdict{Retryable, fmt.Sprintf("index segment %s was remapped meanwhile", id)}
+			}
+		}
+	}
+	if ci := theirs.GetCreateIndex(); ci != nil {
+		for _, ix := range ci.GetRemovedIndices() {
+			for _, ri := range op.GetRewrittenIndices() {
+				if meta.UUIDString(ri.GetOldId()) == meta.UUIDString(ix.GetUuid()) {
+					return Verdict{Retryable, fmt.Sprintf("index segment %s was replaced meanwhile", meta.UUIDString(ix.GetUuid()))}
+				}
+			}
+		}
+		for _, ix := range ci.GetNewIndices() {
+			if meta.IsSystemIndex(ix) {
+				continue
+			}
+			bm, known, _ := meta.FragmentBitmap(ix)
+			for id := range o.removed {
+				if !known || bm.Contains(uint32(id)) {
+					return Verdict{Retryable, fmt.Sprintf("new segment of index %q covers rewritten fragment %d", ix.GetName(), id)}
+				}
+			}
+		}
 	}
 	return Verdict{Compatible, ""}
 }

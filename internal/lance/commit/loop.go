@@ -111,6 +111,16 @@ type Txn struct {
 	// deletion and index files). They are removed when the transaction
 	// certainly did not commit, and kept when the outcome is unknown.
 	Files []string
+	// Extra is content of the version the transaction does not carry (a
+	// deferred Rewrite's fragment-reuse entry). When it holds a
+	// fragment-reuse entry built on the read version's, a version since
+	// the read that changed that index sends the commit back to re-plan.
+	Extra Extra
+	// Rebase, when set, rewrites a Rewrite over version f, whose
+	// transaction theirs changed rows of the rewritten fragments in place
+	// (Classify said Rebase): it returns the transaction to commit
+	// instead, under a new uuid, and the files it wrote for it.
+	Rebase func(ctx context.Context, cur, theirs *pb.Transaction, f *meta.ManifestFile) (*pb.Transaction, []string, error)
 }
 
 // Result describes a landed commit.
@@ -192,6 +202,8 @@ type attempt struct {
 	// uuids are every uuid the transaction was written under (a rebase
 	// gives a new one), so a landed earlier attempt is recognised.
 	uuids map[string]bool
+	// rebaseFiles are files rebases wrote.
+	rebaseFiles []string
 }
 
 func (a *attempt) run(ctx context.Context) (*Result, error) {
@@ -219,7 +231,7 @@ func (a *attempt) run(ctx context.Context) (*Result, error) {
 			lastErr = err
 			continue
 		}
-		next, err := BuildManifest(a.head, a.cur, a.txn.Read, c.clock.Now())
+		next, err := BuildManifestExtra(a.head, a.cur, a.txn.Read, c.clock.Now(), a.txn.Extra)
 		if err != nil {
 			return nil, fmt.Errorf("build version %d: %w", head+1, err)
 		}
@@ -294,11 +306,28 @@ func (a *attempt) classifyUpTo(ctx context.Context, head uint64) (done bool, res
 			return true, a.landed(ctx, v, f, 0), nil
 		}
 		vd := Classify(a.cur, theirs)
+		if vd.Decision == Compatible && a.txn.Extra.FragReuse != nil && friUUID(f) != friUUID(a.head) {
+			// Our entry extends the read version's; theirs changed it
+			// (a trim, or a deferred compaction whose transaction does
+			// not show it), so ours would drop what theirs recorded.
+			vd = Verdict{Retryable, "the fragment-reuse index changed meanwhile"}
+		}
+		if vd.Decision == Rebase && a.cur.GetRewrite() != nil && a.txn.Rebase == nil {
+			vd.Decision = Retryable
+		}
 		c.metrics.conflicts.WithLabelValues(OpName(a.cur), OpName(theirs), vd.Decision.String()).Inc()
 		switch vd.Decision {
 		case Compatible:
 		case Rebase:
-			next, err := rebase(a.cur, f)
+			var next *pb.Transaction
+			var err error
+			if a.cur.GetRewrite() != nil && a.txn.Rebase != nil {
+				var files []string
+				next, files, err = a.txn.Rebase(ctx, a.cur, theirs, f)
+				a.rebaseFiles = append(a.rebaseFiles, files...)
+			} else {
+				next, err = rebase(a.cur, f)
+			}
 			if err != nil {
 				return false, nil, err
 			}
@@ -396,7 +425,18 @@ func (a *attempt) backoff(ctx context.Context, n int) error {
 }
 
 func (a *attempt) removeFiles() {
-	a.removeKeys(context.Background(), append(append([]string(nil), a.txn.Files...), a.txnFiles...))
+	keys := append(append([]string(nil), a.txn.Files...), a.txnFiles...)
+	a.removeKeys(context.Background(), append(keys, a.rebaseFiles...))
+}
+
+// friUUID is the uuid of a version's fragment-reuse index entry, "" for none.
+func friUUID(f *meta.ManifestFile) string {
+	for _, ix := range f.Indices {
+		if ix.GetName() == meta.FragReuseIndexName {
+			return meta.UUIDString(ix.GetUuid())
+		}
+	}
+	return ""
 }
 
 func (a *attempt) removeKeys(ctx context.Context, keys []string) {
