@@ -38,8 +38,8 @@ func applyRewrite(m *pb.Manifest, ixs []*pb.IndexMetadata, rw *pb.Transaction_Re
 	frags := slicesClone(m.Fragments)
 	groups := make([]*pb.Transaction_Rewrite_RewriteGroup, 0, len(rw.GetGroups()))
 	for gi, g := range rw.GetGroups() {
-		if len(g.GetOldFragments()) == 0 {
-			return nil, fmt.Errorf("rewrite group %d has no old fragments", gi)
+		if len(g.GetOldFragments()) == 0 && len(g.GetNewFragments()) == 0 {
+			return nil, fmt.Errorf("rewrite group %d is empty", gi)
 		}
 		ng := &pb.Transaction_Rewrite_RewriteGroup{OldFragments: g.GetOldFragments()}
 		for _, nf := range g.GetNewFragments() {
@@ -67,7 +67,9 @@ func applyRewrite(m *pb.Manifest, ixs []*pb.IndexMetadata, rw *pb.Transaction_Re
 				return nil, fmt.Errorf("rewrite group %d: fragment %d to replace is not in version %d", gi, of.GetId(), m.GetVersion()-1)
 			}
 		}
-		contiguous := true
+		// A group whose old fragments were all deleted meanwhile (a
+		// rebased Delete) appends its new ones, whose rows are deleted.
+		contiguous := len(pos) > 0
 		for k := 1; k < len(pos); k++ {
 			if pos[k] != pos[0]+k {
 				contiguous = false
