@@ -135,3 +135,72 @@ func TestAppendMalformed(t *testing.T) {
 		t.Errorf("%d data files left behind", len(ents))
 	}
 }
+
+// TestAppendAcrossLanceDBCleanup: LanceDB's cleanup (optimize with every
+// version but the newest old) runs between compactord's appends. Each
+// append lands on the head the cleanup left (the version after the newest
+// listed), also when the hint names a version the cleanup removed, a
+// version below the head that is still there, or is gone; LanceDB then
+// reads every row both writers added.
+func TestAppendAcrossLanceDBCleanup(t *testing.T) {
+	lancedb.Require(t)
+	dir := t.TempDir()
+	name := "cleaned"
+	b := open(t, filepath.Join(dir, name+".lance"))
+	if _, err := Create(t.Context(), b, createFields(t), "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h := handle(t, b, commit.DefaultConfig())
+	listedHead := func() (uint64, []uint64) {
+		vs, _, err := meta.ListVersions(t.Context(), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vs[len(vs)-1], vs
+	}
+	total := int64(0)
+	for round, stale := range []string{"current", "cleaned", "retained", "absent"} {
+		lo := int64(round) * 1000
+		lancedb.MustRun(t, lancedb.Program{URI: dir, Table: name, Steps: []lancedb.Step{
+			lancedb.Add(lanceAdd()), lancedb.Add(lanceAdd()), lancedb.Optimize(lancedb.OptimizeOpts{CleanupNow: true}),
+			lancedb.Add(lanceAdd())}})
+		total += 300
+		head, vs := listedHead()
+		if len(vs) > 3 {
+			t.Fatalf("round %d: LanceDB's cleanup kept versions %v", round, vs)
+		}
+		switch stale {
+		case "cleaned":
+			// A hint naming a version the cleanup removed.
+			if err := meta.WriteHint(t.Context(), b, vs[0]-1); err != nil {
+				t.Fatal(err)
+			}
+		case "retained":
+			if err := meta.WriteHint(t.Context(), b, vs[0]); err != nil {
+				t.Fatal(err)
+			}
+		case "absent":
+			if err := b.Delete(t.Context(), meta.HintKey); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if v, _, err := meta.Latest(t.Context(), b); err != nil || v != head {
+			t.Fatalf("round %d (%s hint): Latest = %d, %v; the listing's head is %d", round, stale, v, err, head)
+		}
+		cres, n, err := h.AppendJSON(t.Context(), bytes.NewReader(jsonRows(lo, lo+500)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += int64(n)
+		if cres.Version != head+1 {
+			t.Fatalf("round %d (%s hint): appended as version %d, the head was %d", round, stale, cres.Version, head)
+		}
+		if got, _ := listedHead(); got != cres.Version {
+			t.Fatalf("round %d: the newest listed version is %d, ours %d", round, got, cres.Version)
+		}
+	}
+	res := lancedb.MustRun(t, lancedb.Program{URI: dir, Table: name, Steps: []lancedb.Step{lancedb.CountRows("")}})
+	if n, err := res.Count(0); err != nil || n != total {
+		t.Errorf("LanceDB counts %d rows (%v), both writers added %d", n, err, total)
+	}
+}
