@@ -41,7 +41,7 @@ func WriteBitmap(w io.Writer, tf *lancepb.Field, e *Entries) (int64, error) {
 		bm.Offsets = append(bm.Offsets, int64(len(bm.Values)))
 	}
 	md := map[string][]byte{"lance:index_stats": fmt.Appendf(nil, `{"num_bitmaps":%d}`, len(maps))}
-	n, err := writeFile(w, []*lancepb.Field{indexField(tf, "keys", 0, "", true), indexField(nil, "bitmaps", 1, "binary", true)},
+	n, err := writeFile(w, file.V2_2, []*lancepb.Field{indexField(tf, "keys", 0, "", true), indexField(nil, "bitmaps", 1, "binary", true)},
 		md, []*file.Array{s.Values.Take(firsts), bm})
 	if err != nil {
 		return 0, fmt.Errorf("bitmap %s: %w", BitmapLookupFile, err)

@@ -53,8 +53,8 @@ func uint32Array(v []uint32) *file.Array {
 	return &file.Array{Type: file.DataType{Kind: file.KindUint32}, Len: len(v), Values: b}
 }
 
-func writeFile(w io.Writer, fields []*lancepb.Field, md map[string][]byte, cols []*file.Array) (int64, error) {
-	fw, err := file.NewWriter(w, fields, file.WriterOptions{Version: file.V2_2, Metadata: md})
+func writeFile(w io.Writer, v file.Version, fields []*lancepb.Field, md map[string][]byte, cols []*file.Array) (int64, error) {
+	fw, err := file.NewWriter(w, fields, file.WriterOptions{Version: v, Metadata: md})
 	if err != nil {
 		return 0, err
 	}
@@ -87,20 +87,44 @@ func writeFile(w io.Writer, fields []*lancepb.Field, md map[string][]byte, cols 
 // column of the table's field tf to data (page_data.lance) and lookup
 // (page_lookup.lance), returning their sizes.
 func WriteBTree(data, lookup io.Writer, tf *lancepb.Field, e *Entries) (dataSize, lookupSize int64, err error) {
+	return WriteBTreeWith(data, lookup, tf, e, BTreeOptions{})
+}
+
+// BTreeOptions are a btree segment's file version and page size.
+type BTreeOptions struct {
+	// Version of both files (default 2.2, as LanceDB's index files).
+	Version file.Version
+	// BatchSize is the rows per page_lookup entry (default BTreeBatchSize).
+	BatchSize int
+}
+
+// PKIndexOptions are those of a MemWAL generation's _pk_index, which
+// LanceDB 0.39 writes in file format 2.0 with pages of 8192 rows.
+var PKIndexOptions = BTreeOptions{Version: file.V2_0, BatchSize: 8192}
+
+// WriteBTreeWith is WriteBTree with the file version and page size of o.
+func WriteBTreeWith(data, lookup io.Writer, tf *lancepb.Field, e *Entries, o BTreeOptions) (dataSize, lookupSize int64, err error) {
+	if o.Version == (file.Version{}) {
+		o.Version = file.V2_2
+	}
+	batch := o.BatchSize
+	if batch <= 0 {
+		batch = BTreeBatchSize
+	}
 	if err := Indexable(e.Values.Type); err != nil {
 		return 0, 0, err
 	}
 	s := e.Sorted()
 	n := s.Len()
-	dataSize, err = writeFile(data, []*lancepb.Field{indexField(tf, "values", 0, "", true), indexField(nil, "ids", 1, "uint64", false)},
+	dataSize, err = writeFile(data, o.Version, []*lancepb.Field{indexField(tf, "values", 0, "", true), indexField(nil, "ids", 1, "uint64", false)},
 		nil, []*file.Array{s.Values, uint64Array(s.Addrs)})
 	if err != nil {
 		return 0, 0, fmt.Errorf("btree %s: %w", BTreeDataFile, err)
 	}
 	var firsts, lasts []int
 	var nulls, pages []uint32
-	for p, start := 0, 0; start < n; p, start = p+1, start+BTreeBatchSize {
-		end := min(n, start+BTreeBatchSize)
+	for p, start := 0, 0; start < n; p, start = p+1, start+batch {
+		end := min(n, start+batch)
 		firsts, lasts = append(firsts, start), append(lasts, end-1)
 		nc := uint32(0)
 		for i := start; i < end; i++ {
@@ -110,8 +134,8 @@ func WriteBTree(data, lookup io.Writer, tf *lancepb.Field, e *Entries) (dataSize
 		}
 		nulls, pages = append(nulls, nc), append(pages, uint32(p))
 	}
-	md := map[string][]byte{"batch_size": []byte(strconv.Itoa(BTreeBatchSize)), "range_partitioned": []byte("false")}
-	lookupSize, err = writeFile(lookup, []*lancepb.Field{indexField(tf, "min", 0, "", true), indexField(tf, "max", 1, "", true),
+	md := map[string][]byte{"batch_size": []byte(strconv.Itoa(batch)), "range_partitioned": []byte("false")}
+	lookupSize, err = writeFile(lookup, o.Version, []*lancepb.Field{indexField(tf, "min", 0, "", true), indexField(tf, "max", 1, "", true),
 		indexField(nil, "null_count", 2, "uint32", false), indexField(nil, "page_idx", 3, "uint32", false)},
 		md, []*file.Array{s.Values.Take(firsts), s.Values.Take(lasts), uint32Array(nulls), uint32Array(pages)})
 	if err != nil {
