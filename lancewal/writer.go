@@ -1,0 +1,367 @@
+package lancewal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/lance/arrowipc"
+	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/storage"
+)
+
+// ErrFenced: another writer claimed the shard (a newer epoch). The writer
+// is unusable; its unflushed rows are in the WAL, where the new owner
+// replays them.
+var ErrFenced = errors.New("lancewal: the shard was claimed by a newer writer (fenced)")
+
+// ErrClosed: the writer was closed.
+var ErrClosed = errors.New("lancewal: writer closed")
+
+// Row is one row: column name to value. Values are Go ints, uints,
+// floats, bools, strings, []byte, time.Time (timestamp columns) or nil
+// (null). A column missing from the row is null.
+type Row map[string]any
+
+// WriterOptions tune a Writer.
+type WriterOptions struct {
+	// MaxRows flushes the MemTable into a generation once it holds this
+	// many rows (0: only Flush and Close flush).
+	MaxRows int
+}
+
+// Writer owns one MemWAL shard of a table: every Upsert and Delete is one
+// WAL entry (durable when the call returns), buffered in a MemTable that
+// Flush turns into a generation. Only one writer owns a shard at a time;
+// claiming fences the previous owner, in this process or any other
+// (LanceDB's included), and a fenced writer fails with ErrFenced.
+// A Writer is safe for concurrent use.
+type Writer struct {
+	t     *Table
+	opts  WriterOptions
+	shard string
+	cfg   *Config
+
+	mu       sync.Mutex
+	st       *state
+	manifest *pb.ShardManifest // the newest manifest this writer wrote
+	nextWAL  uint64
+	mem      *memtable
+	err      error // sticky: ErrFenced or ErrClosed
+}
+
+// OpenWriter claims shard (a shard id from ShardFor or Config.Shards):
+// it writes the shard's next manifest version with the next writer epoch
+// (put-if-absent: of two claims one wins), puts a fence sentinel at the
+// next WAL position so that the previous owner's next append collides,
+// and replays the WAL entries no generation covers yet into the MemTable.
+func (t *Table) OpenWriter(ctx context.Context, shard string, opts WriterOptions) (*Writer, error) {
+	if opts.MaxRows < 0 {
+		return nil, fmt.Errorf("lancewal: max rows %d is negative", opts.MaxRows)
+	}
+	st, err := t.state(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if st.details == nil {
+		return nil, errors.New("lancewal: the table has no MemWAL configuration (EnableMemWAL or LanceDB setLsmWriteSpec)")
+	}
+	cfg, err := configOf(st)
+	if err != nil {
+		return nil, err
+	}
+	if !slices_contains(cfg.Shards(), shard) {
+		return nil, fmt.Errorf("lancewal: shard %q is not a shard of the table's MemWAL configuration (%s)", shard, strings.Join(cfg.Shards(), ", "))
+	}
+	w := &Writer{t: t, opts: opts, shard: shard, cfg: cfg, st: st}
+	if err := w.claim(ctx); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func slices_contains(s []string, x string) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Shard is the writer's shard id.
+func (w *Writer) Shard() string { return w.shard }
+
+// Epoch is the writer epoch this writer claimed.
+func (w *Writer) Epoch() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.manifest.GetWriterEpoch()
+}
+
+// Buffered is the number of rows in the MemTable (not yet flushed).
+func (w *Writer) Buffered() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mem.rows
+}
+
+const maxClaimAttempts = 8
+
+func (w *Writer) claim(ctx context.Context) error {
+	b := w.t.b
+	sid, err := meta.ParseUUID(w.shard)
+	if err != nil {
+		return fmt.Errorf("lancewal: shard id: %w", err)
+	}
+	for attempt := 0; ; attempt++ {
+		ss, err := meta.ReadShard(ctx, b, w.shard)
+		if err != nil {
+			return fmt.Errorf("lancewal: %w", err)
+		}
+		prev := ss.Manifest
+		var m *pb.ShardManifest
+		if prev == nil {
+			m = &pb.ShardManifest{Version: 1, WriterEpoch: 1, CurrentGeneration: 1, ShardSpecId: 1, ShardId: sid}
+		} else {
+			if got := meta.UUIDString(prev.GetShardId()); got != w.shard {
+				return fmt.Errorf("lancewal: shard directory %s holds a manifest of shard %s", w.shard, got)
+			}
+			m = proto.Clone(prev).(*pb.ShardManifest)
+			m.Version++
+			m.WriterEpoch++
+		}
+		if err := w.putManifest(ctx, m); err != nil {
+			if storage.IsAlreadyExists(err) && attempt < maxClaimAttempts {
+				continue // another writer claimed or flushed meanwhile: read again
+			}
+			return fmt.Errorf("lancewal: claim shard %s: %w", w.shard, err)
+		}
+		w.manifest = m
+		break
+	}
+	// The position after every WAL entry present: where the previous owner
+	// would append next.
+	positions, err := meta.ListWAL(ctx, b, w.shard)
+	if err != nil {
+		return fmt.Errorf("lancewal: %w", err)
+	}
+	last := w.manifest.GetWalEntryPositionLastSeen()
+	if n := len(positions); n > 0 && positions[n-1] > last {
+		last = positions[n-1]
+	}
+	w.mem = newMemtable(w.st)
+	if w.manifest.GetVersion() > 1 {
+		// INVARIANT: the sentinel sits at the previous owner's next
+		// position; a put there loses and tells it it was fenced.
+		pos := last + 1
+		for {
+			err := b.PutIfAbsent(ctx, meta.WALKey(w.shard, pos), fenceSentinel(w.manifest.GetWriterEpoch()))
+			if err == nil {
+				break
+			}
+			if !storage.IsAlreadyExists(err) {
+				return fmt.Errorf("lancewal: fence shard %s: %w", w.shard, err)
+			}
+			pos++ // the previous owner appended meanwhile: fence after it
+		}
+		// Replay what no generation covers: the previous owner's
+		// unflushed entries, which this writer's next flush covers.
+		for p := w.manifest.GetReplayAfterWalEntryPosition() + 1; p < pos; p++ {
+			if err := w.replay(ctx, p); err != nil {
+				return err
+			}
+		}
+		w.nextWAL = pos + 1
+		m := proto.Clone(w.manifest).(*pb.ShardManifest)
+		m.Version++
+		m.WalEntryPositionLastSeen = pos
+		if err := w.putManifest(ctx, m); err != nil {
+			return w.fail(ctx, fmt.Errorf("record the fence position: %w", err))
+		}
+		w.manifest = m
+	} else {
+		w.nextWAL = last + 1
+	}
+	return nil
+}
+
+// fenceSentinel is a WAL entry with no columns and no batches whose schema
+// metadata says it fences writers below its epoch, as LanceDB writes one.
+func fenceSentinel(epoch uint64) []byte {
+	s := &arrowipc.Schema{Metadata: arrowipc.Metadata{{Key: "fence_sentinel", Value: "true"}, {Key: "writer_epoch", Value: strconv.FormatUint(epoch, 10)}}}
+	data, _ := arrowipc.WriteStream(s, nil, arrowipc.None)
+	return data
+}
+
+// putManifest writes shard manifest m at its version (put-if-absent), then
+// the shard's version hint (a hint only: its failure is ignored).
+func (w *Writer) putManifest(ctx context.Context, m *pb.ShardManifest) error {
+	data, err := meta.EncodeShardManifest(m)
+	if err != nil {
+		return err
+	}
+	if err := w.t.b.PutIfAbsent(ctx, meta.ShardManifestKey(w.shard, m.GetVersion()), data); err != nil {
+		return err
+	}
+	_ = w.t.b.Put(ctx, meta.ShardHintKey(w.shard), meta.EncodeHint(m.GetVersion()))
+	return nil
+}
+
+// fail classifies a lost put: a newer epoch in the shard's newest manifest
+// means this writer was fenced, and it stays unusable.
+func (w *Writer) fail(ctx context.Context, cause error) error {
+	ss, err := meta.ReadShard(ctx, w.t.b, w.shard)
+	if err == nil && ss.Manifest != nil && ss.Manifest.GetWriterEpoch() > w.manifest.GetWriterEpoch() {
+		w.err = ErrFenced
+		return fmt.Errorf("%w: epoch %d took over from %d (%v)", ErrFenced, ss.Manifest.GetWriterEpoch(), w.manifest.GetWriterEpoch(), cause)
+	}
+	return fmt.Errorf("lancewal: shard %s: %w", w.shard, cause)
+}
+
+func (w *Writer) usable() error {
+	if w.err != nil {
+		return w.err
+	}
+	return nil
+}
+
+// Upsert writes rows (each with its primary key) as one WAL entry and adds
+// them to the MemTable. A later write of a key wins over an earlier one.
+func (w *Writer) Upsert(ctx context.Context, rows []Row) error {
+	return w.write(ctx, rows, false)
+}
+
+// Delete writes tombstones for keys as one WAL entry: the read view hides
+// the keys, and a merge deletes them from the base table.
+func (w *Writer) Delete(ctx context.Context, keys []any) error {
+	rows := make([]Row, len(keys))
+	pk := w.st.cols[w.st.pk].field.GetName()
+	for i, k := range keys {
+		rows[i] = Row{pk: k}
+	}
+	return w.write(ctx, rows, true)
+}
+
+func (w *Writer) write(ctx context.Context, rows []Row, tombstone bool) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return err
+	}
+	b, err := w.mem.build(rows, tombstone)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < b.n; i++ {
+		s, err := shardFor(w.cfg, w.st.cols[w.st.pk], b.key(i))
+		if err != nil {
+			return err
+		}
+		if s != w.shard {
+			return fmt.Errorf("lancewal: key %v belongs to shard %s, not this writer's %s (route writes with ShardFor)", b.key(i), s, w.shard)
+		}
+	}
+	data, err := b.walEntry(w.manifest.GetWriterEpoch())
+	if err != nil {
+		return err
+	}
+	if err := w.t.b.PutIfAbsent(ctx, meta.WALKey(w.shard, w.nextWAL), data); err != nil {
+		if storage.IsAlreadyExists(err) {
+			return w.fail(ctx, fmt.Errorf("WAL position %d is taken", w.nextWAL))
+		}
+		return fmt.Errorf("lancewal: append WAL entry %d of shard %s: %w", w.nextWAL, w.shard, err)
+	}
+	w.nextWAL++
+	w.mem.add(b)
+	if w.opts.MaxRows > 0 && w.mem.rows >= w.opts.MaxRows {
+		if _, err := w.flush(ctx); err != nil {
+			return fmt.Errorf("lancewal: the entry is in the WAL, but the flush failed: %w", err)
+		}
+	}
+	return nil
+}
+
+// replay loads WAL entry p (skipping fence sentinels) into the MemTable.
+func (w *Writer) replay(ctx context.Context, p uint64) error {
+	key := meta.WALKey(w.shard, p)
+	data, err := w.t.b.Get(ctx, key)
+	if storage.IsNotFound(err) {
+		return nil // a writer that died between positions leaves a gap
+	}
+	if err != nil {
+		return fmt.Errorf("lancewal: replay %s: %w", key, err)
+	}
+	s, err := arrowipc.ReadStream(data, nil)
+	if err != nil {
+		return fmt.Errorf("lancewal: replay %s: %w", key, err)
+	}
+	if v, _ := s.Schema.Metadata.Get("fence_sentinel"); v == "true" {
+		return nil
+	}
+	for _, batch := range s.Batches {
+		b, err := w.mem.fromArrow(s.Schema, batch)
+		if err != nil {
+			return fmt.Errorf("lancewal: replay %s: %w", key, err)
+		}
+		w.mem.add(b)
+	}
+	return nil
+}
+
+// Close flushes the MemTable (if it holds rows) and releases the writer.
+// A fenced writer closes without flushing.
+func (w *Writer) Close(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		if errors.Is(w.err, ErrClosed) {
+			return nil
+		}
+		w.err = ErrClosed
+		return nil
+	}
+	var err error
+	if w.mem.rows > 0 {
+		_, err = w.flush(ctx)
+	}
+	if w.err == nil {
+		w.err = ErrClosed
+	}
+	return err
+}
+
+// Abandon drops the writer without flushing, as a crash would: its WAL
+// entries stay for the shard's next owner to replay.
+func (w *Writer) Abandon() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = ErrClosed
+	}
+}
+
+func normalizeURL(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return "", errors.New("lancewal: empty table URL")
+	}
+	if strings.Contains(raw, "://") {
+		return raw, nil
+	}
+	abs, err := filepath.Abs(raw)
+	if err != nil {
+		return "", err
+	}
+	return "file://" + filepath.ToSlash(abs), nil
+}
