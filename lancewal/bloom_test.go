@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/lance/file"
 	"github.com/compactord/compactord/internal/testutil/lancedb"
-	pb "github.com/compactord/compactord/gen/lancepb"
 )
 
 // TestBloomMatchesLanceDB: the bloom filter of the keys LanceDB 0.39

@@ -295,4 +295,3 @@ func appendChunk(dst, src *chunk) {
 func boolArray(bs []bool) *file.Array {
 	return &file.Array{Type: file.DataType{Kind: file.KindBool}, Name: TombstoneColumn, Len: len(bs), Values: packBits(bs)}
 }
-
