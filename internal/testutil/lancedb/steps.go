@@ -412,3 +412,13 @@ func OpNames(s []Step) []string {
 	}
 	return out
 }
+
+// Signal creates the file at path (a Go test waits for it to do its part
+// between two steps of a running program).
+func Signal(path string) Step { return op("signal", "path", path) }
+
+// WaitFor waits (up to timeout) until the file at path exists: the Go test
+// signals that its part is done.
+func WaitFor(path string, timeout time.Duration) Step {
+	return op("waitFor", "path", path, "timeoutMs", timeout.Milliseconds())
+}

@@ -597,6 +597,20 @@ async function step(s, st, defaultTable) {
       return { schema: describeSchema(await (await t()).schema()) };
     case "tableNames":
       return { names: await s.db.tableNames() };
+    // signal and waitFor let a Go test interleave its own work between
+    // steps of a running program (e.g. claim a shard while LanceDB's
+    // writer is open): signal creates a file, waitFor polls for one.
+    case "signal":
+      fs.writeFileSync(st.path, "1");
+      return {};
+    case "waitFor": {
+      const deadline = Date.now() + (st.timeoutMs || 60000);
+      while (!fs.existsSync(st.path)) {
+        if (Date.now() > deadline) throw new Error(`waitFor ${st.path}: timed out`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      return {};
+    }
     case "dropTable":
       s.forget(name);
       await s.db.dropTable(name);
