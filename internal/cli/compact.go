@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/compactord/compactord/internal/compact"
+	lcompact "github.com/compactord/compactord/internal/lance/compact"
 )
 
 func init() { extraCommands = append(extraCommands, newCompactCmd) }
@@ -17,6 +18,7 @@ func newCompactCmd(e *env) *cobra.Command {
 	deferRemap := true
 	dryRun := false
 	var fragments string
+	var lf *lanceCompactFlags
 	cmd := &cobra.Command{
 		Use:   "compact URL [--defer-remap=true|false] [--target-rows N] [--deletion-threshold F] [--max-group-bytes B] [--dry-run]",
 		Short: "Rewrite small or deletion-heavy fragments into fewer, larger ones",
@@ -33,6 +35,14 @@ func newCompactCmd(e *env) *cobra.Command {
 			}
 			only, err := parseFragmentIDs(fragments)
 			if err != nil {
+				return err
+			}
+			lo := lcompact.DefaultOptions()
+			lo.TargetRowsPerFragment, lo.DeletionThreshold, lo.DeferRemap = cfg.TargetRowsPerFragment, cfg.DeletionThreshold, deferRemap
+			for _, id := range only {
+				lo.Fragments = append(lo.Fragments, uint64(id))
+			}
+			if handled, err := runLanceCompact(cmd, e, args[0], lo, lf, dryRun, cmd.Flags().Changed("target-rows")); handled || err != nil {
 				return err
 			}
 			cfg.InlineRemap = !deferRemap
@@ -85,6 +95,7 @@ func newCompactCmd(e *env) *cobra.Command {
 	f.IntVar(&cfg.Parallelism, "parallelism", cfg.Parallelism, "groups rewritten at once")
 	f.StringVar(&fragments, "fragments", "", "only consider these fragment ids (comma separated)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan as JSON and change nothing")
+	lf = addLanceCompactFlags(cmd)
 	return cmd
 }
 

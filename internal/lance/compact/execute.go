@@ -1,0 +1,361 @@
+package compact
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/lance/deletion"
+	"github.com/compactord/compactord/internal/lance/file"
+	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/storage"
+)
+
+// decodeWindow is the rows decoded at once on the re-encode path; the
+// writer cuts pages by bytes, so it bounds memory, not the output.
+const decodeWindow = 64 << 10
+
+// Stats count what a compaction did.
+type Stats struct {
+	Groups          int    `json:"groups"`
+	FragmentsIn     int    `json:"fragments_in"`
+	FragmentsOut    int    `json:"fragments_out"`
+	FragmentsCopied int    `json:"fragments_copied"`
+	RowsCopied      uint64 `json:"rows_copied"`
+	RowsRewritten   uint64 `json:"rows_rewritten"`
+	RowsDropped     uint64 `json:"rows_dropped"`
+	BytesRead       uint64 `json:"bytes_read"`
+	BytesWritten    uint64 `json:"bytes_written"`
+}
+
+func (s *Stats) add(o Stats) {
+	s.Groups += o.Groups
+	s.FragmentsIn += o.FragmentsIn
+	s.FragmentsOut += o.FragmentsOut
+	s.FragmentsCopied += o.FragmentsCopied
+	s.RowsCopied += o.RowsCopied
+	s.RowsRewritten += o.RowsRewritten
+	s.RowsDropped += o.RowsDropped
+	s.BytesRead += o.BytesRead
+	s.BytesWritten += o.BytesWritten
+}
+
+// Output is one executed group: its new fragments (ids still 0; Run
+// assigns reserved ids), the old addresses that survived, in the order
+// their rows were written, and the data files written.
+type Output struct {
+	Group Group
+	// Old are the group's fragments in ascending id order, as read.
+	Old []*pb.DataFragment
+	New []*pb.DataFragment
+	// Changed are the surviving old row addresses. Their rows fill the
+	// new fragments in ascending address order (Lance's FRI row map).
+	Changed *roaring64.Bitmap
+	// Deleted is each old fragment's deletion vector as read (by id).
+	Deleted map[uint64]*roaring.Bitmap
+	Files   []string
+	Stats   Stats
+}
+
+// Execute writes the new data files of one group of a plan made from m.
+// A fragment without deletions whose file matches the table's schema and
+// format version is copied page by page without decoding; any other is
+// decoded in windows, its deleted rows dropped, and re-encoded. A new file
+// is cut before it would pass TargetRowsPerFragment rows or once it
+// reaches MaxBytesPerFile. The files stay invisible until a commit names
+// them; on an error the ones written are listed in the error's Output.
+func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o Options) (out *Output, err error) {
+	if m.GetWriterFeatureFlags()&meta.FlagStableRowIDs != 0 {
+		return nil, fmt.Errorf("compact: the table uses stable row ids; compactord does not rewrite their row-id sequences")
+	}
+	v, err := table.FileVersion(m)
+	if err != nil {
+		return nil, fmt.Errorf("compact: %w", err)
+	}
+	maxBytes := o.MaxBytesPerFile
+	if maxBytes == 0 {
+		maxBytes = DefaultMaxBytesPerFile
+	}
+	out = &Output{Group: g, Old: g.Old(), Changed: roaring64.New(), Deleted: map[uint64]*roaring.Bitmap{}}
+	out.Stats.Groups = 1
+	out.Stats.FragmentsIn = len(out.Old)
+	var top []string
+	for _, f := range m.GetFields() {
+		if f.GetParentId() == -1 {
+			top = append(top, f.GetName())
+		}
+	}
+	w := &outWriter{ctx: ctx, b: b, fields: m.GetFields(), v: v}
+	defer func() {
+		w.abandon()
+		out.Files = append(out.Files, w.keys...)
+		if err != nil {
+			err = fmt.Errorf("compact: %w", err)
+		}
+	}()
+	for _, f := range out.Old {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		src, size, done, err := openFile(ctx, b, f)
+		if err != nil {
+			return out, err
+		}
+		out.Stats.BytesRead += uint64(size)
+		err = func() error {
+			defer done()
+			if src.NumRows() != f.GetPhysicalRows() {
+				return fmt.Errorf("fragment %d: data file has %d rows, the manifest %d", f.GetId(), src.NumRows(), f.GetPhysicalRows())
+			}
+			dv, err := deletion.Read(ctx, b, f.GetId(), f.GetDeletionFile(), f.GetPhysicalRows())
+			if err != nil {
+				return err
+			}
+			out.Deleted[f.GetId()] = dv
+			phys := f.GetPhysicalRows()
+			live := phys - dv.GetCardinality()
+			base := uint64(f.GetId()) << 32
+			if dv.IsEmpty() {
+				out.Changed.AddRange(base, base+phys)
+			} else {
+				it := dv.Iterator()
+				prev := uint64(0)
+				for it.HasNext() {
+					d := uint64(it.Next())
+					if d > prev {
+						out.Changed.AddRange(base+prev, base+d)
+					}
+					prev = d + 1
+				}
+				if prev < phys {
+					out.Changed.AddRange(base+prev, base+phys)
+				}
+			}
+			out.Stats.RowsDropped += phys - live
+			if dv.IsEmpty() && copyable(src, m.GetFields(), v) {
+				if w.rows > 0 && w.rows+phys > o.TargetRowsPerFragment {
+					if err := w.finish(out); err != nil {
+						return err
+					}
+				}
+				if err := w.open(); err != nil {
+					return err
+				}
+				if err := w.w.CopyFile(src); err != nil {
+					return fmt.Errorf("fragment %d: copy: %w", f.GetId(), err)
+				}
+				w.rows += phys
+				out.Stats.FragmentsCopied++
+				out.Stats.RowsCopied += phys
+				if w.size() >= maxBytes {
+					return w.finish(out)
+				}
+				return nil
+			}
+			return rewriteRows(ctx, src, f, dv, top, w, out, o.TargetRowsPerFragment, maxBytes)
+		}()
+		if err != nil {
+			return out, err
+		}
+	}
+	if w.rows > 0 {
+		if err := w.finish(out); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// rewriteRows decodes a fragment in windows and writes its live rows.
+func rewriteRows(ctx context.Context, src *file.File, f *pb.DataFragment, dv *roaring.Bitmap, top []string, w *outWriter, out *Output, target, maxBytes uint64) error {
+	st, err := src.Stream(top, decodeWindow)
+	if err != nil {
+		return fmt.Errorf("fragment %d: %w", f.GetId(), err)
+	}
+	rows := make([]int, 0, decodeWindow)
+	for off := uint64(0); ; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		bt, err := st.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("fragment %d: %w", f.GetId(), err)
+		}
+		rows = rows[:0]
+		for r := 0; r < bt.NumRows; r++ {
+			if !dv.Contains(uint32(off) + uint32(r)) {
+				rows = append(rows, r)
+			}
+		}
+		off += uint64(bt.NumRows)
+		for len(rows) > 0 {
+			if err := w.open(); err != nil {
+				return err
+			}
+			n := min(uint64(len(rows)), target-w.rows)
+			part := rows[:n]
+			nb := &file.Batch{NumRows: int(n), Columns: make([]*file.Array, len(bt.Columns))}
+			whole := len(part) == bt.NumRows
+			for i, c := range bt.Columns {
+				if whole {
+					nb.Columns[i] = c
+				} else {
+					nb.Columns[i] = c.Take(part)
+				}
+			}
+			if err := w.w.Write(nb); err != nil {
+				return fmt.Errorf("fragment %d: encode: %w", f.GetId(), err)
+			}
+			w.rows += n
+			out.Stats.RowsRewritten += n
+			rows = rows[n:]
+			if w.rows >= target || w.size() >= maxBytes {
+				if err := w.finish(out); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// copyable reports whether src's pages can be copied into a file of the
+// table's schema and version as they are.
+func copyable(src *file.File, fields []*pb.Field, v file.Version) bool {
+	if src.Version() != v {
+		return false
+	}
+	sf := src.Desc.GetSchema().GetFields()
+	if len(sf) != len(fields) {
+		return false
+	}
+	for i := range sf {
+		x, y := sf[i], fields[i]
+		if x.GetId() != y.GetId() || x.GetParentId() != y.GetParentId() || x.GetName() != y.GetName() || x.GetLogicalType() != y.GetLogicalType() {
+			return false
+		}
+	}
+	for _, c := range src.Columns {
+		if len(c.GetBufferOffsets()) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func openFile(ctx context.Context, b storage.Bucket, f *pb.DataFragment) (*file.File, int64, func(), error) {
+	if len(f.GetFiles()) != 1 {
+		return nil, 0, nil, fmt.Errorf("fragment %d has %d data files; compactord rewrites single-file fragments only", f.GetId(), len(f.GetFiles()))
+	}
+	df := f.GetFiles()[0]
+	key := meta.DataKey(df.GetPath())
+	size := int64(df.GetFileSizeBytes())
+	if size == 0 {
+		a, err := b.Attributes(ctx, key)
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("fragment %d: %w", f.GetId(), err)
+		}
+		size = a.Size
+	}
+	ra := storage.NewReaderAt(ctx, b, key, size)
+	done := func() {
+		if c, ok := ra.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}
+	lf, err := file.Open(ra, size)
+	if err != nil {
+		done()
+		return nil, 0, nil, fmt.Errorf("fragment %d: %s: %w", f.GetId(), key, err)
+	}
+	return lf, size, done, nil
+}
+
+// outWriter is the new data file being written, streamed to the bucket.
+type outWriter struct {
+	ctx    context.Context
+	b      storage.Bucket
+	fields []*pb.Field
+	v      file.Version
+
+	name   string
+	cancel context.CancelFunc
+	wc     io.WriteCloser
+	bw     *bufio.Writer
+	w      *file.Writer
+	rows   uint64
+	keys   []string // files completed
+}
+
+func (o *outWriter) size() uint64 { return o.w.Size() }
+
+func (o *outWriter) open() error {
+	if o.w != nil {
+		return nil
+	}
+	o.name = table.DataFileName()
+	key := meta.DataKey(o.name)
+	wctx, cancel := context.WithCancel(o.ctx)
+	wc, err := o.b.NewWriter(wctx, key)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("write %s: %w", key, err)
+	}
+	o.cancel, o.wc = cancel, wc
+	o.bw = bufio.NewWriterSize(wc, 1<<20)
+	w, err := file.NewWriter(o.bw, o.fields, file.WriterOptions{Version: o.v})
+	if err != nil {
+		o.abandon()
+		return err
+	}
+	o.w, o.rows = w, 0
+	return nil
+}
+
+// finish closes the file and adds its fragment to out.
+func (o *outWriter) finish(out *Output) error {
+	if o.w == nil {
+		return nil
+	}
+	key := meta.DataKey(o.name)
+	if err := o.w.Close(); err != nil {
+		o.abandon()
+		return fmt.Errorf("encode %s: %w", key, err)
+	}
+	if err := o.bw.Flush(); err != nil {
+		o.abandon()
+		return fmt.Errorf("write %s: %w", key, err)
+	}
+	err := o.wc.Close()
+	o.cancel()
+	df := table.NewDataFile(o.name, o.v, o.w)
+	rows := o.rows
+	o.w, o.wc, o.bw, o.rows = nil, nil, nil, 0
+	if err != nil {
+		return fmt.Errorf("write %s: %w", key, err)
+	}
+	o.keys = append(o.keys, key)
+	out.New = append(out.New, &pb.DataFragment{Files: []*pb.DataFile{df}, PhysicalRows: rows})
+	out.Stats.FragmentsOut++
+	out.Stats.BytesWritten += df.GetFileSizeBytes()
+	return nil
+}
+
+// abandon drops a file being written: closed after its context is
+// canceled, nothing is published.
+func (o *outWriter) abandon() {
+	if o.wc == nil {
+		return
+	}
+	o.cancel()
+	_ = o.wc.Close()
+	o.w, o.wc, o.bw, o.rows = nil, nil, nil, 0
+}

@@ -1,0 +1,393 @@
+package compact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/lance/commit"
+	"github.com/compactord/compactord/internal/lance/deletion"
+	"github.com/compactord/compactord/internal/lance/fri"
+	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/lance/table"
+)
+
+// Env is what a run needs beyond the options.
+type Env struct {
+	// Now stamps the fragment-reuse index entry (created_at).
+	Now func() time.Time
+	// Attempts bounds the re-plans after a retryable conflict (default 3).
+	Attempts int
+	// Parallelism is the groups executed at once (default GOMAXPROCS).
+	Parallelism int
+	// BeforeCommit, when set, runs after the new files are written and
+	// before the Rewrite commits (tests use it to land a concurrent
+	// writer's commit in between).
+	BeforeCommit func(ctx context.Context, p *Plan) error
+}
+
+// Result is a run.
+type Result struct {
+	Plan *Plan
+	// Commit is the landed Rewrite (nil when there was nothing to do).
+	Commit *commit.Result
+	// Reserved is the landed ReserveFragments.
+	Reserved *commit.Result
+	Stats    Stats
+	// Rebased counts concurrent deletes carried onto the new fragments;
+	// Retried counts re-plans after a retryable conflict.
+	Rebased int
+	Retried int
+	// FragReuse is the index entry the Rewrite installed (deferred remap).
+	FragReuse *pb.IndexMetadata
+	// Removed are the fully deleted fragments the FRI version records.
+	Removed []uint64
+}
+
+// Run plans, executes and commits one compaction of the table's latest
+// version. A retryable conflict re-plans on the new head, up to
+// env.Attempts times; a concurrent Delete of rows being rewritten is
+// rebased instead (its deletes follow the rows onto the new fragments).
+func Run(ctx context.Context, h *table.Handle, o Options, env Env) (*Result, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if env.Now == nil {
+		env.Now = time.Now
+	}
+	if env.Attempts <= 0 {
+		env.Attempts = 3
+	}
+	if env.Parallelism <= 0 {
+		env.Parallelism = runtime.GOMAXPROCS(0)
+	}
+	if !o.DeferRemap {
+		return nil, errors.New("compact: the inline index remap (--defer-remap=false) is not implemented yet; use the deferred remap")
+	}
+	retried := 0
+	for {
+		res, err := runOnce(ctx, h, o, env)
+		if res != nil {
+			res.Retried = retried
+		}
+		var ce *commit.ConflictError
+		if err != nil && errors.As(err, &ce) && errors.Is(err, commit.ErrRetryable) && retried+1 < env.Attempts {
+			retried++
+			continue
+		}
+		return res, err
+	}
+}
+
+// PlanLatest reads the latest version and plans on it.
+func PlanLatest(ctx context.Context, h *table.Handle, o Options) (*Plan, *meta.ManifestFile, meta.Naming, error) {
+	read, naming, err := h.ReadForWrite(ctx)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if read.Manifest.GetWriterFeatureFlags()&meta.FlagStableRowIDs != 0 {
+		return nil, nil, 0, fmt.Errorf("compact: the table uses stable row ids; compactord does not rewrite their row-id sequences")
+	}
+	var reuse []ReuseGroup
+	if segs := meta.FindIndex(read.Indices, meta.FragReuseIndexName); len(segs) > 0 {
+		in, err := meta.FragReuseContent(ctx, h.Bucket, segs[0])
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		reuse = ReuseGroups(in)
+	}
+	p, err := PlanCompaction(read, reuse, o)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return p, read, naming, nil
+}
+
+func runOnce(ctx context.Context, h *table.Handle, o Options, env Env) (*Result, error) {
+	b := h.Bucket
+	p, read, naming, err := PlanLatest(ctx, h, o)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Plan: p}
+	if len(p.Groups) == 0 {
+		return res, nil
+	}
+	outs, err := executeAll(ctx, h, read.Manifest, p, o, env.Parallelism)
+	var files []string
+	for _, out := range outs {
+		if out != nil {
+			files = append(files, out.Files...)
+			res.Stats.add(out.Stats)
+		}
+	}
+	if err != nil {
+		removeQuietly(h, files)
+		return res, err
+	}
+	// Reserve the new fragments' ids first, as Lance's compaction does:
+	// the row map names the new fragments by id before the Rewrite lands.
+	n := 0
+	for _, out := range outs {
+		n += len(out.New)
+	}
+	if n > 0 {
+		rread, rnaming, err := h.ReadForWrite(ctx)
+		if err != nil {
+			removeQuietly(h, files)
+			return res, err
+		}
+		rtxn := commit.NewTransaction(rread.Manifest.GetVersion())
+		rtxn.Operation = &pb.Transaction_ReserveFragments_{ReserveFragments: &pb.Transaction_ReserveFragments{NumFragments: uint32(n)}}
+		rr, err := h.Committer.Commit(ctx, &commit.Txn{Read: rread, Naming: rnaming, Transaction: rtxn})
+		if err != nil {
+			removeQuietly(h, files)
+			return res, fmt.Errorf("compact: reserve %d fragment ids: %w", n, err)
+		}
+		res.Reserved = rr
+		next := uint64(rr.Manifest.Manifest.GetMaxFragmentId()) + 1 - uint64(n)
+		for _, out := range outs {
+			for _, nf := range out.New {
+				nf.Id = next
+				next++
+			}
+		}
+	}
+
+	rw := &pb.Transaction_Rewrite{}
+	v := fri.Version{DatasetVersion: read.Manifest.GetVersion()}
+	for _, out := range outs {
+		rw.Groups = append(rw.Groups, &pb.Transaction_Rewrite_RewriteGroup{OldFragments: out.Old, NewFragments: out.New})
+		g := fri.Group{Changed: out.Changed}
+		for _, f := range out.Old {
+			g.Old = append(g.Old, fri.Digest{ID: f.GetId(), PhysicalRows: f.GetPhysicalRows(), NumDeletedRows: out.Deleted[f.GetId()].GetCardinality()})
+		}
+		for _, f := range out.New {
+			g.New = append(g.New, fri.Digest{ID: f.GetId(), PhysicalRows: f.GetPhysicalRows()})
+		}
+		v.Groups = append(v.Groups, g)
+	}
+	txn := commit.NewTransaction(read.Manifest.GetVersion())
+	txn.Operation = &pb.Transaction_Rewrite_{Rewrite: rw}
+	ct := &commit.Txn{Read: read, Naming: naming, Transaction: txn}
+
+	prev, err := fri.Load(ctx, b, read)
+	if err != nil {
+		removeQuietly(h, files)
+		return res, err
+	}
+	for _, out := range outs {
+		var old []uint64
+		for _, f := range out.Old {
+			old = append(old, f.GetId())
+		}
+		if err := fri.Straddles(read.Indices, prev, old); err != nil {
+			removeQuietly(h, files)
+			return res, fmt.Errorf("compact: planned group %v: %w", old, err)
+		}
+	}
+	removed := fri.RemovedFragments(read, prev)
+	if !removed.IsEmpty() {
+		v.Removed = removed
+		for _, id := range removed.ToArray() {
+			res.Removed = append(res.Removed, uint64(id))
+		}
+	}
+	var prevMeta *pb.IndexMetadata
+	if prev != nil {
+		prevMeta = prev.Meta
+	}
+	ix, friFiles, err := fri.AppendVersion(ctx, b, prev, prevMeta, v, env.Now())
+	files = append(files, friFiles...)
+	if err != nil {
+		removeQuietly(h, files)
+		return res, fmt.Errorf("compact: %w", err)
+	}
+	ct.Extra.FragReuse = ix
+	res.FragReuse = ix
+	ct.Files = files
+	ct.Rebase = newRebaser(h, outs).rebase
+
+	if env.BeforeCommit != nil {
+		if err := env.BeforeCommit(ctx, p); err != nil {
+			removeQuietly(h, files)
+			return res, err
+		}
+	}
+	cr, err := h.Committer.Commit(ctx, ct)
+	if err != nil {
+		return res, err
+	}
+	res.Commit = cr
+	res.Rebased = cr.Rebases
+	return res, nil
+}
+
+func executeAll(ctx context.Context, h *table.Handle, m *pb.Manifest, p *Plan, o Options, par int) ([]*Output, error) {
+	outs := make([]*Output, len(p.Groups))
+	errs := make([]error, len(p.Groups))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, par)
+	var wg sync.WaitGroup
+	for i, g := range p.Groups {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			outs[i], errs[i] = Execute(ctx, h.Bucket, m, g, o)
+			if errs[i] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return outs, err
+		}
+	}
+	return outs, errors.Join(errs...)
+}
+
+func removeQuietly(h *table.Handle, keys []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, k := range keys {
+		_ = h.Bucket.Delete(ctx, k)
+	}
+}
+
+// rebaser carries deletes that landed on the rewritten fragments after the
+// read onto the new fragments.
+type rebaser struct {
+	h *table.Handle
+	// by old fragment id: its group's output.
+	byOld map[uint64]*Output
+	// deleted: the extra deletion vector of each new fragment so far.
+	deleted map[uint64]*roaring.Bitmap
+}
+
+func newRebaser(h *table.Handle, outs []*Output) *rebaser {
+	r := &rebaser{h: h, byOld: map[uint64]*Output{}, deleted: map[uint64]*roaring.Bitmap{}}
+	for _, out := range outs {
+		for _, f := range out.Old {
+			r.byOld[f.GetId()] = out
+		}
+	}
+	return r
+}
+
+// rebase maps the rows theirs (a Delete) deleted in our old fragments
+// since the read through the group row map (the k-th surviving old address
+// is row k of the new fragments) and writes the new fragments' deletion
+// files.
+func (r *rebaser) rebase(ctx context.Context, cur, theirs *pb.Transaction, f *meta.ManifestFile) (*pb.Transaction, []string, error) {
+	d := theirs.GetDelete()
+	if d == nil {
+		return nil, nil, fmt.Errorf("compact: no rebase over %s", commit.OpName(theirs))
+	}
+	touched := map[uint64]*roaring.Bitmap{}
+	for _, uf := range d.GetUpdatedFragments() {
+		out := r.byOld[uf.GetId()]
+		if out == nil {
+			continue
+		}
+		dv, err := deletionOf(ctx, r.h, uf)
+		if err != nil {
+			return nil, nil, err
+		}
+		touched[uf.GetId()] = dv
+	}
+	for _, id := range d.GetDeletedFragmentIds() {
+		out := r.byOld[id]
+		if out == nil {
+			continue
+		}
+		var phys uint64
+		for _, of := range out.Old {
+			if of.GetId() == id {
+				phys = of.GetPhysicalRows()
+			}
+		}
+		all := roaring.New()
+		all.AddRange(0, phys)
+		touched[id] = all
+	}
+	changed := map[uint64]bool{}
+	for id, dv := range touched {
+		out := r.byOld[id]
+		fresh := dv.Clone()
+		fresh.AndNot(out.Deleted[id])
+		it := fresh.Iterator()
+		for it.HasNext() {
+			addr := uint64(id)<<32 | uint64(it.Next())
+			if !out.Changed.Contains(addr) {
+				continue
+			}
+			k := out.Changed.Rank(addr) - 1
+			for _, nf := range out.New {
+				if k < nf.GetPhysicalRows() {
+					bm := r.deleted[nf.GetId()]
+					if bm == nil {
+						bm = roaring.New()
+						r.deleted[nf.GetId()] = bm
+					}
+					bm.Add(uint32(k))
+					changed[nf.GetId()] = true
+					break
+				}
+				k -= nf.GetPhysicalRows()
+			}
+		}
+	}
+	next := proto.Clone(cur).(*pb.Transaction)
+	_, next.Uuid = meta.NewUUID()
+	gone := map[uint64]bool{}
+	for _, id := range d.GetDeletedFragmentIds() {
+		gone[id] = true
+	}
+	var files []string
+	for _, g := range next.GetRewrite().GetGroups() {
+		// Fragments theirs removed whole leave the group: the head no
+		// longer has them, and their rows are deleted in the new ones.
+		kept := g.OldFragments[:0]
+		for _, of := range g.GetOldFragments() {
+			if !gone[of.GetId()] {
+				kept = append(kept, of)
+			}
+		}
+		g.OldFragments = kept
+		for _, nf := range g.GetNewFragments() {
+			if !changed[nf.GetId()] {
+				continue
+			}
+			df, key, data, err := encodeDeletion(nf.GetId(), r.deleted[nf.GetId()], cur.GetReadVersion())
+			if err != nil {
+				return nil, files, err
+			}
+			if err := r.h.Bucket.Put(ctx, key, data); err != nil {
+				return nil, files, fmt.Errorf("compact: write %s: %w", key, err)
+			}
+			files = append(files, key)
+			nf.DeletionFile = df
+		}
+	}
+	return next, files, nil
+}
+
+func deletionOf(ctx context.Context, h *table.Handle, f *pb.DataFragment) (*roaring.Bitmap, error) {
+	return deletion.Read(ctx, h.Bucket, f.GetId(), f.GetDeletionFile(), f.GetPhysicalRows())
+}
+
+func encodeDeletion(id uint64, bm *roaring.Bitmap, readVersion uint64) (*pb.DeletionFile, string, []byte, error) {
+	return deletion.Encode(id, bm, readVersion)
+}

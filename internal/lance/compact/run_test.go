@@ -1,0 +1,226 @@
+package compact
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/compactord/compactord/internal/lance/commit"
+	"github.com/compactord/compactord/internal/lance/fri"
+	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testutil/lancedb"
+)
+
+func openHandle(t testing.TB, dir string) *table.Handle {
+	t.Helper()
+	b, err := storage.Open(t.Context(), "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	c, err := commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := table.New(b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// indexedWithDeletes is a table LanceDB builds with five fragments of ten
+// rows: a btree on id and a bitmap on cat over fragments 0-2, fragments 3
+// and 4 appended after, fragment 1 deleted whole (it leaves the manifest
+// but stays in both index bitmaps) and rows deleted in fragments 0, 2 and 3.
+func indexedWithDeletes(t *testing.T) (*lancedb.Fixture, map[int64]string) {
+	t.Helper()
+	steps := []lancedb.Step{
+		lancedb.Create(lancedb.BasicSchema, lancedb.BasicRows(0, 10)),
+		lancedb.Add(lancedb.BasicRows(10, 20)),
+		lancedb.Add(lancedb.BasicRows(20, 30)),
+		lancedb.CreateIndex("id", "btree", "id_idx"),
+		lancedb.CreateIndex("cat", "bitmap", "cat_idx"),
+		lancedb.Add(lancedb.BasicRows(30, 40)),
+		lancedb.Add(lancedb.BasicRows(40, 50)),
+		lancedb.Delete("id >= 10 AND id < 20"),
+		lancedb.Delete("id = 3 OR id = 25 OR id = 26 OR id = 33"),
+	}
+	want := map[int64]string{}
+	for id := int64(0); id < 50; id++ {
+		want[id] = fmt.Sprintf("v%d", id)
+	}
+	for id := int64(10); id < 20; id++ {
+		delete(want, id)
+	}
+	for _, id := range []int64{3, 25, 26, 33} {
+		delete(want, id)
+	}
+	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+	f.Dir = f.URI + "/t.lance"
+	f.Results = f.Run(t, steps...)
+	return f, want
+}
+
+func readByID(t *testing.T, res *lancedb.Results, i int) map[int64]string {
+	t.Helper()
+	rows, err := res.Rows(i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := lancedb.RowsByID(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func filter(want map[int64]string, keep func(int64) bool) map[int64]string {
+	out := map[int64]string{}
+	for k, v := range want {
+		if keep(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// TestRunDeferredWithLanceDB: a deferred compaction of a LanceDB table is
+// read by LanceDB with the same rows, through its indexes too (which
+// LanceDB remaps through our FRI version at load), the fully deleted
+// fragment is recorded as removed, and LanceDB's own optimize() runs on
+// the result and changes no row.
+func TestRunDeferredWithLanceDB(t *testing.T) {
+	lancedb.Require(t)
+	f, want := indexedWithDeletes(t)
+	h := openHandle(t, f.Dir)
+	res, err := Run(t.Context(), h, DefaultOptions(), Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Commit == nil {
+		t.Fatalf("nothing committed; plan %+v", res.Plan)
+	}
+	// Fragments 0 and 2 (indexed) and 3 and 4 (not) make two groups.
+	if len(res.Plan.Groups) != 2 {
+		t.Fatalf("groups %+v, want 2", res.Plan.Groups)
+	}
+	if fmt.Sprint(res.Removed) != "[1]" {
+		t.Fatalf("removed fragments %v, want [1]", res.Removed)
+	}
+	if res.Stats.RowsDropped != 4 || res.Stats.FragmentsCopied != 1 {
+		t.Fatalf("stats %+v: want 4 rows dropped and fragment 4 copied", res.Stats)
+	}
+	head, _, err := meta.ReadLatest(t.Context(), h.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(head.Manifest.GetFragments()); n != 2 {
+		t.Fatalf("%d fragments after compaction, want 2", n)
+	}
+	ix, err := fri.Load(t.Context(), h.Bucket, head)
+	if err != nil || ix == nil {
+		t.Fatalf("FRI: %v, %v", ix, err)
+	}
+	if len(ix.Versions) != 1 || ix.Versions[0].Removed == nil || !ix.Versions[0].Removed.Contains(1) {
+		t.Fatalf("FRI versions %+v: want one with fragment 1 removed", ix.Versions)
+	}
+
+	steps := []lancedb.Step{
+		lancedb.ReadRows(lancedb.ReadOpts{}),
+		lancedb.ReadRows(lancedb.ReadOpts{Where: "id = 5 OR id = 12 OR id = 25 OR id = 27 OR id = 35"}),
+		lancedb.IndexStats("id_idx"),
+		lancedb.ReadRows(lancedb.ReadOpts{Where: "cat = 1"}),
+		lancedb.ReadRows(lancedb.ReadOpts{Where: "id >= 8 AND id < 22"}),
+		lancedb.Optimize(lancedb.OptimizeOpts{}),
+		lancedb.ReadRows(lancedb.ReadOpts{}),
+		lancedb.ReadRows(lancedb.ReadOpts{Where: "cat = 2"}),
+		lancedb.IndexStats("id_idx"),
+	}
+	out := f.Run(t, steps...)
+	check := func(i int, want map[int64]string) {
+		t.Helper()
+		if d := lancedb.DiffByID(readByID(t, out, i), want); d != "" {
+			t.Errorf("step %d (%v): %s", i, steps[i], d)
+		}
+	}
+	check(0, want)
+	check(1, filter(want, func(k int64) bool { return k == 5 || k == 12 || k == 25 || k == 27 || k == 35 }))
+	// LanceDB reads the index bitmaps through our FRI version: the new
+	// fragment of fragments 0 and 2 counts as indexed (17 live rows), the
+	// one of 3 and 4 does not (19).
+	st, err := out.IndexStats(2)
+	if err != nil || st == nil {
+		t.Fatalf("index stats: %v %v", st, err)
+	}
+	if st.NumIndexedRows != 17 || st.NumUnindexedRows != 19 {
+		t.Errorf("before optimize: %d indexed, %d unindexed rows; want 17 and 19", st.NumIndexedRows, st.NumUnindexedRows)
+	}
+	check(3, filter(want, func(k int64) bool { return k%4 == 1 }))
+	check(4, filter(want, func(k int64) bool { return k >= 8 && k < 22 }))
+	check(6, want)
+	check(7, filter(want, func(k int64) bool { return k%4 == 2 }))
+	st, err = out.IndexStats(8)
+	if err != nil || st == nil {
+		t.Fatalf("index stats: %v %v", st, err)
+	}
+	if st.NumUnindexedRows != 0 {
+		t.Errorf("after optimize: %d unindexed rows", st.NumUnindexedRows)
+	}
+}
+
+// TestRunRebasesLanceDBDeletes: deletes LanceDB commits on the fragments
+// being rewritten, after compactord read them and before its Rewrite
+// lands, are rebased onto the new fragments (not retried): no deleted row
+// comes back, through a scan or an index, and no live row is lost.
+func TestRunRebasesLanceDBDeletes(t *testing.T) {
+	lancedb.Require(t)
+	f, want := indexedWithDeletes(t)
+	h := openHandle(t, f.Dir)
+	env := Env{BeforeCommit: func(ctx context.Context, p *Plan) error {
+		// A row delete in fragments 0, 2 and 4, then fragment 3 whole.
+		f.Run(t, lancedb.Open(), lancedb.Delete("id = 5 OR id = 27 OR id = 41"), lancedb.Delete("id >= 30 AND id < 40"))
+		return nil
+	}}
+	res, err := Run(t.Context(), h, DefaultOptions(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rebased != 2 || res.Retried != 0 {
+		t.Fatalf("rebased %d, retried %d; want 2 and 0", res.Rebased, res.Retried)
+	}
+	for _, id := range []int64{5, 27, 41} {
+		delete(want, id)
+	}
+	for id := int64(30); id < 40; id++ {
+		delete(want, id)
+	}
+	steps := []lancedb.Step{
+		lancedb.Open(),
+		lancedb.ReadRows(lancedb.ReadOpts{}),
+		lancedb.ReadRows(lancedb.ReadOpts{Where: "id = 5 OR id = 6 OR id = 27 OR id = 28 OR id = 33 OR id = 41 OR id = 42"}),
+		lancedb.ReadRows(lancedb.ReadOpts{Where: "cat = 1"}),
+		lancedb.CountRows(""),
+		lancedb.Optimize(lancedb.OptimizeOpts{}),
+		lancedb.ReadRows(lancedb.ReadOpts{}),
+	}
+	out := f.Run(t, steps...)
+	check := func(i int, want map[int64]string) {
+		t.Helper()
+		if d := lancedb.DiffByID(readByID(t, out, i), want); d != "" {
+			t.Errorf("step %d (%v): %s", i, steps[i], d)
+		}
+	}
+	check(1, want)
+	check(2, filter(want, func(k int64) bool { return k == 5 || k == 6 || k == 27 || k == 28 || k == 33 || k == 41 || k == 42 }))
+	check(3, filter(want, func(k int64) bool { return k%4 == 1 }))
+	if n, err := out.Count(4); err != nil || n != int64(len(want)) {
+		t.Errorf("countRows %d (%v), want %d", n, err, len(want))
+	}
+	check(6, want)
+}
