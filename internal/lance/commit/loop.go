@@ -306,10 +306,11 @@ func (a *attempt) classifyUpTo(ctx context.Context, head uint64) (done bool, res
 			return true, a.landed(ctx, v, f, 0), nil
 		}
 		vd := Classify(a.cur, theirs)
-		if vd.Decision == Compatible && a.txn.Extra.FragReuse != nil && friUUID(f) != friUUID(a.head) {
-			// Our entry extends the read version's; theirs changed it
-			// (a trim, or a deferred compaction whose transaction does
-			// not show it), so ours would drop what theirs recorded.
+		if vd.Decision == Compatible && (a.txn.Extra.FragReuse != nil || replacesFRI(a.cur)) && friUUID(f) != friUUID(a.head) {
+			// Our entry extends (or trims) the read version's; theirs
+			// changed it (a trim, or a deferred compaction whose
+			// transaction does not show it), so ours would drop what
+			// theirs recorded.
 			vd = Verdict{Retryable, "the fragment-reuse index changed meanwhile"}
 		}
 		if vd.Decision == Rebase && a.cur.GetRewrite() != nil && a.txn.Rebase == nil {
@@ -430,6 +431,18 @@ func (a *attempt) removeFiles() {
 }
 
 // friUUID is the uuid of a version's fragment-reuse index entry, "" for none.
+// replacesFRI reports whether t is a CreateIndex that removes or adds the
+// fragment-reuse index (an FRI trim).
+func replacesFRI(t *pb.Transaction) bool {
+	ci := t.GetCreateIndex()
+	for _, ixs := range [][]*pb.IndexMetadata{ci.GetRemovedIndices(), ci.GetNewIndices()} {
+		if meta.FindIndex(ixs, meta.FragReuseIndexName) != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func friUUID(f *meta.ManifestFile) string {
 	for _, ix := range f.Indices {
 		if ix.GetName() == meta.FragReuseIndexName {
