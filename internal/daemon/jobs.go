@@ -27,7 +27,7 @@ func jobSet(cfg func() JobsConfig, reg prometheus.Registerer) map[scheduler.Kind
 	// Lance tables (TableHandle.Lance set) run the jobs of lance_jobs.go.
 	return map[scheduler.Kind]scheduler.JobFunc{
 		scheduler.KindMerge:   orLance(lanceMergeJob(cfg), mergeJob(cfg)),
-		scheduler.KindCompact: orLance(lanceCompactJob, compactJob(cfg, compactMetrics)),
+		scheduler.KindCompact: orLance(lanceCompactJob(cfg), compactJob(cfg, compactMetrics)),
 		scheduler.KindIndex:   orLance(lanceIndexJob(cfg), indexJob(cfg)),
 		scheduler.KindTrim:    orLance(lanceTrimJob(cfg), trimJob(cfg)),
 		scheduler.KindCleanup: orLance(lanceCleanupJob(cfg), cleanupJob(cfg)),

@@ -297,13 +297,10 @@ func runLanceDaemonWithWriters(t *testing.T, shards int, maintained bool, dur ti
 			t.Logf("%s attempt %d (%s): %s", rec.Kind, rec.ID, rec.Result, rec.Error)
 		}
 	}
-	if runs["compact/success"] > 0 {
-		t.Errorf("compact committed on a Lance table: %v", runs)
-	}
 	if runs["index/success"] == 0 {
 		t.Errorf("no index catch-up landed: %v", runs)
 	}
-	if runs["trim/success"]+runs["trim/skipped"] == 0 || runs["cleanup/success"]+runs["cleanup/skipped"] == 0 || runs["compact/skipped"] == 0 {
+	if runs["trim/success"]+runs["trim/skipped"] == 0 || runs["cleanup/success"]+runs["cleanup/skipped"] == 0 || runs["compact/success"]+runs["compact/skipped"] == 0 {
 		t.Errorf("trim, cleanup and compact did not all run: %v", runs)
 	}
 	if ts.Halted != nil {

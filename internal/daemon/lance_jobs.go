@@ -13,6 +13,7 @@ import (
 	"github.com/compactord/compactord/internal/commit"
 	lcleanup "github.com/compactord/compactord/internal/lance/cleanup"
 	lcommit "github.com/compactord/compactord/internal/lance/commit"
+	lcompact "github.com/compactord/compactord/internal/lance/compact"
 	lindex "github.com/compactord/compactord/internal/lance/index"
 	lmerge "github.com/compactord/compactord/internal/lance/merge"
 	"github.com/compactord/compactord/internal/lance/meta"
@@ -189,10 +190,32 @@ func lanceMergeJob(cfg func() JobsConfig) scheduler.JobFunc {
 	}
 }
 
-// lanceCompactJob: compaction of Lance tables is not implemented; the job
-// never touches the table.
-func lanceCompactJob(context.Context, *scheduler.TableHandle) (scheduler.Outcome, error) {
-	return scheduler.Outcome{Summary: "compaction of Lance tables is not implemented yet; the table was not touched", NothingToDo: true}, nil
+// lanceCompactJob compacts a Lance table (internal/lance/compact): Lance's
+// candidacy with jobs.compact's target rows and deletion threshold, a
+// deferred remap through the fragment-reuse index unless inline_remap,
+// replans bounding the re-plans after a retryable conflict. A landed
+// compaction leaves the index job its FRI version to absorb.
+func lanceCompactJob(cfg func() JobsConfig) scheduler.JobFunc {
+	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+		cc := cfg().Compact
+		o := lcompact.DefaultOptions()
+		if cc.TargetRowsPerFragment > 0 {
+			o.TargetRowsPerFragment = cc.TargetRowsPerFragment
+		}
+		if cc.DeletionThreshold > 0 {
+			o.DeletionThreshold = cc.DeletionThreshold
+		}
+		o.DeferRemap = !cc.InlineRemap
+		res, err := lcompact.Run(ctx, t.Lance, o, lcompact.Env{Now: t.Now, Attempts: cc.Replans + 1, Parallelism: cc.Parallelism})
+		if err != nil {
+			return scheduler.Outcome{}, err
+		}
+		if res.Commit == nil {
+			return scheduler.Outcome{Summary: fmt.Sprintf("nothing to compact at version %d", res.Plan.ReadVersion), NothingToDo: true}, nil
+		}
+		return scheduler.Outcome{Summary: fmt.Sprintf("version %d: %d groups, %d fragments into %d, %d rows dropped, %d deletes rebased, %d re-plans",
+			res.Commit.Version, res.Stats.Groups, res.Stats.FragmentsIn, res.Stats.FragmentsOut, res.Stats.RowsDropped, res.Rebased, res.Retried)}, nil
+	}
 }
 
 // lanceIndexJob catches Lance's btree and bitmap indices up with the
