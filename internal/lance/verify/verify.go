@@ -342,44 +342,46 @@ func (c *checker) transaction(ctx context.Context, f *meta.ManifestFile, mkey st
 func (c *checker) fragments(ctx context.Context, f *meta.ManifestFile, mkey string) map[uint64]*pb.DataFragment {
 	m := f.Manifest
 	v := m.GetVersion()
-	live := map[uint64]*pb.DataFragment{}
+	live := make(map[uint64]*pb.DataFragment, len(m.GetFragments()))
 	for _, fr := range m.GetFragments() {
 		id := fr.GetId()
-		obj := fmt.Sprintf("%s fragment %d", mkey, id)
+		// Named only for a violation: formatting it for every fragment of
+		// every version was most of verify's time on long histories.
+		obj := lazyName(func() string { return fmt.Sprintf("%s fragment %d", mkey, id) })
 		if live[id] != nil {
-			c.add(CheckFragments, obj, "fragment id appears twice")
+			c.add(CheckFragments, obj(), "fragment id appears twice")
 		}
 		live[id] = fr
 		switch {
 		case m.MaxFragmentId == nil:
-			c.add(CheckFragments, obj, "the manifest records no max_fragment_id although it has fragments")
+			c.add(CheckFragments, obj(), "the manifest records no max_fragment_id although it has fragments")
 		case id > uint64(m.GetMaxFragmentId()):
-			c.add(CheckFragments, obj, fmt.Sprintf("id is above max_fragment_id %d", m.GetMaxFragmentId()))
+			c.add(CheckFragments, obj(), fmt.Sprintf("id is above max_fragment_id %d", m.GetMaxFragmentId()))
 		}
 		if fr.GetPhysicalRows() == 0 {
-			c.add(CheckFragments, obj, "has no physical rows")
+			c.add(CheckFragments, obj(), "has no physical rows")
 		}
 		if len(fr.GetFiles()) == 0 {
-			c.add(CheckFragments, obj, "has no data files")
+			c.add(CheckFragments, obj(), "has no data files")
 		}
 		for _, df := range fr.GetFiles() {
 			if df.BaseId != nil {
 				continue // in another base path: not under this root
 			}
-			c.object(v, CheckDataFile, meta.DataKey(df.GetPath()), df.GetFileSizeBytes(), fmt.Sprintf("of fragment %d", id))
+			c.object(v, CheckDataFile, meta.DataKey(df.GetPath()), df.GetFileSizeBytes(), "of fragment", id)
 		}
 		del := fr.GetDeletionFile()
 		if del == nil {
 			continue
 		}
 		if n := del.GetNumDeletedRows(); n > fr.GetPhysicalRows() {
-			c.add(CheckFragments, obj, fmt.Sprintf("%d deleted rows exceed its %d physical rows", n, fr.GetPhysicalRows()))
+			c.add(CheckFragments, obj(), fmt.Sprintf("%d deleted rows exceed its %d physical rows", n, fr.GetPhysicalRows()))
 		}
 		if del.BaseId != nil {
 			continue
 		}
 		key := deletion.Key(id, del)
-		if !c.object(v, CheckDeletionFile, key, 0, fmt.Sprintf("of fragment %d", id)) || !c.opt.Deep || c.checked["deep "+key] {
+		if !c.object(v, CheckDeletionFile, key, 0, "of fragment", id) || !c.opt.Deep || c.checked["deep "+key] {
 			continue
 		}
 		c.checked["deep "+key] = true
@@ -400,13 +402,31 @@ func (c *checker) fragments(ctx context.Context, f *meta.ManifestFile, mkey stri
 	return live
 }
 
+// noID: object's what names no fragment.
+const noID = ^uint64(0)
+
+// lazyName formats a violation's object on first use.
+func lazyName(f func() string) func() string {
+	var s string
+	return func() string {
+		if s == "" {
+			s = f()
+		}
+		return s
+	}
+}
+
 // object checks a referenced object exists (and, when size > 0, has that
-// size), once per key. It reports whether the object is there.
-func (c *checker) object(v uint64, check, key string, size uint64, what string) bool {
+// size), once per key. It reports whether the object is there. what (with
+// the fragment id, unless noID) is formatted only for a violation.
+func (c *checker) object(v uint64, check, key string, size uint64, what string, id uint64) bool {
 	got, ok := c.files[key]
 	if !c.checked[key] {
 		c.checked[key] = true
 		c.rep.Objects++
+	}
+	if (!ok || (size > 0 && uint64(got) != size)) && id != noID {
+		what = fmt.Sprintf("%s %d", what, id)
 	}
 	if !ok {
 		c.missing(v, check, key, fmt.Sprintf("%s is missing (referenced by version %d)", what, v))
@@ -466,7 +486,7 @@ func (c *checker) indices(ctx context.Context, f *meta.ManifestFile, mkey string
 			}
 		}
 		for _, file := range ix.GetFiles() {
-			c.object(v, CheckIndex, dir+file.GetPath(), file.GetSizeBytes(), fmt.Sprintf("file of index %s", ix.GetName()))
+			c.object(v, CheckIndex, dir+file.GetPath(), file.GetSizeBytes(), "file of index "+ix.GetName(), noID)
 		}
 	}
 }
