@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -363,5 +364,6 @@ func normalizeURL(raw string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return "file://" + filepath.ToSlash(abs), nil
+	// Escaped: a directory name may hold '#' or '?'.
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String(), nil
 }

@@ -1,0 +1,218 @@
+package lancewal
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testutil/lancedb"
+)
+
+// corpusTable opens a private copy of a LanceDB corpus table (no node
+// needed) through a fault-injecting bucket.
+func corpusTable(t *testing.T, name string) (*Table, *storage.Faulty) {
+	t.Helper()
+	dir := lancedb.CorpusDir(t, name)
+	b, err := storage.Open(t.Context(), (&url.URL{Scheme: "file", Path: dir}).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	fb := storage.NewFaulty(b)
+	return openBucket(fb, time.Now), fb
+}
+
+func mustWriter(t *testing.T, tbl *Table, key any) *Writer {
+	t.Helper()
+	s, err := tbl.ShardFor(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := tbl.OpenWriter(t.Context(), s, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func walCount(t *testing.T, tbl *Table, shard string) int {
+	t.Helper()
+	ps, err := meta.ListWAL(t.Context(), tbl.b, shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ps)
+}
+
+// TestBadInput: rows the table cannot hold are refused with a one-line
+// error before anything reaches the WAL.
+func TestBadInput(t *testing.T) {
+	ctx := t.Context()
+	tbl, _ := corpusTable(t, "memwal_4")
+	w := mustWriter(t, tbl, int64(1))
+	before := walCount(t, tbl, w.Shard())
+	other := int64(-1)
+	for k := int64(0); k < 100; k++ {
+		if s, _ := tbl.ShardFor(ctx, k); s != w.Shard() {
+			other = k
+			break
+		}
+	}
+	for name, rows := range map[string][]Row{
+		"no key":          {{"s": "x"}},
+		"null key":        {{"id": nil}},
+		"key of a string": {{"id": "one"}},
+		"unknown column":  {{"id": int64(1), "nope": 1}},
+		"int32 overflow":  {{"id": int64(1), "cat": int64(1) << 40}},
+		"float for int":   {{"id": int64(1), "cat": 1.5}},
+		"int for string":  {{"id": int64(1), "s": 7}},
+		"another shard":   {{"id": other}},
+		"uint64 too big":  {{"id": uint64(1) << 63}},
+	} {
+		err := w.Upsert(ctx, rows)
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+			continue
+		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: multi-line error %q", name, err)
+		}
+	}
+	if got := walCount(t, tbl, w.Shard()); got != before {
+		t.Errorf("refused writes reached the WAL: %d entries, had %d", got, before)
+	}
+	if _, err := tbl.OpenWriter(ctx, "aa48498d-ac91-59e2-8452-69f46010ace2", WriterOptions{}); err == nil {
+		t.Error("a shard id outside the bucket spec was accepted")
+	}
+	if _, err := tbl.OpenWriter(ctx, "not-a-uuid", WriterOptions{}); err == nil {
+		t.Error("a malformed shard id was accepted")
+	}
+	if _, err := OpenTable(ctx, t.TempDir()); err == nil {
+		t.Error("OpenTable of an empty directory succeeded")
+	}
+}
+
+// TestSecondClaimFencesFirst: two Go writers of one shard: the later claim
+// fences the earlier one, replays its unflushed entries, and its flush
+// holds them.
+func TestSecondClaimFencesFirst(t *testing.T) {
+	ctx := t.Context()
+	tbl, _ := corpusTable(t, "memwal_1")
+	w1 := mustWriter(t, tbl, int64(0))
+	if err := w1.Upsert(ctx, goRows(0, 3, "w1-")); err != nil {
+		t.Fatal(err)
+	}
+	w2 := mustWriter(t, tbl, int64(0))
+	if w2.Epoch() != w1.Epoch()+1 {
+		t.Errorf("epochs %d then %d", w1.Epoch(), w2.Epoch())
+	}
+	if w2.Buffered() != 3 {
+		t.Errorf("the second claim replayed %d rows, want 3", w2.Buffered())
+	}
+	if err := w1.Upsert(ctx, goRows(5, 6, "w1-")); !errors.Is(err, ErrFenced) {
+		t.Fatalf("fenced writer's Upsert: %v", err)
+	}
+	g, err := w2.Flush(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Rows != 3 || g.Generation != 3 {
+		t.Errorf("generation %+v, want 3 rows as generation 3", g)
+	}
+	if _, err := w1.Flush(ctx); !errors.Is(err, ErrFenced) {
+		t.Fatalf("fenced writer's Flush: %v", err)
+	}
+	if err := w2.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Upsert(ctx, goRows(0, 1, "x")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Upsert after Close: %v", err)
+	}
+}
+
+// TestFlushFailureKeepsRows: a flush whose shard manifest put fails keeps
+// the MemTable; the next flush publishes it, and the failed attempt's
+// directory is never referenced.
+func TestFlushFailureKeepsRows(t *testing.T) {
+	ctx := t.Context()
+	tbl, fb := corpusTable(t, "memwal_1")
+	w := mustWriter(t, tbl, int64(0))
+	if err := w.Upsert(ctx, goRows(0, 4, "f-")); err != nil {
+		t.Fatal(err)
+	}
+	r := fb.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyContains: "/manifest/", Nth: 1, Action: storage.Fail(errors.New("injected"))})
+	if _, err := w.Flush(ctx); err == nil || errors.Is(err, ErrFenced) {
+		t.Fatalf("flush with a failing manifest put: %v", err)
+	}
+	fb.Remove(r)
+	if w.Buffered() != 4 {
+		t.Fatalf("after the failed flush the MemTable holds %d rows", w.Buffered())
+	}
+	g, err := w.Flush(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := meta.ReadShard(ctx, tbl.b, w.Shard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := ss.Manifest.GetSstables()[len(ss.Manifest.GetSstables())-1]
+	if last.GetPath() != g.Path || last.GetPhysicalRows() != 4 || ss.Manifest.GetReplayAfterWalEntryPosition() != g.CoversWAL {
+		t.Errorf("shard manifest %v after the flush %+v", ss.Manifest, g)
+	}
+}
+
+// TestReplayGarbage: a damaged WAL entry in the replay range fails the
+// claim with an error naming it; it never panics and never loses the
+// entry (it stays for an operator to inspect).
+func TestReplayGarbage(t *testing.T) {
+	ctx := context.Background()
+	for name, data := range map[string][]byte{
+		"empty":     {},
+		"truncated": []byte{0xff, 0xff, 0xff, 0xff, 0x10},
+		"text":      []byte("not an arrow stream"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			tbl, _ := corpusTable(t, "memwal_1")
+			w := mustWriter(t, tbl, int64(0))
+			pos := w.nextWAL
+			w.Abandon()
+			key := meta.WALKey(w.Shard(), pos)
+			if err := tbl.b.Put(ctx, key, data); err != nil {
+				t.Fatal(err)
+			}
+			_, err := tbl.OpenWriter(ctx, w.Shard(), WriterOptions{})
+			if err == nil || !strings.Contains(err.Error(), "replay") {
+				t.Fatalf("claim over a damaged entry: %v", err)
+			}
+			if _, err := tbl.b.Get(ctx, key); err != nil {
+				t.Fatalf("the damaged entry is gone: %v", err)
+			}
+		})
+	}
+}
+
+// FuzzReplay: any bytes at a WAL position in the replay range make the
+// claim fail or succeed, never panic.
+func FuzzReplay(f *testing.F) {
+	sentinel := fenceSentinel(3)
+	f.Add(sentinel)
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tbl, _ := corpusTable(t, "memwal_1")
+		w := mustWriter(t, tbl, int64(0))
+		pos := w.nextWAL
+		w.Abandon()
+		if err := tbl.b.Put(t.Context(), meta.WALKey(w.Shard(), pos), data); err != nil {
+			t.Fatal(err)
+		}
+		if w2, err := tbl.OpenWriter(t.Context(), w.Shard(), WriterOptions{}); err == nil {
+			w2.Abandon()
+		}
+	})
+}
