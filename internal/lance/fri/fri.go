@@ -273,3 +273,22 @@ func cmpU64(a, b uint64) int {
 	}
 	return 0
 }
+
+// PhysicalRows is the physical row count of a fragment some version names
+// as old: what a bitmap index that holds a compacted fragment whole needs
+// to expand it.
+func (ix *Index) PhysicalRows(frag uint32) (uint64, bool) {
+	if ix == nil {
+		return 0, false
+	}
+	for _, v := range ix.Versions {
+		for _, g := range v.Groups {
+			for _, d := range g.Old {
+				if d.ID == uint64(frag) {
+					return d.PhysicalRows, true
+				}
+			}
+		}
+	}
+	return 0, false
+}
