@@ -303,21 +303,45 @@ func (w *Writer) replay(ctx context.Context, p uint64) error {
 	if err != nil {
 		return fmt.Errorf("lancewal: replay %s: %w", key, err)
 	}
-	s, err := arrowipc.ReadStream(data, nil)
+	bs, err := w.mem.decodeEntry(data)
 	if err != nil {
 		return fmt.Errorf("lancewal: replay %s: %w", key, err)
 	}
-	if v, _ := s.Schema.Metadata.Get("fence_sentinel"); v == "true" {
-		return nil
-	}
-	for _, batch := range s.Batches {
-		b, err := w.mem.fromArrow(s.Schema, batch)
-		if err != nil {
-			return fmt.Errorf("lancewal: replay %s: %w", key, err)
-		}
+	for _, b := range bs {
 		w.mem.add(b)
 	}
 	return nil
+}
+
+// decodeEntry decodes a WAL entry into row batches (none for a fence
+// sentinel).
+func (m *memtable) decodeEntry(data []byte) ([]*rowBatch, error) {
+	s, err := arrowipc.ReadStream(data, nil)
+	if err != nil {
+		return nil, err
+	}
+	if v, _ := s.Schema.Metadata.Get("fence_sentinel"); v == "true" {
+		return nil, nil
+	}
+	var out []*rowBatch
+	for _, batch := range s.Batches {
+		// A batch claims its length; the columns must hold it (a damaged
+		// length must not size the allocations below).
+		for i, c := range batch.Columns {
+			if c == nil || c.Len != batch.Len {
+				return nil, fmt.Errorf("column %d does not hold the batch's %d rows", i, batch.Len)
+			}
+		}
+		if batch.Column(s.Schema, TombstoneColumn) == nil {
+			return nil, fmt.Errorf("the entry has no %s column", TombstoneColumn)
+		}
+		b, err := m.fromArrow(s.Schema, batch)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
 }
 
 // Close flushes the MemTable (if it holds rows) and releases the writer.

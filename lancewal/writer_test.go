@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +17,7 @@ import (
 
 // corpusTable opens a private copy of a LanceDB corpus table (no node
 // needed) through a fault-injecting bucket.
-func corpusTable(t *testing.T, name string) (*Table, *storage.Faulty) {
+func corpusTable(t testing.TB, name string) (*Table, *storage.Faulty) {
 	t.Helper()
 	dir := lancedb.CorpusDir(t, name)
 	b, err := storage.Open(t.Context(), (&url.URL{Scheme: "file", Path: dir}).String())
@@ -197,22 +199,35 @@ func TestReplayGarbage(t *testing.T) {
 	}
 }
 
-// FuzzReplay: any bytes at a WAL position in the replay range make the
-// claim fail or succeed, never panic.
+// FuzzReplay: any bytes as a WAL entry decode to rows or fail, never
+// panic (seeded with LanceDB's entries and sentinel).
 func FuzzReplay(f *testing.F) {
-	sentinel := fenceSentinel(3)
-	f.Add(sentinel)
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		tbl, _ := corpusTable(t, "memwal_1")
-		w := mustWriter(t, tbl, int64(0))
-		pos := w.nextWAL
-		w.Abandon()
-		if err := tbl.b.Put(t.Context(), meta.WALKey(w.Shard(), pos), data); err != nil {
-			t.Fatal(err)
+	g, _ := filepath.Glob(filepath.Join(lancedb.CorpusRoot(), "memwal_1/_mem_wal/*/wal/*.arrow"))
+	for _, p := range g {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
 		}
-		if w2, err := tbl.OpenWriter(t.Context(), w.Shard(), WriterOptions{}); err == nil {
-			w2.Abandon()
+		f.Add(data)
+	}
+	f.Add(fenceSentinel(3))
+	f.Add([]byte{})
+	tbl, _ := corpusTable(f, "memwal_1")
+	st, err := tbl.state(f.Context())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m := newMemtable(st)
+		bs, err := m.decodeEntry(data)
+		if err != nil {
+			return
+		}
+		for _, b := range bs {
+			m.add(b)
+			if _, err := b.walEntry(1); err != nil {
+				t.Fatalf("a decoded entry does not encode: %v", err)
+			}
 		}
 	})
 }
