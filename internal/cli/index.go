@@ -18,7 +18,7 @@ func init() { extraCommands = append(extraCommands, newIndexCmd) }
 
 func newIndexCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{Use: "index", Short: "Create, catch up, remap, merge and query secondary indices"}
-	cmd.AddCommand(newIndexCreateCmd(e), newIndexCatchupCmd(e), newIndexRemapCmd(e), newIndexOptimizeCmd(e), newIndexLookupCmd(e), newIndexDropCmd(e))
+	cmd.AddCommand(newIndexCreateCmd(e), newIndexCatchupCmd(e), newIndexRemapCmd(e), newIndexOptimizeCmd(e), newIndexLookupCmd(e), newIndexDropCmd(e), newIndexTrimFRICmd(e))
 	return cmd
 }
 
@@ -107,6 +107,9 @@ func newIndexRemapCmd(e *env) *cobra.Command {
 		Short: "Rewrite index segments through the fragment-reuse index, then trim the versions every index absorbed",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if handled, err := runLanceRemap(cmd, e, args[0], names); handled {
+				return err
+			}
 			j, done, err := indexJob(e, cmd, args[0], names)
 			if err != nil {
 				return err
@@ -126,6 +129,7 @@ func newIndexRemapCmd(e *env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&names, "indices", "", "only these indices (default all)")
+	addLanceRemapFlags(cmd)
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -48,5 +49,112 @@ func TestLanceIndexCatchupCLI(t *testing.T) {
 	}
 	if o = catchup(); o.Committed || len(o.Indices) != 0 {
 		t.Fatalf("third catch-up: %+v", o)
+	}
+}
+
+// TestLanceIndexRemapCLI: on LanceDB's indexed table with a fully deleted
+// fragment, compact (deferred) leaves an FRI whose version inspect shows
+// with the fragment in removed_fragments; index remap --no-trim remaps
+// both indexes and keeps the FRI; index trim-fri then removes it; LanceDB
+// reports 0 unindexed rows and reads the same rows throughout; a second
+// remap and trim commit nothing; a private-format table is refused by
+// trim-fri.
+func TestLanceIndexRemapCLI(t *testing.T) {
+	lancedb.Require(t)
+	dir := t.TempDir()
+	f := &lancedb.Fixture{URI: dir, Table: "t", Dir: filepath.Join(dir, "t.lance")}
+	f.Run(t,
+		lancedb.Create(lancedb.BasicSchema, lancedb.BasicRows(0, 10)),
+		lancedb.Add(lancedb.BasicRows(10, 20)), lancedb.Add(lancedb.BasicRows(20, 30)),
+		lancedb.CreateIndex("id", "btree", "id_idx"), lancedb.CreateIndex("cat", "bitmap", "cat_idx"),
+		lancedb.Delete("id >= 10 AND id < 20"), lancedb.Delete("id = 3 OR id = 25"))
+	want := map[int64]bool{}
+	for i := int64(0); i < 30; i++ {
+		if (i < 10 || i >= 20) && i != 3 && i != 25 {
+			want[i] = true
+		}
+	}
+	checkLanceDB := func(when string) {
+		t.Helper()
+		res := f.Run(t, lancedb.IndexStats("id_idx"), lancedb.IndexStats("cat_idx"), lancedb.ReadRows(lancedb.ReadOpts{Where: "id >= 0"}), lancedb.ReadRows(lancedb.ReadOpts{Where: "cat = 1"}))
+		for i := range 2 {
+			s, err := res.IndexStats(i)
+			if err != nil || s == nil || s.NumUnindexedRows != 0 {
+				t.Errorf("%s: index %d stats %+v, %v; want 0 unindexed rows", when, i, s, err)
+			}
+		}
+		for step, pred := range map[int]func(int64) bool{2: func(int64) bool { return true }, 3: func(i int64) bool { return i%4 == 1 }} {
+			rows, err := res.Rows(step)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, r := range rows {
+				id, _ := r.Int("id")
+				if !want[id] || !pred(id) {
+					t.Errorf("%s: LanceDB returns id %d", when, id)
+				}
+				n++
+			}
+			exp := 0
+			for id := range want {
+				if pred(id) {
+					exp++
+				}
+			}
+			if n != exp {
+				t.Errorf("%s: step %d: %d rows, want %d", when, step, n, exp)
+			}
+		}
+	}
+	one := func(args ...string) map[string]any {
+		t.Helper()
+		code, out, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		res := jsonLines(t, out)
+		if len(res) != 1 {
+			t.Fatalf("%v: %s", args, out)
+		}
+		return res[0]
+	}
+	if r := one("compact", f.Dir); r["groups"] == float64(0) {
+		t.Fatalf("compact: %v", r)
+	}
+	var doc struct {
+		FragReuse *struct {
+			Versions []struct {
+				RemovedFragments []uint32 `json:"removed_fragments"`
+			} `json:"versions"`
+		} `json:"frag_reuse"`
+	}
+	code, out, stderr := runCLI(t, "inspect", f.Dir)
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil {
+		t.Fatalf("inspect: exit %d: %s %s", code, out, stderr)
+	}
+	if doc.FragReuse == nil || len(doc.FragReuse.Versions) != 1 || len(doc.FragReuse.Versions[0].RemovedFragments) != 1 || doc.FragReuse.Versions[0].RemovedFragments[0] != 1 {
+		t.Fatalf("inspect: frag_reuse %s", out)
+	}
+	checkLanceDB("compacted")
+
+	r := one("index", "remap", f.Dir, "--no-trim")
+	if ix, _ := r["indices"].([]any); len(ix) != 2 || r["trim"] != nil || r["fri_versions"] != float64(1) {
+		t.Fatalf("index remap --no-trim: %v", r)
+	}
+	checkLanceDB("remapped")
+	r = one("index", "trim-fri", f.Dir)
+	if r["committed"] != true || r["removed"] != true {
+		t.Fatalf("index trim-fri: %v", r)
+	}
+	checkLanceDB("trimmed")
+	if r = one("index", "remap", f.Dir); r["commits"] != float64(0) || r["fri_versions"] != float64(0) {
+		t.Fatalf("second remap: %v", r)
+	}
+	if r = one("index", "trim-fri", f.Dir); r["committed"] != false {
+		t.Fatalf("second trim: %v", r)
+	}
+	if code, _, stderr := runCLI(t, "index", "trim-fri", t.TempDir()); code == 0 || stderr == "" {
+		t.Fatalf("trim-fri on a non-Lance directory: exit %d", code)
 	}
 }
