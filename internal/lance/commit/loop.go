@@ -121,6 +121,11 @@ type Txn struct {
 	// (Classify said Rebase): it returns the transaction to commit
 	// instead, under a new uuid, and the files it wrote for it.
 	Rebase func(ctx context.Context, cur, theirs *pb.Transaction, f *meta.ManifestFile) (*pb.Transaction, []string, error)
+	// Prepare, when set, runs once per attempt after the classification
+	// and before the transaction file is written: a Rebase that only
+	// recorded what changed writes its files here, once for all the
+	// versions it rebased over. It returns the transaction to commit.
+	Prepare func(ctx context.Context, cur *pb.Transaction) (*pb.Transaction, []string, error)
 }
 
 // Result describes a landed commit.
@@ -226,6 +231,17 @@ func (a *attempt) run(ctx context.Context) (*Result, error) {
 		}
 		if done, res, err := a.classifyUpTo(ctx, head); err != nil || done {
 			return res, err
+		}
+		if a.txn.Prepare != nil {
+			next, files, err := a.txn.Prepare(ctx, a.cur)
+			a.rebaseFiles = append(a.rebaseFiles, files...)
+			if err != nil {
+				return nil, err
+			}
+			if next != a.cur {
+				a.cur = next
+				a.uuids[next.GetUuid()] = true
+			}
 		}
 		if err := a.writeTransactionFile(ctx); err != nil {
 			lastErr = err

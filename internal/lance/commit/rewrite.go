@@ -1,7 +1,9 @@
 package commit
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"google.golang.org/protobuf/proto"
@@ -99,6 +101,10 @@ func applyRewrite(m *pb.Manifest, ixs []*pb.IndexMetadata, rw *pb.Transaction_Re
 		}
 		groups = append(groups, ng)
 	}
+	// Lance keeps the fragment list sorted by id after every operation
+	// (a rewrite's reserved ids are higher than the neighbours it
+	// replaces), and its compaction planner relies on that order.
+	slices.SortStableFunc(frags, func(a, b *pb.DataFragment) int { return cmp.Compare(a.GetId(), b.GetId()) })
 	m.Fragments = frags
 	if next-1 > uint64(m.GetMaxFragmentId()) || m.MaxFragmentId == nil {
 		m.MaxFragmentId = maxFragmentID(m)

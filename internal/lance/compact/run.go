@@ -15,6 +15,7 @@ import (
 	"github.com/compactord/compactord/internal/lance/commit"
 	"github.com/compactord/compactord/internal/lance/deletion"
 	"github.com/compactord/compactord/internal/lance/fri"
+	"github.com/compactord/compactord/internal/lance/index"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/table"
 )
@@ -49,6 +50,9 @@ type Result struct {
 	FragReuse *pb.IndexMetadata
 	// Removed are the fully deleted fragments the FRI version records.
 	Removed []uint64
+	// RewrittenIndices counts the index segments remapped in the
+	// Rewrite (inline remap).
+	RewrittenIndices int
 }
 
 // Run plans, executes and commits one compaction of the table's latest
@@ -67,9 +71,6 @@ func Run(ctx context.Context, h *table.Handle, o Options, env Env) (*Result, err
 	}
 	if env.Parallelism <= 0 {
 		env.Parallelism = runtime.GOMAXPROCS(0)
-	}
-	if !o.DeferRemap {
-		return nil, errors.New("compact: the inline index remap (--defer-remap=false) is not implemented yet; use the deferred remap")
 	}
 	retried := 0
 	for {
@@ -200,20 +201,32 @@ func runOnce(ctx context.Context, h *table.Handle, o Options, env Env) (*Result,
 			res.Removed = append(res.Removed, uint64(id))
 		}
 	}
-	var prevMeta *pb.IndexMetadata
-	if prev != nil {
-		prevMeta = prev.Meta
+	if o.DeferRemap {
+		var prevMeta *pb.IndexMetadata
+		if prev != nil {
+			prevMeta = prev.Meta
+		}
+		ix, friFiles, err := fri.AppendVersion(ctx, b, prev, prevMeta, v, env.Now())
+		files = append(files, friFiles...)
+		if err != nil {
+			removeQuietly(h, files)
+			return res, fmt.Errorf("compact: %w", err)
+		}
+		ct.Extra.FragReuse = ix
+		res.FragReuse = ix
+	} else {
+		ris, keys, err := remapInline(ctx, h, read, prev, v, outs, env.Now())
+		files = append(files, keys...)
+		if err != nil {
+			removeQuietly(h, files)
+			return res, err
+		}
+		rw.RewrittenIndices = ris
+		res.RewrittenIndices = len(ris)
 	}
-	ix, friFiles, err := fri.AppendVersion(ctx, b, prev, prevMeta, v, env.Now())
-	files = append(files, friFiles...)
-	if err != nil {
-		removeQuietly(h, files)
-		return res, fmt.Errorf("compact: %w", err)
-	}
-	ct.Extra.FragReuse = ix
-	res.FragReuse = ix
 	ct.Files = files
-	ct.Rebase = newRebaser(h, outs).rebase
+	rb := newRebaser(h, outs)
+	ct.Rebase, ct.Prepare = rb.rebase, rb.prepare
 
 	if env.BeforeCommit != nil {
 		if err := env.BeforeCommit(ctx, p); err != nil {
@@ -228,6 +241,72 @@ func runOnce(ctx context.Context, h *table.Handle, o Options, env Env) (*Result,
 	res.Commit = cr
 	res.Rebased = cr.Rebases
 	return res, nil
+}
+
+// remapInline rebuilds every index segment covering a rewritten fragment
+// with its addresses passed through this rewrite's row map, for the
+// Rewrite's rewritten_indices (new uuids; BuildManifest swaps the bitmaps
+// as Lance does). A segment that has not absorbed the table's earlier FRI
+// versions is refused: its bitmap names fragments Lance's bitmap swap
+// would not find.
+func remapInline(ctx context.Context, h *table.Handle, read *meta.ManifestFile, prev *fri.Index, v fri.Version, outs []*Output, now time.Time) ([]*pb.Transaction_Rewrite_RewrittenIndex, []string, error) {
+	var versions []fri.Version
+	if prev != nil {
+		versions = append(versions, prev.Versions...)
+	}
+	chain, err := fri.New(append(versions, v))
+	if err != nil {
+		return nil, nil, fmt.Errorf("compact: %w", err)
+	}
+	remap := chain.Remapper(0)
+	full := map[uint32]uint64{}
+	for _, f := range read.Manifest.GetFragments() {
+		full[uint32(f.GetId())] = f.GetPhysicalRows()
+	}
+	old := roaring.New()
+	for _, out := range outs {
+		for _, f := range out.Old {
+			full[uint32(f.GetId())] = f.GetPhysicalRows()
+			old.Add(uint32(f.GetId()))
+		}
+	}
+	fields := map[int32]*pb.Field{}
+	for _, f := range read.Manifest.GetFields() {
+		fields[f.GetId()] = f
+	}
+	var ris []*pb.Transaction_Rewrite_RewrittenIndex
+	var keys []string
+	for _, m := range read.Indices {
+		if meta.IsSystemIndex(m) {
+			continue
+		}
+		bm, known, err := meta.FragmentBitmap(m)
+		if err != nil {
+			return nil, keys, err
+		}
+		if !known {
+			return nil, keys, fmt.Errorf("compact: index %s (%s) has no fragment bitmap, so the segments to remap inline are unknown; use the deferred remap", m.GetName(), meta.UUIDString(m.GetUuid()))
+		}
+		if !bm.Intersects(old) {
+			continue
+		}
+		if prev.NeedsRemap(m) {
+			return nil, keys, fmt.Errorf("compact: index %s has fragment-reuse versions it has not absorbed; run `compactord index remap` first, or compact with the deferred remap", m.GetName())
+		}
+		if len(m.GetFields()) != 1 || fields[m.GetFields()[0]] == nil {
+			return nil, keys, fmt.Errorf("compact: index %s is on fields %v; compactord remaps single-field indexes only", m.GetName(), m.GetFields())
+		}
+		nm, ks, _, err := index.Remap(ctx, h.Bucket, m, remap, index.RemapOptions{
+			Field: fields[m.GetFields()[0]], DatasetVersion: read.Manifest.GetVersion(), Bitmap: chain.RemapBitmap(m),
+			Full: func(frag uint32) (uint64, bool) { n, ok := full[frag]; return n, ok }, Now: now})
+		keys = append(keys, ks...)
+		if err != nil {
+			return nil, keys, fmt.Errorf("compact: remap index %s: %w", m.GetName(), err)
+		}
+		ris = append(ris, &pb.Transaction_Rewrite_RewrittenIndex{OldId: m.GetUuid(), NewId: nm.GetUuid(),
+			NewIndexDetails: nm.GetIndexDetails(), NewIndexVersion: uint32(nm.GetIndexVersion()), NewIndexFiles: nm.GetFiles()})
+	}
+	return ris, keys, nil
 }
 
 func executeAll(ctx context.Context, h *table.Handle, m *pb.Manifest, p *Plan, o Options, par int) ([]*Output, error) {
@@ -274,10 +353,12 @@ type rebaser struct {
 	byOld map[uint64]*Output
 	// deleted: the extra deletion vector of each new fragment so far.
 	deleted map[uint64]*roaring.Bitmap
+	// dirty: new fragments whose deletion file is not written yet.
+	dirty map[uint64]bool
 }
 
 func newRebaser(h *table.Handle, outs []*Output) *rebaser {
-	r := &rebaser{h: h, byOld: map[uint64]*Output{}, deleted: map[uint64]*roaring.Bitmap{}}
+	r := &rebaser{h: h, byOld: map[uint64]*Output{}, deleted: map[uint64]*roaring.Bitmap{}, dirty: map[uint64]bool{}}
 	for _, out := range outs {
 		for _, f := range out.Old {
 			r.byOld[f.GetId()] = out
@@ -355,7 +436,6 @@ func (r *rebaser) rebase(ctx context.Context, cur, theirs *pb.Transaction, f *me
 	for _, id := range d.GetDeletedFragmentIds() {
 		gone[id] = true
 	}
-	var files []string
 	for _, g := range next.GetRewrite().GetGroups() {
 		// Fragments theirs removed whole leave the group: the head no
 		// longer has them, and their rows are deleted in the new ones.
@@ -366,8 +446,24 @@ func (r *rebaser) rebase(ctx context.Context, cur, theirs *pb.Transaction, f *me
 			}
 		}
 		g.OldFragments = kept
+	}
+	for id := range changed {
+		r.dirty[id] = true
+	}
+	return next, nil, nil
+}
+
+// prepare writes the deletion files of the new fragments the rebases
+// since the last attempt changed, once per attempt.
+func (r *rebaser) prepare(ctx context.Context, cur *pb.Transaction) (*pb.Transaction, []string, error) {
+	if len(r.dirty) == 0 {
+		return cur, nil, nil
+	}
+	next := proto.Clone(cur).(*pb.Transaction)
+	var files []string
+	for _, g := range next.GetRewrite().GetGroups() {
 		for _, nf := range g.GetNewFragments() {
-			if !changed[nf.GetId()] {
+			if !r.dirty[nf.GetId()] {
 				continue
 			}
 			df, key, data, err := encodeDeletion(nf.GetId(), r.deleted[nf.GetId()], cur.GetReadVersion())
@@ -381,6 +477,7 @@ func (r *rebaser) rebase(ctx context.Context, cur, theirs *pb.Transaction, f *me
 			nf.DeletionFile = df
 		}
 	}
+	clear(r.dirty)
 	return next, files, nil
 }
 
