@@ -218,15 +218,40 @@ func lanceCompactJob(cfg func() JobsConfig) scheduler.JobFunc {
 	}
 }
 
-// lanceIndexJob catches Lance's btree and bitmap indices up with the
-// fragments they do not cover (internal/lance/index: delta segments, or a
-// rebuild past DefaultMaxSegments), in one CreateIndex whose catch-up
-// positions the commit loop derives from the read version. jobs.index.indices
-// limits it (only_maintained: to the MemWAL's maintained indices); replans
-// bounds the re-plans after a retryable conflict.
+// lanceIndexJob first remaps, through the fragment-reuse index, the btree
+// and bitmap segments a deferred compaction left with old row addresses and
+// trims the FRI of the versions no index needs (lindex.RemapIndexes), then
+// catches the indices up with the fragments they do not cover
+// (internal/lance/index: delta segments, or a rebuild past
+// DefaultMaxSegments), in one CreateIndex whose catch-up positions the
+// commit loop derives from the read version. The remap comes first because
+// catch-up rebuilds an index whole while an FRI is present (a delta could
+// index a compacted row twice), and the remap usually removes the FRI.
+// jobs.index.indices limits both (only_maintained: catch-up to the MemWAL's
+// maintained indices); replans bounds the re-plans after a retryable
+// conflict.
 func lanceIndexJob(cfg func() JobsConfig) scheduler.JobFunc {
 	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
 		ic := cfg().Index
+		rm, err := lindex.RemapIndexes(ctx, t.Lance, lindex.RemapJobOptions{Indices: ic.Indices, Now: t.Now, Attempts: ic.Replans})
+		if err != nil {
+			return scheduler.Outcome{}, err
+		}
+		var remapped []string
+		for _, ri := range rm.Indices {
+			remapped = append(remapped, fmt.Sprintf("%s: remapped %d segments (%d rows dropped)", ri.Name, len(ri.Segments), ri.Dropped))
+		}
+		if tr := rm.Trim; tr != nil {
+			if tr.Removed {
+				remapped = append(remapped, fmt.Sprintf("FRI removed (%d versions)", len(tr.Dropped)))
+			} else {
+				remapped = append(remapped, fmt.Sprintf("FRI trimmed of %d versions, %d kept", len(tr.Dropped), len(tr.Kept)))
+			}
+		}
+		var remapVersion uint64
+		if n := len(rm.Versions); n > 0 {
+			remapVersion = rm.Versions[n-1]
+		}
 		o := lindex.Options{Indices: ic.Indices, Now: t.Now, Attempts: ic.Replans}
 		if ic.OnlyMaintained && len(o.Indices) == 0 {
 			read, _, err := t.Lance.ReadForWrite(ctx)
@@ -242,6 +267,9 @@ func lanceIndexJob(cfg func() JobsConfig) scheduler.JobFunc {
 				return scheduler.Outcome{}, err
 			}
 			if o.Indices = d.GetMaintainedIndexes(); len(o.Indices) == 0 {
+				if remapVersion != 0 {
+					return scheduler.Outcome{Version: remapVersion, Summary: strings.Join(remapped, "; ")}, nil
+				}
 				return scheduler.Outcome{Summary: "no maintained index", NothingToDo: true}, nil
 			}
 		}
@@ -250,21 +278,24 @@ func lanceIndexJob(cfg func() JobsConfig) scheduler.JobFunc {
 			return scheduler.Outcome{}, err
 		}
 		if !res.Committed {
+			if remapVersion != 0 {
+				return scheduler.Outcome{Version: remapVersion, Summary: strings.Join(remapped, "; ")}, nil
+			}
 			sum := "indices up to date"
 			if len(res.Skipped) > 0 {
 				sum += fmt.Sprintf("; %d skipped", len(res.Skipped))
 			}
 			return scheduler.Outcome{Summary: sum, NothingToDo: true}, nil
 		}
-		var parts []string
+		parts := remapped
 		for _, ir := range res.Indices {
 			what := "delta"
 			if ir.Rebuilt {
 				what = "rebuilt"
 			}
-			parts = append(parts, fmt.Sprintf("%s: %s over %d fragments (%d rows)", ir.Name, what, len(ir.Fragments), ir.Rows))
+			parts = append(parts, fmt.Sprintf("catch-up %s: %s over %d fragments (%d rows)", ir.Name, what, len(ir.Fragments), ir.Rows))
 		}
-		return scheduler.Outcome{Version: res.Version, Summary: "catch-up " + strings.Join(parts, "; ")}, nil
+		return scheduler.Outcome{Version: res.Version, Summary: strings.Join(parts, "; ")}, nil
 	}
 }
 
