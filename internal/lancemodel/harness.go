@@ -258,7 +258,8 @@ func (h *harness) handle() (*table.Handle, error) {
 //   - every index agrees with the scan, catch-up never passes the merged
 //     position;
 //   - every generation a pinned version (the latest, the tagged ones)
-//     still reads, or a maintained index still lacks, has all its files;
+//     still reads, or a maintained index still lacks, has all its files
+//     (unless an earlier state allowed trim to delete it);
 //     the WAL entries above the replay cursor and the newest covered one
 //     are still there;
 //   - the tagged versions and a sample of the other retained versions
@@ -410,14 +411,22 @@ func (h *harness) checkRetained(latest *meta.ManifestFile, mw MemWAL) error {
 	if err != nil {
 		return err
 	}
+	// The floor is not monotone: LanceDB 0.39's delete commit drops the
+	// MemWAL index's catch-up records, so a generation trim deleted
+	// legitimately may lie above a later floor. What trim may have deleted
+	// is up to the highest floor seen (the model sees every state trim
+	// runs in).
+	for shard, f := range floor {
+		h.ref.Trimmable[shard] = max(h.ref.Trimmable[shard], f)
+	}
 	for shard, gs := range h.ref.Gens {
 		for _, g := range gs {
-			if g.n <= floor[shard] {
+			if g.n <= h.ref.Trimmable[shard] {
 				continue
 			}
 			for _, f := range g.files {
 				if _, err := h.raw.Attributes(h.ctx, f); err != nil {
-					return violationf("shard %s generation %d is still needed (pinned floor %d, merged %d) but %s is gone: %v", shard, g.n, floor[shard], mw.Compacted[shard], f, err)
+					return violationf("shard %s generation %d is still needed (pinned floor %d, highest seen %d, merged %d) but %s is gone: %v", shard, g.n, floor[shard], h.ref.Trimmable[shard], mw.Compacted[shard], f, err)
 				}
 			}
 		}

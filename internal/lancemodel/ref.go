@@ -33,12 +33,15 @@ type Ref struct {
 	Buckets map[int]string
 	// WAL: shard → the WAL positions seen.
 	WAL map[string]map[uint64]bool
+	// Trimmable: shard → the highest floor (min over the pinned versions
+	// of min(merged, catch-up)) seen: trim may have deleted up to it.
+	Trimmable map[string]uint64
 }
 
 // NewRef is the model of a table holding base.
 func NewRef(base map[int64]string) *Ref {
 	return &Ref{Base: maps.Clone(base), Gens: map[string][]*gen{}, Compacted: map[string]uint64{},
-		Versions: map[uint64]map[int64]string{}, Tags: map[string]uint64{}, Buckets: map[int]string{}, WAL: map[string]map[uint64]bool{}}
+		Versions: map[uint64]map[int64]string{}, Tags: map[string]uint64{}, Buckets: map[int]string{}, WAL: map[string]map[uint64]bool{}, Trimmable: map[string]uint64{}}
 }
 
 // LSM is the LSM view: the base, then each shard's unmerged generations
