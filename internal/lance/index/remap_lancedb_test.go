@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/lance/commit"
@@ -147,6 +149,52 @@ func deferredCompaction(t *testing.T, h *table.Handle, olds []uint64) (*fri.Vers
 		t.Fatal(err)
 	}
 	return &ver, cr.Version
+}
+
+func mustRead(t *testing.T, h *table.Handle) *meta.ManifestFile {
+	t.Helper()
+	f, _, err := h.ReadForWrite(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// externalizeFRI replaces the FRI by one with the same content in
+// _indices/{uuid}/details.binpb (a new uuid, as every FRI change has).
+func externalizeFRI(t *testing.T, h *table.Handle) {
+	t.Helper()
+	ctx := t.Context()
+	read, naming, err := h.ReadForWrite(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := meta.FindIndex(read.Indices, meta.FragReuseIndexName)[0]
+	content, err := meta.FragReuseContent(ctx, h.Bucket, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := proto.Marshal(content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, id := meta.NewUUID()
+	key := meta.IndexDir(id) + fri.DetailsFileName
+	if err := h.Bucket.Put(ctx, key, data); err != nil {
+		t.Fatal(err)
+	}
+	d, err := proto.Marshal(&pb.FragmentReuseIndexDetails{Content: &pb.FragmentReuseIndexDetails_External{External: &pb.ExternalFile{Path: fri.DetailsFileName, Size: uint64(len(data))}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nm := proto.Clone(old).(*pb.IndexMetadata)
+	nm.Uuid = u
+	nm.IndexDetails = &anypb.Any{TypeUrl: meta.TypeURLFragReuse, Value: d}
+	txn := commit.NewTransaction(read.Manifest.GetVersion())
+	txn.Operation = &pb.Transaction_CreateIndex_{CreateIndex: &pb.Transaction_CreateIndex{NewIndices: []*pb.IndexMetadata{nm}, RemovedIndices: []*pb.IndexMetadata{old}}}
+	if _, err := h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn, Files: []string{key}}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // indexAddrs reads every entry of every segment of index name in version
@@ -294,6 +342,13 @@ func TestRemapGhostRowsOnLanceDBTable(t *testing.T) {
 		}
 	}
 	check("deferred")
+	// The same FRI with its details in an external file, as Lance writes
+	// them above 200 KiB.
+	externalizeFRI(t, h)
+	check("deferred, external details")
+	if ext, err := fri.Load(ctx, h.Bucket, mustRead(t, h)); err != nil || ext == nil || !ext.Versions[0].Removed.Equals(roaring.BitmapOf(1)) {
+		t.Fatalf("external FRI: %v, %v", ext, err)
+	}
 
 	// Physical remap, then the FRI trim.
 	res, err := RemapIndexes(ctx, h, RemapJobOptions{Now: func() time.Time { return time.UnixMilli(1_700_000_000_000) }})

@@ -1,0 +1,89 @@
+package index
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/lance/commit"
+	"github.com/compactord/compactord/internal/lance/fri"
+	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/testutil/lancedb"
+)
+
+// TestTrimRacingDeferredCompaction: an FRI trim planned before a deferred
+// compaction lands must not commit over it (the compaction's transaction
+// does not show its FRI change, and the trim would drop its version): the
+// commit re-plans, and the re-planned trim keeps the new version, which
+// the indexes still need, and drops the old one.
+func TestTrimRacingDeferredCompaction(t *testing.T) {
+	lancedb.Require(t)
+	ctx := t.Context()
+	f, _ := ghostFixture(t)
+	h := openHandle(t, f.Dir)
+	v1, _ := deferredCompaction(t, h, []uint64{2, 3})
+	if _, err := RemapIndexes(ctx, h, RemapJobOptions{NoTrim: true}); err != nil {
+		t.Fatal(err)
+	}
+	read, naming, err := h.ReadForWrite(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := fri.Load(ctx, h.Bucket, read)
+	if err != nil || ix == nil {
+		t.Fatal(ix, err)
+	}
+	op, keys, err := ix.Trim(ctx, h.Bucket, read, time.Now())
+	if err != nil || op == nil || len(op.GetNewIndices()) != 0 {
+		t.Fatalf("trim plan: %v, %v (want the FRI removed)", op, err)
+	}
+
+	// A deferred compaction of fragment 0 and the new fragment lands first.
+	v2, _ := deferredCompaction(t, h, []uint64{0, 4})
+	txn := commit.NewTransaction(read.Manifest.GetVersion())
+	txn.Operation = &pb.Transaction_CreateIndex_{CreateIndex: op}
+	_, err = h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn, Files: keys})
+	if !errors.Is(err, commit.ErrRetryable) {
+		t.Fatalf("stale trim: %v, want a retryable conflict", err)
+	}
+	head := mustRead(t, h)
+	now, err := fri.Load(ctx, h.Bucket, head)
+	if err != nil || now == nil || len(now.Versions) != 2 {
+		t.Fatalf("after the refused trim the FRI has %v versions (%v), want both", now, err)
+	}
+
+	tr, err := TrimFRI(ctx, h, RemapJobOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr == nil || !slices.Equal(tr.Dropped, []uint64{v1.DatasetVersion}) || !slices.Equal(tr.Kept, []uint64{v2.DatasetVersion}) || tr.Removed {
+		t.Fatalf("re-planned trim %+v, want v%d dropped and v%d kept", tr, v1.DatasetVersion, v2.DatasetVersion)
+	}
+	final := mustRead(t, h)
+	left, err := fri.Load(ctx, h.Bucket, final)
+	if err != nil || left == nil || len(left.Versions) != 1 || left.Versions[0].DatasetVersion != v2.DatasetVersion {
+		t.Fatalf("FRI after the trim: %v, %v", left, err)
+	}
+	// The kept version still remaps the remapped indexes' rows of 0 and 4.
+	for _, s := range meta.FindIndex(final.Indices, "id_idx") {
+		if !left.NeedsRemap(s) {
+			t.Errorf("id_idx segment %s needs no remap through v%d", meta.UUIDString(s.GetUuid()), v2.DatasetVersion)
+		}
+	}
+	// And LanceDB reads the table through it.
+	q := indexedQueries(40, map[int64]bool{3: true, 25: true, 33: true, 10: true, 11: true, 12: true, 13: true, 14: true, 15: true, 16: true, 17: true, 18: true, 19: true})
+	var order []string
+	var steps []lancedb.Step
+	for w := range q {
+		order = append(order, w)
+		steps = append(steps, lancedb.ReadRows(lancedb.ReadOpts{Where: w}))
+	}
+	res := f.Run(t, steps...)
+	for k, w := range order {
+		if got := idsOf(t, res, k); !sameIDs(got, q[w]) {
+			t.Errorf("where %s: %v, want %v", w, got, q[w])
+		}
+	}
+}
