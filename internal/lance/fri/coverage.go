@@ -18,9 +18,9 @@ import (
 //   - a group only partly covered drops the covered old fragments and adds
 //     no new ones: the index holds only some of the rows now in the new
 //     fragments, so claiming them would hide the rest from queries. Those
-//     rows fall back to a scan. LanceDB 12 refuses such an FRI outright
-//     (its load-time remap fails), so a planner must never build such a
-//     group (see Straddles);
+//     rows fall back to a scan; LanceDB 0.39 computes the same coverage
+//     (Lance's older source refused such an FRI). A planner should never
+//     build such a group (see Straddles);
 //   - Removed leaves the bitmap (LanceDB, which does not know the field,
 //     keeps them and masks them by liveness at query time).
 //
@@ -102,9 +102,9 @@ func RemovedFragments(read *meta.ManifestFile, idx *Index) *roaring.Bitmap {
 // Straddles returns an error naming the first non-system index of indices
 // that covers, after the load-time remap through idx, some but not all of
 // old (a group's old fragments). A compaction must never commit such a
-// group: LanceDB's load-time remap rejects it, and compactord's would
-// leave the group's rows to a scan. An index without a bitmap never
-// straddles (there is no coverage to lose).
+// group: the load-time remap (LanceDB's and compactord's) leaves the
+// group's rows unindexed until the index is rebuilt. An index without a
+// bitmap never straddles (there is no coverage to lose).
 func Straddles(indices []*pb.IndexMetadata, idx *Index, old []uint64) error {
 	set := roaring.New()
 	for _, id := range old {
