@@ -3,6 +3,8 @@ package index
 import (
 	"bufio"
 	"context"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -149,6 +151,28 @@ func deferredCompaction(t *testing.T, h *table.Handle, olds []uint64) (*fri.Vers
 		t.Fatal(err)
 	}
 	return &ver, cr.Version
+}
+
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		out := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(out, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(out, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func mustRead(t *testing.T, h *table.Handle) *meta.ManifestFile {
@@ -348,6 +372,26 @@ func TestRemapGhostRowsOnLanceDBTable(t *testing.T) {
 	check("deferred, external details")
 	if ext, err := fri.Load(ctx, h.Bucket, mustRead(t, h)); err != nil || ext == nil || !ext.Versions[0].Removed.Equals(roaring.BitmapOf(1)) {
 		t.Fatalf("external FRI: %v, %v", ext, err)
+	}
+
+	// LanceDB's own optimize() on a copy of the table as the deferred
+	// compaction left it (FRI and all) runs and changes no row.
+	cp := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+	cp.Dir = filepath.Join(cp.URI, "t.lance")
+	copyDir(t, f.Dir, cp.Dir)
+	opt := cp.Run(t, lancedb.ReadRows(lancedb.ReadOpts{}), lancedb.Optimize(lancedb.OptimizeOpts{}), lancedb.ReadRows(lancedb.ReadOpts{}), lancedb.IndexStats("id_idx"), lancedb.ReadRows(lancedb.ReadOpts{Where: "id >= 10 AND id < 20"}))
+	o0, _ := opt.Rows(0)
+	o2, _ := opt.Rows(2)
+	b0, _ := lancedb.RowsByID(o0)
+	b2, _ := lancedb.RowsByID(o2)
+	if d := lancedb.DiffByID(b2, b0); d != "" || len(b0) != 40-len(deleted) {
+		t.Errorf("optimize with the FRI in place: %d rows before, diff %s", len(b0), d)
+	}
+	if s := stats(t, opt, 3); s.NumUnindexedRows != 0 {
+		t.Errorf("after LanceDB's optimize: %+v", s)
+	}
+	if got := idsOf(t, opt, 4); len(got) != 0 {
+		t.Errorf("after LanceDB's optimize the fully deleted fragment's ids come back: %v", got)
 	}
 
 	// Physical remap, then the FRI trim.
