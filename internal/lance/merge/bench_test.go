@@ -194,3 +194,73 @@ func TestBenchMemWALMerge(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchMergeGenerations (LANCE_BENCH=1; LANCE_BENCH_ROWS, default
+// 1 000 000; LANCE_BENCH_UPSERTS, default 100 000, LanceDB's limit of one
+// generation; LANCE_BENCH_GENERATIONS, default 1,16,64,256) is docs/benchmarks.md's
+// "Lance: merge peak RSS by generations": for each count LanceDB builds the
+// table and writes the same upserts through its MemWAL in that many
+// generations; compactord merges them all in a process of its own (this
+// test binary re-run), whose peak RSS should not grow with the count.
+func TestBenchMergeGenerations(t *testing.T) {
+	if p := os.Getenv("LANCE_MERGE_CHILD"); p != "" {
+		mergeChild(t, p)
+		return
+	}
+	if os.Getenv("LANCE_BENCH") == "" {
+		t.Skip("set LANCE_BENCH=1")
+	}
+	in := lancedb.Require(t)
+	rows := envInt("LANCE_BENCH_ROWS", 1_000_000)
+	upserts := envInt("LANCE_BENCH_UPSERTS", 100_000)
+	counts := []int{1, 16, 64, 256}
+	if s := os.Getenv("LANCE_BENCH_GENERATIONS"); s != "" {
+		counts = counts[:0]
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 {
+				t.Fatalf("LANCE_BENCH_GENERATIONS: %q", f)
+			}
+			counts = append(counts, n)
+		}
+	}
+	root := t.TempDir()
+	if d := os.Getenv("LANCE_BENCH_DIR"); d != "" {
+		root = filepath.Join(d, fmt.Sprintf("merge-generations-%d", time.Now().UnixNano()))
+		t.Cleanup(func() { os.RemoveAll(root) })
+	}
+	var first usage
+	for i, n := range counts {
+		db := filepath.Join(root, strconv.Itoa(n))
+		var built struct{ MemwalMs float64 }
+		nodeJSON(t, in, &built, "gens", db, strconv.Itoa(rows), strconv.Itoa(upserts), strconv.Itoa(n))
+		cmd := exec.Command(os.Args[0], "-test.run=^TestBenchMergeGenerations$", "-test.v")
+		cmd.Env = append(os.Environ(), "LANCE_MERGE_CHILD="+filepath.Join(db, "t.lance"))
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		o := usage{Wall: time.Since(start)}
+		if err != nil {
+			t.Fatalf("merge child: %v\n%s", err, out)
+		}
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			o.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+			o.MaxRSS = ru.Maxrss << 10 // KiB on Linux
+		}
+		var commits, gens, ins, sup, skipped int
+		var s float64
+		for _, l := range strings.Split(string(out), "\n") {
+			if i := strings.Index(l, "MERGE "); i >= 0 {
+				fmt.Sscanf(l[i:], "MERGE commits=%d generations=%d inserted=%d superseded=%d skipped=%d secs=%g", &commits, &gens, &ins, &sup, &skipped, &s)
+			}
+		}
+		if gens != n || ins != upserts || sup != upserts*8/10 {
+			t.Fatalf("compactord merged %d generations (want %d), inserted %d, superseded %d (want %d, %d):\n%s", gens, n, ins, sup, upserts, upserts*8/10, out)
+		}
+		if i == 0 {
+			first = o
+		}
+		t.Logf("%4d generations (LanceDB wrote them in %.1f s): compactord merge in %d commits: %s; peak RSS %.2fx the first row's",
+			n, built.MemwalMs/1000, commits, o, float64(o.MaxRSS)/float64(first.MaxRSS))
+		os.RemoveAll(db)
+	}
+}

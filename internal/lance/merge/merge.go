@@ -33,8 +33,18 @@ type Result struct {
 
 // genBatch is one fragment of one generation with the rows that win.
 type genBatch struct {
-	batch *file.Batch
-	rows  []int // rows of batch that land in the base table, ascending
+	src  genSource
+	rows []int // rows of the fragment that land in the base table
+}
+
+// genSource is where a generation's fragment is, to read its landing rows
+// again when the new fragment is written. Only the key and tombstone
+// columns are held from the first read: holding every column of every
+// generation made the merge's peak memory grow with the generations.
+type genSource struct {
+	b    storage.Bucket
+	frag *pb.DataFragment
+	gen  uint64
 }
 
 // winner is where the newest write of a key sits.
@@ -88,7 +98,7 @@ func Execute(ctx context.Context, h *table.Handle, read *meta.ManifestFile, nami
 	for _, gb := range gens {
 		for _, g := range gb {
 			bi := int32(len(batches))
-			batches = append(batches, genBatch{batch: g.batch})
+			batches = append(batches, genBatch{src: g.src})
 			for _, r := range g.live {
 				keys.put(&g.keys, r, winner{batch: bi, row: int32(r), tombstone: g.tomb(r)})
 			}
@@ -188,7 +198,7 @@ func Execute(ctx context.Context, h *table.Handle, read *meta.ManifestFile, nami
 
 // genFragment is one fragment of a generation, decoded.
 type genFragment struct {
-	batch *file.Batch
+	src   genSource
 	keys  keyColumn
 	live  []int // rows not masked by the generation's deletion vector
 	tombs *file.Array
@@ -210,7 +220,16 @@ func readGeneration(ctx context.Context, b storage.Bucket, shard string, sst *pb
 		if err != nil {
 			return nil, fmt.Errorf("merge: generation %d: %w", sst.GetGeneration(), err)
 		}
-		batch, err := lf.ReadAll(nil)
+		cols := []string{pk.GetName()}
+		if lf.Schema.Field(TombstoneColumn) != nil {
+			cols = append(cols, TombstoneColumn)
+		}
+		var batch *file.Batch
+		if lf.Schema.Field(pk.GetName()) != nil {
+			batch, err = lf.ReadAll(cols)
+		} else {
+			batch = &file.Batch{}
+		}
 		done()
 		if err != nil {
 			return nil, fmt.Errorf("merge: generation %d fragment %d: %w", sst.GetGeneration(), f.GetId(), err)
@@ -233,7 +252,7 @@ func readGeneration(ctx context.Context, b storage.Bucket, shard string, sst *pb
 		if err != nil {
 			return nil, fmt.Errorf("merge: generation %d: %w", sst.GetGeneration(), err)
 		}
-		g := genFragment{batch: batch, keys: keys, tombs: batch.Column(TombstoneColumn), live: make([]int, 0, batch.NumRows)}
+		g := genFragment{src: genSource{b: gb, frag: f, gen: sst.GetGeneration()}, keys: keys, tombs: batch.Column(TombstoneColumn), live: make([]int, 0, batch.NumRows)}
 		for i := 0; i < batch.NumRows; i++ {
 			if dv.Contains(uint32(i)) {
 				continue
@@ -281,17 +300,17 @@ func writeFragment(ctx context.Context, b storage.Bucket, m *pb.Manifest, v file
 	if err != nil {
 		return nil, "", fmt.Errorf("merge: %w", err)
 	}
+	names := make([]string, len(top))
+	for i, f := range top {
+		names[i] = f.GetName()
+	}
 	for _, g := range batches {
 		if len(g.rows) == 0 {
 			continue
 		}
-		out := &file.Batch{NumRows: len(g.rows)}
-		for _, f := range top {
-			col := g.batch.Column(f.GetName())
-			if col == nil {
-				return nil, "", fmt.Errorf("merge: a generation has no column %q", f.GetName())
-			}
-			out.Columns = append(out.Columns, col.Take(g.rows))
+		out, err := takeRows(ctx, g, names)
+		if err != nil {
+			return nil, "", err
 		}
 		if err := w.Write(out); err != nil {
 			return nil, "", fmt.Errorf("merge: encode: %w", err)
@@ -309,4 +328,28 @@ func writeFragment(ctx context.Context, b storage.Bucket, m *pb.Manifest, v file
 	}
 	df := table.NewDataFile(name, v, w)
 	return &pb.DataFragment{Files: []*pb.DataFile{df}, PhysicalRows: uint64(rows)}, key, nil
+}
+
+// takeRows reads the landing rows of one generation fragment, the base
+// table's top-level columns only.
+func takeRows(ctx context.Context, g genBatch, names []string) (*file.Batch, error) {
+	lf, done, err := openFragment(ctx, g.src.b, g.src.frag)
+	if err != nil {
+		return nil, fmt.Errorf("merge: generation %d: %w", g.src.gen, err)
+	}
+	defer done()
+	for _, n := range names {
+		if lf.Schema.Field(n) == nil {
+			return nil, fmt.Errorf("merge: a generation has no column %q", n)
+		}
+	}
+	rows := make([]uint64, len(g.rows))
+	for i, r := range g.rows {
+		rows[i] = uint64(r)
+	}
+	tb, err := lf.Take(names, rows)
+	if err != nil {
+		return nil, fmt.Errorf("merge: generation %d fragment %d: %w", g.src.gen, g.src.frag.GetId(), err)
+	}
+	return &file.Batch{NumRows: len(g.rows), Columns: tb.Columns}, nil
 }

@@ -3,6 +3,7 @@
 //   node bench_memwal.mjs build  DB ROWS UPSERTS  build the tables, one JSON line
 //   node bench_memwal.mjs plain  DB ROWS UPSERTS [TABLE]  time LanceDB's plain mergeInsert into TABLE (default plain), one JSON line
 //   node bench_memwal.mjs digest DB TABLE         an order-independent digest of TABLE's base view
+//   node bench_memwal.mjs gens   DB ROWS UPSERTS GENS  table "t" as build makes it (no copy), the upserts written in GENS generations
 //
 // build creates table "t" of ROWS rows (id int64 0..ROWS-1, s utf8, cat
 // int32, f float64) in batches of 1 M rows, sets the primary key id and
@@ -124,6 +125,33 @@ async function build(db, rows, upserts) {
   return { baseMs, baseVersion, memwalMs, version };
 }
 
+// gens: table "t" of ROWS rows as build makes it, then the same UPSERTS
+// rows written through the MemWAL in GENS generations of equal size (one
+// mergeInsert and closeLsmWriters each), so the merge sees the same bytes
+// whatever GENS is.
+async function gens(db, rows, upserts, n) {
+  const step = 1_000_000;
+  let t = null;
+  for (let lo = 0; lo < rows; lo += step) {
+    const tb = new arrow.Table([batch(range(lo, Math.min(rows, lo + step)), "b")]);
+    if (t === null) t = await db.createTable("t", tb, { mode: "create" });
+    else await t.add(tb);
+  }
+  await t.setUnenforcedPrimaryKey(["id"]);
+  await t.setLsmWriteSpec({ specType: "unsharded", maintainedIndexes: [] });
+  const ids = upsertIds(rows, upserts);
+  const per = Math.ceil(ids.length / n);
+  const t1 = Date.now();
+  for (let lo = 0; lo < ids.length; lo += per) {
+    const part = new arrow.Table([batch(ids.subarray(lo, Math.min(ids.length, lo + per)), "u")]);
+    await t.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(part);
+    await t.closeLsmWriters();
+  }
+  const memwalMs = Date.now() - t1;
+  t.close();
+  return { memwalMs };
+}
+
 async function plain(db, rows, upserts, name) {
   const t = await db.openTable(name || "plain");
   const up = upsertTable(rows, upserts);
@@ -179,6 +207,7 @@ let out;
 if (mode === "build") out = await build(db, Number(a), Number(b));
 else if (mode === "plain") out = await plain(db, Number(a), Number(b), c);
 else if (mode === "digest") out = await digest(db, a);
+else if (mode === "gens") out = await gens(db, Number(a), Number(b), Number(c));
 else throw new Error(`unknown mode ${mode}`);
 await new Promise((resolve) => process.stdout.write(JSON.stringify(out) + "\n", resolve));
 process.exit(0);
