@@ -1,75 +1,101 @@
-// Package demo is the built-in demo workload of `make run`: it creates a
-// table (if absent) with two indices and a MemWAL, then streams upserts and
-// deletes through MemWAL writers and appends and deletes on the base table,
-// so that a newcomer sees merges, compactions, catch-ups and trims within a
-// minute. It never stops the daemon: every error is logged and the loop
-// goes on.
+// Package demo is the built-in demo workload of `make run`: it creates
+// local Lance tables (if absent) as LanceDB would — a primary key, a btree
+// index id_idx and a bitmap index cat_idx, and a MemWAL bucket-sharded on
+// the key that maintains id_idx — then streams upserts and deletes through
+// the public Go MemWAL writer (package lancewal) and appends and deletes
+// fragments of the base table, so that a newcomer sees merges, index
+// catch-ups, trims and compactions within a minute. It never stops the
+// daemon: every error is logged and the loop goes on.
+//
+// The demo is a writer like any other: it opens its tables itself, as a
+// service writing to them would, and shares nothing with the daemon.
 package demo
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	pb "github.com/compactord/compactord/gen/compactordv1"
-	"github.com/compactord/compactord/internal/index"
-	"github.com/compactord/compactord/internal/memwal"
-	"github.com/compactord/compactord/internal/ops"
-	"github.com/compactord/compactord/internal/table"
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/lance/commit"
+	"github.com/compactord/compactord/internal/lance/index"
+	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/lancewal"
 )
 
-// Schema of the demo table.
+// Columns of a demo table.
 const (
-	SchemaSpec = "id:int64,cat:string,val:float64"
-	PrimaryKey = "id"
+	KeyColumn = "id"
 	// BaseKeyStart separates the keys appended to the base table from the
 	// MemWAL's key space: an append must not repeat a live key.
 	BaseKeyStart = 1_000_000
 )
 
-// Indices the demo creates and has the MemWAL maintain.
-var Indices = []index.Spec{
-	{Name: "id_idx", Column: "id", Type: index.TypeBTree},
-	{Name: "cat_idx", Column: "cat", Type: index.TypeBitmap},
-}
+// Indices every demo table gets; the MemWAL maintains the btree (LanceDB
+// maintains btree indexes, not bitmap ones).
+const (
+	KeyIndex = "id_idx"
+	CatIndex = "cat_idx"
+)
 
 var categories = []string{"red", "green", "blue", "amber", "violet"}
+
+// Fields is a demo table's schema as LanceDB writes it: id int64 (not
+// null, the primary key), cat utf8, val double.
+func Fields() []*pb.Field {
+	return []*pb.Field{
+		{Name: KeyColumn, Id: 0, ParentId: -1, LogicalType: "int64", Encoding: pb.Encoding_PLAIN,
+			Metadata: map[string][]byte{table.PrimaryKeyPositionKey: []byte("1")}, UnenforcedPrimaryKey: true, UnenforcedPrimaryKeyPosition: 1},
+		{Name: "cat", Id: 1, ParentId: -1, LogicalType: "string", Nullable: true, Encoding: pb.Encoding_VAR_BINARY},
+		{Name: "val", Id: 2, ParentId: -1, LogicalType: "double", Nullable: true, Encoding: pb.Encoding_PLAIN},
+	}
+}
 
 // Config of the demo workload.
 type Config struct {
 	Enabled bool `yaml:"enabled"`
-	// URL of the demo table; a bare path is relative to the working
-	// directory. The daemon watches it as a table too.
+	// URL is the demo's database directory (a bare path is relative to
+	// the working directory): table <name> is <url>/<name>.lance, which
+	// LanceDB opens as table <name> of the database <url>. The daemon
+	// watches each table.
 	URL    string   `yaml:"url"`
-	Name   string   `yaml:"name"`
-	Shards []string `yaml:"shards"`
+	Tables []string `yaml:"tables"`
+	// Shards is the number of MemWAL buckets of each table (1: unsharded).
+	Shards int `yaml:"shards"`
 	// KeySpace: MemWAL records use keys in [0, KeySpace), so upserts
 	// replace earlier rows and deletes hit live keys.
 	KeySpace int64 `yaml:"key_space"`
-	// Every WriteInterval, BatchSize records go to the shards' WALs, a
-	// DeleteFraction of them tombstones.
+	// Every WriteInterval, BatchSize records per table go to the shards'
+	// WALs, a DeleteFraction of them deletes.
 	WriteInterval  time.Duration `yaml:"write_interval"`
 	BatchSize      int           `yaml:"batch_size"`
 	DeleteFraction float64       `yaml:"delete_fraction"`
-	// FlushInterval: each writer flushes its MemTable to an SSTable.
+	// FlushInterval: each writer flushes its MemTable into a generation.
 	FlushInterval time.Duration `yaml:"flush_interval"`
-	// Every BaseInterval, BaseRows rows are appended to the base table as
-	// a new fragment and a share of an earlier append is deleted.
+	// Every BaseInterval, BaseRows rows are appended to each base table as
+	// a new fragment, and the oldest demo-appended fragment beyond the
+	// newest two is deleted.
 	BaseInterval time.Duration `yaml:"base_interval"`
 	BaseRows     int           `yaml:"base_rows"`
 	Seed         uint64        `yaml:"seed"`
 }
 
-// DefaultConfig: off; when on, a modest rate (100 records/s).
+// DefaultConfig: off; when on, one table at a modest rate (100 records/s).
 func DefaultConfig() Config {
 	return Config{
-		URL: "var/compactord-demo", Name: "demo", Shards: []string{"s0", "s1"}, KeySpace: 5000,
+		URL: "var/compactord-demo", Tables: []string{"demo"}, Shards: 2, KeySpace: 5000,
 		WriteInterval: 200 * time.Millisecond, BatchSize: 20, DeleteFraction: 0.1,
 		FlushInterval: 5 * time.Second, BaseInterval: 7 * time.Second, BaseRows: 200, Seed: 1,
 	}
@@ -83,8 +109,10 @@ func (c Config) Validate() error {
 	switch {
 	case c.URL == "":
 		return errors.New("demo.url: missing")
-	case len(c.Shards) == 0:
-		return errors.New("demo.shards: give at least one shard")
+	case len(c.Tables) == 0:
+		return errors.New("demo.tables: give at least one table")
+	case c.Shards < 1 || c.Shards > 1024:
+		return fmt.Errorf("demo.shards must be in [1, 1024], got %d", c.Shards)
 	case c.KeySpace < 1 || c.KeySpace >= BaseKeyStart:
 		return fmt.Errorf("demo.key_space must be in [1, %d), got %d", BaseKeyStart, c.KeySpace)
 	case c.WriteInterval <= 0 || c.FlushInterval <= 0 || c.BaseInterval <= 0:
@@ -94,136 +122,212 @@ func (c Config) Validate() error {
 	case c.DeleteFraction < 0 || c.DeleteFraction > 1:
 		return fmt.Errorf("demo.delete_fraction must be in [0, 1], got %v", c.DeleteFraction)
 	}
-	for _, s := range c.Shards {
-		if err := memwal.ValidateShardName(s); err != nil {
-			return fmt.Errorf("demo.shards: %w", err)
+	seen := map[string]bool{}
+	for _, n := range c.Tables {
+		if n == "" || strings.ContainsAny(n, "/\\ ") || strings.HasPrefix(n, ".") {
+			return fmt.Errorf("demo.tables: %q is not a table name", n)
 		}
+		if seen[n] {
+			return fmt.Errorf("demo.tables: %q twice", n)
+		}
+		seen[n] = true
 	}
 	return nil
 }
 
+// TableURL is the URL of demo table name.
+func (c Config) TableURL(name string) string {
+	return strings.TrimSuffix(c.URL, "/") + "/" + name + ".lance"
+}
+
 // Counters of what the workload did, for logs and tests.
 type Counters struct {
-	Upserts, Tombstones, Flushes, SSTables, BaseAppends, BaseDeletes, Errors atomic.Int64
+	Upserts, Deletes, Generations, BaseAppends, BaseDeletes, Errors atomic.Int64
 }
 
 // Workload is the demo writer.
 type Workload struct {
 	cfg    Config
-	t      *ops.Table
 	logger *zap.Logger
-	// base has no component: the packages the demo calls add their own.
-	base *zap.Logger
-	rng  *rand.Rand
+	rng    *rand.Rand
+	tables []*demoTable
 	// C counts what was done.
 	C Counters
-
-	schema  *pb.Schema
-	writers map[string]*memwal.Writer
-	// baseBatches holds the keys of earlier base appends not yet deleted.
-	baseBatches [][]int64
-	nextBase    int64
 }
 
-// New checks its arguments; it does no I/O. t is the demo table (its
-// bucket may not hold a table yet).
-func New(cfg Config, t *ops.Table, logger *zap.Logger) (*Workload, error) {
+// demoTable is one table's handles and the model of what it holds.
+type demoTable struct {
+	name, url string
+	b         storage.Bucket
+	h         *table.Handle
+	wal       *lancewal.Table
+	cfg       *lancewal.Config
+	writers   map[string]*lancewal.Writer
+	// baseFrags are the fragments the demo appended and has not deleted,
+	// with their keys, oldest first.
+	baseFrags []baseFrag
+	nextBase  int64
+	// model is key → "cat/val" of every row the table should read as
+	// (through LanceDB's LSM view once every writer flushed).
+	model map[int64]string
+	// dirty are shards whose writer was dropped with rows only in the WAL.
+	dirty map[string]bool
+}
+
+type baseFrag struct {
+	id   uint64
+	keys []int64
+}
+
+// New checks its arguments; it does no I/O.
+func New(cfg Config, logger *zap.Logger) (*Workload, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if t == nil {
-		return nil, errors.New("demo: nil table")
 	}
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	return &Workload{cfg: cfg, t: t, logger: logger.With(zap.String("component", "demo")), base: logger,
-		rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), writers: map[string]*memwal.Writer{}}, nil
+	w := &Workload{cfg: cfg, logger: logger.With(zap.String("component", "demo")),
+		rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
+	for i, n := range cfg.Tables {
+		w.tables = append(w.tables, &demoTable{name: n, url: cfg.TableURL(n), writers: map[string]*lancewal.Writer{}, dirty: map[string]bool{},
+			nextBase: BaseKeyStart + int64(i)*BaseKeyStart, model: map[int64]string{}})
+	}
+	return w, nil
 }
 
-// Setup creates what is missing: the table, its indices and its MemWAL
-// configuration. It is idempotent.
-func (w *Workload) Setup(ctx context.Context) error {
-	head, err := table.ReadLatest(ctx, w.t.Bucket)
-	if errors.Is(err, table.ErrNoTable) {
-		schema, serr := table.ParseSchema(SchemaSpec, []string{PrimaryKey})
-		if serr != nil {
-			return serr
-		}
-		if _, cerr := w.t.Create(ctx, schema); cerr != nil {
-			w.logger.Info("table create lost a race or failed; reading it back", zap.Error(cerr))
-		} else {
-			w.logger.Info("created the demo table", zap.String("schema", SchemaSpec))
-		}
-		head, err = table.ReadLatest(ctx, w.t.Bucket)
-	}
-	if err != nil {
-		return fmt.Errorf("demo setup: %w", err)
-	}
-	w.nextBase = max(w.nextBase, BaseKeyStart)
-	if head.Version == 1 && len(head.Fragments) == 0 {
-		// Indices are built over data: give them some.
-		if err := w.appendBase(ctx); err != nil {
-			return fmt.Errorf("demo setup: first append: %w", err)
+// Model returns what table name should read as once the workload stopped
+// (Run returned): key → "cat/val". Call it only after Run.
+func (w *Workload) Model(name string) map[int64]string {
+	for _, t := range w.tables {
+		if t.name == name {
+			return t.model
 		}
 	}
-	for _, spec := range Indices {
-		head, err = table.ReadLatest(ctx, w.t.Bucket)
-		if err != nil {
-			return fmt.Errorf("demo setup: %w", err)
-		}
-		if table.FindIndex(head, spec.Name) != nil {
-			continue
-		}
-		if _, err := index.Create(ctx, w.t, spec, index.BuildConfig{}); err != nil {
-			return fmt.Errorf("demo setup: create index %s: %w", spec.Name, err)
-		}
-		w.logger.Info("created index", zap.String("index", spec.Name), zap.String("type", spec.Type))
-	}
-	head, err = table.ReadLatest(ctx, w.t.Bucket)
-	if err != nil {
-		return fmt.Errorf("demo setup: %w", err)
-	}
-	if mw := table.MemWal(head); mw == nil || !sameSet(mw.Shards, w.cfg.Shards) {
-		names := make([]string, len(Indices))
-		for i, s := range Indices {
-			names[i] = s.Name
-		}
-		if _, err := memwal.Configure(ctx, w.t, w.cfg.Shards, names); err != nil {
-			return fmt.Errorf("demo setup: configure MemWAL: %w", err)
-		}
-		w.logger.Info("configured the MemWAL", zap.Strings("shards", w.cfg.Shards), zap.Strings("maintained", names))
-		head, err = table.ReadLatest(ctx, w.t.Bucket)
-		if err != nil {
-			return fmt.Errorf("demo setup: %w", err)
-		}
-	}
-	w.schema = head.Schema
-	// Continue above the largest key appended before (a restart on an
-	// existing table): an append must not repeat a live key.
-	next := int64(BaseKeyStart)
-	if _, err := w.t.Scan(ctx, head.Version, func(r table.Row) error {
-		if id, ok := r[0].(int64); ok && id >= next {
-			next = id + 1
-		}
-		return nil
-	}, nil); err != nil {
-		return fmt.Errorf("demo setup: %w", err)
-	}
-	w.nextBase = max(w.nextBase, next)
 	return nil
 }
 
-func sameSet(a, b []string) bool {
-	x, y := slices.Clone(a), slices.Clone(b)
-	slices.Sort(x)
-	slices.Sort(y)
-	return slices.Equal(x, y)
+func value(cat string, val float64) string { return fmt.Sprintf("%s/%g", cat, val) }
+
+// Setup creates what is missing: each table, its first rows, its indices
+// and its MemWAL configuration. It is idempotent.
+func (w *Workload) Setup(ctx context.Context) error {
+	for _, t := range w.tables {
+		if err := w.setup(ctx, t); err != nil {
+			return fmt.Errorf("table %s: %w", t.name, err)
+		}
+	}
+	return nil
 }
 
-// Run sets the table up (retrying until it works) and streams writes until
-// ctx is done. It returns nil on cancellation.
+func (w *Workload) setup(ctx context.Context, t *demoTable) error {
+	if t.b == nil {
+		b, err := storage.Open(ctx, t.url)
+		if err != nil {
+			return err
+		}
+		c, err := commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), w.logger.With(zap.String("table", t.name)))
+		if err != nil {
+			_ = b.Close()
+			return err
+		}
+		t.b = b
+		t.h, _ = table.New(b, c)
+	}
+	switch _, _, err := meta.Latest(ctx, t.b); {
+	case errors.Is(err, meta.ErrNoTable):
+		if _, err := table.Create(ctx, t.b, Fields(), "", time.Now()); err != nil && !errors.Is(err, table.ErrExists) {
+			return err
+		}
+		// The first rows: the keys the MemWAL will update, so that merges
+		// supersede base rows.
+		rows := make([]string, 0, w.cfg.KeySpace)
+		for k := int64(0); k < w.cfg.KeySpace; k++ {
+			cat, val := categories[k%int64(len(categories))], float64(k)
+			rows = append(rows, fmt.Sprintf(`{"id":%d,"cat":%q,"val":%g}`, k, cat, val))
+			t.model[k] = value(cat, val)
+		}
+		if _, _, err := t.h.AppendJSON(ctx, strings.NewReader(strings.Join(rows, "\n"))); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	}
+	if err := createIndex(ctx, t.h, KeyIndex, KeyColumn, index.KindBTree); err != nil {
+		return err
+	}
+	if err := createIndex(ctx, t.h, CatIndex, "cat", index.KindBitmap); err != nil {
+		return err
+	}
+	if t.wal == nil {
+		wt, err := lancewal.OpenTable(ctx, t.url)
+		if err != nil {
+			return err
+		}
+		t.wal = wt
+	}
+	spec := lancewal.Config{Sharding: lancewal.Bucket, Column: KeyColumn, NumBuckets: w.cfg.Shards, MaintainedIndexes: []string{KeyIndex}}
+	if w.cfg.Shards == 1 {
+		spec = lancewal.Config{Sharding: lancewal.Unsharded, MaintainedIndexes: []string{KeyIndex}}
+	}
+	if _, err := t.wal.EnableMemWAL(ctx, spec); err != nil {
+		return err
+	}
+	cfg, err := t.wal.Config(ctx)
+	if err != nil {
+		return err
+	}
+	t.cfg = cfg
+	return nil
+}
+
+// createIndex builds index name over column of every fragment and commits
+// it, unless the table has it.
+func createIndex(ctx context.Context, h *table.Handle, name, column, kind string) error {
+	read, naming, err := h.ReadForWrite(ctx)
+	if err != nil {
+		return err
+	}
+	if len(meta.FindIndex(read.Indices, name)) > 0 {
+		return nil
+	}
+	var field *pb.Field
+	for _, f := range read.Manifest.GetFields() {
+		if f.GetName() == column {
+			field = f
+		}
+	}
+	if field == nil {
+		return fmt.Errorf("no column %q for index %s", column, name)
+	}
+	frags := roaring.New()
+	for _, f := range read.Manifest.GetFragments() {
+		frags.Add(uint32(f.GetId()))
+	}
+	v := read.Manifest.GetVersion()
+	e, err := index.Collect(ctx, h.Bucket, v, field, frags)
+	if err != nil {
+		return err
+	}
+	wr, err := index.WriteSegment(ctx, h.Bucket, kind, field, e)
+	if err != nil {
+		return err
+	}
+	ix, err := index.SegmentMetadata(name, []int32{field.GetId()}, kind, nil, v, frags, wr, time.Now())
+	if err != nil {
+		return err
+	}
+	txn := commit.NewTransaction(v)
+	txn.Operation = &pb.Transaction_CreateIndex_{CreateIndex: &pb.Transaction_CreateIndex{NewIndices: []*pb.IndexMetadata{ix}}}
+	_, err = h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn, Files: wr.Keys})
+	return err
+}
+
+// Run sets up the tables (retrying until it succeeds), then writes until
+// ctx is done; on the way out it flushes every writer and closes the
+// tables.
 func (w *Workload) Run(ctx context.Context) error {
+	defer w.close()
 	retry := time.NewTimer(0)
 	defer retry.Stop()
 	for {
@@ -242,9 +346,9 @@ func (w *Workload) Run(ctx context.Context) error {
 		w.logger.Warn("demo setup failed; retrying", zap.Error(err))
 		retry.Reset(2 * time.Second)
 	}
-	w.logger.Info("demo workload running", zap.Float64("write_interval_seconds", w.cfg.WriteInterval.Seconds()),
-		zap.Int("batch_size", w.cfg.BatchSize), zap.Float64("flush_interval_seconds", w.cfg.FlushInterval.Seconds()),
-		zap.Float64("base_interval_seconds", w.cfg.BaseInterval.Seconds()))
+	w.logger.Info("demo workload running", zap.Strings("tables", w.cfg.Tables), zap.Int("shards", w.cfg.Shards),
+		zap.Float64("write_interval_seconds", w.cfg.WriteInterval.Seconds()), zap.Int("batch_size", w.cfg.BatchSize),
+		zap.Float64("flush_interval_seconds", w.cfg.FlushInterval.Seconds()), zap.Float64("base_interval_seconds", w.cfg.BaseInterval.Seconds()))
 	write := time.NewTicker(w.cfg.WriteInterval)
 	flush := time.NewTicker(w.cfg.FlushInterval)
 	base := time.NewTicker(w.cfg.BaseInterval)
@@ -253,162 +357,226 @@ func (w *Workload) Run(ctx context.Context) error {
 	defer flush.Stop()
 	defer base.Stop()
 	defer report.Stop()
-	defer w.flushAll(context.WithoutCancel(ctx))
+	defer w.flushAll(context.WithoutCancel(ctx), true)
+	// An operation, once started, runs to its end: a write canceled
+	// half-way would leave its outcome unknown (in the WAL or not), and the
+	// model exact only while outcomes are known. Stopping waits for one.
+	op := context.WithoutCancel(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-write.C:
-			w.note(ctx, "write", w.writeBatch(ctx))
+			for _, t := range w.tables {
+				w.note(op, t, "write", w.writeBatch(op, t))
+			}
 		case <-flush.C:
-			w.flushAll(ctx)
+			w.flushAll(op, false)
 		case <-base.C:
-			w.note(ctx, "base append", w.appendBase(ctx))
-			w.note(ctx, "base delete", w.deleteBase(ctx))
+			for _, t := range w.tables {
+				w.note(op, t, "base append", w.appendBase(op, t))
+				w.note(op, t, "base delete", w.deleteBase(op, t))
+			}
 		case <-report.C:
-			w.logger.Info("demo progress", zap.Int64("upserts", w.C.Upserts.Load()), zap.Int64("tombstones", w.C.Tombstones.Load()),
-				zap.Int64("sstables", w.C.SSTables.Load()), zap.Int64("base_appends", w.C.BaseAppends.Load()),
+			w.logger.Info("demo progress", zap.Int64("upserts", w.C.Upserts.Load()), zap.Int64("deletes", w.C.Deletes.Load()),
+				zap.Int64("generations", w.C.Generations.Load()), zap.Int64("base_appends", w.C.BaseAppends.Load()),
 				zap.Int64("base_deletes", w.C.BaseDeletes.Load()), zap.Int64("errors", w.C.Errors.Load()))
 		}
 	}
 }
 
-func (w *Workload) note(ctx context.Context, what string, err error) {
+func (w *Workload) close() {
+	for _, t := range w.tables {
+		if t.wal != nil {
+			_ = t.wal.Close()
+		}
+		if t.b != nil {
+			_ = t.b.Close()
+		}
+	}
+}
+
+func (w *Workload) note(ctx context.Context, t *demoTable, what string, err error) {
 	if err == nil || ctx.Err() != nil {
 		return // stopping: an interrupted write is not a failure
 	}
 	w.C.Errors.Add(1)
-	w.logger.Warn("demo "+what+" failed; carrying on", zap.Error(err))
+	w.logger.Warn("demo "+what+" failed; carrying on", zap.String("table", t.name), zap.Error(err))
 }
 
 // writer returns the shard's writer, claiming the shard on first use and
-// again after the writer was fenced or lost track of an outcome.
-func (w *Workload) writer(ctx context.Context, shard string) (*memwal.Writer, error) {
-	if wr := w.writers[shard]; wr != nil {
+// again after a failure (a fenced or failed writer is dropped: its WAL
+// entries are replayed by the next claim).
+func (w *Workload) writer(ctx context.Context, t *demoTable, shard string) (*lancewal.Writer, error) {
+	if wr := t.writers[shard]; wr != nil {
 		return wr, nil
 	}
-	wr, err := memwal.NewWriter(memwal.Config{Shard: shard, Schema: w.schema, Logger: w.base}, w.t.Bucket)
+	wr, err := t.wal.OpenWriter(ctx, shard, lancewal.WriterOptions{})
 	if err != nil {
 		return nil, err
 	}
-	if _, err := wr.Claim(ctx); err != nil {
-		return nil, fmt.Errorf("claim shard %s: %w", shard, err)
-	}
-	w.writers[shard] = wr
+	t.writers[shard] = wr
+	delete(t.dirty, shard)
 	return wr, nil
 }
 
-func (w *Workload) dropWriterOn(shard string, err error) {
-	if errors.Is(err, memwal.ErrFenced) || errors.Is(err, memwal.ErrUnknownOutcome) {
-		delete(w.writers, shard)
+func (w *Workload) drop(t *demoTable, shard string) {
+	if wr := t.writers[shard]; wr != nil {
+		wr.Abandon()
+		delete(t.writers, shard)
 	}
+	// Its acknowledged rows are in the WAL only: the next claim replays
+	// them, and the last flush makes sure there is one.
+	t.dirty[shard] = true
 }
 
-// writeBatch sends one batch of upserts and tombstones, each key to the
-// shard its value picks, so a key's records stay ordered in one WAL.
-func (w *Workload) writeBatch(ctx context.Context) error {
-	byShard := map[string][]memwal.Record{}
-	for range w.cfg.BatchSize {
-		id := w.rng.Int64N(w.cfg.KeySpace)
-		shard := w.cfg.Shards[id%int64(len(w.cfg.Shards))]
-		if w.rng.Float64() < w.cfg.DeleteFraction {
-			byShard[shard] = append(byShard[shard], memwal.Record{Op: memwal.Delete, Row: table.Row{id, nil, nil}})
-			continue
+// writeBatch writes BatchSize records, grouped into one upsert and one
+// delete per shard.
+func (w *Workload) writeBatch(ctx context.Context, t *demoTable) error {
+	type group struct {
+		rows []lancewal.Row
+		dels []any
+	}
+	groups := map[string]*group{}
+	var order []string
+	for i := 0; i < w.cfg.BatchSize; i++ {
+		k := w.rng.Int64N(w.cfg.KeySpace)
+		s, err := t.cfg.ShardFor(k)
+		if err != nil {
+			return err
 		}
-		row := table.Row{id, categories[w.rng.IntN(len(categories))], float64(w.rng.IntN(10000)) / 100}
-		byShard[shard] = append(byShard[shard], memwal.Record{Op: memwal.Upsert, Row: row})
+		g := groups[s]
+		if g == nil {
+			g = &group{}
+			groups[s] = g
+			order = append(order, s)
+		}
+		if w.rng.Float64() < w.cfg.DeleteFraction {
+			g.dels = append(g.dels, k)
+		} else {
+			g.rows = append(g.rows, lancewal.Row{KeyColumn: k, "cat": categories[w.rng.IntN(len(categories))], "val": w.rng.Float64() * 1000})
+		}
 	}
 	var errs []error
-	for _, shard := range w.cfg.Shards {
-		recs := byShard[shard]
-		if len(recs) == 0 {
-			continue
-		}
-		wr, err := w.writer(ctx, shard)
+	for _, s := range order {
+		g := groups[s]
+		wr, err := w.writer(ctx, t, s)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if _, err := wr.Append(ctx, recs); err != nil {
-			w.dropWriterOn(shard, err)
-			errs = append(errs, err)
-			continue
-		}
-		for _, r := range recs {
-			if r.Op == memwal.Delete {
-				w.C.Tombstones.Add(1)
-			} else {
-				w.C.Upserts.Add(1)
+		// Within a batch a key's last record wins: apply upserts first,
+		// then deletes, in both the writer and the model.
+		if len(g.rows) > 0 {
+			if err := wr.Upsert(ctx, g.rows); err != nil {
+				w.drop(t, s)
+				errs = append(errs, err)
+				continue
 			}
+			for _, r := range g.rows {
+				t.model[r[KeyColumn].(int64)] = value(r["cat"].(string), r["val"].(float64))
+			}
+			w.C.Upserts.Add(int64(len(g.rows)))
+		}
+		if len(g.dels) > 0 {
+			if err := wr.Delete(ctx, g.dels); err != nil {
+				w.drop(t, s)
+				errs = append(errs, err)
+				continue
+			}
+			for _, k := range g.dels {
+				delete(t.model, k.(int64))
+			}
+			w.C.Deletes.Add(int64(len(g.dels)))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (w *Workload) flushAll(ctx context.Context) {
-	for _, shard := range w.cfg.Shards {
-		wr := w.writers[shard]
-		if wr == nil {
-			continue
+// flushAll flushes every writer; closing also releases them.
+func (w *Workload) flushAll(ctx context.Context, closing bool) {
+	for _, t := range w.tables {
+		if closing {
+			for s := range t.dirty {
+				if _, err := w.writer(ctx, t, s); err != nil {
+					w.note(ctx, t, "claim to flush", err)
+				}
+			}
 		}
-		if rows, _ := wr.Pending(); rows == 0 {
-			continue
+		for _, s := range slices.Sorted(maps.Keys(t.writers)) {
+			wr := t.writers[s]
+			g, err := wr.Flush(ctx)
+			if err != nil {
+				w.drop(t, s)
+				w.note(ctx, t, "flush", err)
+				continue
+			}
+			if g != nil {
+				w.C.Generations.Add(1)
+			}
+			if closing {
+				_ = wr.Close(ctx)
+				delete(t.writers, s)
+			}
 		}
-		fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		res, err := wr.Flush(fctx)
-		cancel()
-		if res != nil {
-			w.C.SSTables.Add(int64(len(res.SSTables)))
-		}
-		if err != nil {
-			w.dropWriterOn(shard, err)
-			w.note(ctx, "flush", err)
-			continue
-		}
-		w.C.Flushes.Add(1)
 	}
 }
 
-// appendBase appends BaseRows new rows as one fragment.
-func (w *Workload) appendBase(ctx context.Context) error {
-	rows := make([]table.Row, w.cfg.BaseRows)
-	keys := make([]int64, w.cfg.BaseRows)
-	for i := range rows {
-		id := w.nextBase + int64(i)
-		keys[i] = id
-		rows[i] = table.Row{id, categories[w.rng.IntN(len(categories))], float64(w.rng.IntN(10000)) / 100}
+// appendBase appends BaseRows new keys to the base table as one fragment.
+func (w *Workload) appendBase(ctx context.Context, t *demoTable) error {
+	var lines []string
+	keys := make([]int64, 0, w.cfg.BaseRows)
+	vals := make([]string, 0, w.cfg.BaseRows)
+	for i := 0; i < w.cfg.BaseRows; i++ {
+		k := t.nextBase
+		t.nextBase++
+		cat, val := categories[w.rng.IntN(len(categories))], float64(w.rng.IntN(1000))
+		lines = append(lines, fmt.Sprintf(`{"id":%d,"cat":%q,"val":%g}`, k, cat, val))
+		keys = append(keys, k)
+		vals = append(vals, value(cat, val))
 	}
-	if _, err := w.t.Append(ctx, rows); err != nil {
+	res, _, err := t.h.AppendJSON(ctx, strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil {
 		return err
 	}
-	w.nextBase += int64(w.cfg.BaseRows)
-	w.baseBatches = append(w.baseBatches, keys)
+	var id uint64
+	for _, f := range res.Manifest.Manifest.GetFragments() {
+		id = max(id, f.GetId())
+	}
+	t.baseFrags = append(t.baseFrags, baseFrag{id: id, keys: keys})
+	for i, k := range keys {
+		t.model[k] = vals[i]
+	}
 	w.C.BaseAppends.Add(1)
 	return nil
 }
 
-// deleteBase deletes a third of the oldest remaining base batch, making
-// its fragment deletion-heavy (compaction's other trigger).
-func (w *Workload) deleteBase(ctx context.Context) error {
-	if len(w.baseBatches) < 2 {
-		return nil // leave the newest batch alone
+// deleteBase deletes the oldest demo-appended fragment once more than two
+// are live. A fragment a compaction rewrote is no longer deletable as a
+// whole and is forgotten (its rows stay, in the model too).
+func (w *Workload) deleteBase(ctx context.Context, t *demoTable) error {
+	if len(t.baseFrags) <= 2 {
+		return nil
 	}
-	batch := w.baseBatches[0]
-	n := max(1, len(batch)/3)
-	var keys []table.Row
-	for _, id := range batch[:n] {
-		keys = append(keys, table.Row{id, nil, nil})
-	}
-	w.baseBatches[0] = batch[n:]
-	if len(w.baseBatches[0]) < w.cfg.BaseRows/3 {
-		w.baseBatches = w.baseBatches[1:]
-	}
-	res, _, err := w.t.Delete(ctx, nil, ops.DeleteSpec{Keys: keys})
+	read, _, err := t.h.ReadForWrite(ctx)
 	if err != nil {
 		return err
 	}
-	if res != nil {
-		w.C.BaseDeletes.Add(1)
+	live := map[uint64]bool{}
+	for _, f := range read.Manifest.GetFragments() {
+		live[f.GetId()] = true
 	}
+	old := t.baseFrags[0]
+	t.baseFrags = t.baseFrags[1:]
+	if !live[old.id] {
+		return nil
+	}
+	if _, err := t.h.DeleteFragments(ctx, []uint64{old.id}); err != nil {
+		return err
+	}
+	for _, k := range old.keys {
+		delete(t.model, k)
+	}
+	w.C.BaseDeletes.Add(1)
 	return nil
 }
