@@ -312,7 +312,9 @@ func (d *Daemon) tableSpecs() []scheduler.TableSpec {
 		add(scheduler.TableSpec{Name: t.Name, URL: t.URL}, "tables")
 	}
 	if d.cfg.Demo.Enabled {
-		add(scheduler.TableSpec{Name: d.cfg.Demo.Name, URL: d.cfg.Demo.URL}, "demo")
+		for _, name := range d.cfg.Demo.Tables {
+			add(scheduler.TableSpec{Name: name, URL: d.cfg.Demo.TableURL(name)}, "demo")
+		}
 	}
 	for _, sp := range d.discovered {
 		add(sp, "discover")
@@ -371,21 +373,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 		bg.Go(func() { d.discoverLoop(bgCtx) })
 	}
 	if cfg.Demo.Enabled {
-		t, closeFn, err := d.openTable(ctx, cfg.Demo.URL, cfg.Commit, cfg.Demo.Name)
+		// The demo writes as an outside service would: it opens its tables
+		// itself (the daemon watches them as it watches any table).
+		w, err := demo.New(cfg.Demo, d.deps.Logger)
 		if err != nil {
-			d.logger.Error("cannot open the demo table; the demo does not run", zap.Error(err))
+			d.logger.Error("demo workload", zap.Error(err))
 		} else {
-			w, err := demo.New(cfg.Demo, t, d.deps.Logger)
-			if err != nil {
-				_ = closeFn()
-				d.logger.Error("demo workload", zap.Error(err))
-			} else {
-				d.demo.Store(w)
-				bg.Go(func() {
-					defer closeFn()
-					_ = w.Run(bgCtx)
-				})
-			}
+			d.demo.Store(w)
+			bg.Go(func() { _ = w.Run(bgCtx) })
 		}
 	}
 
