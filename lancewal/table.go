@@ -37,6 +37,8 @@ type Config struct {
 	// MaintainedIndexes are btree indexes of the base table a flushed
 	// generation carries a copy of.
 	MaintainedIndexes []string
+
+	pk *column // the primary key, for ShardFor (set on configurations read from a table)
 }
 
 // Table is a Lance table opened for MemWAL writes. It is safe for
@@ -143,7 +145,8 @@ func (t *Table) Config(ctx context.Context) (*Config, error) {
 
 func configOf(st *state) (*Config, error) {
 	d := st.details
-	c := &Config{MaintainedIndexes: slices.Clone(d.GetMaintainedIndexes())}
+	pk := st.cols[st.pk]
+	c := &Config{MaintainedIndexes: slices.Clone(d.GetMaintainedIndexes()), pk: &pk}
 	specs := d.GetShardingSpecs()
 	if len(specs) != 1 || len(specs[0].GetFields()) != 1 {
 		return nil, fmt.Errorf("lancewal: the MemWAL has %d sharding specs; the writer supports one spec of one field", len(specs))
@@ -280,6 +283,15 @@ func (t *Table) ShardFor(ctx context.Context, key any) (string, error) {
 		return "", err
 	}
 	return shardFor(cfg, st.cols[st.pk], key)
+}
+
+// ShardFor is Table.ShardFor without reading the table: the shard of key
+// under this configuration (one read from a table: Table.Config).
+func (c *Config) ShardFor(key any) (string, error) {
+	if c.pk == nil {
+		return "", errors.New("lancewal: the configuration was not read from a table (use Table.Config)")
+	}
+	return shardFor(c, *c.pk, key)
 }
 
 // Shards lists the shard ids the configuration can route to.
