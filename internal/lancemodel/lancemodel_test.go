@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { testutil.Main(m) }
 
 var (
 	seedFlag  = flag.Uint64("seed", 0, "run only this seed (also COMPACTORD_MODEL_SEED)")
-	stepsFlag = flag.Int("steps", 60, "steps per seed")
+	stepsFlag = flag.Int("steps", 45, "steps per seed")
 	verbose   = flag.Bool("model.v", false, "log every step")
 )
 

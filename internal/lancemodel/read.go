@@ -10,6 +10,7 @@ import (
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/lance/file"
+	"github.com/compactord/compactord/internal/lance/fri"
 	"github.com/compactord/compactord/internal/lance/index"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/scan"
@@ -159,11 +160,24 @@ func (m MemWAL) Floor(shard string) uint64 {
 // segments. It returns one message per disagreement.
 func CheckIndices(ctx context.Context, b storage.Bucket, s *Snapshot) ([]string, error) {
 	var bad []string
+	// A deferred compaction leaves segments on the old addresses, which
+	// readers map through the fragment-reuse index (every version, as
+	// LanceDB does at index load).
+	fx, err := fri.Load(ctx, b, s.File)
+	if err != nil {
+		return nil, fmt.Errorf("the fragment-reuse index: %w", err)
+	}
+	remap := fx.Remapper(0)
 	physical := map[uint32]uint64{}
 	for _, f := range s.File.Manifest.GetFragments() {
 		physical[uint32(f.GetId())] = f.GetPhysicalRows()
 	}
-	full := func(frag uint32) (uint64, bool) { n, ok := physical[frag]; return n, ok }
+	full := func(frag uint32) (uint64, bool) {
+		if n, ok := physical[frag]; ok {
+			return n, true
+		}
+		return fx.PhysicalRows(frag)
+	}
 	type idx struct {
 		column  string
 		covered *roaring.Bitmap
@@ -188,18 +202,18 @@ func CheckIndices(ctx context.Context, b storage.Bucket, s *Snapshot) ([]string,
 			x = &idx{column: col, covered: roaring.New(), seen: map[uint64]bool{}}
 			byName[ix.GetName()] = x
 		}
-		bm, known, err := meta.FragmentBitmap(ix)
-		if err != nil {
-			return nil, err
-		}
-		if known {
+		if bm := fx.RemapBitmap(ix); bm != nil {
 			x.covered.Or(bm)
 		}
 		e, err := readSegment(ctx, b, ix, kind, full)
 		if err != nil {
 			return nil, fmt.Errorf("index %s segment %s: %w", ix.GetName(), meta.UUIDString(ix.GetUuid()), err)
 		}
-		for i, addr := range e.Addrs {
+		for i, old := range e.Addrs {
+			addr, ok := remap(old)
+			if !ok {
+				continue // deleted by the compaction that moved it
+			}
 			x.seen[addr] = true
 			r, live := s.Addrs[addr]
 			if !live {
@@ -236,14 +250,14 @@ func CheckIndices(ctx context.Context, b storage.Bucket, s *Snapshot) ([]string,
 
 // Unindexed counts the live rows of s in fragments no segment of index
 // name covers.
-func Unindexed(s *Snapshot, name string) (int, error) {
+func Unindexed(ctx context.Context, b storage.Bucket, s *Snapshot, name string) (int, error) {
+	fx, err := fri.Load(ctx, b, s.File)
+	if err != nil {
+		return 0, err
+	}
 	covered := roaring.New()
 	for _, ix := range meta.FindIndex(s.File.Indices, name) {
-		bm, known, err := meta.FragmentBitmap(ix)
-		if err != nil {
-			return 0, err
-		}
-		if known {
+		if bm := fx.RemapBitmap(ix); bm != nil {
 			covered.Or(bm)
 		}
 	}

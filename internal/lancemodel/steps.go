@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/internal/lance/cleanup"
+	"github.com/compactord/compactord/internal/lance/compact"
 	"github.com/compactord/compactord/internal/lance/index"
 	"github.com/compactord/compactord/internal/lance/merge"
 	"github.com/compactord/compactord/internal/lance/meta"
@@ -24,6 +25,7 @@ var stepWeights = []struct {
 	weight int
 }{
 	{"lancedb", 4}, {"append", 1}, {"deleteFragment", 1}, {"merge", 4}, {"catchup", 2}, {"trim", 2}, {"cleanup", 1},
+	{"compact", 3}, {"remap", 1},
 }
 
 func (h *harness) pick() string {
@@ -270,7 +272,7 @@ func (h *harness) compactordStep(kind string) error {
 		inj.crash = true
 		h.crash.Arm(h.rng.IntN(60))
 	}
-	commits := kind == "merge" || kind == "catchup" || kind == "append" || kind == "deleteFragment"
+	commits := kind != "trim" && kind != "cleanup"
 	if commits && !inj.fault && !inj.crash && h.rng.Float64() < h.cfg.RaceRate {
 		kinds := []string{"add", "delete", "plainMerge"}
 		if kind == "deleteFragment" {
@@ -333,6 +335,20 @@ func (h *harness) compactordStep(kind string) error {
 			o := index.Options{Rebuild: h.rng.IntN(4) == 0, MaxSegments: []int{0, 1, 2}[h.rng.IntN(3)]}
 			desc = fmt.Sprintf("index catch-up (rebuild %v, max segments %d)", o.Rebuild, o.MaxSegments)
 			_, err = index.CatchUp(h.ctx, hd, o)
+		case "compact":
+			o := compact.DefaultOptions()
+			o.TargetRowsPerFragment = []uint64{64, 1 << 20, 1 << 20}[h.rng.IntN(3)]
+			o.MaterializeDeletions, o.DeletionThreshold = true, 0.1
+			o.DeferRemap = h.rng.IntN(2) == 0
+			desc = fmt.Sprintf("compact (target %d rows, defer remap %v)", o.TargetRowsPerFragment, o.DeferRemap)
+			var res *compact.Result
+			res, err = compact.Run(h.ctx, hd, o, compact.Env{Parallelism: 2})
+			if res != nil && res.Commit != nil {
+				desc += fmt.Sprintf(": %d groups, %d segments remapped, %d deletes rebased", len(res.Plan.Groups), res.RewrittenIndices, res.Rebased)
+			}
+		case "remap":
+			desc = "index remap"
+			_, err = index.RemapIndexes(h.ctx, hd, index.RemapJobOptions{NoTrim: h.rng.IntN(4) == 0})
 		case "trim":
 			cfg := trim.Config{ReaderGrace: 0, KeepShardManifests: 2 + h.rng.IntN(2), Concurrency: 2}
 			desc = fmt.Sprintf("trim (keep %d shard manifests)", cfg.KeepShardManifests)
@@ -506,6 +522,12 @@ func (h *harness) drain() error {
 	if err := h.check(true); err != nil {
 		return err
 	}
+	if _, err := compact.Run(h.ctx, hd, compact.DefaultOptions(), compact.Env{}); err != nil {
+		return violationf("drain: compact: %v", err)
+	}
+	if _, err := index.RemapIndexes(h.ctx, hd, index.RemapJobOptions{}); err != nil {
+		return violationf("drain: index remap: %v", err)
+	}
 	if _, err := index.CatchUp(h.ctx, hd, index.Options{}); err != nil {
 		return violationf("drain: index catch-up: %v", err)
 	}
@@ -523,7 +545,7 @@ func (h *harness) drain() error {
 		return violationf("drain: %d generations still unmerged", n)
 	}
 	for _, name := range []string{idxID, idxCat} {
-		n, err := Unindexed(h.snap, name)
+		n, err := Unindexed(h.ctx, h.raw, h.snap, name)
 		if err != nil {
 			return err
 		}
