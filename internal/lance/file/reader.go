@@ -377,10 +377,71 @@ func gatherParts(fl *Field, parts []*Array, pos [][]int, n int) *Array {
 }
 
 // concatArrays joins arrays of one type (built by Take, so fully owned).
+// Flat types are joined in one pass (one allocation per buffer: joining
+// pairwise copies the growing prefix again for every part); nested ones
+// pairwise.
 func concatArrays(as []*Array) *Array {
-	out := as[0]
-	for _, a := range as[1:] {
-		out = appendArray(out, a)
+	t := as[0].Type
+	if len(as) == 1 || t.Kind == KindList || t.Kind == KindLargeList || t.Kind == KindFixedSizeList || t.Kind == KindStruct || t.Kind == KindNull {
+		out := as[0]
+		for _, a := range as[1:] {
+			out = appendArray(out, a)
+		}
+		return out
+	}
+	n, nulls := 0, false
+	for _, a := range as {
+		n += a.Len
+		nulls = nulls || a.Valid != nil
+	}
+	out := &Array{Type: t, Name: as[0].Name, Len: n}
+	if nulls {
+		out.Valid = make([]byte, bitmapLen(n))
+		at := 0
+		for _, a := range as {
+			if a.Valid == nil {
+				for i := 0; i < a.Len; i++ {
+					setBit(out.Valid, at+i)
+				}
+			} else {
+				copyBits(out.Valid, at, a.Valid, 0, a.Len)
+			}
+			at += a.Len
+		}
+	}
+	switch {
+	case t.Kind == KindBool:
+		out.Values = make([]byte, bitmapLen(n))
+		at := 0
+		for _, a := range as {
+			copyBits(out.Values, at, a.Values, 0, a.Len)
+			at += a.Len
+		}
+	case t.IsVariable():
+		total := int64(0)
+		for _, a := range as {
+			total += a.Offsets[a.Len] - a.Offsets[0]
+		}
+		out.Offsets = make([]int64, n+1)
+		out.Values = alloc(int(total))
+		at, base := 0, int64(0)
+		for _, a := range as {
+			o0 := a.Offsets[0]
+			for i := 1; i <= a.Len; i++ {
+				out.Offsets[at+i] = base + a.Offsets[i] - o0
+			}
+			copy(out.Values[base:], a.Values[o0:a.Offsets[a.Len]])
+			base += a.Offsets[a.Len] - o0
+			at += a.Len
+		}
+	default:
+		w := t.ByteWidth()
+		out.Values = alloc(n * w)
+		at := 0
+		for _, a := range as {
+			copy(out.Values[at*w:], a.Values[:a.Len*w])
+			at += a.Len
+		}
 	}
 	return out
 }
