@@ -2,7 +2,9 @@ package compact
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 
@@ -57,10 +59,12 @@ type Output struct {
 	// Changed are the surviving old row addresses. Their rows fill the
 	// new fragments in ascending address order (Lance's FRI row map).
 	Changed *roaring64.Bitmap
-	// Deleted is each old fragment's deletion vector as read (by id).
-	Deleted map[uint64]*roaring.Bitmap
-	Files   []string
-	Stats   Stats
+	// Deleted is each old fragment's deletion vector as read, Survivors
+	// its other rows (by id).
+	Deleted   map[uint64]*roaring.Bitmap
+	Survivors map[uint64]*roaring.Bitmap
+	Files     []string
+	Stats     Stats
 }
 
 // Execute writes the new data files of one group of a plan made from m.
@@ -82,7 +86,7 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 	if maxBytes == 0 {
 		maxBytes = DefaultMaxBytesPerFile
 	}
-	out = &Output{Group: g, Old: g.Old(), Changed: roaring64.New(), Deleted: map[uint64]*roaring.Bitmap{}}
+	out = &Output{Group: g, Old: g.Old(), Deleted: map[uint64]*roaring.Bitmap{}, Survivors: map[uint64]*roaring.Bitmap{}}
 	out.Stats.Groups = 1
 	out.Stats.FragmentsIn = len(out.Old)
 	var top []string
@@ -120,23 +124,10 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 			out.Deleted[f.GetId()] = dv
 			phys := f.GetPhysicalRows()
 			live := phys - dv.GetCardinality()
-			base := uint64(f.GetId()) << 32
-			if dv.IsEmpty() {
-				out.Changed.AddRange(base, base+phys)
-			} else {
-				it := dv.Iterator()
-				prev := uint64(0)
-				for it.HasNext() {
-					d := uint64(it.Next())
-					if d > prev {
-						out.Changed.AddRange(base+prev, base+d)
-					}
-					prev = d + 1
-				}
-				if prev < phys {
-					out.Changed.AddRange(base+prev, base+phys)
-				}
-			}
+			surv := roaring.New()
+			surv.AddRange(0, phys)
+			surv.AndNot(dv)
+			out.Survivors[f.GetId()] = surv
 			out.Stats.RowsDropped += phys - live
 			if dv.IsEmpty() && copyable(src, m.GetFields(), v) {
 				if w.rows > 0 && w.rows+phys > o.TargetRowsPerFragment {
@@ -168,6 +159,42 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 		if err := w.finish(out); err != nil {
 			return out, err
 		}
+	}
+	if out.Changed, err = changedAddrs(out.Old, out.Survivors); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// changedAddrs is the 64-bit set of surviving addresses, assembled from
+// the per-fragment sets in roaring64's portable form (one 32-bit bitmap
+// per fragment id), which costs a copy instead of a union per run.
+func changedAddrs(old []*pb.DataFragment, surv map[uint64]*roaring.Bitmap) (*roaring64.Bitmap, error) {
+	var buf bytes.Buffer
+	var n [8]byte
+	k := 0
+	for _, f := range old {
+		if !surv[f.GetId()].IsEmpty() {
+			k++
+		}
+	}
+	binary.LittleEndian.PutUint64(n[:], uint64(k))
+	buf.Write(n[:])
+	for _, f := range old {
+		s := surv[f.GetId()]
+		if s.IsEmpty() {
+			continue
+		}
+		binary.LittleEndian.PutUint32(n[:4], uint32(f.GetId()))
+		buf.Write(n[:4])
+		s.RunOptimize()
+		if _, err := s.WriteTo(&buf); err != nil {
+			return nil, err
+		}
+	}
+	out := roaring64.New()
+	if err := out.UnmarshalBinary(buf.Bytes()); err != nil {
+		return nil, fmt.Errorf("surviving addresses: %w", err)
 	}
 	return out, nil
 }

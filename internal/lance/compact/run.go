@@ -410,11 +410,20 @@ func (r *rebaser) rebase(ctx context.Context, cur, theirs *pb.Transaction, f *me
 		fresh.AndNot(out.Deleted[id])
 		it := fresh.Iterator()
 		for it.HasNext() {
-			addr := uint64(id)<<32 | uint64(it.Next())
-			if !out.Changed.Contains(addr) {
+			off := it.Next()
+			surv := out.Survivors[id]
+			if !surv.Contains(off) {
 				continue
 			}
-			k := out.Changed.Rank(addr) - 1
+			// The row's position among the group's survivors: those of
+			// the fragments before it (ascending ids), then its rank.
+			k := surv.Rank(off) - 1
+			for _, of := range out.Old {
+				if of.GetId() == id {
+					break
+				}
+				k += out.Survivors[of.GetId()].GetCardinality()
+			}
 			for _, nf := range out.New {
 				if k < nf.GetPhysicalRows() {
 					bm := r.deleted[nf.GetId()]

@@ -1,0 +1,134 @@
+// The compaction benchmark's LanceDB side (TestBenchCompaction).
+//
+//   node bench_compact.mjs build    DB TABLE ROWS FRAGROWS DELETE  build TABLE, one JSON line
+//   node bench_compact.mjs optimize DB TABLE                       time LanceDB's optimize() of TABLE, one JSON line
+//   node bench_compact.mjs digest   DB TABLE                       an order-independent digest of TABLE
+//
+// build creates TABLE of ROWS rows (id int64 0..ROWS-1, s utf8, cat int32,
+// f float64), one fragment per FRAGROWS rows (one add each), then, when
+// DELETE is not 0, deletes the rows with id % DELETE = 3 (1/DELETE of every
+// fragment). optimize runs in a process of its own, so its CPU time and
+// peak RSS are the optimize's alone.
+//
+// LanceDB is found through $LANCEDB_NODE_MODULES, as oracle.mjs does.
+
+import { createRequire } from "node:module";
+import fs from "node:fs";
+import path from "node:path";
+
+const require = createRequire(path.join(process.env.LANCEDB_NODE_MODULES, "..", "package.json"));
+const lancedb = require("@lancedb/lancedb");
+const arrow = require("apache-arrow");
+
+const schema = new arrow.Schema([
+  new arrow.Field("id", new arrow.Int64(), false),
+  new arrow.Field("s", new arrow.Utf8(), true),
+  new arrow.Field("cat", new arrow.Int32(), true),
+  new arrow.Field("f", new arrow.Float64(), true),
+]);
+
+// batch builds rows for ids (a BigInt64Array) with s = prefix + id.
+function batch(ids, prefix) {
+  const n = ids.length;
+  const enc = new TextEncoder();
+  const offsets = new Int32Array(n + 1);
+  const parts = new Array(n);
+  let total = 0;
+  for (let i = 0; i < n; i++) {
+    parts[i] = enc.encode(prefix + ids[i]);
+    total += parts[i].length;
+    offsets[i + 1] = total;
+  }
+  const data = new Uint8Array(total);
+  for (let i = 0; i < n; i++) data.set(parts[i], offsets[i]);
+  const cat = new Int32Array(n);
+  const f = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    cat[i] = Number(ids[i] % 4n);
+    f[i] = Number(ids[i]) / 2;
+  }
+  const children = [
+    arrow.makeData({ type: new arrow.Int64(), length: n, nullCount: 0, data: ids }),
+    arrow.makeData({ type: new arrow.Utf8(), length: n, nullCount: 0, valueOffsets: offsets, data }),
+    arrow.makeData({ type: new arrow.Int32(), length: n, nullCount: 0, data: cat }),
+    arrow.makeData({ type: new arrow.Float64(), length: n, nullCount: 0, data: f }),
+  ];
+  const struct = arrow.makeData({ type: new arrow.Struct(schema.fields), length: n, nullCount: 0, children });
+  return new arrow.RecordBatch(schema, struct);
+}
+
+function range(lo, hi) {
+  const a = new BigInt64Array(hi - lo);
+  for (let i = 0; i < a.length; i++) a[i] = BigInt(lo + i);
+  return a;
+}
+
+function usage() {
+  const u = process.resourceUsage();
+  return { cpuMs: (u.userCPUTime + u.systemCPUTime) / 1000, maxRssKb: u.maxRSS };
+}
+
+async function build(db, name, rows, fragRows, del) {
+  const t0 = Date.now();
+  let t = null;
+  for (let lo = 0; lo < rows; lo += fragRows) {
+    const tb = new arrow.Table([batch(range(lo, Math.min(rows, lo + fragRows)), "b")]);
+    if (t === null) t = await db.createTable(name, tb, { mode: "create" });
+    else await t.add(tb);
+  }
+  if (del > 0) await t.delete(`id % ${del} = 3`);
+  const count = await t.countRows();
+  const version = await t.version();
+  t.close();
+  return { buildMs: Date.now() - t0, count, version };
+}
+
+async function optimize(db, name) {
+  const t = await db.openTable(name);
+  const before = usage();
+  const t0 = Date.now();
+  const r = await t.optimize();
+  const wallMs = Date.now() - t0;
+  const after = usage();
+  const count = await t.countRows();
+  t.close();
+  return { wallMs, cpuMs: after.cpuMs - before.cpuMs, maxRssKb: after.maxRssKb, count, compaction: r.compaction };
+}
+
+// digest: count, the sum of ids and a sum of per-row hashes of (id, s),
+// over the base view (no LSM): equal for equal sets of rows.
+async function digest(db, name) {
+  const t = await db.openTable(name);
+  let count = 0;
+  let idSum = 0n;
+  let h = 0n;
+  const mask = (1n << 64n) - 1n;
+  const stream = await t.query().select(["id", "s"]).toArrow();
+  for (const b of stream.batches) {
+    const ids = b.getChild("id").data[0];
+    const s = b.getChild("s").data[0];
+    const iv = ids.values;
+    const off = s.valueOffsets;
+    const sv = s.values;
+    for (let i = 0; i < b.numRows; i++) {
+      const id = iv[ids.offset + i];
+      let x = 2166136261;
+      for (let k = off[s.offset + i]; k < off[s.offset + i + 1]; k++) x = Math.imul(x ^ sv[k], 16777619) >>> 0;
+      idSum += id;
+      h = (h + ((BigInt(x) << 32n) ^ BigInt.asUintN(64, id) * 0x9e3779b97f4a7c15n)) & mask;
+      count++;
+    }
+  }
+  t.close();
+  return { count, idSum: idSum.toString(), hash: h.toString() };
+}
+
+const [mode, dbDir, a, b, c, d] = process.argv.slice(2);
+const db = await lancedb.connect(dbDir);
+let out;
+if (mode === "build") out = await build(db, a, Number(b), Number(c), Number(d));
+else if (mode === "optimize") out = await optimize(db, a);
+else if (mode === "digest") out = await digest(db, a);
+else throw new Error(`unknown mode ${mode}`);
+await new Promise((resolve) => process.stdout.write(JSON.stringify(out) + "\n", resolve));
+process.exit(0);
