@@ -114,9 +114,12 @@ deploy-check:
 
 # Reliability soak (docs/reliability.md): the model test, the crash
 # campaign and the concurrency campaign, one after another, for
-# DURATION in all (shares 40/35/25%); then the Lance crash campaign
-# (internal/lancecrash: SIGKILL in merge, index catch-up and trim) for
-# another 10% of DURATION. The binaries are built first, so the
+# DURATION in all (shares 40/35/25%); then the Lance campaigns for
+# another DURATION: the Lance crash campaign (internal/lancecrash: SIGKILL
+# in merge, index catch-up and trim, 10%), the Lance model test
+# (internal/lancemodel, 50%) and the Lance concurrency campaign
+# (internal/lanceconcurrency: LanceDB writers against two daemons and CLI
+# jobs, 40%). The binaries are built first, so the
 # run tests one build even if the tree changes meanwhile. The full log goes
 # to SOAK_LOG; the summary sums operations, injected faults, crashes
 # survived and violations, which must be 0.
@@ -127,10 +130,10 @@ SOAK_LOG ?= $(SOAK_DIR)/soak.log
 soak: tools
 	@mkdir -p $(SOAK_DIR) $(dir $(SOAK_LOG))
 	$(GO) build -o $(SOAK_DIR)/compactord ./cmd/compactord
-	@for p in model crash concurrency lancecrash; do $(GO) test -c -o $(SOAK_DIR)/$$p.test ./internal/$$p || exit 1; done
+	@for p in model crash concurrency lancecrash lancemodel lanceconcurrency; do $(GO) test -c -o $(SOAK_DIR)/$$p.test ./internal/$$p || exit 1; done
 	@echo "soak for $(DURATION); log in $(SOAK_LOG)"
 	@: > $(SOAK_LOG); status=0; \
-	for p in model crash concurrency lancecrash; do \
+	for p in model crash concurrency lancecrash lancemodel lanceconcurrency; do \
 		(cd internal/$$p && COMPACTORD_SOAK=$(DURATION) COMPACTORD_BINARY=$(abspath $(SOAK_DIR))/compactord \
 			$(abspath $(SOAK_DIR))/$$p.test -test.v -test.count=1 -test.timeout=0 -test.run '^TestSoak') >> $(SOAK_LOG) 2>&1 || status=1; \
 	done; \
