@@ -234,7 +234,12 @@ func remapIndexOnce(ctx context.Context, h *table.Handle, name string, o RemapJo
 		if n, ok := live[frag]; ok {
 			return n, true
 		}
-		return ix.PhysicalRows(frag)
+		if n, ok := ix.PhysicalRows(frag); ok {
+			return n, true
+		}
+		// A dead fragment no version compacted (fully deleted): its rows
+		// are dropped below whatever their count, so expand none.
+		return 0, true
 	}
 	through := ix.Remapper(0)
 	// Rows of fragments no longer live are deleted whatever the FRI says:
