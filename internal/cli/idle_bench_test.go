@@ -12,9 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/compactord/compactord/internal/commit"
+	lcommit "github.com/compactord/compactord/internal/lance/commit"
+	ltable "github.com/compactord/compactord/internal/lance/table"
 	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/ops"
 	"github.com/compactord/compactord/internal/storage"
@@ -71,8 +74,107 @@ func TestIdleDaemonFootprint(t *testing.T) {
 		_ = b.Close()
 		fmt.Fprintf(&cfg, "  - url: %s\n", url)
 	}
+	rss, cpuPct := measureIdle(t, bin, dir, cfg.String(), window)
+	t.Logf("idle daemon, 100 tables x 2 shards: RSS max %.1f MiB, CPU %.3f%% of one core", float64(rss)/(1<<20), cpuPct)
+	if rss > 50<<20 {
+		t.Errorf("RSS %.1f MiB over the 50 MiB goal", float64(rss)/(1<<20))
+	}
+	if cpuPct > 1 {
+		t.Errorf("CPU %.3f%% over the 1%% goal", cpuPct)
+	}
+}
+
+// TestIdleDaemonFootprintLance is the same measurement on Lance tables:
+// COMPACTORD_BENCH_TABLES (default 1000) small Lance tables that
+// compactord's own code creates (one append of 100 rows each), watched by
+// the real binary with the default configuration. Goals: 1000 tables
+// within 64 MiB and 2% of a core, 100 within 50 MiB and 1%.
+//
+//	COMPACTORD_BENCH_IDLE=1 go test ./internal/cli -run TestIdleDaemonFootprintLance -v
+func TestIdleDaemonFootprintLance(t *testing.T) {
+	if os.Getenv("COMPACTORD_BENCH_IDLE") != "1" {
+		t.Skip("set COMPACTORD_BENCH_IDLE=1 to run the idle-footprint benchmark")
+	}
+	window := 60 * time.Second
+	if s := os.Getenv("COMPACTORD_BENCH_SECONDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		window = time.Duration(n) * time.Second
+	}
+	tables := 1000
+	if s := os.Getenv("COMPACTORD_BENCH_TABLES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("COMPACTORD_BENCH_TABLES=%q", s)
+		}
+		tables = n
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "compactord")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/compactord").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	s, err := table.ParseSchema("id:int64,cat:string,val:float64", []string{"id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields, err := ltable.LanceFields(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&rows, `{"id":%d,"cat":"c%d","val":%d.5}`+"\n", i, i%5, i)
+	}
+	var cfg strings.Builder
+	cfg.WriteString("http:\n  listen: 127.0.0.1:0\nlog:\n  level: warn\ntables:\n")
+	for i := range tables {
+		url := "file://" + filepath.Join(dir, "tables", fmt.Sprintf("t%04d.lance", i))
+		b, err := storage.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ltable.Create(ctx, b, fields, "", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		c, err := lcommit.NewCommitter(lcommit.DefaultConfig(), b, lcommit.RealClock{}, lcommit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := ltable.New(b, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := h.AppendJSON(ctx, strings.NewReader(rows.String())); err != nil {
+			t.Fatal(err)
+		}
+		_ = b.Close()
+		fmt.Fprintf(&cfg, "  - url: %s\n", url)
+	}
+	rss, cpuPct := measureIdle(t, bin, dir, cfg.String(), window)
+	t.Logf("idle daemon, %d Lance tables: RSS max %.1f MiB, CPU %.3f%% of one core", tables, float64(rss)/(1<<20), cpuPct)
+	maxRSS, maxCPU := int64(64<<20), 2.0
+	if tables <= 100 {
+		maxRSS, maxCPU = 50<<20, 1
+	}
+	if rss > maxRSS {
+		t.Errorf("RSS %.1f MiB over the %d MiB goal", float64(rss)/(1<<20), maxRSS>>20)
+	}
+	if cpuPct > maxCPU {
+		t.Errorf("CPU %.3f%% over the %g%% goal", cpuPct, maxCPU)
+	}
+}
+
+// measureIdle runs the daemon on cfg, lets every table be synced, polled
+// and leased once, then samples RSS each second over window and the CPU
+// used in it.
+func measureIdle(t *testing.T, bin, dir, cfg string, window time.Duration) (maxRSS int64, cpuPct float64) {
+	t.Helper()
 	file := filepath.Join(dir, "c.yaml")
-	if err := os.WriteFile(file, []byte(cfg.String()), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "run", "--config", file, "--log-level", "info")
@@ -101,24 +203,18 @@ func TestIdleDaemonFootprint(t *testing.T) {
 	pid := cmd.Process.Pid
 	cpu0, _ := procCPU(t, pid)
 	start := time.Now()
-	var maxRSS int64
 	for time.Since(start) < window {
 		time.Sleep(time.Second) // sampling interval of the measurement
 		maxRSS = max(maxRSS, procRSS(t, pid))
 	}
 	cpu1, hz := procCPU(t, pid)
 	elapsed := time.Since(start).Seconds()
-	cpuPct := float64(cpu1-cpu0) / hz / elapsed * 100
+	cpuPct = float64(cpu1-cpu0) / hz / elapsed * 100
 	hwm := procField(t, pid, "VmHWM:")
 	anon, mapped := procField(t, pid, "RssAnon:"), procField(t, pid, "RssFile:")
-	t.Logf("idle daemon, 100 tables x 2 shards, %0.fs window: RSS max %.1f MiB (high-water %.1f MiB; at the end %.1f MiB anonymous + %.1f MiB of the binary's pages), CPU %.3f%% of one core (%.2f CPU-seconds per minute)",
+	t.Logf("%0.fs window: RSS max %.1f MiB (high-water %.1f MiB; at the end %.1f MiB anonymous + %.1f MiB of the binary's pages), CPU %.3f%% of one core (%.2f CPU-seconds per minute)",
 		elapsed, float64(maxRSS)/(1<<20), float64(hwm)/(1<<20), float64(anon)/(1<<20), float64(mapped)/(1<<20), cpuPct, float64(cpu1-cpu0)/hz/elapsed*60)
-	if maxRSS > 50<<20 {
-		t.Errorf("RSS %.1f MiB over the 50 MiB goal", float64(maxRSS)/(1<<20))
-	}
-	if cpuPct > 1 {
-		t.Errorf("CPU %.3f%% over the 1%% goal", cpuPct)
-	}
+	return maxRSS, cpuPct
 }
 
 func procCPU(t *testing.T, pid int) (ticks int64, hz float64) {
