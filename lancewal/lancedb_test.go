@@ -100,3 +100,72 @@ func TestLanceDBReadsGoGeneration(t *testing.T) {
 		})
 	}
 }
+
+// TestLanceDBOpensGoTable: a table the Go API created, indexed and
+// configured is one LanceDB opens: it lists the btree, reports the write
+// spec, reads the flushed rows through its LSM view, and its own MemWAL
+// writer writes the table after the Go writer (claiming the shard).
+func TestLanceDBOpensGoTable(t *testing.T) {
+	lancedb.Require(t)
+	ctx := t.Context()
+	dir := t.TempDir()
+	tbl, err := CreateTable(ctx, dir+"/t.lance", []Column{
+		{Name: "id", Type: "int64"}, {Name: "s", Type: "string", Nullable: true},
+		{Name: "cat", Type: "int32", Nullable: true}, {Name: "f", Type: "double", Nullable: true},
+	}, "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Close()
+	if err := tbl.CreateIndex(ctx, "id_idx", "id", BTree); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := tbl.EnableMemWAL(ctx, Config{Sharding: Bucket, Column: "id", NumBuckets: 3, MaintainedIndexes: []string{"id_idx"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]string{}
+	rows := goRows(0, 40, "go-")
+	writers := map[string]*Writer{}
+	for _, r := range rows {
+		s, err := cfg.ShardFor(r["id"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if writers[s] == nil {
+			if writers[s], err = tbl.OpenWriter(ctx, s, WriterOptions{MaxRows: 5}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := writers[s].Upsert(ctx, []Row{r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	putModel(want, rows)
+	for _, w := range writers {
+		if err := w.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &lancedb.Fixture{URI: dir, Table: "t", Dir: dir + "/t.lance"}
+	res := f.Run(t, lancedb.GetLsmWriteSpec(), lancedb.ListIndices())
+	spec, err := res.LsmWriteSpec(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec == nil || spec.SpecType != "bucket" || spec.Column != "id" || spec.NumBuckets != 3 || fmt.Sprint(spec.MaintainedIndexes) != "[id_idx]" {
+		t.Fatalf("LanceDB reads the spec as %+v", spec)
+	}
+	if ixs, err := res.Indices(1); err != nil || len(ixs) != 1 || ixs[0].Name != "id_idx" || ixs[0].IndexType != "BTree" {
+		t.Fatalf("LanceDB lists indices %+v (%v)", ixs, err)
+	}
+	if d := lancedb.DiffByID(lsmView(t, f), want); d != "" {
+		t.Fatalf("LSM view of the Go-made table:\n%s", d)
+	}
+	more := lanceRows(goRows(35, 45, "ldb-"))
+	f.Run(t, lancedb.MergeInsert("id", more), lancedb.CloseLsmWriters())
+	putModel(want, goRows(35, 45, "ldb-"))
+	if d := lancedb.DiffByID(lsmView(t, f), want); d != "" {
+		t.Fatalf("LSM view after LanceDB wrote the Go-made table:\n%s", d)
+	}
+}

@@ -227,7 +227,7 @@ func (t *Table) EnableMemWAL(ctx context.Context, cfg Config) (*Config, error) {
 		IndexVersion: proto.Int32(0), CreatedAt: proto.Uint64(uint64(t.now().UnixMilli()))}
 	txn := commit.NewTransaction(st.read.Manifest.GetVersion())
 	txn.Operation = &pb.Transaction_CreateIndex_{CreateIndex: &pb.Transaction_CreateIndex{NewIndices: []*pb.IndexMetadata{ix}}}
-	c, err := commit.NewCommitter(commit.DefaultConfig(), t.b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
+	c, err := newCommitter(t.b)
 	if err != nil {
 		return nil, err
 	}
@@ -334,4 +334,8 @@ func appendLE64(b []byte, v uint64) []byte {
 		b = append(b, byte(v>>(8*i)))
 	}
 	return b
+}
+
+func newCommitter(b storage.Bucket) (*commit.Committer, error) {
+	return commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
 }

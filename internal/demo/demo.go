@@ -22,13 +22,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/lance/commit"
-	"github.com/compactord/compactord/internal/lance/index"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/table"
 	"github.com/compactord/compactord/internal/storage"
@@ -253,18 +251,18 @@ func (w *Workload) setup(ctx context.Context, t *demoTable) error {
 	case err != nil:
 		return err
 	}
-	if err := createIndex(ctx, t.h, KeyIndex, KeyColumn, index.KindBTree); err != nil {
-		return err
-	}
-	if err := createIndex(ctx, t.h, CatIndex, "cat", index.KindBitmap); err != nil {
-		return err
-	}
 	if t.wal == nil {
 		wt, err := lancewal.OpenTable(ctx, t.url)
 		if err != nil {
 			return err
 		}
 		t.wal = wt
+	}
+	if err := t.wal.CreateIndex(ctx, KeyIndex, KeyColumn, lancewal.BTree); err != nil {
+		return err
+	}
+	if err := t.wal.CreateIndex(ctx, CatIndex, "cat", lancewal.Bitmap); err != nil {
+		return err
 	}
 	spec := lancewal.Config{Sharding: lancewal.Bucket, Column: KeyColumn, NumBuckets: w.cfg.Shards, MaintainedIndexes: []string{KeyIndex}}
 	if w.cfg.Shards == 1 {
@@ -279,48 +277,6 @@ func (w *Workload) setup(ctx context.Context, t *demoTable) error {
 	}
 	t.cfg = cfg
 	return nil
-}
-
-// createIndex builds index name over column of every fragment and commits
-// it, unless the table has it.
-func createIndex(ctx context.Context, h *table.Handle, name, column, kind string) error {
-	read, naming, err := h.ReadForWrite(ctx)
-	if err != nil {
-		return err
-	}
-	if len(meta.FindIndex(read.Indices, name)) > 0 {
-		return nil
-	}
-	var field *pb.Field
-	for _, f := range read.Manifest.GetFields() {
-		if f.GetName() == column {
-			field = f
-		}
-	}
-	if field == nil {
-		return fmt.Errorf("no column %q for index %s", column, name)
-	}
-	frags := roaring.New()
-	for _, f := range read.Manifest.GetFragments() {
-		frags.Add(uint32(f.GetId()))
-	}
-	v := read.Manifest.GetVersion()
-	e, err := index.Collect(ctx, h.Bucket, v, field, frags)
-	if err != nil {
-		return err
-	}
-	wr, err := index.WriteSegment(ctx, h.Bucket, kind, field, e)
-	if err != nil {
-		return err
-	}
-	ix, err := index.SegmentMetadata(name, []int32{field.GetId()}, kind, nil, v, frags, wr, time.Now())
-	if err != nil {
-		return err
-	}
-	txn := commit.NewTransaction(v)
-	txn.Operation = &pb.Transaction_CreateIndex_{CreateIndex: &pb.Transaction_CreateIndex{NewIndices: []*pb.IndexMetadata{ix}}}
-	_, err = h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn, Files: wr.Keys})
-	return err
 }
 
 // Run sets up the tables (retrying until it succeeds), then writes until

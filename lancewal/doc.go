@@ -1,0 +1,40 @@
+// Package lancewal writes Lance tables through their MemWAL, as LanceDB's
+// own writers do, so a Go service can write a Lance table without Rust.
+// What it writes, LanceDB's LSM view reads; compactord merges it into the
+// base table; and its fencing interoperates with LanceDB's writers: either
+// side claiming a shard fences the other.
+//
+// A table's MemWAL (its __lance_mem_wal system index, which LanceDB's
+// setLsmWriteSpec installs and EnableMemWAL can install) routes every
+// primary key to one shard: one shard for an unsharded spec, or one of N by
+// a murmur3 hash of the key for a bucket spec. Each shard has one owner at
+// a time, a Writer:
+//
+//   - OpenWriter claims the shard: it writes the shard's next manifest with
+//     the next writer epoch (put-if-absent, so of two claims one wins), puts
+//     a fence sentinel at the next WAL position (where the previous owner
+//     would append next, so its append collides and it learns it was
+//     fenced), and replays the WAL entries no generation covers yet.
+//   - Upsert and Delete append one WAL entry each (an Arrow IPC stream of
+//     the table's columns plus _tombstone, tagged with the writer epoch);
+//     the call returns once the entry is durable. Rows are buffered in a
+//     MemTable.
+//   - Flush writes the MemTable as the shard's next generation (a Lance
+//     dataset of one fragment holding each key's newest write, copies of
+//     the maintained btree indexes, the _pk_index btree and
+//     bloom_filter.bin, laid out as LanceDB 0.39 flushes one) and then the
+//     shard manifest that lists it and moves the WAL replay position past
+//     it.
+//
+// Readers see a row once its generation is in the shard manifest; a WAL
+// entry not yet flushed is durable but invisible until the shard's next
+// owner replays and flushes it (LanceDB's readers do not read the WAL).
+//
+// Files:
+//   - table.go: opening a table, its MemWAL configuration, key routing
+//   - create.go: creating a table and its scalar indexes
+//   - writer.go: claiming, fencing, WAL entries, replay
+//   - memtable.go, columns.go: buffered rows and their Arrow and Lance forms
+//   - flush.go: generations
+//   - hash.go: shard ids, bucket hashing, the bloom filter
+package lancewal
