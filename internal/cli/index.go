@@ -174,6 +174,9 @@ func newIndexLookupCmd(e *env) *cobra.Command {
 		Short: "Print the rows whose indexed column equals K, as JSON lines",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if handled, err := runLanceLookup(cmd, e, args[0], name, key, version, indexOnly, addrs); handled {
+				return err
+			}
 			t, done, err := openTable(cmd.Context(), e, args[0])
 			if err != nil {
 				return err

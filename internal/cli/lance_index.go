@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	lindex "github.com/compactord/compactord/internal/lance/index"
+	"github.com/compactord/compactord/internal/lance/meta"
 )
 
 // lanceCatchupHelp is appended to index catchup's help.
@@ -130,4 +131,34 @@ version. The FRI is replaced by one with the kept versions, or removed when none
 				"dropped": tr.Dropped, "kept": tr.Kept, "removed": tr.Removed, "attempts": tr.Attempts})
 		},
 	}
+}
+
+// runLanceLookup runs `index lookup` when url is a Lance dataset: the rows
+// whose indexed column equals key, through the index's segments remapped
+// by the fragment-reuse index (and a scan of what no segment covers unless
+// indexOnly).
+func runLanceLookup(cmd *cobra.Command, e *env, url, name, key string, version uint64, indexOnly, addrs bool) (handled bool, err error) {
+	ctx := cmd.Context()
+	b, ok, err := openLance(ctx, url)
+	if err != nil || !ok {
+		return err != nil, err
+	}
+	defer b.Close()
+	var read *meta.ManifestFile
+	if version == 0 {
+		read, _, err = meta.ReadLatest(ctx, b)
+	} else {
+		var n meta.Naming
+		if _, n, err = meta.Latest(ctx, b); err == nil {
+			read, err = meta.ReadVersion(ctx, b, n, version)
+		}
+	}
+	if err != nil {
+		return true, err
+	}
+	res, err := lindex.Lookup(ctx, b, read, name, key, lindex.LookupOptions{IndexOnly: indexOnly})
+	if err != nil {
+		return true, err
+	}
+	return true, lindex.WriteRows(ctx, b, read, res.Addrs, e.stdout, addrs)
 }

@@ -137,6 +137,43 @@ func TestLanceIndexRemapCLI(t *testing.T) {
 		t.Fatalf("inspect: frag_reuse %s", out)
 	}
 	checkLanceDB("compacted")
+	lookup := func(when, name, key string, wantIDs ...int64) {
+		t.Helper()
+		code, out, stderr := runCLI(t, "index", "lookup", f.Dir, "--name", name, "--key", key, "--addresses")
+		if code != 0 {
+			t.Fatalf("%s: index lookup %s %s: exit %d: %s", when, name, key, code, stderr)
+		}
+		var got []int64
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if l == "" {
+				continue
+			}
+			var row struct {
+				ID   int64  `json:"id"`
+				Frag *int64 `json:"_fragment"`
+			}
+			if err := json.Unmarshal([]byte(l), &row); err != nil || row.Frag == nil {
+				t.Fatalf("%s: lookup line %q: %v", when, l, err)
+			}
+			got = append(got, row.ID)
+		}
+		if len(got) != len(wantIDs) {
+			t.Fatalf("%s: lookup %s = %s: ids %v, want %v", when, name, key, got, wantIDs)
+		}
+		for i := range got {
+			if got[i] != wantIDs[i] {
+				t.Fatalf("%s: lookup %s = %s: ids %v, want %v", when, name, key, got, wantIDs)
+			}
+		}
+	}
+	lookups := func(when string) {
+		t.Helper()
+		lookup(when, "id_idx", "15")
+		lookup(when, "id_idx", "25")
+		lookup(when, "id_idx", "21", 21)
+		lookup(when, "cat_idx", "1", 1, 5, 9, 21, 29)
+	}
+	lookups("compacted")
 
 	r := one("index", "remap", f.Dir, "--no-trim")
 	if ix, _ := r["indices"].([]any); len(ix) != 2 || r["trim"] != nil || r["fri_versions"] != float64(1) {
@@ -148,6 +185,7 @@ func TestLanceIndexRemapCLI(t *testing.T) {
 		t.Fatalf("index trim-fri: %v", r)
 	}
 	checkLanceDB("trimmed")
+	lookups("trimmed")
 	if r = one("index", "remap", f.Dir); r["commits"] != float64(0) || r["fri_versions"] != float64(0) {
 		t.Fatalf("second remap: %v", r)
 	}

@@ -366,6 +366,43 @@ func TestRemapGhostRowsOnLanceDBTable(t *testing.T) {
 		}
 	}
 	check("deferred")
+	lookups := func(when string) {
+		t.Helper()
+		f := mustRead(t, h)
+		ids := idAt(t, ctx, h, f)
+		for _, tc := range []struct {
+			index, key string
+			want       []int64
+		}{
+			{"id_idx", "15", nil}, // a row of the fully deleted fragment
+			{"id_idx", "25", nil}, // dropped by the compaction
+			{"id_idx", "3", nil},  // deleted in place
+			{"id_idx", "35", []int64{35}},
+			{"id_idx", "4", []int64{4}},
+			{"cat_idx", "2", want(0, 40, func(i int64) bool { return i%4 == 2 && !deleted[i] })},
+			{"cat_idx", "1", want(0, 40, func(i int64) bool { return i%4 == 1 && !deleted[i] })},
+		} {
+			for _, only := range []bool{false, true} {
+				res, err := Lookup(ctx, h.Bucket, f, tc.index, tc.key, LookupOptions{IndexOnly: only})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []int64
+				for _, a := range res.Addrs {
+					id, ok := ids[a]
+					if !ok {
+						t.Errorf("%s: lookup %s = %s returns %#x, no live row", when, tc.index, tc.key, a)
+					}
+					got = append(got, id)
+				}
+				slices.Sort(got)
+				if !sameIDs(got, tc.want) {
+					t.Errorf("%s: lookup %s = %s (index only %v): ids %v, want %v", when, tc.index, tc.key, only, got, tc.want)
+				}
+			}
+		}
+	}
+	lookups("deferred")
 	// The same FRI with its details in an external file, as Lance writes
 	// them above 200 KiB.
 	externalizeFRI(t, h)
@@ -440,6 +477,7 @@ func TestRemapGhostRowsOnLanceDBTable(t *testing.T) {
 		}
 	}
 	check("remapped")
+	lookups("remapped")
 
 	// LanceDB's own optimize runs on the result and changes no row.
 	want := lancedb.ReadOpts{}
