@@ -144,7 +144,7 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 				w.rows += phys
 				out.Stats.FragmentsCopied++
 				out.Stats.RowsCopied += phys
-				if w.size() >= maxBytes {
+				if w.rows >= o.TargetRowsPerFragment || w.size() >= maxBytes {
 					return w.finish(out)
 				}
 				return nil
@@ -225,6 +225,11 @@ func rewriteRows(ctx context.Context, src *file.File, f *pb.DataFragment, dv *ro
 		}
 		off += uint64(bt.NumRows)
 		for len(rows) > 0 {
+			if w.w != nil && w.rows >= target {
+				if err := w.finish(out); err != nil {
+					return err
+				}
+			}
 			if err := w.open(); err != nil {
 				return err
 			}

@@ -1,0 +1,156 @@
+package compact
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/lance/commit"
+	"github.com/compactord/compactord/internal/lance/deletion"
+	"github.com/compactord/compactord/internal/lance/fri"
+	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/lance/scan"
+	"github.com/compactord/compactord/internal/lance/table"
+)
+
+// smallTable is a compactord-made table of three 10-row fragments (ids
+// 0..29), offsets 2 and 5 of fragment del deleted.
+func smallTable(t *testing.T, del int) *table.Handle {
+	t.Helper()
+	h := openHandle(t, t.TempDir())
+	ctx := t.Context()
+	fields := []*pb.Field{
+		{Name: "id", Id: 0, ParentId: -1, LogicalType: "int64"},
+		{Name: "s", Id: 1, ParentId: -1, LogicalType: "string", Nullable: true},
+	}
+	if _, err := table.Create(ctx, h.Bucket, fields, "2.2", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for lo := 0; lo < 30; lo += 10 {
+		var b bytes.Buffer
+		for id := lo; id < lo+10; id++ {
+			fmt.Fprintf(&b, `{"id":%d,"s":"v%d"}`+"\n", id, id)
+		}
+		if _, _, err := h.AppendJSON(ctx, &b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read, naming, err := h.ReadForWrite(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f1 := proto.Clone(read.Manifest.GetFragments()[del]).(*pb.DataFragment)
+	df, key, data, err := deletion.Encode(f1.GetId(), roaring.BitmapOf(2, 5), read.Manifest.GetVersion())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Bucket.Put(ctx, key, data); err != nil {
+		t.Fatal(err)
+	}
+	f1.DeletionFile = df
+	txn := commit.NewTransaction(read.Manifest.GetVersion())
+	txn.Operation = &pb.Transaction_Delete_{Delete: &pb.Transaction_Delete{UpdatedFragments: []*pb.DataFragment{f1}}}
+	if _, err := h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn}); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestExecuteCutsAndCopies: with a target of 12 rows the three fragments
+// form one group; fragment 0 is copied, fragment 1's 8 live rows are
+// re-encoded (2 fill the first file, 6 start the second), and fragment 2,
+// which would push the second file past the target, is copied into a
+// third. The rows read back in order, and the FRI maps each old address to
+// its row.
+func TestExecuteCutsAndCopies(t *testing.T) {
+	h := smallTable(t, 1)
+	ctx := t.Context()
+	o := DefaultOptions()
+	o.TargetRowsPerFragment = 12
+	res, err := Run(ctx, h, o, Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Commit == nil || len(res.Plan.Groups) != 1 {
+		t.Fatalf("plan %+v", res.Plan)
+	}
+	head, _, err := meta.ReadLatest(ctx, h.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []string
+	for _, f := range head.Manifest.GetFragments() {
+		sizes = append(sizes, fmt.Sprint(f.GetPhysicalRows()))
+		if f.GetDeletionFile() != nil {
+			t.Errorf("fragment %d has a deletion file", f.GetId())
+		}
+	}
+	if got := strings.Join(sizes, ","); got != "12,6,10" {
+		t.Fatalf("new fragments of %s rows, want 12,6,10", got)
+	}
+	if res.Stats.FragmentsCopied != 2 || res.Stats.RowsRewritten != 8 || res.Stats.RowsDropped != 2 {
+		t.Errorf("stats %+v", res.Stats)
+	}
+	tb, err := scan.Open(ctx, h.Bucket, scan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := tb.Write(ctx, &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 28 || !strings.Contains(lines[10], `"id":10`) || !strings.Contains(lines[12], `"id":13`) || !strings.Contains(lines[27], `"id":29`) {
+		t.Fatalf("rows after compaction (%d): %v", len(lines), lines)
+	}
+	ix, err := fri.Load(ctx, h.Bucket, head)
+	if err != nil || ix == nil {
+		t.Fatalf("FRI %v %v", ix, err)
+	}
+	remap := ix.Remapper(0)
+	nf := head.Manifest.GetFragments()
+	for _, c := range []struct {
+		frag, off uint32
+		want      string
+	}{{0, 9, fmt.Sprintf("%d:9", nf[0].GetId())}, {1, 2, "deleted"}, {1, 1, fmt.Sprintf("%d:11", nf[0].GetId())},
+		{1, 3, fmt.Sprintf("%d:0", nf[1].GetId())}, {1, 6, fmt.Sprintf("%d:2", nf[1].GetId())}, {2, 0, fmt.Sprintf("%d:0", nf[2].GetId())}} {
+		old := res.Plan.Groups[0].Old()[c.frag].GetId()
+		a, ok := remap(meta.RowAddr(uint32(old), c.off))
+		got := "deleted"
+		if ok {
+			f, o := meta.SplitRowAddr(a)
+			got = fmt.Sprintf("%d:%d", f, o)
+		}
+		if got != c.want {
+			t.Errorf("old fragment %d row %d maps to %s, want %s", old, c.off, got, c.want)
+		}
+	}
+}
+
+// TestExecuteCopiesUpToTarget: two copied fragments that fill the target
+// exactly close the file before the re-encoded one starts the next.
+func TestExecuteCopiesUpToTarget(t *testing.T) {
+	h := smallTable(t, 2)
+	o := DefaultOptions()
+	o.TargetRowsPerFragment = 20
+	if _, err := Run(t.Context(), h, o, Env{}); err != nil {
+		t.Fatal(err)
+	}
+	head, _, err := meta.ReadLatest(t.Context(), h.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []string
+	for _, f := range head.Manifest.GetFragments() {
+		sizes = append(sizes, fmt.Sprint(f.GetPhysicalRows()))
+	}
+	if got := strings.Join(sizes, ","); got != "20,8" {
+		t.Fatalf("new fragments of %s rows, want 20,8", got)
+	}
+}
