@@ -95,6 +95,10 @@ type Stats struct {
 	// Checks: full checks of the table against the model; Versions:
 	// time-travel reads compared; Checkpoints: copies LanceDB read back.
 	Checks, Versions, Checkpoints int
+	// FloorFell counts, by step kind, shards whose floor (min over the
+	// pinned versions of min(merged, catch-up)) fell in a step: a commit
+	// that dropped a catch-up record, or a tag on an older version.
+	FloorFell map[string]int
 	// Violations is empty unless something broke; the run stops at the
 	// first.
 	Violations []string
@@ -121,20 +125,22 @@ const (
 )
 
 type harness struct {
-	cfg    Config
-	ctx    context.Context
-	rng    *rand.Rand
-	dir    string // the table directory
-	raw    storage.Bucket
-	crash  *model.CrashBucket
-	faulty *storage.Faulty
-	ref    *Ref
-	stats  *Stats
-	snap   *Snapshot // the last checked latest version
-	step   int
-	fresh  int64
-	hist   []string
-	cps    []checkpoint
+	cfg       Config
+	ctx       context.Context
+	rng       *rand.Rand
+	dir       string // the table directory
+	raw       storage.Bucket
+	crash     *model.CrashBucket
+	faulty    *storage.Faulty
+	ref       *Ref
+	stats     *Stats
+	snap      *Snapshot // the last checked latest version
+	step      int
+	kind      string            // the step's kind
+	lastFloor map[string]uint64 // the last check's pinned floor
+	fresh     int64
+	hist      []string
+	cps       []checkpoint
 }
 
 type checkpoint struct {
@@ -147,7 +153,7 @@ type checkpoint struct {
 func Run(ctx context.Context, cfg Config) (*Stats, error) {
 	cfg.defaults()
 	h := &harness{cfg: cfg, ctx: ctx, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x1a9ce)), dir: filepath.Join(cfg.Dir, "t.lance"),
-		fresh: freshKeys, stats: &Stats{Seed: cfg.Seed, Ops: map[string]int{}, LanceDB: map[string]int{}, Violations: []string{}}}
+		fresh: freshKeys, stats: &Stats{Seed: cfg.Seed, Ops: map[string]int{}, LanceDB: map[string]int{}, FloorFell: map[string]int{}, Violations: []string{}}}
 	if err := h.setup(); err != nil {
 		return nil, err
 	}
@@ -417,8 +423,12 @@ func (h *harness) checkRetained(latest *meta.ManifestFile, mw MemWAL) error {
 	// is up to the highest floor seen (the model sees every state trim
 	// runs in).
 	for shard, f := range floor {
+		if f < h.lastFloor[shard] {
+			h.stats.FloorFell[h.kind]++
+		}
 		h.ref.Trimmable[shard] = max(h.ref.Trimmable[shard], f)
 	}
+	h.lastFloor = floor
 	for shard, gs := range h.ref.Gens {
 		for _, g := range gs {
 			if g.n <= h.ref.Trimmable[shard] {

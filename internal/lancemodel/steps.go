@@ -44,6 +44,7 @@ func (h *harness) pick() string {
 
 func (h *harness) runStep() error {
 	kind := h.pick()
+	h.kind = kind
 	h.stats.Ops[kind]++
 	if kind == "lancedb" {
 		return h.lanceStep()
@@ -512,6 +513,7 @@ func (h *harness) checkCleanup(before []uint64, retain int) error {
 // versions and the checkpoints back.
 func (h *harness) drain() error {
 	h.step++
+	h.kind = "drain"
 	hd, err := h.handle()
 	if err != nil {
 		return err
