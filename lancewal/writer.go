@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,7 +79,7 @@ func (t *Table) OpenWriter(ctx context.Context, shard string, opts WriterOptions
 	if err != nil {
 		return nil, err
 	}
-	if !slices_contains(cfg.Shards(), shard) {
+	if !slices.Contains(cfg.Shards(), shard) {
 		return nil, fmt.Errorf("lancewal: shard %q is not a shard of the table's MemWAL configuration (%s)", shard, strings.Join(cfg.Shards(), ", "))
 	}
 	w := &Writer{t: t, opts: opts, shard: shard, cfg: cfg, st: st}
@@ -86,15 +87,6 @@ func (t *Table) OpenWriter(ctx context.Context, shard string, opts WriterOptions
 		return nil, err
 	}
 	return w, nil
-}
-
-func slices_contains(s []string, x string) bool {
-	for _, v := range s {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 // Shard is the writer's shard id.
@@ -154,7 +146,10 @@ func (w *Writer) claim(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("lancewal: %w", err)
 	}
-	last := w.manifest.GetWalEntryPositionLastSeen()
+	// Never below the replay position: an entry there would be skipped by
+	// every replay (the position hint may lag, and trim deletes the
+	// covered entries).
+	last := max(w.manifest.GetWalEntryPositionLastSeen(), w.manifest.GetReplayAfterWalEntryPosition())
 	if n := len(positions); n > 0 && positions[n-1] > last {
 		last = positions[n-1]
 	}
