@@ -34,7 +34,14 @@ import (
 // meets adds its old fragments. An index compactord remapped has
 // dataset_version = its read head, above every version, and skips this.
 //
-// An index without a bitmap needs every version.
+// An index without a bitmap needs every version. What no bitmap reveals:
+// a fragment the bitmap no longer names although the data still holds its
+// rows (compactord's load-time remap drops removed fragments, but
+// compactord stores such a bitmap only with the data remapped; a straddled
+// group's covered fragments, which LanceDB drops too; a group whose every
+// row was deleted, which a moved bitmap loses). Fragment ids are
+// never reused, so such rows stay masked by liveness: the worst case is
+// dead entries in an index, never a wrong row.
 func needed(m *pb.IndexMetadata, c *Chain) []bool {
 	out := make([]bool, len(c.versions))
 	bm, known, err := meta.FragmentBitmap(m)
