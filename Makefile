@@ -54,6 +54,10 @@ bench:
 bench-lance-merge: lancedb
 	LANCE_BENCH=1 $(GO) test -count=1 -timeout 60m -run '^TestBenchMemWALMerge$$' -v ./internal/lance/merge
 
+.PHONY: bench-lance-compact
+bench-lance-compact: lancedb
+	LANCE_BENCH=1 $(GO) test -count=1 -timeout 60m -run '^TestBenchCompaction$$' -v ./internal/lance/compact
+
 # The daemon with its demo workload on ./var/compactord-demo; status page on
 # http://127.0.0.1:9464/. Ctrl-C drains and exits 0. scripts/demo.sh is the
 # scripted CLI tour (make demo-cli).
