@@ -129,6 +129,24 @@ func cpTree(t *testing.T, src, dst string) time.Duration {
 	return time.Since(t0)
 }
 
+// syncTree fsyncs every file of dir (coreutils sync FILE...).
+func syncTree(t *testing.T, dir string) time.Duration {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{}
+	for _, e := range ents {
+		args = append(args, filepath.Join(dir, e.Name()))
+	}
+	t0 := time.Now()
+	if out, err := exec.Command("sync", args...).CombinedOutput(); err != nil {
+		t.Fatalf("sync: %v: %s", err, out)
+	}
+	return time.Since(t0)
+}
+
 // TestBenchCompaction (LANCE_BENCH=1; LANCE_BENCH_ROWS, default 4 Mi rows
 // in LANCE_BENCH_FRAG_ROWS, default 256 Ki, rows per fragment) is
 // docs/benchmarks.md's "Lance: compaction". Two tables LanceDB builds:
@@ -173,7 +191,7 @@ func TestBenchCompaction(t *testing.T) {
 		rows, fragRows, live, float64(delBytes)/(1<<20), float64(plainBytes)/(1<<20))
 
 	var lance, ours, copied usage
-	var cpWall time.Duration
+	var cpWall, cpSyncWall time.Duration
 	var st, cst Stats
 	for trial := range trials {
 		lt, ct, pt := filepath.Join(db, fmt.Sprintf("l%d.lance", trial)), filepath.Join(db, fmt.Sprintf("c%d.lance", trial)), filepath.Join(db, fmt.Sprintf("p%d.lance", trial))
@@ -191,18 +209,18 @@ func TestBenchCompaction(t *testing.T) {
 		}
 		o, s := runCompactChild(t, ct)
 
-		// Without deletions: compactord against cp of the same bytes.
-		cw := cpTree(t, plainDir, pt)
-		os.RemoveAll(pt)
+		// Without deletions: compactord against cp of the same bytes, and
+		// against cp then sync of the copies (compactord's writes are
+		// fsynced before the commit names them).
 		cpData := cpTree(t, filepath.Join(plainDir, "data"), pt+"-data")
+		cpSync := cpData + syncTree(t, pt+"-data")
 		os.RemoveAll(pt + "-data")
-		_ = cw
 		cpTree(t, plainDir, pt)
 		p, ps := runCompactChild(t, pt)
 		if ps.FragmentsCopied != ps.FragmentsIn {
 			t.Fatalf("plain table: %d of %d fragments copied", ps.FragmentsCopied, ps.FragmentsIn)
 		}
-		t.Logf("trial %d: deletes: LanceDB optimize %s; compactord %s; plain: compactord %s, cp of the data files %.2f s", trial, l, o, p, cpData.Seconds())
+		t.Logf("trial %d: deletes: LanceDB optimize %s; compactord %s; plain: compactord %s, cp of the data files %.2f s (with sync %.2f s)", trial, l, o, p, cpData.Seconds(), cpSync.Seconds())
 		if trial == trials-1 {
 			var a, b struct {
 				Count       int64
@@ -226,6 +244,9 @@ func TestBenchCompaction(t *testing.T) {
 		if trial == 0 || cpData < cpWall {
 			cpWall = cpData
 		}
+		if trial == 0 || cpSync < cpSyncWall {
+			cpSyncWall = cpSync
+		}
 		for _, d := range []string{lt, ct, pt} {
 			os.RemoveAll(d)
 		}
@@ -237,6 +258,7 @@ func TestBenchCompaction(t *testing.T) {
 	t.Logf("  speed-up %.2fx wall, %.2fx CPU; %.0f MB per CPU-s (LanceDB %.0f); peak RSS %.0f MiB per GiB of input",
 		lance.Wall.Seconds()/ours.Wall.Seconds(), lance.CPU.Seconds()/ours.CPU.Seconds(),
 		float64(delBytes)/1e6/ours.CPU.Seconds(), float64(delBytes)/1e6/lance.CPU.Seconds(), float64(ours.MaxRSS)/(1<<20)/gib)
-	t.Logf("compaction without deletions (%.0f MiB, %d fragments copied): compactord %s; cp -a of the data files %.2f s: %.2fx cp's speed; peak RSS %.0f MiB per GiB",
-		float64(plainBytes)/(1<<20), cst.FragmentsCopied, copied, cpWall.Seconds(), cpWall.Seconds()/copied.Wall.Seconds(), float64(copied.MaxRSS)/(1<<20)/(float64(plainBytes)/(1<<30)))
+	t.Logf("compaction without deletions (%.0f MiB, %d fragments copied): compactord %s; cp -a of the data files %.2f s (%.2fx cp's speed), cp then sync %.2f s (%.2fx); peak RSS %.0f MiB per GiB",
+		float64(plainBytes)/(1<<20), cst.FragmentsCopied, copied, cpWall.Seconds(), cpWall.Seconds()/copied.Wall.Seconds(),
+		cpSyncWall.Seconds(), cpSyncWall.Seconds()/copied.Wall.Seconds(), float64(copied.MaxRSS)/(1<<20)/(float64(plainBytes)/(1<<30)))
 }
