@@ -6,7 +6,8 @@
 // compactord jobs run in-process (merge, index catch-up, trim, cleanup,
 // Go appends and fragment deletes), the latter with injected storage
 // faults (storage.Faulty: failed reads, writes, lists and deletes, puts
-// and deletes that land but report failure), simulated crashes
+// and deletes that land but report failure), lost responses followed by
+// outages (model.OutageBucket), simulated crashes
 // (model.CrashBucket: every operation after the Nth fails as if the
 // process died) and LanceDB commits landing while compactord's commit is
 // held. Ref, an in-memory model built only from acknowledged operations,

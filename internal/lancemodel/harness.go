@@ -41,11 +41,12 @@ type Config struct {
 	// Maintained makes the LSM spec maintain id_idx, so trim waits for
 	// its catch-up; otherwise the spec maintains no index.
 	Maintained bool
-	// FaultRate, CrashRate and RaceRate are the shares of compactord steps
-	// run with an injected storage fault, with a simulated crash, and
-	// against a racing LanceDB commit. Negative turns one off; 0 takes the
-	// default.
-	FaultRate, CrashRate, RaceRate float64
+	// FaultRate, OutageRate, CrashRate and RaceRate are the shares of
+	// compactord steps run with an injected storage fault, with a lost
+	// response followed by an outage (model.OutageBucket), with a
+	// simulated crash, and against a racing LanceDB commit. Negative turns
+	// one off; 0 takes the default.
+	FaultRate, OutageRate, CrashRate, RaceRate float64
 	// Checkpoints is how many copies of the table, taken between steps,
 	// LanceDB reads back at the end (default 3).
 	Checkpoints int
@@ -67,6 +68,7 @@ func (c *Config) defaults() {
 		}
 	}
 	def(&c.FaultRate, 0.25)
+	def(&c.OutageRate, 0.06)
 	def(&c.CrashRate, 0.08)
 	def(&c.RaceRate, 0.10)
 	if c.Shards == 0 {
@@ -92,6 +94,9 @@ type Stats struct {
 	// landing under them; Ambiguous: outcomes learnt by reading back
 	// (an error after which the merge had committed).
 	Faults, Crashes, Races, Ambiguous int
+	// Outages: lost responses followed by outages that fired (their
+	// failed calls are in Faults).
+	Outages int
 	// Checks: full checks of the table against the model; Versions:
 	// time-travel reads compared; Checkpoints: copies LanceDB read back.
 	Checks, Versions, Checkpoints int
@@ -131,6 +136,7 @@ type harness struct {
 	dir       string // the table directory
 	raw       storage.Bucket
 	crash     *model.CrashBucket
+	outage    *model.OutageBucket
 	faulty    *storage.Faulty
 	ref       *Ref
 	stats     *Stats
@@ -233,7 +239,8 @@ func (h *harness) setup() error {
 		return err
 	}
 	h.crash = model.NewCrashBucket(h.raw)
-	h.faulty = storage.NewFaulty(h.crash)
+	h.outage = model.NewOutageBucket(h.crash)
+	h.faulty = storage.NewFaulty(h.outage)
 	want, _ := lancedb.RowsByID(base)
 	h.ref = NewRef(want)
 	if err := h.check(false); err != nil {

@@ -57,8 +57,8 @@ func runSeed(t *testing.T, cfg lancemodel.Config) *lancemodel.Stats {
 	if err != nil {
 		t.Fatalf("seed %d: %v", cfg.Seed, err)
 	}
-	t.Logf("seed %d: %d steps %v, LanceDB operations %v, %d failed, %d faults injected, %d crashes survived, %d races, %d ambiguous, %d checks, %d time-travel reads, %d checkpoints read by LanceDB, floor fell in %v, %d violations",
-		st.Seed, st.Steps, st.Ops, st.LanceDB, st.Failed, st.Faults, st.Crashes, st.Races, st.Ambiguous, st.Checks, st.Versions, st.Checkpoints, st.FloorFell, len(st.Violations))
+	t.Logf("seed %d: %d steps %v, LanceDB operations %v, %d failed, %d faults injected (%d outages), %d crashes survived, %d races, %d ambiguous, %d checks, %d time-travel reads, %d checkpoints read by LanceDB, floor fell in %v, %d violations",
+		st.Seed, st.Steps, st.Ops, st.LanceDB, st.Failed, st.Faults, st.Outages, st.Crashes, st.Races, st.Ambiguous, st.Checks, st.Versions, st.Checkpoints, st.FloorFell, len(st.Violations))
 	for _, v := range st.Violations {
 		t.Errorf("violation: %s", v)
 	}
@@ -137,7 +137,7 @@ func TestLanceModelCatchesDamage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			damaged := false
-			cfg := lancemodel.Config{Seed: 11, Steps: 30, Oracle: lancedb.Require(t), Dir: t.TempDir(), FaultRate: -1, CrashRate: -1, RaceRate: -1,
+			cfg := lancemodel.Config{Seed: 11, Steps: 30, Oracle: lancedb.Require(t), Dir: t.TempDir(), FaultRate: -1, OutageRate: -1, CrashRate: -1, RaceRate: -1,
 				Sabotage: func(step int, dir string) {
 					if !damaged {
 						damaged = tc.damage(dir)

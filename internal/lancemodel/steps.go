@@ -269,12 +269,23 @@ func (h *harness) compactordStep(kind string) error {
 		inj.fault = true
 		rule = h.addFault()
 	}
-	if !inj.fault && h.rng.Float64() < h.cfg.CrashRate {
+	outage := false
+	if !inj.fault && h.rng.Float64() < h.cfg.OutageRate {
+		outage = true
+		ops := []storage.Op{storage.OpPutIfAbsent, storage.OpPut, storage.OpDelete, storage.OpUpload}
+		op := ops[h.rng.IntN(len(ops))]
+		prefix := ""
+		if op == storage.OpPutIfAbsent {
+			prefix = meta.VersionsDir
+		}
+		h.outage.Arm(op, prefix, 1+h.rng.IntN(3), 1+h.rng.IntN(10))
+	}
+	if !inj.fault && !outage && h.rng.Float64() < h.cfg.CrashRate {
 		inj.crash = true
 		h.crash.Arm(h.rng.IntN(60))
 	}
 	commits := kind != "trim" && kind != "cleanup"
-	if commits && !inj.fault && !inj.crash && h.rng.Float64() < h.cfg.RaceRate {
+	if commits && !inj.fault && !outage && !inj.crash && h.rng.Float64() < h.cfg.RaceRate {
 		kinds := []string{"add", "delete", "plainMerge"}
 		if kind == "deleteFragment" {
 			kinds = []string{"add"} // anything else may move rows out of the fragment
@@ -383,6 +394,11 @@ func (h *harness) compactordStep(kind string) error {
 		inj.fault = rule.Fired() > 0
 	}
 	h.faulty.Clear()
+	if n := h.outage.Disarm(); outage && n > 0 {
+		h.stats.Outages++
+		h.stats.Faults += n
+		inj.fault = true
+	}
 	crashed := h.crash.Disarm()
 	if crashed {
 		h.stats.Crashes++
@@ -390,6 +406,9 @@ func (h *harness) compactordStep(kind string) error {
 	tags := []string{}
 	if inj.fault {
 		tags = append(tags, "fault")
+	}
+	if outage && inj.fault {
+		tags = append(tags, "outage")
 	}
 	if crashed {
 		tags = append(tags, "crashed")
