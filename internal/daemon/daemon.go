@@ -224,6 +224,10 @@ func (d *Daemon) Close() {
 }
 
 // Scheduler exposes the scheduler (tests, and the HTTP handlers).
+// Demo is the running demo workload (nil when the demo is off or has not
+// started).
+func (d *Daemon) Demo() *demo.Workload { return d.demo.Load() }
+
 func (d *Daemon) Scheduler() *scheduler.Scheduler { return d.sched }
 
 // Registry is the daemon's metrics registry.
