@@ -49,7 +49,31 @@ func TestLanceCompactCLI(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"groups":0`) {
 		t.Fatalf("second compact: exit %d: %s %s", code, out, stderr)
 	}
-	if code, _, stderr := runCLI(t, "compact", f.Dir, "--defer-remap=false"); code == 0 || !strings.Contains(stderr, "inline") {
-		t.Fatalf("inline remap: exit %d: %s", code, stderr)
+
+	// The inline remap on a fresh copy of the table: no FRI is written.
+	g := lancedb.Deletes(t, "")
+	code, out, stderr = runCLI(t, "compact", g.Dir, "--defer-remap=false")
+	if code != 0 || !strings.Contains(out, `"defer_remap":false`) || strings.Contains(out, "frag_reuse_index") {
+		t.Fatalf("inline compact: exit %d: %s %s", code, out, stderr)
+	}
+}
+
+// TestLanceCompactInspectRemoved: on LanceDB's indexed table with a
+// fragment deleted whole, inspect after a deferred compaction shows the
+// FRI version with that fragment in removed_fragments.
+func TestLanceCompactInspectRemoved(t *testing.T) {
+	lancedb.Require(t)
+	f := lancedb.Indexed(t, "")
+	f.Run(t, lancedb.Delete("id >= 10 AND id < 20"))
+	code, out, stderr := runCLI(t, "compact", f.Dir)
+	if code != 0 || !strings.Contains(out, `"removed_fragments":[1]`) {
+		t.Fatalf("compact: exit %d: %s %s", code, out, stderr)
+	}
+	code, out, stderr = runCLI(t, "inspect", f.Dir)
+	if code != 0 {
+		t.Fatalf("inspect: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(strings.ReplaceAll(out, " ", ""), `"removed_fragments":[1]`) {
+		t.Fatalf("inspect does not show fragment 1 removed: %s", out)
 	}
 }
