@@ -86,12 +86,19 @@ func latestVersion(ctx context.Context, h *TableHandle) (uint64, error) {
 // lanceFollowUpsLocked: on a Lance table, a merge that landed generations
 // queues index catch-up and trim, which then run in that order (equal
 // waiting times break ties in Kinds order), so that change polling runs
-// merge, catch-up and trim as one chain. REQUIRES: s.mu held.
+// merge, catch-up and trim as one chain. A landed compaction queues the
+// index job, which absorbs its fragment-reuse version (LanceDB's own
+// optimize() must not meet a btree still on the old addresses).
+// REQUIRES: s.mu held.
 func (s *Scheduler) lanceFollowUpsLocked(st *tableState, h *TableHandle, k Kind, class Class, out Outcome, now time.Time) {
-	if h == nil || h.Lance == nil || k != KindMerge || class != ClassSuccess || out.Version == 0 || st.removed {
+	if h == nil || h.Lance == nil || (k != KindMerge && k != KindCompact) || class != ClassSuccess || out.Version == 0 || st.removed {
 		return
 	}
-	for _, f := range []Kind{KindIndex, KindTrim} {
+	follow := []Kind{KindIndex, KindTrim}
+	if k == KindCompact {
+		follow = follow[:1]
+	}
+	for _, f := range follow {
 		if _, ok := s.deps.Jobs[f]; ok && !st.markedLocked(f) {
 			st.pend(f, TriggerChange, now)
 		}
