@@ -171,7 +171,8 @@ func TestMetricsPassPromtool(t *testing.T) {
 		t.Fatalf("metrics: %d", res.status)
 	}
 	for _, want := range []string{
-		`compactord_job_runs_total{kind="merge",result="success",table="t"} 0`,
+		`compactord_job_runs_total{kind="compact",result="success",table="t"} 1`,
+		`compactord_job_failures_total{kind="merge",table="t"} 0`,
 		`compactord_table_halted{reason="corrupt",table="t"} 0`,
 		`compactord_lease_owned{table="t"} 1`,
 		`compactord_commit_attempts_total{operation="merge_sstables"} 0`,

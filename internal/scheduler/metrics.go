@@ -5,9 +5,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
-// Metrics of the scheduler (documented in docs/operations.md). Per-table series are created when
-// the table is added, at 0, and deleted when it is removed; per-shard and
-// per-index series when a sync first sees the shard or index.
+// Metrics of the scheduler (documented in docs/operations.md).
+//
+// Per-table series are created when the table is added, at 0, only where
+// an alert needs the zero or the value always exists: compactord_table_halted
+// and compactord_table_paused (compared with 1), compactord_lease_owned
+// (alerted at 0), compactord_job_failures_total and
+// compactord_table_sync_failures_total (alerted on their increase, which a
+// counter born at 1 hides), the table's version, last sync and FRI
+// versions, and the merged and trimmed totals the dashboards rate. The
+// others (runs, durations, last success, fragment counters) are created
+// when they first get a value: pre-creating them all was 110
+// series and most of the heap per table of an idle daemon. Every series of
+// a table is deleted when it is removed; per-shard and per-index series are
+// created when a sync first sees the shard or index.
 type Metrics struct {
 	runs          *prometheus.CounterVec
 	failures      *prometheus.CounterVec
@@ -109,22 +120,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// addTable pre-creates every per-table series at 0.
+// addTable pre-creates the per-table series that alerts need at 0.
 func (m *Metrics) addTable(name string, kinds []Kind) {
 	for _, k := range kinds {
-		ks := string(k)
-		for _, c := range allClasses {
-			m.runs.WithLabelValues(name, ks, string(c))
-		}
-		m.failures.WithLabelValues(name, ks)
-		m.duration.WithLabelValues(name, ks)
-		m.lastSuccess.WithLabelValues(name, ks)
-	}
-	for _, k := range fragsInKinds {
-		m.fragsIn.WithLabelValues(name, string(k))
-	}
-	for _, k := range fragsOutKinds {
-		m.fragsOut.WithLabelValues(name, string(k))
+		m.failures.WithLabelValues(name, string(k))
 	}
 	for _, r := range allReasons {
 		m.halted.WithLabelValues(name, r)
@@ -137,6 +136,14 @@ func (m *Metrics) addTable(name string, kinds []Kind) {
 	m.friVersions.WithLabelValues(name)
 	m.merged.WithLabelValues(name)
 	m.trimmedBytes.WithLabelValues(name)
+}
+
+// addCounter adds v to a counter, creating its series only for work done
+// (a zero add would create it for every table and kind).
+func addCounter(c *prometheus.CounterVec, v float64, labels ...string) {
+	if v > 0 {
+		c.WithLabelValues(labels...).Add(v)
+	}
 }
 
 // removeTable deletes every series of the table.

@@ -651,13 +651,13 @@ func (s *Scheduler) finish(st *tableState, a *attempt, h *TableHandle, out Outco
 		}
 		if !st.removed {
 			s.metrics.lastSuccess.WithLabelValues(name, ks).Set(float64(now.UnixMilli()) / 1e3)
-			s.metrics.merged.WithLabelValues(name).Add(float64(out.Stats.SSTablesMerged))
-			s.metrics.trimmedBytes.WithLabelValues(name).Add(float64(out.Stats.BytesTrimmed))
+			addCounter(s.metrics.merged, float64(out.Stats.SSTablesMerged), name)
+			addCounter(s.metrics.trimmedBytes, float64(out.Stats.BytesTrimmed), name)
 			if slices.Contains(fragsInKinds, a.kind) {
-				s.metrics.fragsIn.WithLabelValues(name, ks).Add(float64(out.Stats.FragmentsIn))
+				addCounter(s.metrics.fragsIn, float64(out.Stats.FragmentsIn), name, ks)
 			}
 			if slices.Contains(fragsOutKinds, a.kind) {
-				s.metrics.fragsOut.WithLabelValues(name, ks).Add(float64(out.Stats.FragmentsOut))
+				addCounter(s.metrics.fragsOut, float64(out.Stats.FragmentsOut), name, ks)
 			}
 		}
 		if class == ClassSkipped {
