@@ -11,6 +11,7 @@ import (
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/lance/commit"
+	"github.com/compactord/compactord/internal/lance/fri"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/table"
 )
@@ -34,6 +35,9 @@ type Options struct {
 	Now func() time.Time
 	// Attempts bounds the re-plans after a retryable conflict (0: 3).
 	Attempts int
+	// FRI is the read version's fragment-reuse index (nil: none). CatchUp
+	// loads it; Plan judges coverage through its load-time remap.
+	FRI *fri.Index
 }
 
 // IndexResult is what catch-up did to one index.
@@ -117,6 +121,9 @@ func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (*Result, erro
 	}
 	m := read.Manifest
 	res := &Result{ReadVersion: m.GetVersion(), Indices: []IndexResult{}}
+	if o.FRI, err = fri.Load(ctx, h.Bucket, read); err != nil {
+		return nil, err
+	}
 	plans, skipped, err := Plan(read, o)
 	if err != nil {
 		return nil, err
@@ -192,6 +199,9 @@ func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 		maxSegs = DefaultMaxSegments
 	}
 	hasFRI := len(meta.FindIndex(read.Indices, meta.FragReuseIndexName)) > 0
+	if hasFRI && o.FRI == nil {
+		return nil, nil, errors.New("index catch-up: the version has a fragment-reuse index; plan with it loaded (Options.FRI)")
+	}
 	var names []string
 	for _, ix := range read.Indices {
 		if !meta.IsSystemIndex(ix) && !slices.Contains(names, ix.GetName()) {
@@ -246,6 +256,12 @@ func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 				return nil, nil, err
 			}
 			unknown = unknown || !known
+			// Coverage as a reader sees it: through the FRI's load-time
+			// remap, a deferred compaction's new fragments are covered
+			// by the segments that covered its old ones.
+			if known && o.FRI != nil {
+				bm = o.FRI.RemapBitmap(s)
+			}
 			union.Or(bm)
 		}
 		if unknown {
@@ -260,11 +276,11 @@ func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 			skips = append(skips, Skip{name, err.Error()})
 			continue
 		}
-		// With a fragment-reuse index, segments may name fragments a
-		// deferred compaction rewrote, whose rows live on in fragments
-		// no bitmap names: a delta would index them twice. A rebuild
-		// indexes the version as it is.
-		rebuild := o.Rebuild || hasFRI || (maxSegs > 0 && len(segs)+1 > maxSegs)
+		// Coverage is judged through the FRI, so the missing fragments
+		// hold no row a segment already indexes under an old address: a
+		// delta indexes each row once even while segments wait for their
+		// physical remap.
+		rebuild := o.Rebuild || (maxSegs > 0 && len(segs)+1 > maxSegs)
 		plans = append(plans, Job{Name: name, Kind: kind, Field: f, Segments: segs, Missing: missing, Rebuild: rebuild})
 	}
 	return plans, skips, nil

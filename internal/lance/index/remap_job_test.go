@@ -127,3 +127,68 @@ func TestLanceDBNarrowsStraddlingGroup(t *testing.T) {
 		t.Errorf("LanceDB stats %+v, want 18 indexed and 19 unindexed", s)
 	}
 }
+
+// TestCatchUpThroughFRI: after a deferred compaction and a LanceDB append,
+// catch-up judges coverage through the FRI and adds a delta over the
+// appended fragment only (no rebuild), LanceDB reports 0 unindexed rows
+// and answers right; the remap then rewrites the old segments (not the
+// delta) and the trim removes the FRI.
+func TestCatchUpThroughFRI(t *testing.T) {
+	lancedb.Require(t)
+	ctx := t.Context()
+	f, deleted := ghostFixture(t)
+	h := openHandle(t, f.Dir)
+	deferredCompaction(t, h, []uint64{2, 3})
+	f.Run(t, lancedb.Add(lancedb.BasicRows(40, 45)))
+	res, err := CatchUp(ctx, h, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Committed || len(res.Indices) != 2 {
+		t.Fatalf("catch-up: %+v", res)
+	}
+	for _, ir := range res.Indices {
+		if ir.Rebuilt || ir.Rows != 5 || !slices.Equal(ir.Fragments, []uint32{5}) {
+			t.Errorf("%s: %+v, want a 5-row delta over fragment 5", ir.Name, ir)
+		}
+	}
+	q := indexedQueries(45, deleted)
+	check := func(when string) {
+		t.Helper()
+		var order []string
+		steps := []lancedb.Step{lancedb.IndexStats("id_idx"), lancedb.IndexStats("cat_idx")}
+		for w := range q {
+			order = append(order, w)
+			steps = append(steps, lancedb.ReadRows(lancedb.ReadOpts{Where: w}))
+		}
+		steps = append(steps, lancedb.ReadRows(lancedb.ReadOpts{Where: "id = 42 OR id = 35 OR id = 15"}))
+		out := f.Run(t, steps...)
+		for i := range 2 {
+			if s := stats(t, out, i); s.NumUnindexedRows != 0 || s.NumIndexedRows != int64(45-len(deleted)) {
+				t.Errorf("%s: index %d: %+v, want %d indexed, 0 unindexed", when, i, s, 45-len(deleted))
+			}
+		}
+		for k, w := range order {
+			if got := idsOf(t, out, 2+k); !sameIDs(got, q[w]) {
+				t.Errorf("%s: where %s: %v, want %v", when, w, got, q[w])
+			}
+		}
+		if got := idsOf(t, out, 2+len(order)); !sameIDs(got, []int64{35, 42}) {
+			t.Errorf("%s: id = 42 OR id = 35 OR id = 15: %v", when, got)
+		}
+	}
+	check("caught up")
+	rm, err := RemapIndexes(ctx, h, RemapJobOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rm.Indices) != 2 || rm.Trim == nil || !rm.Trim.Removed {
+		t.Fatalf("remap: %+v", rm)
+	}
+	for _, ri := range rm.Indices {
+		if len(ri.Segments) != 1 {
+			t.Errorf("%s: %d segments remapped, want the old one only (the delta holds no old address)", ri.Name, len(ri.Segments))
+		}
+	}
+	check("remapped")
+}
