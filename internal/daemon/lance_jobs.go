@@ -224,9 +224,10 @@ func lanceCompactJob(cfg func() JobsConfig) scheduler.JobFunc {
 // catches the indices up with the fragments they do not cover
 // (internal/lance/index: delta segments, or a rebuild past
 // DefaultMaxSegments), in one CreateIndex whose catch-up positions the
-// commit loop derives from the read version. The remap comes first because
-// catch-up rebuilds an index whole while an FRI is present (a delta could
-// index a compacted row twice), and the remap usually removes the FRI.
+// commit loop derives from the read version. The remap comes first: it
+// moves the stored bitmaps onto the compactions' new fragments, which the
+// MemWAL catch-up derivation reads (it does not apply the FRI), and it
+// usually removes the FRI.
 // jobs.index.indices limits both (only_maintained: catch-up to the MemWAL's
 // maintained indices); replans bounds the re-plans after a retryable
 // conflict.
