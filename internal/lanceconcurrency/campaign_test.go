@@ -129,6 +129,10 @@ type tab struct {
 	// maxFloor: shard → the highest floor of any version read: trim may
 	// have deleted the generations up to it.
 	maxFloor map[string]uint64
+	// cleanVersion: the last version the observer scanned without a key
+	// twice; dupSeen: a duplicate was reported.
+	cleanVersion uint64
+	dupSeen      bool
 }
 
 func (tb *tab) raiseFloor(m lancemodel.MemWAL) {
@@ -561,9 +565,14 @@ func (c *campaign) checkDrained(tb *tab, snap *lancemodel.Snapshot) {
 // retryable: a job that lost a commit race to another writer (LanceDB,
 // the daemons, the other CLI workers) and gave up after its attempts; it
 // changed nothing and a later run does the work.
+//
+// A compaction with inline remap also refuses, changing nothing, while a
+// deferred compaction's fragment-reuse versions are not absorbed into
+// every index (lance/compact): the remap jobs absorb them.
 func retryable(err error) bool {
 	m := err.Error()
-	return strings.Contains(m, "retryable") || strings.Contains(m, "lost to another")
+	return strings.Contains(m, "retryable") || strings.Contains(m, "lost to another") ||
+		strings.Contains(m, "fragment-reuse versions it has not absorbed")
 }
 
 // stillThere reports whether version v is still on disk.
@@ -732,11 +741,21 @@ func (c *campaign) observe(tb *tab) {
 	// clean, unless a cleanup removed the version meanwhile.
 	snap, err := lancemodel.ReadSnapshot(ctx, tb.b, v)
 	if err != nil {
+		var dup int64
+		if _, perr := fmt.Sscanf(err.Error()[strings.Index(err.Error(), "key ")+4:], "%d is live twice", &dup); perr == nil && strings.Contains(err.Error(), "live twice") {
+			if tb.dupSeen {
+				return // reported once, with its diagnosis
+			}
+			tb.dupSeen = true
+			c.violation("table %s: scan version %d: %v; %s", n, v, err, diagnoseDup(ctx, tb.b, tb.cleanVersion, v, dup))
+			return
+		}
 		if stillThere(ctx, tb.b, v) {
 			c.violation("table %s: scan version %d: %v", n, v, err)
 		}
 		return
 	}
+	tb.cleanVersion = v
 	for k := range snap.Rows {
 		if !(k < 20 || k >= lsmKeyMin && k <= lsmKeyMax || k >= plainKeyMin && k <= plainKeyMax || k >= appendKeys) {
 			c.violation("table %s version %d: key %d was never written", n, v, k)

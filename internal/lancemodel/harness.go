@@ -94,6 +94,9 @@ type Stats struct {
 	// landing under them; Ambiguous: outcomes learnt by reading back
 	// (an error after which the merge had committed).
 	Faults, Crashes, Races, Ambiguous int
+	// Refused: inline-remap compactions refused while the table had
+	// fragment-reuse versions some index had not absorbed.
+	Refused int
 	// Outages: lost responses followed by outages that fired (their
 	// failed calls are in Faults).
 	Outages int

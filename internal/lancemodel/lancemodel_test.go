@@ -57,8 +57,8 @@ func runSeed(t *testing.T, cfg lancemodel.Config) *lancemodel.Stats {
 	if err != nil {
 		t.Fatalf("seed %d: %v", cfg.Seed, err)
 	}
-	t.Logf("seed %d: %d steps %v, LanceDB operations %v, %d failed, %d faults injected (%d outages), %d crashes survived, %d races, %d ambiguous, %d checks, %d time-travel reads, %d checkpoints read by LanceDB, floor fell in %v, %d violations",
-		st.Seed, st.Steps, st.Ops, st.LanceDB, st.Failed, st.Faults, st.Outages, st.Crashes, st.Races, st.Ambiguous, st.Checks, st.Versions, st.Checkpoints, st.FloorFell, len(st.Violations))
+	t.Logf("seed %d: %d steps %v, LanceDB operations %v, %d failed (%d compactions refused), %d faults injected (%d outages), %d crashes survived, %d races, %d ambiguous, %d checks, %d time-travel reads, %d checkpoints read by LanceDB, floor fell in %v, %d violations",
+		st.Seed, st.Steps, st.Ops, st.LanceDB, st.Failed, st.Refused, st.Faults, st.Outages, st.Crashes, st.Races, st.Ambiguous, st.Checks, st.Versions, st.Checkpoints, st.FloorFell, len(st.Violations))
 	for _, v := range st.Violations {
 		t.Errorf("violation: %s", v)
 	}

@@ -1,0 +1,77 @@
+package lanceconcurrency
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/prototext"
+
+	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/lance/scan"
+	"github.com/compactord/compactord/internal/storage"
+)
+
+// keyFragments lists the fragments where key is live in version v.
+func keyFragments(ctx context.Context, b storage.Bucket, v uint64, key int64) ([]uint64, error) {
+	t, err := scan.Open(ctx, b, scan.Options{Version: v, Columns: []string{"id"}})
+	if err != nil {
+		return nil, err
+	}
+	var out []uint64
+	err = t.Batches(ctx, func(bt *scan.Batch) error {
+		for _, i := range bt.Live {
+			if bt.Columns[0].Int64s()[i] == key {
+				out = append(out, bt.Fragment)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// diagnoseDup finds the first version after since (among those still on
+// disk) where key is live twice and describes the commits around it:
+// which operation made it, from which read version, and where the key
+// was before.
+func diagnoseDup(ctx context.Context, b storage.Bucket, since, v uint64, key int64) string {
+	vs, naming, err := meta.ListVersions(ctx, b)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	var prev uint64
+	for i := len(vs) - 1; i >= 0; i-- { // ascending
+		x := vs[i]
+		if x > v {
+			break
+		}
+		if x <= since && since > 0 {
+			prev = x
+			continue
+		}
+		frags, err := keyFragments(ctx, b, x, key)
+		if err != nil {
+			out = append(out, fmt.Sprintf("version %d: %v", x, err))
+			continue
+		}
+		if len(frags) < 2 {
+			prev = x
+			continue
+		}
+		f, err := meta.ReadVersion(ctx, b, naming, x)
+		if err != nil {
+			return err.Error()
+		}
+		txn, _ := meta.ReadTransaction(ctx, b, f)
+		before, _ := keyFragments(ctx, b, prev, key)
+		op := prototext.MarshalOptions{}.Format(txn)
+		if len(op) > 3000 {
+			op = op[:3000] + "…"
+		}
+		out = append(out, fmt.Sprintf("first version with key %d twice: %d (fragments %v; in version %d it was in %v), writer %s %s, transaction: %s",
+			key, x, frags, prev, before, f.Manifest.GetWriterVersion().GetLibrary(), f.Manifest.GetWriterVersion().GetVersion(), op))
+		break
+	}
+	return strings.Join(out, "; ")
+}
