@@ -54,14 +54,15 @@ func (w *Writer) flush(ctx context.Context) (*Generation, error) {
 	if w.mem.rows == 0 {
 		return nil, nil
 	}
-	// Fencing is checked before the work: a fenced writer's rows belong to
-	// the new owner's replay, not to a generation.
-	ss, err := meta.ReadShard(ctx, w.t.b, w.shard)
-	if err != nil {
-		return nil, fmt.Errorf("lancewal: %w", err)
-	}
-	if ss.Manifest == nil || ss.Manifest.GetVersion() != w.manifest.GetVersion() {
-		return nil, w.fail(ctx, fmt.Errorf("the shard manifest moved to version %d", ss.Manifest.GetVersion()))
+	// Fencing is checked before the work (one request: any newer manifest
+	// starts with the next version): a fenced writer's rows belong to the
+	// new owner's replay, not to a generation.
+	next := meta.ShardManifestKey(w.shard, w.manifest.GetVersion()+1)
+	switch _, err := w.t.b.Attributes(ctx, next); {
+	case err == nil:
+		return nil, w.fail(ctx, fmt.Errorf("shard manifest version %d exists", w.manifest.GetVersion()+1))
+	case !storage.IsNotFound(err):
+		return nil, fmt.Errorf("lancewal: %s: %w", next, err)
 	}
 	gen := w.manifest.GetCurrentGeneration()
 	var rnd [4]byte
