@@ -34,9 +34,11 @@ type Row map[string]any
 
 // WriterOptions tune a Writer.
 type WriterOptions struct {
-	// MaxRows flushes the MemTable into a generation once it holds this
-	// many rows (0: only Flush and Close flush).
-	MaxRows int
+	// MaxRows and MaxBytes flush the MemTable into a generation once it
+	// holds this many rows or about this many bytes of column data (0: no
+	// limit; Flush and Close always flush).
+	MaxRows  int
+	MaxBytes int
 }
 
 // Writer owns one MemWAL shard of a table: every Upsert and Delete is one
@@ -65,8 +67,8 @@ type Writer struct {
 // next WAL position so that the previous owner's next append collides,
 // and replays the WAL entries no generation covers yet into the MemTable.
 func (t *Table) OpenWriter(ctx context.Context, shard string, opts WriterOptions) (*Writer, error) {
-	if opts.MaxRows < 0 {
-		return nil, fmt.Errorf("lancewal: max rows %d is negative", opts.MaxRows)
+	if opts.MaxRows < 0 || opts.MaxBytes < 0 {
+		return nil, fmt.Errorf("lancewal: max rows %d and max bytes %d must not be negative", opts.MaxRows, opts.MaxBytes)
 	}
 	st, err := t.state(ctx)
 	if err != nil {
@@ -280,7 +282,7 @@ func (w *Writer) write(ctx context.Context, rows []Row, tombstone bool) error {
 	}
 	w.nextWAL++
 	w.mem.add(b)
-	if w.opts.MaxRows > 0 && w.mem.rows >= w.opts.MaxRows {
+	if (w.opts.MaxRows > 0 && w.mem.rows >= w.opts.MaxRows) || (w.opts.MaxBytes > 0 && w.mem.bytes >= w.opts.MaxBytes) {
 		if _, err := w.flush(ctx); err != nil {
 			return fmt.Errorf("lancewal: the entry is in the WAL, but the flush failed: %w", err)
 		}

@@ -314,3 +314,30 @@ func TestConcurrentWrites(t *testing.T) {
 		t.Fatalf("generations hold %d rows, want 100", n)
 	}
 }
+
+// TestAutoFlush: MaxRows and MaxBytes flush the MemTable as it fills.
+func TestAutoFlush(t *testing.T) {
+	ctx := t.Context()
+	for _, o := range []WriterOptions{{MaxRows: 10}, {MaxBytes: 300}} {
+		tbl, _ := corpusTable(t, "memwal_1")
+		s, _ := tbl.ShardFor(ctx, int64(0))
+		w, err := tbl.OpenWriter(ctx, s, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := len(w.manifest.GetSstables())
+		for i := int64(0); i < 30; i++ {
+			if err := w.Upsert(ctx, goRows(i, i+1, "a-")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := len(w.manifest.GetSstables()) - before; n < 2 {
+			t.Errorf("%+v: %d generations flushed by 30 single-row writes", o, n)
+		}
+	}
+	tbl, _ := corpusTable(t, "memwal_1")
+	s, _ := tbl.ShardFor(ctx, int64(0))
+	if _, err := tbl.OpenWriter(ctx, s, WriterOptions{MaxBytes: -1}); err == nil {
+		t.Error("negative MaxBytes accepted")
+	}
+}
