@@ -2,6 +2,7 @@ package compact
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -23,6 +24,12 @@ import (
 // 0..29), offsets 2 and 5 of fragment del deleted.
 func smallTable(t *testing.T, del int) *table.Handle {
 	t.Helper()
+	return smallTableN(t, 3, del)
+}
+
+// smallTableN is smallTable with n fragments.
+func smallTableN(t *testing.T, n, del int) *table.Handle {
+	t.Helper()
 	h := openHandle(t, t.TempDir())
 	ctx := t.Context()
 	fields := []*pb.Field{
@@ -32,7 +39,7 @@ func smallTable(t *testing.T, del int) *table.Handle {
 	if _, err := table.Create(ctx, h.Bucket, fields, "2.2", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	for lo := 0; lo < 30; lo += 10 {
+	for lo := 0; lo < 10*n; lo += 10 {
 		var b bytes.Buffer
 		for id := lo; id < lo+10; id++ {
 			fmt.Fprintf(&b, `{"id":%d,"s":"v%d"}`+"\n", id, id)
@@ -152,5 +159,46 @@ func TestExecuteCopiesUpToTarget(t *testing.T) {
 	}
 	if got := strings.Join(sizes, ","); got != "20,8" {
 		t.Fatalf("new fragments of %s rows, want 20,8", got)
+	}
+}
+
+// TestRunReplansWhenTheFRIChanged: a deferred compaction whose read
+// version's FRI was replaced meanwhile (another compaction of other
+// fragments landed its own FRI version, which its transaction does not
+// show) re-plans instead of dropping that version; the FRI ends with both.
+func TestRunReplansWhenTheFRIChanged(t *testing.T) {
+	h := smallTableN(t, 5, 4)
+	ctx := t.Context()
+	o := DefaultOptions()
+	o.TargetRowsPerFragment = 100
+	first := true
+	b := o
+	b.Fragments = []uint64{3, 4}
+	res, err := Run(ctx, h, b, Env{BeforeCommit: func(ctx context.Context, p *Plan) error {
+		if !first {
+			return nil
+		}
+		first = false
+		a := o
+		a.Fragments = []uint64{0, 1}
+		r, err := Run(ctx, h, a, Env{})
+		if err == nil && r.Commit == nil {
+			err = fmt.Errorf("the other compaction landed nothing")
+		}
+		return err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Commit == nil || res.Retried != 1 {
+		t.Fatalf("commit %v, retried %d: want one re-plan", res.Commit != nil, res.Retried)
+	}
+	head, _, err := meta.ReadLatest(ctx, h.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := fri.Load(ctx, h.Bucket, head)
+	if err != nil || ix == nil || len(ix.Versions) != 2 {
+		t.Fatalf("FRI %+v (%v): want two versions", ix, err)
 	}
 }
