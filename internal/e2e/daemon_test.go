@@ -44,8 +44,8 @@ jobs:
 demo:
   enabled: true
   url: %s
-  name: demo
-  shards: [s0, s1]
+  tables: [demo]
+  shards: 2
   key_space: 2000
   write_interval: 100ms
   batch_size: 20
