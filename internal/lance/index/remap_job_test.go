@@ -2,6 +2,7 @@ package index
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -191,4 +192,81 @@ func TestCatchUpThroughFRI(t *testing.T) {
 		}
 	}
 	check("remapped")
+}
+
+// TestRemapComposesTwoVersions: two deferred compactions, the second over
+// the first's output, then one physical remap through both: every entry
+// names the row it named on LanceDB's table, LanceDB and compactord's
+// lookup answer right before and after, and the trim removes the FRI.
+func TestRemapComposesTwoVersions(t *testing.T) {
+	lancedb.Require(t)
+	ctx := t.Context()
+	f, deleted := ghostFixture(t)
+	h := openHandle(t, f.Dir)
+	beforeIDs := idAt(t, ctx, h, mustRead(t, h))
+	deferredCompaction(t, h, []uint64{2, 3})
+	f.Run(t, lancedb.Delete("id = 36")) // in the first compaction's output
+	deleted[36] = true
+	deferredCompaction(t, h, []uint64{0, 4})
+	q := indexedQueries(40, deleted)
+	check := func(when string) {
+		t.Helper()
+		var order []string
+		steps := []lancedb.Step{lancedb.IndexStats("id_idx")}
+		for w := range q {
+			order = append(order, w)
+			steps = append(steps, lancedb.ReadRows(lancedb.ReadOpts{Where: w}))
+		}
+		out := f.Run(t, steps...)
+		if s := stats(t, out, 0); s.NumUnindexedRows != 0 {
+			t.Errorf("%s: %+v", when, s)
+		}
+		for k, w := range order {
+			if got := idsOf(t, out, 1+k); !sameIDs(got, q[w]) {
+				t.Errorf("%s: where %s: %v, want %v", when, w, got, q[w])
+			}
+		}
+		read := mustRead(t, h)
+		ids := idAt(t, ctx, h, read)
+		for _, key := range []int64{4, 15, 25, 33, 35, 36, 39} {
+			res, err := Lookup(ctx, h.Bucket, read, "id_idx", fmt.Sprint(key), LookupOptions{IndexOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int64
+			for _, a := range res.Addrs {
+				got = append(got, ids[a])
+			}
+			var want []int64
+			if !deleted[key] {
+				want = []int64{key}
+			}
+			if !sameIDs(got, want) {
+				t.Errorf("%s: lookup id = %d: %v, want %v", when, key, got, want)
+			}
+		}
+	}
+	check("two versions deferred")
+	ix, err := fri.Load(ctx, h.Bucket, mustRead(t, h))
+	if err != nil || ix == nil || len(ix.Versions) != 2 {
+		t.Fatalf("FRI %v, %v: want two versions", ix, err)
+	}
+	remap := ix.Remapper(0)
+	after := mustRead(t, h)
+	afterIDs := idAt(t, ctx, h, after)
+	for _, a := range indexAddrs(t, ctx, h, after, "id_idx", nil) {
+		id, was := beforeIDs[a]
+		na, ok := remap(a)
+		if was && !deleted[id] && (!ok || afterIDs[na] != id) {
+			t.Errorf("entry %#x (id %d) remaps to %#x,%v (id %d)", a, id, na, ok, afterIDs[na])
+		}
+	}
+	rm, err := RemapIndexes(ctx, h, RemapJobOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rm.Trim == nil || !rm.Trim.Removed || len(rm.Trim.Dropped) != 2 {
+		t.Fatalf("remap %+v, trim %+v", rm, rm.Trim)
+	}
+	check("remapped through both")
 }
