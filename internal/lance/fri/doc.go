@@ -30,6 +30,7 @@
 //     removed set of a new version, the straddle check for planners.
 //   - trim.go: which versions no index needs any more, and the CreateIndex
 //     that drops them.
+//   - group.go: a group from a compaction's inputs (BuildGroup).
 //   - bitmap.go: strict decoding of the roaring bitmaps involved.
 //
 // The rules here were read from Lance's source (lance-index
