@@ -119,6 +119,8 @@ func (h *harness) plainOp(i int, kinds ...string) lanceOp {
 // tags.
 func (h *harness) lanceStep() error {
 	var ops []lanceOp
+	// The tags as the program's earlier operations leave them.
+	tags := maps.Clone(h.ref.Tags)
 	for i := range 1 + h.rng.IntN(4) {
 		switch x := h.rng.IntN(10); {
 		case x < 5:
@@ -127,11 +129,13 @@ func (h *harness) lanceStep() error {
 		case x < 9:
 			ops = append(ops, h.plainOp(i, "add", "delete", "plainMerge"))
 		default:
-			if len(h.ref.Tags) >= 2 || h.rng.IntN(3) == 0 && len(h.ref.Tags) > 0 {
-				name := slices.Sorted(maps.Keys(h.ref.Tags))[h.rng.IntN(len(h.ref.Tags))]
+			if len(tags) >= 2 || h.rng.IntN(3) == 0 && len(tags) > 0 {
+				name := slices.Sorted(maps.Keys(tags))[h.rng.IntN(len(tags))]
+				delete(tags, name)
 				ops = append(ops, lanceOp{kind: "tagDelete", step: lancedb.TagDelete(name), untag: name})
 			} else {
-				name := fmt.Sprintf("t%d", h.step)
+				name := fmt.Sprintf("t%d.%d", h.step, i)
+				tags[name] = h.snap.Version
 				ops = append(ops, lanceOp{kind: "tagCreate", step: lancedb.TagCreate(name, h.snap.Version), tag: name, tagV: h.snap.Version})
 			}
 		}
