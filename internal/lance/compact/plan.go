@@ -24,8 +24,10 @@ type Options struct {
 	// TargetRowsPerFragment: fragments with fewer physical rows are small;
 	// a new fragment holds at most this many rows. Lance: 1 Mi.
 	TargetRowsPerFragment uint64
-	// MaxRowsPerGroup is the rows per batch re-encoded at once (Lance's
-	// max_rows_per_group; it does not change which fragments are picked).
+	// MaxRowsPerGroup is Lance's max_rows_per_group, accepted so that
+	// Lance's options carry over; it changes nothing here: compactord's
+	// writer cuts pages by bytes (8 MiB), as LanceDB 0.39 does for 2.x
+	// files.
 	MaxRowsPerGroup uint64
 	// MaxBytesPerFile cuts a new data file once it reaches this size
 	// (Lance's max_bytes_per_file; 0 is Lance's default of 90 GB).
