@@ -26,8 +26,7 @@ type Options struct {
 	TargetRowsPerFragment uint64
 	// MaxRowsPerGroup is Lance's max_rows_per_group, accepted so that
 	// Lance's options carry over; it changes nothing here: compactord's
-	// writer cuts pages by bytes (8 MiB), as LanceDB 0.39 does for 2.x
-	// files.
+	// writer cuts pages by bytes (8 MiB).
 	MaxRowsPerGroup uint64
 	// MaxBytesPerFile cuts a new data file once it reaches this size
 	// (Lance's max_bytes_per_file; 0 is Lance's default of 90 GB).
