@@ -1,6 +1,7 @@
 package lancewal
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -206,8 +207,17 @@ func (w *Writer) putManifest(ctx context.Context, m *pb.ShardManifest) error {
 	if err != nil {
 		return err
 	}
-	if err := w.t.b.PutIfAbsent(ctx, meta.ShardManifestKey(w.shard, m.GetVersion()), data); err != nil {
-		return err
+	key := meta.ShardManifestKey(w.shard, m.GetVersion())
+	if err := w.t.b.PutIfAbsent(ctx, key, data); err != nil {
+		// An outcome we do not know (a timeout, or a retried put that
+		// found its own first attempt) is ours if the key holds our bytes:
+		// otherwise the writer would take its own manifest for a rival's.
+		if got, gerr := w.t.b.Get(context.WithoutCancel(ctx), key); gerr == nil && bytes.Equal(got, data) {
+			err = nil
+		}
+		if err != nil {
+			return err
+		}
 	}
 	_ = w.t.b.Put(ctx, meta.ShardHintKey(w.shard), meta.EncodeHint(m.GetVersion()))
 	return nil

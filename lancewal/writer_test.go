@@ -341,3 +341,28 @@ func TestAutoFlush(t *testing.T) {
 		t.Error("negative MaxBytes accepted")
 	}
 }
+
+// TestAmbiguousManifestPut: a shard manifest put that lands but reports an
+// error is recognised as the writer's own (its bytes are there): the flush
+// succeeds and the writer keeps going.
+func TestAmbiguousManifestPut(t *testing.T) {
+	ctx := t.Context()
+	tbl, fb := corpusTable(t, "memwal_1")
+	w := mustWriter(t, tbl, int64(0))
+	if err := w.Upsert(ctx, goRows(0, 2, "amb-")); err != nil {
+		t.Fatal(err)
+	}
+	r := fb.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyContains: "/manifest/", Nth: 1, Action: storage.LandThenFail(errors.New("injected timeout"))})
+	if _, err := w.Flush(ctx); err != nil {
+		t.Fatalf("flush whose manifest put landed but failed: %v", err)
+	}
+	if r.Fired() != 1 {
+		t.Fatalf("the fault fired %d times", r.Fired())
+	}
+	if err := w.Upsert(ctx, goRows(2, 3, "amb-")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
