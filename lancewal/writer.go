@@ -284,7 +284,14 @@ func (w *Writer) write(ctx context.Context, rows []Row, tombstone bool) error {
 	if err != nil {
 		return err
 	}
-	if err := w.t.b.PutIfAbsent(ctx, meta.WALKey(w.shard, w.nextWAL), data); err != nil {
+	key := meta.WALKey(w.shard, w.nextWAL)
+	if err = w.t.b.PutIfAbsent(ctx, key, data); err != nil {
+		// As for manifests: an entry holding our bytes is ours.
+		if got, gerr := w.t.b.Get(context.WithoutCancel(ctx), key); gerr == nil && bytes.Equal(got, data) {
+			err = nil
+		}
+	}
+	if err != nil {
 		if storage.IsAlreadyExists(err) {
 			return w.fail(ctx, fmt.Errorf("WAL position %d is taken", w.nextWAL))
 		}

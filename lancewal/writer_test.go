@@ -366,3 +366,26 @@ func TestAmbiguousManifestPut(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAmbiguousWALPut: a WAL append that lands but reports an error is the
+// writer's own entry: the write succeeds, and the next one goes to the
+// next position.
+func TestAmbiguousWALPut(t *testing.T) {
+	ctx := t.Context()
+	tbl, fb := corpusTable(t, "memwal_1")
+	w := mustWriter(t, tbl, int64(0))
+	fb.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyContains: "/wal/", Nth: 1, Action: storage.LandThenFail(errors.New("injected timeout"))})
+	if err := w.Upsert(ctx, goRows(0, 2, "amb-")); err != nil {
+		t.Fatalf("append that landed: %v", err)
+	}
+	if err := w.Upsert(ctx, goRows(2, 3, "amb-")); err != nil {
+		t.Fatal(err)
+	}
+	g, err := w.Flush(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Rows != 3 {
+		t.Fatalf("generation of %d rows, want 3", g.Rows)
+	}
+}
