@@ -7,7 +7,8 @@
 // A table's MemWAL (its __lance_mem_wal system index, which LanceDB's
 // setLsmWriteSpec installs and EnableMemWAL can install) routes every
 // primary key to one shard: one shard for an unsharded spec, or one of N by
-// a murmur3 hash of the key for a bucket spec. Each shard has one owner at
+// a murmur3 hash of the key for a bucket spec (integer keys; LanceDB's
+// hash of string keys is not matched, so string keys need an unsharded spec). Each shard has one owner at
 // a time, a Writer:
 //
 //   - OpenWriter claims the shard: it writes the shard's next manifest with

@@ -30,7 +30,7 @@ const (
 // setLsmWriteSpec puts it.
 type Config struct {
 	// Sharding is Unsharded (one shard) or Bucket (NumBuckets shards by a
-	// hash of Column, which must be the primary key).
+	// hash of Column, which must be the primary key, an integer column).
 	Sharding   string
 	Column     string
 	NumBuckets int
@@ -42,7 +42,8 @@ type Config struct {
 }
 
 // Table is a Lance table opened for MemWAL writes. It is safe for
-// concurrent use; each shard has at most one Writer per process.
+// concurrent use. Open one Writer per shard: a second claim of a shard
+// fences the first, here as anywhere.
 type Table struct {
 	b     storage.Bucket
 	owned bool
