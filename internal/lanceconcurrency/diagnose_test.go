@@ -3,6 +3,7 @@ package lanceconcurrency
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/prototext"
@@ -41,8 +42,8 @@ func diagnoseDup(ctx context.Context, b storage.Bucket, since, v uint64, key int
 	}
 	var out []string
 	var prev uint64
-	for i := len(vs) - 1; i >= 0; i-- { // ascending
-		x := vs[i]
+	slices.Sort(vs)
+	for _, x := range vs {
 		if x > v {
 			break
 		}
@@ -72,6 +73,9 @@ func diagnoseDup(ctx context.Context, b storage.Bucket, since, v uint64, key int
 		out = append(out, fmt.Sprintf("first version with key %d twice: %d (fragments %v; in version %d it was in %v), writer %s %s, transaction: %s",
 			key, x, frags, prev, before, f.Manifest.GetWriterVersion().GetLibrary(), f.Manifest.GetWriterVersion().GetVersion(), op))
 		break
+	}
+	if len(out) == 0 {
+		return fmt.Sprintf("no version in (%d, %d] of %v has key %d twice", since, v, vs, key)
 	}
 	return strings.Join(out, "; ")
 }
