@@ -1,7 +1,12 @@
 package file
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"io"
+	"slices"
+	"sync"
 
 	pb "github.com/compactord/compactord/gen/lancefilepb"
 	"github.com/compactord/compactord/gen/lancepb"
@@ -99,10 +104,15 @@ func (w *Writer) copyColumns(src *File, columns []int) error {
 			return fmt.Errorf("lance file: column %d of %d (or named twice)", c, len(src.Columns))
 		}
 		seen[c] = true
-		cm := src.Columns[c]
-		if len(cm.GetBufferOffsets()) > 0 {
+		if len(src.Columns[c].GetBufferOffsets()) > 0 {
 			return fmt.Errorf("lance file: column %d has column buffers; copying them is not supported", c)
 		}
+	}
+	if lo, hi, ok := denseSpan(src, columns, structs); ok {
+		return w.copySpan(src, columns, structs, lo, hi)
+	}
+	for _, c := range columns {
+		cm := src.Columns[c]
 		base := w.colRows[c]
 		for _, p := range cm.GetPages() {
 			if structs[c] {
@@ -122,6 +132,103 @@ func (w *Writer) copyColumns(src *File, columns []int) error {
 				}
 				np.BufferOffsets = append(np.BufferOffsets, off)
 				np.BufferSizes = append(np.BufferSizes, uint64(len(b)))
+			}
+			w.cols[c].Pages = append(w.cols[c].Pages, np)
+			w.colRows[c] += p.GetLength()
+		}
+	}
+	w.copied = true
+	return nil
+}
+
+// copyChunk is the size of the reads and writes of a span copy.
+const copyChunk = 4 << 20
+
+// copyBufs hold the chunk buffers of span copies, reused across files
+// (a fresh buffer per file is a 4 MiB allocation zeroed each time).
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyChunk); return &b }}
+
+// denseSpan finds the byte range [lo, hi) holding every page buffer of
+// the columns, when those buffers fill it but for alignment padding (at
+// most 63 bytes before each buffer), as a writer lays pages out one after
+// another. Such a span is copied with a few large reads and writes.
+func denseSpan(src *File, columns []int, structs map[int]bool) (lo, hi uint64, ok bool) {
+	type ext struct{ off, end uint64 }
+	var exts []ext
+	for _, c := range columns {
+		if structs[c] {
+			continue
+		}
+		for _, p := range src.Columns[c].GetPages() {
+			if len(p.GetBufferOffsets()) != len(p.GetBufferSizes()) {
+				return 0, 0, false
+			}
+			for k, off := range p.GetBufferOffsets() {
+				n := p.GetBufferSizes()[k]
+				if off > src.size || n > src.size-off {
+					return 0, 0, false
+				}
+				if n > 0 {
+					exts = append(exts, ext{off, off + n})
+				}
+			}
+		}
+	}
+	if len(exts) == 0 {
+		return 0, 0, false
+	}
+	slices.SortFunc(exts, func(a, b ext) int { return cmp.Compare(a.off, b.off) })
+	lo, hi = exts[0].off, exts[0].end
+	for _, e := range exts[1:] {
+		if e.off < hi || e.off-hi >= 64 {
+			return 0, 0, false // overlapping, or something else lies between
+		}
+		hi = e.end
+	}
+	return lo, hi, true
+}
+
+// copySpan copies src's bytes [lo, hi), which hold every page buffer of
+// the columns, in chunks through one buffer, and records the pages at
+// their offsets shifted by one delta. The span starts at the same offset
+// modulo 64 in both files, so every buffer keeps its alignment.
+func (w *Writer) copySpan(src *File, columns []int, structs map[int]bool, lo, hi uint64) error {
+	if pad := (lo%64 + 64 - w.pos%64) % 64; pad > 0 {
+		if err := w.raw(zeros64[:pad]); err != nil {
+			return err
+		}
+	}
+	start := w.pos
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	for off := lo; off < hi; {
+		n := min(hi-off, uint64(len(buf)))
+		if _, err := src.r.ReadAt(buf[:n], int64(off)); err != nil && !(errors.Is(err, io.EOF) && off+n == src.size) {
+			return err
+		}
+		if err := w.raw(buf[:n]); err != nil {
+			return err
+		}
+		off += n
+	}
+	for _, c := range columns {
+		base := w.colRows[c]
+		for _, p := range src.Columns[c].GetPages() {
+			if structs[c] {
+				w.colRows[c] += p.GetLength()
+				continue
+			}
+			np := &pb.ColumnMetadata_Page{Length: p.GetLength(), Encoding: proto.Clone(p.GetEncoding()).(*pb.Encoding), Priority: p.GetPriority() + base}
+			for k, off := range p.GetBufferOffsets() {
+				n := p.GetBufferSizes()[k]
+				if n > 0 {
+					off = off - lo + start
+				} else {
+					off = start
+				}
+				np.BufferOffsets = append(np.BufferOffsets, off)
+				np.BufferSizes = append(np.BufferSizes, n)
 			}
 			w.cols[c].Pages = append(w.cols[c].Pages, np)
 			w.colRows[c] += p.GetLength()

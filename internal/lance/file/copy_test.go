@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -161,4 +162,74 @@ func TestLanceDBReadsCopies(t *testing.T) {
 		cases = append(cases, lancedbCase{name: name, want: concatOracle(t, loadOracle(t, p[1]), k)})
 	}
 	lancedbRead(t, dir, cases)
+}
+
+// countingReader counts the reads of a file.
+type countingReader struct {
+	r     *bytes.Reader
+	reads int
+}
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	c.reads++
+	return c.r.ReadAt(p, off)
+}
+
+// TestCopyFileReadsOneSpan: the pages of a file laid out one after
+// another (every corpus file, LanceDB's and ours) are copied with one
+// read per copyChunk of their span, not one per page buffer, and the
+// copy still reads back as the rows copied after decoded ones
+// (TestCopyFile) and alone.
+func TestCopyFileReadsOneSpan(t *testing.T) {
+	for _, p := range oracleFiles(t, "testdata") {
+		t.Run(filepath.Base(p[0]), func(t *testing.T) {
+			all, err := os.ReadFile(p[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			cr := &countingReader{r: bytes.NewReader(all)}
+			src, err := Open(cr, int64(len(all)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var bufs int
+			for _, c := range src.Columns {
+				for _, pg := range c.GetPages() {
+					bufs += len(pg.GetBufferOffsets())
+				}
+			}
+			lo, hi, ok := denseSpan(src, allColumns(src), nil)
+			if src.Version() != V2_0 && !ok {
+				t.Fatalf("pages of %d buffers are not one span", bufs)
+			}
+			var buf bytes.Buffer
+			w, err := NewWriter(&buf, src.Desc.GetSchema().GetFields(), WriterOptions{Version: src.Version()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cr.reads = 0
+			if err := w.CopyFile(src); err != nil {
+				t.Fatal(err)
+			}
+			if want := int((hi - lo + copyChunk - 1) / copyChunk); ok && cr.reads != want {
+				t.Errorf("copy of %d page buffers (%d bytes) made %d reads, want %d", bufs, hi-lo, cr.reads, want)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			got, err := Open(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameRows(t, src, got)
+		})
+	}
+}
+
+func allColumns(f *File) []int {
+	cols := make([]int, len(f.Columns))
+	for i := range cols {
+		cols[i] = i
+	}
+	return cols
 }
