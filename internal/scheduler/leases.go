@@ -88,7 +88,6 @@ func (s *Scheduler) leaseTable(ctx context.Context, st *tableState, assign map[s
 		if handOver {
 			st.owned = false
 			st.pending = [numKinds]Trigger{}
-			s.metrics.leaseOwned.WithLabelValues(st.spec.Name).Set(0)
 		}
 		s.mu.Unlock()
 		if handOver {
@@ -156,7 +155,6 @@ func (s *Scheduler) leaseTable(ctx context.Context, st *tableState, assign map[s
 	switch {
 	case held && !st.owned:
 		st.owned, st.freeSince = true, time.Time{}
-		s.metrics.leaseOwned.WithLabelValues(st.spec.Name).Set(1)
 		log.Info("lease acquired", zap.Uint64("epoch", cur.Epoch))
 		s.kick()
 	case !held && st.owned:
@@ -169,7 +167,6 @@ func (s *Scheduler) leaseTable(ctx context.Context, st *tableState, assign map[s
 func (s *Scheduler) loseLocked(st *tableState, log *zap.Logger) {
 	st.owned = false
 	st.pending = [numKinds]Trigger{}
-	s.metrics.leaseOwned.WithLabelValues(st.spec.Name).Set(0)
 	if st.running != nil {
 		st.running.cancel(ErrLeaseLost)
 	}

@@ -24,16 +24,10 @@ type Metrics struct {
 	failures      *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
 	lastSuccess   *prometheus.GaugeVec
-	halted        *prometheus.GaugeVec
-	paused        *prometheus.GaugeVec
-	leaseOwned    *prometheus.GaugeVec
-	version       *prometheus.GaugeVec
 	syncFailures  *prometheus.CounterVec
-	lastSync      *prometheus.GaugeVec
 	pendingGens   *prometheus.GaugeVec
 	retainedBytes *prometheus.GaugeVec
 	catchupLag    *prometheus.GaugeVec
-	friVersions   *prometheus.GaugeVec
 	merged        *prometheus.CounterVec
 	trimmedBytes  *prometheus.CounterVec
 	fragsIn       *prometheus.CounterVec
@@ -77,26 +71,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Duration of finished job attempts by table and kind.", Buckets: durationBuckets}, tk),
 		lastSuccess: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_job_last_success_timestamp_seconds",
 			Help: "Unix time of the last successful (or skipped) attempt by table and kind; 0 before the first."}, tk),
-		halted: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_table_halted",
-			Help: "1 when the table is quarantined for the reason (corrupt, failing, retry_budget); resume it through the API."}, []string{"table", "reason"}),
-		paused: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_table_paused",
-			Help: "1 when an operator paused the table."}, []string{"table"}),
-		leaseOwned: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_lease_owned",
-			Help: "1 when this instance holds the table's lease (always 1 with leasing off)."}, []string{"table"}),
-		version: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_table_version",
-			Help: "The newest table version seen by the last sync."}, []string{"table"}),
 		syncFailures: f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_table_sync_failures_total",
 			Help: "Failed reads of a table's manifest and shard manifests."}, []string{"table"}),
-		lastSync: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_table_last_sync_timestamp_seconds",
-			Help: "Unix time of the last successful sync of the table; 0 before the first."}, []string{"table"}),
 		pendingGens: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_mem_wal_pending_generations",
 			Help: "Flushed SSTable generations not yet merged into the base table, by table and shard."}, []string{"table", "shard"}),
 		retainedBytes: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_sstable_retained_bytes",
 			Help: "Bytes of SSTables still stored, by table, shard and why they are kept (not_merged, index_lag, version_retention)."}, []string{"table", "shard", "reason"}),
 		catchupLag: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_index_catchup_lag_generations",
 			Help: "Merged generations an index does not provably cover, by table, index and shard (an absent catch-up entry counts as 0 covered)."}, []string{"table", "index", "shard"}),
-		friVersions: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_fri_versions",
-			Help: "Fragment-reuse index versions outstanding (not yet trimmed) by table."}, []string{"table"}),
 		merged: f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_sstables_merged_total",
 			Help: "SSTables merged into the base table by this instance's jobs."}, []string{"table"}),
 		trimmedBytes: f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_sstable_trimmed_bytes_total",
@@ -120,20 +102,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// addTable pre-creates the per-table series that alerts need at 0.
+// addTable pre-creates the per-table counters that alerts need at 0 (the
+// per-table gauges are jobCollector's).
 func (m *Metrics) addTable(name string, kinds []Kind) {
 	for _, k := range kinds {
 		m.failures.WithLabelValues(name, string(k))
 	}
-	for _, r := range allReasons {
-		m.halted.WithLabelValues(name, r)
-	}
-	m.paused.WithLabelValues(name)
-	m.leaseOwned.WithLabelValues(name)
-	m.version.WithLabelValues(name)
 	m.syncFailures.WithLabelValues(name)
-	m.lastSync.WithLabelValues(name)
-	m.friVersions.WithLabelValues(name)
 	m.merged.WithLabelValues(name)
 	m.trimmedBytes.WithLabelValues(name)
 }
@@ -150,8 +125,8 @@ func addCounter(c *prometheus.CounterVec, v float64, labels ...string) {
 func (m *Metrics) removeTable(name string) {
 	l := prometheus.Labels{"table": name}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
-		m.runs, m.failures, m.lastSuccess, m.halted, m.paused, m.leaseOwned, m.version, m.syncFailures,
-		m.lastSync, m.pendingGens, m.retainedBytes, m.catchupLag, m.friVersions, m.merged, m.trimmedBytes,
+		m.runs, m.failures, m.lastSuccess, m.syncFailures,
+		m.pendingGens, m.retainedBytes, m.catchupLag, m.merged, m.trimmedBytes,
 		m.fragsIn, m.fragsOut,
 	} {
 		v.DeletePartialMatch(l)
@@ -174,13 +149,38 @@ var (
 		"The longest gap between two runs of the kind's schedule (an @every interval, or the widest gap of a cron spec over its next runs); 0 when the schedule is off or this build has no job of the kind.", []string{"kind"}, nil)
 	descSyncFailures = prometheus.NewDesc("compactord_table_sync_consecutive_failures",
 		"Failed syncs of the table in a row; 0 after a successful sync.", []string{"table"}, nil)
+	// The per-table gauges the scheduler's state already holds, read at
+	// scrape time rather than kept as a labelled child per table (each
+	// costs about 600 bytes of heap, which adds up over 1000 tables).
+	descHalted = prometheus.NewDesc("compactord_table_halted",
+		"1 when the table is quarantined for the reason (corrupt, failing, retry_budget); resume it through the API.", []string{"table", "reason"}, nil)
+	descPaused = prometheus.NewDesc("compactord_table_paused",
+		"1 when an operator paused the table.", []string{"table"}, nil)
+	descLeaseOwned = prometheus.NewDesc("compactord_lease_owned",
+		"1 when this instance holds the table's lease (always 1 with leasing off).", []string{"table"}, nil)
+	descVersion = prometheus.NewDesc("compactord_table_version",
+		"The newest table version seen by the last sync.", []string{"table"}, nil)
+	descLastSync = prometheus.NewDesc("compactord_table_last_sync_timestamp_seconds",
+		"Unix time of the last successful sync of the table; 0 before the first.", []string{"table"}, nil)
+	descFRIVersions = prometheus.NewDesc("compactord_fri_versions",
+		"Fragment-reuse index versions outstanding (not yet trimmed) by table.", []string{"table"}, nil)
 )
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 func (c jobCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descConsecutiveFailures
 	ch <- descNextRun
 	ch <- descInterval
 	ch <- descSyncFailures
+	for _, d := range []*prometheus.Desc{descHalted, descPaused, descLeaseOwned, descVersion, descLastSync, descFRIVersions} {
+		ch <- d
+	}
 }
 
 func (c jobCollector) Collect(ch chan<- prometheus.Metric) {
@@ -193,6 +193,21 @@ func (c jobCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, st := range s.tables {
 		name := st.spec.Name
 		ch <- prometheus.MustNewConstMetric(descSyncFailures, prometheus.GaugeValue, float64(st.syncRetries), name)
+		for _, r := range allReasons {
+			ch <- prometheus.MustNewConstMetric(descHalted, prometheus.GaugeValue, boolGauge(st.halted != nil && st.halted.Reason == r), name, r)
+		}
+		ch <- prometheus.MustNewConstMetric(descPaused, prometheus.GaugeValue, boolGauge(st.paused), name)
+		ch <- prometheus.MustNewConstMetric(descLeaseOwned, prometheus.GaugeValue, boolGauge(st.owned), name)
+		var version, fri, last float64
+		if st.snap != nil {
+			version, fri = float64(st.snap.Version), float64(len(st.snap.FRI))
+		}
+		if !st.lastSync.IsZero() {
+			last = float64(st.lastSync.UnixMilli()) / 1e3
+		}
+		ch <- prometheus.MustNewConstMetric(descVersion, prometheus.GaugeValue, version, name)
+		ch <- prometheus.MustNewConstMetric(descLastSync, prometheus.GaugeValue, last, name)
+		ch <- prometheus.MustNewConstMetric(descFRIVersions, prometheus.GaugeValue, fri, name)
 		for i, k := range Kinds {
 			ch <- prometheus.MustNewConstMetric(descConsecutiveFailures, prometheus.GaugeValue, float64(st.retries[i]), name, string(k))
 			next := 0.0

@@ -237,7 +237,6 @@ func (s *Scheduler) addLocked(sp TableSpec, now time.Time) {
 	s.metrics.addTable(sp.Name, Kinds)
 	if s.deps.Leases == nil {
 		st.owned = true
-		s.metrics.leaseOwned.WithLabelValues(sp.Name).Set(1)
 	}
 	s.tables[sp.Name] = st
 	s.logger.Info("table added", zap.String("table", sp.Name), zap.String("url", sp.URL))
@@ -745,9 +744,6 @@ func (s *Scheduler) haltLocked(st *tableState, reason, kind string, err error, n
 	for i := range Kinds {
 		st.pending[i] = ""
 	}
-	if !st.removed {
-		s.metrics.halted.WithLabelValues(st.spec.Name, reason).Set(1)
-	}
 	st.logger.Error("table quarantined; the other tables continue. Fix the cause, then resume it through the API",
 		zap.String("reason", reason), zap.String("kind", kind), zap.Error(err))
 }
@@ -954,7 +950,6 @@ func (s *Scheduler) Pause(ctx context.Context, name, reason string) error {
 	st.marks[marker.Pause] = m
 	if !st.paused {
 		st.paused = true
-		s.metrics.paused.WithLabelValues(name).Set(1)
 		st.logger.Info("table paused by an operator; the mark in its bucket pauses it on every instance", zap.String("reason", reason))
 	}
 	return nil
@@ -986,12 +981,8 @@ func (s *Scheduler) Resume(ctx context.Context, name string) error {
 	delete(st.marks, marker.Pause)
 	if st.paused {
 		st.paused = false
-		s.metrics.paused.WithLabelValues(name).Set(0)
 	}
-	if st.halted != nil {
-		s.metrics.halted.WithLabelValues(name, st.halted.Reason).Set(0)
-		st.halted = nil
-	}
+	st.halted = nil
 	st.failures, st.retries, st.notBefore = [numKinds]int{}, [numKinds]int{}, [numKinds]time.Time{}
 	st.failingSince = [numKinds]time.Time{}
 	st.syncFailures, st.syncRetries, st.syncFailingSince = 0, 0, time.Time{}

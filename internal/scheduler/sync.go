@@ -134,7 +134,6 @@ func (s *Scheduler) syncTable(ctx context.Context, st *tableState, h *TableHandl
 		if withMarks {
 			s.applyMarksLocked(st, marks)
 		}
-		s.metrics.lastSync.WithLabelValues(name).Set(float64(now.UnixMilli()) / 1e3)
 		s.applySnapshotLocked(st, snap)
 		if !wasSynced {
 			s.kick()
@@ -174,8 +173,6 @@ func (s *Scheduler) syncTable(ctx context.Context, st *tableState, h *TableHandl
 func (s *Scheduler) applySnapshotLocked(st *tableState, snap *Snapshot) {
 	name := st.spec.Name
 	m := s.metrics
-	m.version.WithLabelValues(name).Set(float64(snap.Version))
-	m.friVersions.WithLabelValues(name).Set(float64(len(snap.FRI)))
 	shards := map[string]bool{}
 	lag := map[[2]string]bool{}
 	for _, sh := range snap.Shards {
@@ -284,11 +281,6 @@ func (s *Scheduler) applyMarksLocked(st *tableState, marks map[marker.Kind]marke
 	if noCompact {
 		st.pending[KindCompact.index()] = ""
 	}
-	v := 0.0
-	if paused {
-		v = 1
-	}
-	s.metrics.paused.WithLabelValues(st.spec.Name).Set(v)
 	if !paused {
 		s.kick()
 	}
