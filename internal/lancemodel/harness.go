@@ -47,6 +47,10 @@ type Config struct {
 	// simulated crash, and against a racing LanceDB commit. Negative turns
 	// one off; 0 takes the default.
 	FaultRate, OutageRate, CrashRate, RaceRate float64
+	// Weights, when set, replaces the step kinds' weights (kinds it
+	// leaves out do not run): lancedb, append, deleteFragment, merge,
+	// catchup, trim, cleanup, compact, remap.
+	Weights map[string]int
 	// Checkpoints is how many copies of the table, taken between steps,
 	// LanceDB reads back at the end (default 3).
 	Checkpoints int

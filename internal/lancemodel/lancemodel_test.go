@@ -75,6 +75,16 @@ func TestLanceModel(t *testing.T) {
 	}
 }
 
+// TestLanceModelCompactionRaces runs mostly compactions and merges with
+// LanceDB deletes, re-appends, merge-inserts and appends landing while
+// their commits are held, so that every commit has to carry several
+// LanceDB commits (the concurrency campaign found keys live twice after
+// such races).
+func TestLanceModelCompactionRaces(t *testing.T) {
+	runSeed(t, lancemodel.Config{Seed: seed(t), Steps: 40, RaceRate: 0.9, FaultRate: -1, OutageRate: -1, CrashRate: -1,
+		Weights: map[string]int{"lancedb": 2, "append": 1, "compact": 4, "merge": 2, "remap": 1, "catchup": 1}})
+}
+
 // TestSoakLanceModel runs seeds back to back for its share of
 // COMPACTORD_SOAK (make soak DURATION=30m).
 func TestSoakLanceModel(t *testing.T) {

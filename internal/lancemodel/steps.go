@@ -2,7 +2,6 @@ package lancemodel
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -29,13 +28,19 @@ var stepWeights = []struct {
 }
 
 func (h *harness) pick() string {
+	weight := func(kind string, def int) int {
+		if h.cfg.Weights == nil {
+			return def
+		}
+		return h.cfg.Weights[kind]
+	}
 	total := 0
 	for _, w := range stepWeights {
-		total += w.weight
+		total += weight(w.kind, w.weight)
 	}
 	x := h.rng.IntN(total)
 	for _, w := range stepWeights {
-		if x -= w.weight; x < 0 {
+		if x -= weight(w.kind, w.weight); x < 0 {
 			return w.kind
 		}
 	}
@@ -260,7 +265,7 @@ func (h *harness) applyLance(ops []lanceOp) error {
 // injected is what was injected into one compactord step.
 type injected struct {
 	fault, crash bool
-	race         *lanceOp
+	race         []lanceOp
 	raced        bool // the racing commit landed while ours was held
 }
 
@@ -290,12 +295,23 @@ func (h *harness) compactordStep(kind string) error {
 	}
 	commits := kind != "trim" && kind != "cleanup"
 	if commits && !inj.fault && !outage && !inj.crash && h.rng.Float64() < h.cfg.RaceRate {
-		kinds := []string{"add", "delete", "plainMerge"}
+		kinds := []string{"add", "delete", "plainMerge", "readd"}
 		if kind == "deleteFragment" {
 			kinds = []string{"add"} // anything else may move rows out of the fragment
 		}
-		op := h.plainOp(0, kinds...)
-		inj.race = &op
+		// One to three commits land while ours is held: a rebase must
+		// carry each of them (two deletes of one fragment, a delete and
+		// an append of the same key).
+		for i := range 1 + h.rng.IntN(3) {
+			if k := kinds[h.rng.IntN(len(kinds))]; k == "readd" {
+				del := h.plainOp(i, "delete")
+				tag := fmt.Sprintf("r%d.%d-", h.step, i)
+				rows := h.rowsOf(del.keys, tag)
+				inj.race = append(inj.race, del, lanceOp{kind: "add", step: lancedb.Add(rows), rows: rows})
+			} else {
+				inj.race = append(inj.race, h.plainOp(i, k))
+			}
+		}
 	}
 	var (
 		desc   string
@@ -386,7 +402,7 @@ func (h *harness) compactordStep(kind string) error {
 			}
 		}
 	}
-	if inj.race != nil {
+	if len(inj.race) > 0 {
 		if err := h.raced(&inj, run); err != nil {
 			return err
 		}
@@ -418,7 +434,11 @@ func (h *harness) compactordStep(kind string) error {
 		tags = append(tags, "crashed")
 	}
 	if inj.raced {
-		tags = append(tags, "raced by LanceDB "+inj.race.kind)
+		var ks []string
+		for _, op := range inj.race {
+			ks = append(ks, op.kind)
+		}
+		tags = append(tags, fmt.Sprintf("raced by LanceDB %v", ks))
 	}
 	h.logf("%s %v: err %v", desc, tags, err)
 	if err != nil && kind == "compact" && strings.Contains(err.Error(), "fragment-reuse versions it has not absorbed") &&
@@ -477,21 +497,17 @@ wait:
 			}
 		}
 	}
-	_, lerr := h.lance(inj.race.step)
+	var steps []lancedb.Step
+	for _, op := range inj.race {
+		steps = append(steps, op.step)
+	}
+	_, lerr := h.lance(steps...)
 	close(release)
 	<-done
 	if lerr != nil {
-		return violationf("the racing LanceDB %s: %v", inj.race.kind, lerr)
+		return violationf("the racing LanceDB operations: %v", lerr)
 	}
-	return h.applyLanceBase(*inj.race)
-}
-
-// applyLanceBase applies one acknowledged LanceDB base operation.
-func (h *harness) applyLanceBase(op lanceOp) error {
-	if op.kind == "lsmMerge" {
-		return errors.New("a racing MemWAL write is not modelled")
-	}
-	return h.applyLance([]lanceOp{op})
+	return h.applyLance(inj.race)
 }
 
 func (h *harness) addFault() *storage.FaultRule {
