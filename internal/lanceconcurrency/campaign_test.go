@@ -133,6 +133,10 @@ type tab struct {
 	// twice; dupSeen: a duplicate was reported.
 	cleanVersion uint64
 	dupSeen      bool
+	// indexClean: the last version whose indexes agreed with its scan;
+	// indexBad: a disagreement was reported (once, with its diagnosis).
+	indexClean uint64
+	indexBad   bool
 }
 
 func (tb *tab) raiseFloor(m lancemodel.MemWAL) {
@@ -763,7 +767,12 @@ func (c *campaign) observe(tb *tab) {
 	}
 	bad, err := lancemodel.CheckIndices(ctx, tb.b, snap)
 	if (err != nil || len(bad) > 0) && stillThere(ctx, tb.b, v) {
-		c.violation("table %s version %d: indexes: %v %v", n, v, err, bad)
+		if !tb.indexBad {
+			tb.indexBad = true
+			c.violation("table %s version %d: indexes: %v %v; %s", n, v, err, bad, diagnoseIndex(ctx, tb.b, tb.indexClean, v))
+		}
+	} else if err == nil {
+		tb.indexClean = v
 	}
 	// verify reads a shard manifest and then lists the WAL; a trim between
 	// the two (of entries a newer cursor covers) looks like a gap. A

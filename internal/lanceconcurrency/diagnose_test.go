@@ -10,6 +10,7 @@ import (
 
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/scan"
+	"github.com/compactord/compactord/internal/lancemodel"
 	"github.com/compactord/compactord/internal/storage"
 )
 
@@ -78,4 +79,40 @@ func diagnoseDup(ctx context.Context, b storage.Bucket, since, v uint64, key int
 		return fmt.Sprintf("no version in (%d, %d] of %v has key %d twice", since, v, vs, key)
 	}
 	return strings.Join(out, "; ")
+}
+
+// diagnoseIndex finds the first version after since (among those still
+// on disk) whose indexes disagree with its scan and describes the commit
+// that made it.
+func diagnoseIndex(ctx context.Context, b storage.Bucket, since, v uint64) string {
+	vs, naming, err := meta.ListVersions(ctx, b)
+	if err != nil {
+		return err.Error()
+	}
+	slices.Sort(vs)
+	for _, x := range vs {
+		if x <= since || x > v {
+			continue
+		}
+		snap, err := lancemodel.ReadSnapshot(ctx, b, x)
+		if err != nil {
+			continue
+		}
+		bad, err := lancemodel.CheckIndices(ctx, b, snap)
+		if err != nil || len(bad) == 0 {
+			continue
+		}
+		f, err := meta.ReadVersion(ctx, b, naming, x)
+		if err != nil {
+			return err.Error()
+		}
+		txn, _ := meta.ReadTransaction(ctx, b, f)
+		op := prototext.MarshalOptions{}.Format(txn)
+		if len(op) > 4000 {
+			op = op[:4000] + "…"
+		}
+		return fmt.Sprintf("first version with the disagreement: %d (%v), writer %s %s, transaction: %s",
+			x, bad, f.Manifest.GetWriterVersion().GetLibrary(), f.Manifest.GetWriterVersion().GetVersion(), op)
+	}
+	return fmt.Sprintf("no version in (%d, %d] still on disk disagrees", since, v)
 }
