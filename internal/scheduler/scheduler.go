@@ -652,11 +652,13 @@ func (s *Scheduler) finish(st *tableState, a *attempt, h *TableHandle, out Outco
 			s.metrics.lastSuccess.WithLabelValues(name, ks).Set(float64(now.UnixMilli()) / 1e3)
 			addCounter(s.metrics.merged, float64(out.Stats.SSTablesMerged), name)
 			addCounter(s.metrics.trimmedBytes, float64(out.Stats.BytesTrimmed), name)
+			// Created by the kind's first success, even one that moved
+			// nothing: dashboards rate them per kind.
 			if slices.Contains(fragsInKinds, a.kind) {
-				addCounter(s.metrics.fragsIn, float64(out.Stats.FragmentsIn), name, ks)
+				s.metrics.fragsIn.WithLabelValues(name, ks).Add(float64(out.Stats.FragmentsIn))
 			}
 			if slices.Contains(fragsOutKinds, a.kind) {
-				addCounter(s.metrics.fragsOut, float64(out.Stats.FragmentsOut), name, ks)
+				s.metrics.fragsOut.WithLabelValues(name, ks).Add(float64(out.Stats.FragmentsOut))
 			}
 		}
 		if class == ClassSkipped {
