@@ -301,10 +301,64 @@ func classifyCreateIndex(op *pb.Transaction_CreateIndex, o, t footprint, theirs 
 			}
 		}
 	}
+	if v, ok := friRace(op, t, theirs); ok {
+		return v
+	}
 	if t.schema {
 		return Verdict{Retryable, "the schema changed"}
 	}
 	return Verdict{Compatible, ""}
+}
+
+// friRace decides the races between an FRI trim and a segment whose
+// addresses the trimmed versions may remap. A trim keeps the versions some
+// non-system segment of its read needs (fri.Trim), so it is only right
+// for the segments it read: a segment added or replaced meanwhile
+// (catch-up, physical remap, another instance's index job, LanceDB's
+// optimize, a Rewrite remapping segments) may hold addresses in a version
+// it drops. Conversely a new segment is built on the addresses of its
+// read; a trim meanwhile (by compactord or LanceDB, both a CreateIndex of
+// the FRI) dropped versions chosen without it. Either way the segment
+// would cover fragments it holds no entries for, and LanceDB's
+// delete-by-key and merge-insert would miss those rows. A deferred
+// Rewrite that only appends an FRI version is no such race: every version
+// of the read stays.
+func friRace(op *pb.Transaction_CreateIndex, t footprint, theirs *pb.Transaction) (Verdict, bool) {
+	if touchesFRI(op) {
+		if ci := theirs.GetCreateIndex(); ci != nil {
+			if ix := firstUserIndex(ci.GetNewIndices()); ix != nil {
+				return Verdict{Retryable, fmt.Sprintf("a segment of index %q landed meanwhile; the FRI versions it needs are decided again", ix.GetName())}, true
+			}
+		}
+		if len(t.rewrittenIndexes) > 0 {
+			return Verdict{Retryable, "a rewrite remapped index segments meanwhile; the FRI versions they need are decided again"}, true
+		}
+		return Verdict{}, false
+	}
+	if ix := firstUserIndex(op.GetNewIndices()); ix != nil && theirs.GetCreateIndex() != nil && t.indexNames[meta.FragReuseIndexName] {
+		return Verdict{Retryable, fmt.Sprintf("the fragment-reuse index was trimmed meanwhile; the new segment of index %q may hold addresses a dropped version remaps", ix.GetName())}, true
+	}
+	return Verdict{}, false
+}
+
+// touchesFRI reports whether op removes or adds the fragment-reuse index
+// (an FRI trim).
+func touchesFRI(op *pb.Transaction_CreateIndex) bool {
+	for _, ixs := range [][]*pb.IndexMetadata{op.GetRemovedIndices(), op.GetNewIndices()} {
+		if meta.FindIndex(ixs, meta.FragReuseIndexName) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func firstUserIndex(ixs []*pb.IndexMetadata) *pb.IndexMetadata {
+	for _, ix := range ixs {
+		if !meta.IsSystemIndex(ix) {
+			return ix
+		}
+	}
+	return nil
 }
 
 func classifyUpdate(o, t footprint, theirs *pb.Transaction) Verdict {

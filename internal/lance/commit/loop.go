@@ -329,6 +329,15 @@ func (a *attempt) classifyUpTo(ctx context.Context, head uint64) (done bool, res
 			// theirs recorded.
 			vd = Verdict{Retryable, "the fragment-reuse index changed meanwhile"}
 		}
+		if vd.Decision == Compatible {
+			if id := missingSegment(a.cur, f); id != "" {
+				// Another writer removed or replaced a segment ours
+				// replaces without a transaction naming it (LanceDB
+				// drops a segment whose fragments all left the table,
+				// in a Delete or Update): ours re-plans on what is there.
+				vd = Verdict{Retryable, fmt.Sprintf("index segment %s to replace was removed meanwhile", id)}
+			}
+		}
 		if vd.Decision == Rebase && a.cur.GetRewrite() != nil && a.txn.Rebase == nil {
 			vd.Decision = Retryable
 		}
@@ -450,13 +459,33 @@ func (a *attempt) removeFiles() {
 // replacesFRI reports whether t is a CreateIndex that removes or adds the
 // fragment-reuse index (an FRI trim).
 func replacesFRI(t *pb.Transaction) bool {
-	ci := t.GetCreateIndex()
-	for _, ixs := range [][]*pb.IndexMetadata{ci.GetRemovedIndices(), ci.GetNewIndices()} {
-		if meta.FindIndex(ixs, meta.FragReuseIndexName) != nil {
-			return true
+	return touchesFRI(t.GetCreateIndex())
+}
+
+// missingSegment is the uuid of a segment t removes or remaps that version
+// f no longer has, "" when every one is there.
+func missingSegment(t *pb.Transaction, f *meta.ManifestFile) string {
+	var want []*pb.UUID
+	for _, ix := range t.GetCreateIndex().GetRemovedIndices() {
+		want = append(want, ix.GetUuid())
+	}
+	for _, ri := range t.GetRewrite().GetRewrittenIndices() {
+		want = append(want, ri.GetOldId())
+	}
+	for _, u := range want {
+		id := meta.UUIDString(u)
+		found := false
+		for _, ix := range f.Indices {
+			if meta.UUIDString(ix.GetUuid()) == id {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return id
 		}
 	}
-	return false
+	return ""
 }
 
 func friUUID(f *meta.ManifestFile) string {

@@ -138,8 +138,10 @@ func (ix *Index) Trimmable(indices []*pb.IndexMetadata) []uint64 {
 // uuid, dataset_version = the read version and fragment_bitmap = the new
 // fragments of the kept versions.
 //
-// REQUIRES: the commit treats a CreateIndex that read before the trim and
-// built on a trimmed version as conflicting (any FRI change re-plans).
+// REQUIRES: the commit re-plans the trim when a non-system segment landed
+// since its read, and re-plans a CreateIndex of a non-system segment that
+// read before the trim (lance/commit friRace): the versions kept are
+// decided from the read's segments only.
 func (ix *Index) Trim(ctx context.Context, b storage.Bucket, read *meta.ManifestFile, now time.Time) (*pb.Transaction_CreateIndex, []string, error) {
 	if ix == nil || ix.Meta == nil {
 		return nil, nil, nil
