@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -61,6 +62,20 @@ func compactChild(t *testing.T, path string) {
 			t.Fatal(err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if p := os.Getenv("LANCE_COMPACT_MEMPROFILE"); p != "" {
+		runtime.MemProfileRate = 64 << 10
+		defer func() {
+			f, err := os.Create(p)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer f.Close()
+			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+				t.Error(err)
+			}
+		}()
 	}
 	t0 := time.Now()
 	res, err := Run(t.Context(), h, DefaultOptions(), Env{})
@@ -159,7 +174,8 @@ func syncTree(t *testing.T, dir string) time.Duration {
 //     decoding) against cp -a of the table's data files.
 //
 // Best of LANCE_BENCH_TRIALS (default 3) interleaved trials on fresh
-// copies. LANCE_COMPACT_CPUPROFILE=FILE profiles the compaction;
+// copies. LANCE_COMPACT_CPUPROFILE=FILE profiles the compaction's CPU,
+// LANCE_COMPACT_MEMPROFILE=FILE its allocations (pprof -sample_index=alloc_space);
 // LANCE_BENCH_DIR puts the tables there.
 func TestBenchCompaction(t *testing.T) {
 	if p := os.Getenv("LANCE_COMPACT_CHILD"); p != "" {

@@ -205,25 +205,33 @@ func rewriteRows(ctx context.Context, src *file.File, f *pb.DataFragment, dv *ro
 	if err != nil {
 		return fmt.Errorf("fragment %d: %w", f.GetId(), err)
 	}
-	rows := make([]int, 0, decodeWindow)
+	keep := make([]int, 0, decodeWindow)
+	del := dv.Iterator() // deleted rows ascending, walked once
 	for off := uint64(0); ; {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		bt, err := st.Next()
+		bt, err := st.NextView()
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("fragment %d: %w", f.GetId(), err)
 		}
-		rows = rows[:0]
-		for r := 0; r < bt.NumRows; r++ {
-			if !dv.Contains(uint32(off) + uint32(r)) {
+		rows := keep[:0]
+		end := off + uint64(bt.NumRows)
+		r := 0
+		for del.HasNext() && uint64(del.PeekNext()) < end {
+			d := int(uint64(del.Next()) - off)
+			for ; r < d; r++ {
 				rows = append(rows, r)
 			}
+			r = d + 1
 		}
-		off += uint64(bt.NumRows)
+		for ; r < bt.NumRows; r++ {
+			rows = append(rows, r)
+		}
+		off = end
 		for len(rows) > 0 {
 			if w.w != nil && w.rows >= target {
 				if err := w.finish(out); err != nil {
@@ -235,16 +243,12 @@ func rewriteRows(ctx context.Context, src *file.File, f *pb.DataFragment, dv *ro
 			}
 			n := min(uint64(len(rows)), target-w.rows)
 			part := rows[:n]
-			nb := &file.Batch{NumRows: int(n), Columns: make([]*file.Array, len(bt.Columns))}
-			whole := len(part) == bt.NumRows
-			for i, c := range bt.Columns {
-				if whole {
-					nb.Columns[i] = c
-				} else {
-					nb.Columns[i] = c.Take(part)
-				}
+			if len(part) == bt.NumRows {
+				part = nil // all of them
 			}
-			if err := w.w.Write(nb); err != nil {
+			// WriteRows copies the rows into the writer's page buffers, so
+			// the view of the decoded pages is not kept.
+			if err := w.w.WriteRows(bt, part); err != nil {
 				return fmt.Errorf("fragment %d: encode: %w", f.GetId(), err)
 			}
 			w.rows += n

@@ -545,6 +545,10 @@ func (f *File) Stream(fields []string, batchRows int) (*Stream, error) {
 
 // Next returns the next batch, or io.EOF after the last.
 func (s *Stream) Next() (*Batch, error) {
+	return s.next1(false)
+}
+
+func (s *Stream) next1(view bool) (*Batch, error) {
 	f := s.f
 	if s.next >= f.NumRows() {
 		return nil, io.EOF
@@ -572,7 +576,12 @@ func (s *Stream) Next() (*Batch, error) {
 				c = &spanCache{arr: arr, first: first, last: first + uint64(arr.Len)}
 				s.cache[col] = c
 			}
-			a := c.arr.Slice(int(start-c.first), int(end-c.first))
+			var a *Array
+			if view {
+				a = c.arr.view(int(start-c.first), int(end-c.first))
+			} else {
+				a = c.arr.Slice(int(start-c.first), int(end-c.first))
+			}
 			if out == nil {
 				out = a
 			} else {

@@ -49,6 +49,7 @@ type Writer struct {
 type pendingField struct {
 	first uint64 // the file row of the first buffered row
 	arrs  []*Array
+	build *colBuilder // rows appended by WriteRows (then also by Write)
 	rows  int
 	bytes int
 }
@@ -148,9 +149,13 @@ func (w *Writer) Write(b *Batch) error {
 		if len(p.arrs) == 0 {
 			p.first = w.rows
 		}
-		p.arrs = append(p.arrs, a)
+		if p.build != nil && p.build.n > 0 {
+			p.bytes += p.build.appendRows(a, nil)
+		} else {
+			p.arrs = append(p.arrs, a)
+			p.bytes += arrayBytes(a)
+		}
 		p.rows += a.Len
-		p.bytes += arrayBytes(a)
 		if p.bytes >= w.opts.PageBytes {
 			if err := w.flushField(i); err != nil {
 				w.err = err
@@ -269,17 +274,26 @@ func (w *Writer) flushField(i int) error {
 		return nil
 	}
 	var all *Array
-	if len(p.arrs) == 1 {
+	switch {
+	case p.build != nil && p.build.n > 0:
+		// The page's encoding is written before flushField returns, so
+		// the builder's buffers are free again then.
+		all = p.build.array()
+		defer p.build.reset()
+	case len(p.arrs) == 1:
 		all = p.arrs[0]
-	} else {
+	default:
 		all = concatArrays(p.arrs)
 	}
 	first := p.first
 	p.arrs, p.rows, p.bytes = nil, 0, 0
 	f := w.schema.Fields[i]
-	// Cut pages of about PageBytes.
+	// Cut pages of about PageBytes: as many as the bytes round to, so the
+	// batch that crossed PageBytes does not leave a page of a few rows
+	// behind (nor a copy of the rest).
 	total := max(arrayBytes(all), 1)
-	per := max(1, int(int64(all.Len)*int64(w.opts.PageBytes)/int64(total)))
+	pages := max(1, (total+w.opts.PageBytes/2)/w.opts.PageBytes)
+	per := max(1, (all.Len+pages-1)/pages)
 	for lo := 0; lo < all.Len; lo += per {
 		hi := min(all.Len, lo+per)
 		part := all
@@ -392,10 +406,13 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true
-	for i := range w.pending {
+	for i, p := range w.pending {
 		if err := w.flushField(i); err != nil {
 			w.err = err
 			return err
+		}
+		if p.build != nil {
+			p.build.release()
 		}
 	}
 	if w.opts.Version == V2_0 {
