@@ -89,7 +89,8 @@ func TestIdleDaemonFootprint(t *testing.T) {
 // compactord's own code creates (one append of 100 rows each), watched by
 // the real binary with the default configuration. Goals: 1000 tables
 // within 64 MiB and 2% of a core, 100 within 50 MiB and 1%.
-// COMPACTORD_BENCH_DIR keeps the tables and the configuration there.
+// COMPACTORD_BENCH_DIR keeps the tables and the configuration there;
+// COMPACTORD_BENCH_BIN runs that binary instead of building this tree's.
 //
 //	COMPACTORD_BENCH_IDLE=1 go test ./internal/cli -run TestIdleDaemonFootprintLance -v
 func TestIdleDaemonFootprintLance(t *testing.T) {
@@ -117,7 +118,9 @@ func TestIdleDaemonFootprintLance(t *testing.T) {
 		dir = d // kept, with its c.yaml, for profiling the daemon by hand
 	}
 	bin := filepath.Join(dir, "compactord")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/compactord").CombinedOutput(); err != nil {
+	if b := os.Getenv("COMPACTORD_BENCH_BIN"); b != "" {
+		bin = b // another build, to compare
+	} else if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/compactord").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	ctx := context.Background()
