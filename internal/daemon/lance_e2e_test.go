@@ -131,8 +131,8 @@ func rowsByID(t *testing.T, res *lancedb.Results, i int) map[int64]string {
 
 // TestLanceDaemonWithWriters is issue 15's acceptance run on the daemon:
 // the daemon finds a LanceDB table by discovery of its database directory
-// and maintains it (change polling → merge → index → trim, scheduled trim,
-// compact and cleanup) while LanceDB writes for lanceWriteDuration: one
+// and maintains it (change polling → merge → index → trim; scheduled index
+// catch-up of the plain writes, trim, compact and cleanup) while LanceDB writes for lanceWriteDuration: one
 // MemWAL writer upserting through every shard (LanceDB splits its rows per
 // bucket) and one plain writer appending, deleting and merge-inserting on
 // its own keys. Afterwards LanceDB's LSM view holds exactly what the
@@ -191,7 +191,10 @@ func runLanceDaemonWithWriters(t *testing.T, shards int, maintained bool, dur ti
 	cfg.Discover.Interval = time.Second
 	cfg.Scheduler.PollInterval = 200 * time.Millisecond
 	cfg.Scheduler.SyncInterval = time.Second
-	cfg.Scheduler.Schedule = scheduler.Schedules{Merge: "@every 10s", Compact: "@every 5s", Index: "off", Trim: "@every 1s", Cleanup: "@every 3s"}
+	// The plain writer's appends and merge-inserts change no MemWAL
+	// shard: no change-triggered index job follows them (only merges and
+	// compactions queue one), so the index schedule catches them up.
+	cfg.Scheduler.Schedule = scheduler.Schedules{Merge: "@every 10s", Compact: "@every 5s", Index: "@every 1s", Trim: "@every 1s", Cleanup: "@every 3s"}
 	cfg.Jobs.Merge.MaxGenerations = 8 // more generations than that ask for another attempt
 	// A merge losing a commit race to a LanceDB merge-insert is retryable;
 	// retry soon, not after the production backoff of seconds to minutes.
@@ -240,6 +243,12 @@ func runLanceDaemonWithWriters(t *testing.T, shards int, maintained bool, dur ti
 	waitFor(t, "every flushed generation merged", dur+time.Minute, func() bool {
 		_, p := lsmState(t, tb)
 		return p == 0
+	})
+	// The plain writer's last writes, which may follow the last merge, are
+	// caught up by a scheduled index run.
+	waitFor(t, "id_idx covering every fragment", time.Minute, func() bool {
+		frags, _, _ := unindexedFragments(t, tb, "id_idx")
+		return len(frags) == 0
 	})
 	eventually(t, "the daemon idle", func() bool {
 		ts, _ := r.d.Scheduler().Table("t")
@@ -312,7 +321,8 @@ func runLanceDaemonWithWriters(t *testing.T, shards int, maintained bool, dur ti
 	res := f.Run(t, lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(true)}), lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(false)}),
 		lancedb.IndexStats("id_idx"))
 	if is, err := res.IndexStats(2); err != nil || is == nil || is.NumUnindexedRows != 0 {
-		t.Errorf("LanceDB's indexStats(id_idx) after the run: %+v, %v", is, err)
+		frags, rows, v := unindexedFragments(t, tb, "id_idx")
+		t.Errorf("LanceDB's indexStats(id_idx) after the run: %+v, %v; compactord's catch-up finds version %d lacking fragments %v (%d rows)", is, err, v, frags, rows)
 	}
 	if d := lancedb.DiffByID(rowsByID(t, res, 0), want); d != "" {
 		t.Errorf("LanceDB's LSM view vs the writers' acknowledged operations:\n%s", d)
