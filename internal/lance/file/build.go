@@ -93,7 +93,7 @@ func (c *colBuilder) grow(need int) {
 		return
 	}
 	if len(c.values) == 0 {
-		want := max(need, c.hint+c.hint/8)
+		want := max(need, c.hint/8)
 		if v, ok := valueBufs.Get().(*[]byte); ok && cap(*v) >= want {
 			c.values = (*v)[:cap(*v)]
 			return
@@ -101,7 +101,7 @@ func (c *colBuilder) grow(need int) {
 		c.values = alloc(want)
 		return
 	}
-	nb := alloc(max(need, len(c.values)+len(c.values)/2))
+	nb := alloc(max(need, 2*len(c.values)))
 	copy(nb, c.values[:c.used()])
 	c.values = nb
 }
