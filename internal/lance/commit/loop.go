@@ -329,6 +329,21 @@ func (a *attempt) classifyUpTo(ctx context.Context, head uint64) (done bool, res
 			// theirs recorded.
 			vd = Verdict{Retryable, "the fragment-reuse index changed meanwhile"}
 		}
+		if vd.Decision == Compatible && friUUID(f) != friUUID(a.head) {
+			if ix := firstUserIndex(a.cur.GetCreateIndex().GetNewIndices()); ix != nil {
+				// Our segment is built on the read version's addresses and
+				// stamped with its dataset_version. A version theirs added
+				// to the FRI (a deferred compaction, whose dataset_version
+				// is its own older read) remaps addresses ours holds, yet
+				// once LanceDB stores the remapped bitmap (it does on its
+				// next Delete or Update) nothing shows the segment still
+				// needs that version, and a trim drops it: the segment
+				// then covers the compacted fragment without entries for
+				// its rows. A trim meanwhile is the same race the other
+				// way (see friRace).
+				vd = Verdict{Retryable, fmt.Sprintf("the fragment-reuse index changed meanwhile; the new segment of index %q holds addresses it may remap", ix.GetName())}
+			}
+		}
 		if vd.Decision == Compatible {
 			if id := missingSegment(a.cur, f); id != "" {
 				// Another writer removed or replaced a segment ours

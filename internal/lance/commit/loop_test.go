@@ -177,3 +177,26 @@ func TestReplacedSegmentGoneIsRetryable(t *testing.T) {
 	_, err = c.Commit(ctx, &Txn{Read: read, Naming: meta.NamingV2, Transaction: createIndex(1, rebuild)})
 	wantRetryable(t, err, "index segment "+segA+" to replace was removed meanwhile")
 }
+
+// A segment built on version 1's addresses must not land over a deferred
+// compaction that added an FRI version since (its dataset_version, the
+// compaction's read, may be older than the segment's): once LanceDB
+// stores the remapped bitmap nothing shows the segment needs that version.
+// The compaction's own entry lands whatever the segment.
+func TestSegmentReplansOverDeferredCompaction(t *testing.T) {
+	for _, hadFRI := range []bool{false, true} {
+		ixs := []*pb.IndexMetadata{segment(t, "id_idx", segA, []uint32{1})}
+		if hadFRI {
+			ixs = append(ixs, friEntry(t, friOld))
+		}
+		read := version(1, []uint64{1, 2, 3}, ixs...)
+		c, _ := loopTable(t, read)
+		rw := NewTransaction(1)
+		rw.Operation = &pb.Transaction_Rewrite_{Rewrite: &pb.Transaction_Rewrite{Groups: []*pb.Transaction_Rewrite_RewriteGroup{group([]uint64{2}, 4)}}}
+		if _, err := c.Commit(context.Background(), &Txn{Read: read, Naming: meta.NamingV2, Transaction: rw, Extra: Extra{FragReuse: friEntry(t, friNew)}}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := c.Commit(context.Background(), &Txn{Read: read, Naming: meta.NamingV2, Transaction: createIndex(1, catchupOp(t))})
+		wantRetryable(t, err, `the new segment of index "id_idx" holds addresses it may remap`)
+	}
+}
