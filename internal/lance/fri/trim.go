@@ -139,9 +139,11 @@ func (ix *Index) Trimmable(indices []*pb.IndexMetadata) []uint64 {
 // fragments of the kept versions.
 //
 // REQUIRES: the commit re-plans the trim when a non-system segment landed
-// since its read, and re-plans a CreateIndex of a non-system segment that
-// read before the trim (lance/commit friRace): the versions kept are
-// decided from the read's segments only.
+// since its read, and re-plans a CreateIndex of a non-system segment when
+// the FRI changed since its read (lance/commit friRace and the loop): the
+// versions kept are decided from the read's segments only, and needed's
+// dataset_version cut holds only for a segment that absorbed every version
+// older than its dataset_version, which LanceDB's bitmap rewrite hides.
 func (ix *Index) Trim(ctx context.Context, b storage.Bucket, read *meta.ManifestFile, now time.Time) (*pb.Transaction_CreateIndex, []string, error) {
 	if ix == nil || ix.Meta == nil {
 		return nil, nil, nil
