@@ -470,7 +470,6 @@ func (a *attempt) removeFiles() {
 	a.removeKeys(context.Background(), append(keys, a.rebaseFiles...))
 }
 
-// friUUID is the uuid of a version's fragment-reuse index entry, "" for none.
 // replacesFRI reports whether t is a CreateIndex that removes or adds the
 // fragment-reuse index (an FRI trim).
 func replacesFRI(t *pb.Transaction) bool {
@@ -503,6 +502,7 @@ func missingSegment(t *pb.Transaction, f *meta.ManifestFile) string {
 	return ""
 }
 
+// friUUID is the uuid of a version's fragment-reuse index entry, "" for none.
 func friUUID(f *meta.ManifestFile) string {
 	for _, ix := range f.Indices {
 		if ix.GetName() == meta.FragReuseIndexName {
