@@ -1,12 +1,14 @@
 package compact
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/lance/commit"
 	"github.com/compactord/compactord/internal/lance/deletion"
 	"github.com/compactord/compactord/internal/lance/meta"
 )
@@ -44,29 +46,46 @@ func TestRebaseMapsDeletes(t *testing.T) {
 	}
 	theirs := &pb.Transaction{ReadVersion: 5, Uuid: "t", Operation: &pb.Transaction_Delete_{Delete: &pb.Transaction_Delete{
 		UpdatedFragments: []*pb.DataFragment{{Id: 3, PhysicalRows: 10, DeletionFile: df}}, DeletedFragmentIds: []uint64{5}}}}
-	next, files, err := rb.rebase(ctx, cur, theirs, &meta.ManifestFile{Manifest: &pb.Manifest{Version: 6}})
+	v6 := &meta.ManifestFile{Manifest: &pb.Manifest{Version: 6, Fragments: []*pb.DataFragment{{Id: 3, PhysicalRows: 10, DeletionFile: df}}}}
+	next, files, err := rb.rebase(ctx, cur, theirs, v6)
 	if err != nil || len(files) != 0 {
 		t.Fatalf("rebase: %v, %v", files, err)
 	}
 	if next.GetUuid() == cur.GetUuid() {
 		t.Error("the rebased transaction kept the uuid")
 	}
-	next, files, err = rb.prepare(ctx, next)
-	if err != nil || len(files) != 2 {
-		t.Fatalf("prepare: %v, %v", files, err)
-	}
 	g := next.GetRewrite().GetGroups()[0]
 	if len(g.GetOldFragments()) != 1 || g.GetOldFragments()[0].GetId() != 3 {
 		t.Errorf("old fragments %v, want 3 alone (5 is gone)", g.GetOldFragments())
 	}
-	want := map[uint64]string{20: "[2 7 8 9]", 21: "[0 1 2 3]"}
-	for _, nf := range g.GetNewFragments() {
+	if got := fmt.Sprint(rb.deleted[20].ToArray(), rb.deleted[21].ToArray()); got != "[2 7 8 9] [0 1 2 3]" {
+		t.Errorf("new fragments delete %s, want [2 7 8 9] [0 1 2 3]", got)
+	}
+	// Every row of new fragment 21 is deleted: Lance keeps no fully
+	// deleted fragment, so the compaction re-plans instead of landing it.
+	var ce *commit.ConflictError
+	if _, _, err := rb.prepare(ctx, next); !errors.As(err, &ce) || !errors.Is(err, commit.ErrRetryable) {
+		t.Fatalf("prepare with a fully deleted new fragment: %v, want a retryable conflict", err)
+	}
+	// Without that, prepare writes the deletion file of each changed new
+	// fragment once.
+	delete(rb.deleted, 21)
+	delete(rb.dirty, 21)
+	rb.dirty[20] = true
+	next, files, err = rb.prepare(ctx, next)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("prepare: %v, %v", files, err)
+	}
+	for _, nf := range next.GetRewrite().GetGroups()[0].GetNewFragments() {
+		if nf.GetId() != 20 {
+			continue
+		}
 		dv, err := deletion.Read(ctx, h.Bucket, nf.GetId(), nf.GetDeletionFile(), nf.GetPhysicalRows())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := fmt.Sprint(dv.ToArray()); got != want[nf.GetId()] {
-			t.Errorf("fragment %d deletes %s, want %s", nf.GetId(), got, want[nf.GetId()])
+		if got := fmt.Sprint(dv.ToArray()); got != "[2 7 8 9]" {
+			t.Errorf("fragment 20's deletion file holds %s, want [2 7 8 9]", got)
 		}
 	}
 	// Nothing new: prepare writes nothing.
@@ -75,10 +94,28 @@ func TestRebaseMapsDeletes(t *testing.T) {
 	}
 	// A Delete on other fragments changes nothing.
 	other := &pb.Transaction{Uuid: "o", Operation: &pb.Transaction_Delete_{Delete: &pb.Transaction_Delete{DeletedFragmentIds: []uint64{9}}}}
-	if _, _, err := rb.rebase(ctx, next, other, nil); err != nil {
+	if _, _, err := rb.rebase(ctx, next, other, v6); err != nil {
 		t.Fatal(err)
 	}
 	if len(rb.dirty) != 0 {
 		t.Errorf("a delete elsewhere dirtied %v", rb.dirty)
+	}
+
+	// LanceDB rebases a delete over a concurrent one by merging their
+	// deletion vectors: its transaction can list fragment 5 as updated
+	// while the version it made no longer holds it (every row deleted).
+	// The version decides: 5 leaves the group, all its survivors deleted.
+	rb2 := newRebaser(h, []*Output{out})
+	merged := &pb.Transaction{ReadVersion: 5, Uuid: "m", Operation: &pb.Transaction_Delete_{Delete: &pb.Transaction_Delete{
+		UpdatedFragments: []*pb.DataFragment{{Id: 5, PhysicalRows: 6}}}}}
+	next2, _, err := rb2.rebase(ctx, cur, merged, &meta.ManifestFile{Manifest: &pb.Manifest{Version: 6, Fragments: []*pb.DataFragment{f3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := next2.GetRewrite().GetGroups()[0]; len(g.GetOldFragments()) != 1 || g.GetOldFragments()[0].GetId() != 3 {
+		t.Errorf("after a merged delete: old fragments %v, want 3 alone", g.GetOldFragments())
+	}
+	if got := fmt.Sprint(rb2.deleted[20].ToArray(), rb2.deleted[21].ToArray()); got != "[8 9] [0 1 2 3]" {
+		t.Errorf("after a merged delete: new fragments delete %s, want [8 9] [0 1 2 3]", got)
 	}
 }

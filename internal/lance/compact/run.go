@@ -376,21 +376,48 @@ func (r *rebaser) rebase(ctx context.Context, cur, theirs *pb.Transaction, f *me
 	if d == nil {
 		return nil, nil, fmt.Errorf("compact: no rebase over %s", commit.OpName(theirs))
 	}
+	// What theirs did is read from the version it made, not only from its
+	// transaction: LanceDB rebases a delete over a concurrent one by
+	// merging their deletion vectors, so the version can hold a merged
+	// vector, or no longer hold a fragment its transaction lists as
+	// updated (every row deleted between the two).
+	live := map[uint64]*pb.DataFragment{}
+	for _, lf := range f.Manifest.GetFragments() {
+		live[lf.GetId()] = lf
+	}
+	gone := map[uint64]bool{}
+	for _, id := range d.GetDeletedFragmentIds() {
+		gone[id] = true
+	}
+	inCur := map[uint64]bool{}
+	for _, g := range cur.GetRewrite().GetGroups() {
+		for _, of := range g.GetOldFragments() {
+			inCur[of.GetId()] = true
+			if live[of.GetId()] == nil {
+				gone[of.GetId()] = true
+			}
+		}
+	}
 	touched := map[uint64]*roaring.Bitmap{}
 	for _, uf := range d.GetUpdatedFragments() {
 		out := r.byOld[uf.GetId()]
-		if out == nil {
+		if out == nil || !inCur[uf.GetId()] {
 			continue
 		}
-		dv, err := deletionOf(ctx, r.h, uf)
+		lf := live[uf.GetId()]
+		if lf == nil {
+			gone[uf.GetId()] = true
+			continue
+		}
+		dv, err := deletionOf(ctx, r.h, lf)
 		if err != nil {
 			return nil, nil, err
 		}
 		touched[uf.GetId()] = dv
 	}
-	for _, id := range d.GetDeletedFragmentIds() {
+	for id := range gone {
 		out := r.byOld[id]
-		if out == nil {
+		if out == nil || !inCur[id] {
 			continue
 		}
 		var phys uint64
@@ -431,8 +458,9 @@ func (r *rebaser) rebase(ctx context.Context, cur, theirs *pb.Transaction, f *me
 						bm = roaring.New()
 						r.deleted[nf.GetId()] = bm
 					}
-					bm.Add(uint32(k))
-					changed[nf.GetId()] = true
+					if bm.CheckedAdd(uint32(k)) {
+						changed[nf.GetId()] = true
+					}
 					break
 				}
 				k -= nf.GetPhysicalRows()
@@ -441,10 +469,6 @@ func (r *rebaser) rebase(ctx context.Context, cur, theirs *pb.Transaction, f *me
 	}
 	next := proto.Clone(cur).(*pb.Transaction)
 	_, next.Uuid = meta.NewUUID()
-	gone := map[uint64]bool{}
-	for _, id := range d.GetDeletedFragmentIds() {
-		gone[id] = true
-	}
 	for _, g := range next.GetRewrite().GetGroups() {
 		// Fragments theirs removed whole leave the group: the head no
 		// longer has them, and their rows are deleted in the new ones.
@@ -474,6 +498,15 @@ func (r *rebaser) prepare(ctx context.Context, cur *pb.Transaction) (*pb.Transac
 		for _, nf := range g.GetNewFragments() {
 			if !r.dirty[nf.GetId()] {
 				continue
+			}
+			if r.deleted[nf.GetId()].GetCardinality() >= nf.GetPhysicalRows() {
+				// Every row of the new fragment was deleted meanwhile. Lance
+				// drops a fully deleted fragment rather than keep it with
+				// a full deletion vector (LanceDB's compaction planner
+				// asserts on one), so the compaction re-plans on what is
+				// left instead.
+				return nil, files, &commit.ConflictError{Class: commit.ErrRetryable, Ours: commit.OpName(cur), Version: cur.GetReadVersion(),
+					Reason: fmt.Sprintf("every row of new fragment %d was deleted meanwhile", nf.GetId())}
 			}
 			df, key, data, err := encodeDeletion(nf.GetId(), r.deleted[nf.GetId()], cur.GetReadVersion())
 			if err != nil {
