@@ -6,6 +6,8 @@ import (
 	"math/bits"
 
 	"github.com/google/uuid"
+
+	"github.com/compactord/compactord/internal/lance/bucket"
 )
 
 // shardNamespace is the UUIDv5 namespace LanceDB derives shard ids in: the
@@ -16,47 +18,6 @@ import (
 var shardNamespace = uuid.UUID([16]byte([]byte("LSMWRITE_SHARD01")))
 
 func shardUUID(name string) string { return uuid.NewSHA1(shardNamespace, []byte(name)).String() }
-
-// murmur3 is MurmurHash3 x86_32 with seed 0, the hash of LanceDB's bucket
-// transform (as Iceberg's: integers as 8-byte little-endian int64, strings
-// as their UTF-8 bytes; bucket = (hash & 0x7fffffff) % N).
-func murmur3(data []byte) uint32 {
-	const c1, c2 = 0xcc9e2d51, 0x1b873593
-	var h uint32
-	n := len(data)
-	i := 0
-	for ; i+4 <= n; i += 4 {
-		k := binary.LittleEndian.Uint32(data[i:])
-		k *= c1
-		k = bits.RotateLeft32(k, 15)
-		k *= c2
-		h ^= k
-		h = bits.RotateLeft32(h, 13)
-		h = h*5 + 0xe6546b64
-	}
-	var k uint32
-	switch n & 3 {
-	case 3:
-		k ^= uint32(data[i+2]) << 16
-		fallthrough
-	case 2:
-		k ^= uint32(data[i+1]) << 8
-		fallthrough
-	case 1:
-		k ^= uint32(data[i])
-		k *= c1
-		k = bits.RotateLeft32(k, 15)
-		k *= c2
-		h ^= k
-	}
-	h ^= uint32(n)
-	h ^= h >> 16
-	h *= 0x85ebca6b
-	h ^= h >> 13
-	h *= 0xc2b2ae35
-	h ^= h >> 16
-	return h
-}
 
 // sipHash13 is SipHash-1-3 with the zero key: Rust's
 // std::collections::hash_map::DefaultHasher::new(), which LanceDB's
@@ -163,3 +124,6 @@ func (b *bloom) bytes() []byte {
 	}
 	return out
 }
+
+// murmur3 is the bucket transform's hash (bucket.Hash).
+func murmur3(data []byte) uint32 { return bucket.Hash(data) }
