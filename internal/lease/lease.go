@@ -29,7 +29,6 @@ import (
 
 	pb "github.com/compactord/compactord/gen/compactordv1"
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/table"
 )
 
 // Clock is the time source; tests inject a fake one.
@@ -131,8 +130,11 @@ type State struct {
 // Live reports whether the record is held at now.
 func (s State) Live(now time.Time) bool { return s.Holder != "" && now.Before(s.Expires) }
 
+// LeasesDir holds every lease of a table, beside its Lance dataset.
+const LeasesDir = "_leases/"
+
 // Dir is the folder of lease name.
-func Dir(name string) string { return table.LeasesDir + name + "/" }
+func Dir(name string) string { return LeasesDir + name + "/" }
 
 // Key names the record of one epoch.
 func Key(name string, epoch uint64) string {
@@ -203,7 +205,7 @@ func (m *Manager) Read(ctx context.Context, b storage.Bucket, name string) (Stat
 			return State{}, fmt.Errorf("read lease %s: %w", name, err)
 		}
 		var rec pb.Lease
-		if err := table.DecodeProto("lease "+Key(name, epoch), data, &rec); err != nil || rec.Epoch != epoch {
+		if err := decodeProto("lease "+Key(name, epoch), data, &rec); err != nil || rec.Epoch != epoch {
 			return State{Epoch: epoch}, nil
 		}
 		return State{Holder: rec.Holder, Epoch: rec.Epoch, Expires: time.UnixMicro(rec.ExpiresUnixMicros)}, nil
@@ -294,7 +296,7 @@ func (m *Manager) Release(ctx context.Context, b storage.Bucket, name string) er
 
 func (m *Manager) write(ctx context.Context, b storage.Bucket, name string, cur State, expires time.Time) (State, bool, error) {
 	next := State{Holder: m.holder, Epoch: cur.Epoch + 1, Expires: expires}
-	data, err := table.EncodeProto(&pb.Lease{Holder: next.Holder, Epoch: next.Epoch, ExpiresUnixMicros: expires.UnixMicro()})
+	data, err := encodeProto(&pb.Lease{Holder: next.Holder, Epoch: next.Epoch, ExpiresUnixMicros: expires.UnixMicro()})
 	if err != nil {
 		return State{}, false, err
 	}

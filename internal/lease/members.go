@@ -10,11 +10,10 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/table"
 )
 
 // MembersDir holds one heartbeat per live instance.
-const MembersDir = table.LeasesDir + "_members/"
+const MembersDir = LeasesDir + "_members/"
 
 // Members publishes this instance's heartbeat and lists the live
 // instances, so that instances can split the tables evenly (Assign) rather

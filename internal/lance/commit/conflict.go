@@ -5,19 +5,7 @@ import (
 	"sort"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
-	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/lance/meta"
-)
-
-// Decision is how a transaction committed since our read version bears on ours.
-type Decision = commit.Decision
-
-// The decisions, as in the private-format commit loop.
-const (
-	Compatible   = commit.Compatible
-	Rebase       = commit.Rebase
-	Retryable    = commit.Retryable
-	Incompatible = commit.Incompatible
 )
 
 // Verdict is a Decision with the reason an operator reads.

@@ -14,32 +14,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
-	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/storage"
 )
 
-// Config, Clock and the error classes are shared with the private-format
-// commit loop.
-type (
-	Config         = commit.Config
-	Clock          = commit.Clock
-	ConflictError  = commit.ConflictError
-	AmbiguousError = commit.AmbiguousError
-	RealClock      = commit.RealClock
-)
-
-// The error classes; check with errors.Is.
-var (
-	ErrRetryable    = commit.ErrRetryable
-	ErrIncompatible = commit.ErrIncompatible
-)
-
-// DefaultConfig is the commit loop's default bounds.
-func DefaultConfig() Config { return commit.DefaultConfig() }
-
-// Metrics of the Lance commit loop. Their names are the commit loop's; a
-// process registers one commit loop's metrics, never both formats'.
+// Metrics of the commit loop. One instance per process, shared by tables.
 type Metrics struct {
 	attempts  *prometheus.CounterVec
 	conflicts *prometheus.CounterVec
@@ -264,7 +243,7 @@ func (a *attempt) run(ctx context.Context) (*Result, error) {
 		case storage.IsAlreadyExists(err):
 			lastErr = err
 			continue
-		case commit.IsPermanent(err):
+		case isPermanent(err):
 			return nil, fmt.Errorf("put version %d: %w", v, err)
 		}
 		// Unknown outcome: it may have landed.
