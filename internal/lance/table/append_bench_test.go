@@ -15,7 +15,6 @@ import (
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/lance/commit"
 	"github.com/compactord/compactord/internal/lance/meta"
-	ptable "github.com/compactord/compactord/internal/table"
 )
 
 // TestBenchAppendGrowth (LANCE_BENCH=1) is docs/benchmarks.md's "Lance:
@@ -43,11 +42,7 @@ func TestBenchAppendGrowth(t *testing.T) {
 	baseFrags := envInt("LANCE_BENCH_BASE_FRAGMENTS", 50)
 	trials := envInt("LANCE_BENCH_TRIALS", 3)
 	ctx := t.Context()
-	s, err := ptable.ParseSchema("id:int64,cat:string,val:float64,at:timestamp", []string{"id"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fields, err := LanceFields(s)
+	fields, err := ParseFields("id:int64,cat:string,val:float64,at:timestamp", []string{"id"})
 	if err != nil {
 		t.Fatal(err)
 	}

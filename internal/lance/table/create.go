@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	cpb "github.com/compactord/compactord/gen/compactordv1"
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/lance/commit"
 	"github.com/compactord/compactord/internal/lance/meta"
@@ -24,42 +24,76 @@ const PrimaryKeyPositionKey = "lance-schema:unenforced-primary-key:position"
 // tables with; the first is the default (LanceDB 0.39's).
 var FileVersions = []string{"2.2", "2.1", "2.0"}
 
-// LanceFields converts compactord's schema to Lance's field list, as
-// LanceDB writes it for the same Arrow schema: ids in order, Arrow type
-// names ("int64", "double", "string", "bool", "binary", "timestamp:us:-"),
-// and the primary key unenforced (field metadata and fields 12/13), its
-// fields not nullable.
-func LanceFields(s *cpb.Schema) ([]*pb.Field, error) {
-	pos := map[int32]uint32{}
-	for i, id := range s.GetPrimaryKey() {
-		pos[id] = uint32(i + 1)
+// fieldTypes maps the type names of a schema spec to Lance's logical type
+// (Arrow's names, as LanceDB writes them) and encoding.
+var fieldTypes = map[string]struct {
+	logical  string
+	encoding pb.Encoding
+}{
+	"int64":     {"int64", pb.Encoding_PLAIN},
+	"float64":   {"double", pb.Encoding_PLAIN},
+	"string":    {"string", pb.Encoding_VAR_BINARY},
+	"bool":      {"bool", pb.Encoding_PLAIN},
+	"bytes":     {"binary", pb.Encoding_VAR_BINARY},
+	"timestamp": {"timestamp:us:-", pb.Encoding_PLAIN},
+}
+
+// ParseFields turns a schema spec "name:type,..." (types int64, float64,
+// string, bool, bytes, timestamp) and its primary key into Lance's field
+// list, as LanceDB writes it for the same Arrow schema: ids in order, Arrow
+// type names ("int64", "double", "string", "bool", "binary",
+// "timestamp:us:-"), fields nullable except the primary key, which is
+// unenforced (field metadata and fields 12/13).
+func ParseFields(spec string, primaryKey []string) ([]*pb.Field, error) {
+	if strings.TrimSpace(spec) == "" {
+		return nil, fmt.Errorf("empty schema: want name:type[,name:type...]")
 	}
 	var out []*pb.Field
-	for i, f := range s.GetFields() {
-		lf := &pb.Field{Name: f.GetName(), Id: int32(i), ParentId: -1, Nullable: f.GetNullable(), Encoding: pb.Encoding_PLAIN}
-		switch f.GetType() {
-		case cpb.FieldType_FIELD_TYPE_INT64:
-			lf.LogicalType = "int64"
-		case cpb.FieldType_FIELD_TYPE_FLOAT64:
-			lf.LogicalType = "double"
-		case cpb.FieldType_FIELD_TYPE_STRING:
-			lf.LogicalType, lf.Encoding = "string", pb.Encoding_VAR_BINARY
-		case cpb.FieldType_FIELD_TYPE_BOOL:
-			lf.LogicalType = "bool"
-		case cpb.FieldType_FIELD_TYPE_BYTES:
-			lf.LogicalType, lf.Encoding = "binary", pb.Encoding_VAR_BINARY
-		case cpb.FieldType_FIELD_TYPE_TIMESTAMP:
-			lf.LogicalType = "timestamp:us:-"
-		default:
-			return nil, fmt.Errorf("field %q: type %v has no Lance equivalent", f.GetName(), f.GetType())
+	byName := map[string]*pb.Field{}
+	for i, part := range strings.Split(spec, ",") {
+		name, typ, ok := strings.Cut(strings.TrimSpace(part), ":")
+		name = strings.TrimSpace(name)
+		if !ok {
+			return nil, fmt.Errorf("schema field %q: want name:type", part)
 		}
-		if p, ok := pos[f.GetId()]; ok {
-			lf.Nullable = false
-			lf.UnenforcedPrimaryKey = true
-			lf.UnenforcedPrimaryKeyPosition = p
-			lf.Metadata = map[string][]byte{PrimaryKeyPositionKey: []byte(strconv.FormatUint(uint64(p), 10))}
+		ft, ok := fieldTypes[strings.ToLower(strings.TrimSpace(typ))]
+		if !ok {
+			return nil, fmt.Errorf("schema field %q: unknown type %q (want int64, float64, string, bool, bytes or timestamp)", name, typ)
 		}
-		out = append(out, lf)
+		if name == "" || strings.HasPrefix(name, "_") {
+			return nil, fmt.Errorf("field name %q: must be non-empty and not start with '_'", name)
+		}
+		if byName[name] != nil {
+			return nil, fmt.Errorf("duplicate field %q", name)
+		}
+		f := &pb.Field{Name: name, Id: int32(i), ParentId: -1, Nullable: true, LogicalType: ft.logical, Encoding: ft.encoding}
+		byName[name] = f
+		out = append(out, f)
+	}
+	var keys []string
+	for _, k := range primaryKey {
+		if k = strings.TrimSpace(k); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("schema has no primary key")
+	}
+	for i, k := range keys {
+		f := byName[k]
+		switch {
+		case f == nil:
+			return nil, fmt.Errorf("primary key %q is not a field of the schema", k)
+		case f.UnenforcedPrimaryKey:
+			return nil, fmt.Errorf("primary key %q named twice", k)
+		case f.LogicalType == "double":
+			return nil, fmt.Errorf("primary key %q: float64 cannot be a key", k)
+		}
+		p := uint32(i + 1)
+		f.Nullable = false
+		f.UnenforcedPrimaryKey = true
+		f.UnenforcedPrimaryKeyPosition = p
+		f.Metadata = map[string][]byte{PrimaryKeyPositionKey: []byte(strconv.FormatUint(uint64(p), 10))}
 	}
 	return out, nil
 }

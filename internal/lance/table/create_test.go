@@ -16,7 +16,6 @@ import (
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/scan"
-	ptable "github.com/compactord/compactord/internal/table"
 	"github.com/compactord/compactord/internal/testutil/lancedb"
 )
 
@@ -33,11 +32,7 @@ var createCols = []lancedb.Column{
 
 func createFields(t *testing.T) []*pb.Field {
 	t.Helper()
-	s, err := ptable.ParseSchema(createSpec, []string{"id"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fields, err := LanceFields(s)
+	fields, err := ParseFields(createSpec, []string{"id"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,4 +163,32 @@ func lanceAdd() []lancedb.Row {
 		add = append(add, lancedb.Row{"id": id, "cat": fmt.Sprintf("c%d", id%5), "val": float64(id) / 4, "ok": id%2 == 0, "raw": []byte{0, 1}, "at": time.UnixMicro(1_700_000_000_000_000 + id)})
 	}
 	return add
+}
+
+// A bad schema spec is a one-line error naming what is wrong, never a table.
+func TestParseFieldsRejects(t *testing.T) {
+	for _, c := range []struct{ spec, pk, want string }{
+		{"", "id", "empty schema"},
+		{"id", "id", "want name:type"},
+		{"id:int128", "id", "unknown type"},
+		{"_id:int64", "_id", "not start with '_'"},
+		{"id:int64,id:string", "id", "duplicate field"},
+		{"id:int64", "", "no primary key"},
+		{"id:int64", "key", "not a field"},
+		{"id:int64,v:float64", "v", "float64 cannot be a key"},
+		{"id:int64", "id,id", "named twice"},
+	} {
+		_, err := ParseFields(c.spec, strings.Split(c.pk, ","))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseFields(%q, %q) = %v, want %q", c.spec, c.pk, err, c.want)
+		}
+	}
+	fields, err := ParseFields("id:int64, name:string ,at:TIMESTAMP", []string{"id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fields) != 3 || fields[1].Name != "name" || fields[2].LogicalType != "timestamp:us:-" ||
+		!fields[0].UnenforcedPrimaryKey || fields[0].Nullable || !fields[1].Nullable {
+		t.Fatalf("fields: %v", fields)
+	}
 }
