@@ -15,14 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/compactord/compactord/internal/cleanup"
-	"github.com/compactord/compactord/internal/commit"
-	"github.com/compactord/compactord/internal/compact"
 	"github.com/compactord/compactord/internal/demo"
-	"github.com/compactord/compactord/internal/indexjob"
-	"github.com/compactord/compactord/internal/merge"
+	"github.com/compactord/compactord/internal/lance/commit"
 	"github.com/compactord/compactord/internal/scheduler"
-	"github.com/compactord/compactord/internal/trim"
 )
 
 // Config is the whole daemon configuration (configs/compactord.yaml
@@ -82,11 +77,11 @@ type DiscoverConfig struct {
 
 // JobsConfig holds each job's own settings.
 type JobsConfig struct {
-	Merge   merge.Config    `yaml:"merge"`
-	Compact compact.Config  `yaml:"compact"`
-	Index   indexjob.Config `yaml:"index"`
-	Trim    trim.Config     `yaml:"trim"`
-	Cleanup cleanup.Config  `yaml:"cleanup"`
+	Merge   MergeConfig   `yaml:"merge"`
+	Compact CompactConfig `yaml:"compact"`
+	Index   IndexConfig   `yaml:"index"`
+	Trim    TrimConfig    `yaml:"trim"`
+	Cleanup CleanupConfig `yaml:"cleanup"`
 }
 
 // DefaultConfig is the single place defaults live.
@@ -100,11 +95,11 @@ func DefaultConfig() Config {
 		Jobs: JobsConfig{
 			// Bound one merge commit (and its memory); the job loops over
 			// the rest.
-			Merge:   merge.Config{MaxGenerations: 16},
-			Compact: compact.DefaultConfig(),
-			Index:   indexjob.Config{Replans: 3},
-			Trim:    trim.DefaultConfig(),
-			Cleanup: cleanup.Config{Policy: cleanup.DefaultPolicy(), Concurrency: 16},
+			Merge:   MergeConfig{MaxGenerations: 16},
+			Compact: CompactConfig{TargetRowsPerFragment: 1 << 20, DeletionThreshold: 0.1, Parallelism: 4, Replans: 2},
+			Index:   IndexConfig{Replans: 3},
+			Trim:    TrimConfig{Concurrency: 16, KeepShardManifests: 10, ReaderGrace: time.Minute},
+			Cleanup: CleanupConfig{Policy: CleanupPolicy{RetainVersions: 10, OlderThan: 24 * time.Hour, MinAge: time.Hour}, Concurrency: 16},
 		},
 		Demo:      demo.DefaultConfig(),
 		GCPercent: 50,

@@ -20,11 +20,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/compactord/compactord/internal/buildinfo"
-	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/demo"
 	lancecommit "github.com/compactord/compactord/internal/lance/commit"
 	"github.com/compactord/compactord/internal/lease"
-	"github.com/compactord/compactord/internal/ops"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/scheduler/clock"
 	"github.com/compactord/compactord/internal/storage"
@@ -69,12 +67,9 @@ type Daemon struct {
 	token       atomic.Pointer[string]
 
 	storeMetrics  *storage.Metrics
-	commitMetrics *commit.Metrics
+	commitMetrics *lancecommit.Metrics
 	sched         *scheduler.Scheduler
 	members       storage.Bucket
-	// lanceCommitMetrics counts into commitMetrics' series (one set per
-	// process, whatever the formats).
-	lanceCommitMetrics *lancecommit.Metrics
 
 	addr         atomic.Pointer[string]
 	discovering  atomic.Bool // discovery configured and its first scan not done
@@ -135,8 +130,7 @@ func New(cfg Config, deps Deps) (*Daemon, error) {
 	d.reloadOK.Set(1)
 	d.reloadSuccess.Set(float64(d.started.UnixMilli()) / 1e3)
 	d.storeMetrics = storage.NewMetrics(reg)
-	d.commitMetrics = commit.NewMetrics(reg)
-	d.lanceCommitMetrics = lancecommit.SharedMetrics(d.commitMetrics)
+	d.commitMetrics = lancecommit.NewMetrics(reg)
 	promauto.With(reg).NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_build_info",
 		Help: "Always 1; the labels say which build runs: version, the VCS revision (unknown when the build recorded none) and the Go version."},
 		[]string{"version", "revision", "goversion"}).WithLabelValues(deps.Build.Version, deps.Build.Revision, deps.Build.GoVersion).Set(1)
@@ -256,40 +250,14 @@ func (d *Daemon) Config() Config {
 
 // open opens a table for the scheduler: the bucket is instrumented with the
 // shared object-store metrics and the committer with the shared commit
-// metrics. A Lance dataset (meta.Detect, or a URL ending in .lance) gets a
-// Lance handle (lance_jobs.go), any other table the private format's.
+// metrics (lance_jobs.go). A location holding no table yet gets a handle
+// too (the jobs find nothing to do until one is created); one holding a
+// table of another format is refused.
 func (d *Daemon) open(ctx context.Context, spec scheduler.TableSpec) (*scheduler.TableHandle, error) {
 	d.mu.Lock()
 	cc := d.cfg.Commit
 	d.mu.Unlock()
-	if h, ok, err := d.openLance(ctx, spec, cc); err != nil || ok {
-		return h, err
-	}
-	t, closeFn, err := d.openTable(ctx, spec.URL, cc, spec.Name)
-	if err != nil {
-		return nil, err
-	}
-	return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: t.Bucket, Table: t, Logger: t.Logger,
-		Now: d.clock.Now, Close: closeFn}, nil
-}
-
-func (d *Daemon) openTable(ctx context.Context, url string, cc commit.Config, name string) (*ops.Table, func() error, error) {
-	b, err := storage.Open(ctx, url)
-	if err != nil {
-		return nil, nil, err
-	}
-	wb := b
-	if d.deps.WrapBucket != nil {
-		wb = d.deps.WrapBucket(name, b)
-	}
-	ib := storage.WithMetrics(wb, d.storeMetrics)
-	logger := d.deps.Logger.With(zap.String("table", name))
-	c, err := commit.NewCommitter(cc, ib, commit.RealClock{}, d.commitMetrics, logger)
-	if err != nil {
-		_ = b.Close()
-		return nil, nil, err
-	}
-	return ops.NewTable(ib, c, d.clock.Now, logger), b.Close, nil
+	return d.openLance(ctx, spec, cc)
 }
 
 // tableSpecs merges the configured tables, the demo table and the

@@ -34,7 +34,7 @@ func TestStartupLineAndNothingToDo(t *testing.T) {
 	}
 	eventually(t, "compact ran", func() bool { st, _ := s.Table("t1"); return st.Jobs["compact"].LastRun != nil })
 	st, _ := s.Table("t1")
-	if lr := st.Jobs["compact"].LastRun; lr.Result != scheduler.ClassSkipped || lr.Summary != "nothing to compact" {
+	if lr := st.Jobs["compact"].LastRun; lr.Result != scheduler.ClassSkipped || lr.Summary != "nothing to compact at version 1" {
 		t.Fatalf("compact on an empty table: %+v", lr)
 	}
 	var fin map[string]any

@@ -10,9 +10,9 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/table"
 )
 
 // discoverLoop scans the discovery prefix every Discover.Interval (and on
@@ -88,16 +88,15 @@ func (d *Daemon) noteDiscover(specs []scheduler.TableSpec, err error) {
 }
 
 // Discover lists every key under the bucket and returns a table for each
-// folder holding `_versions/`: tables of the private format and Lance
-// datasets alike (a LanceDB database directory holds one `<name>.lance`
-// folder per table; the table is named <name>). The listing is flat (the storage layer has
-// no delimiter listing), so a scan costs one pass over every key; keep
+// folder holding `_versions/`: a Lance dataset (a LanceDB database
+// directory holds one `<name>.lance` folder per table; the table is named
+// <name>). The listing is flat (the storage layer has no delimiter listing), so a scan costs one pass over every key; keep
 // discover.interval long on large buckets. Folders whose path has a
 // segment starting with '_' are table internals and never tables.
 func Discover(ctx context.Context, b storage.Bucket, baseURL string) ([]scheduler.TableSpec, error) {
 	prefixes := map[string]bool{}
 	err := b.List(ctx, "", func(a storage.Attrs) error {
-		i := strings.Index(a.Key, table.VersionsDir)
+		i := strings.Index(a.Key, meta.VersionsDir)
 		if i < 0 || (i > 0 && a.Key[i-1] != '/') {
 			return nil
 		}

@@ -15,12 +15,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/daemon"
-	"github.com/compactord/compactord/internal/ops"
 	"github.com/compactord/compactord/internal/scheduler"
-	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/table"
+	"github.com/compactord/compactord/lancewal"
 )
 
 var seq atomic.Int64
@@ -29,30 +26,16 @@ func memRoot(t *testing.T) string {
 	return fmt.Sprintf("mem://daemon-%s-%d", strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), seq.Add(1))
 }
 
-func openTable(t *testing.T, url string) *ops.Table {
+// createTable creates an empty Lance table at url (id int64 primary key,
+// cat string, val double) and returns it opened for MemWAL writes.
+func createTable(t *testing.T, url string) *lancewal.Table {
 	t.Helper()
-	b, err := storage.Open(context.Background(), url)
+	tb, err := lancewal.CreateTable(context.Background(), url, []lancewal.Column{
+		{Name: "id", Type: "int64"}, {Name: "cat", Type: "string", Nullable: true}, {Name: "val", Type: "double", Nullable: true}}, "id")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.Close() })
-	c, err := commit.NewCommitter(commit.Config{}, b, nil, nil, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ops.NewTable(b, c, nil, nil)
-}
-
-func createTable(t *testing.T, url string) *ops.Table {
-	t.Helper()
-	tb := openTable(t, url)
-	s, err := table.ParseSchema("id:int64,cat:string,val:float64", []string{"id"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tb.Create(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { _ = tb.Close() })
 	return tb
 }
 

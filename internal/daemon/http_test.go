@@ -175,7 +175,7 @@ func TestMetricsPassPromtool(t *testing.T) {
 		`compactord_job_failures_total{kind="merge",table="t"} 0`,
 		`compactord_table_halted{reason="corrupt",table="t"} 0`,
 		`compactord_lease_owned{table="t"} 1`,
-		`compactord_commit_attempts_total{operation="merge_sstables"} 0`,
+		`compactord_commit_attempts_total{operation="update"} 0`,
 		`compactord_objstore_operations_total{operation="put_if_absent",result="success"}`,
 		// A test binary records no VCS revision.
 		`compactord_build_info{goversion="` + runtime.Version() + `",revision="unknown",version="test"} 1`,

@@ -11,11 +11,11 @@ import (
 )
 
 // A LanceDB database directory yields one table per <name>.lance dataset,
-// named <name>, next to private-format tables; the MemWAL's generation
+// named <name>, next to a table in a folder of any other name; the MemWAL's generation
 // directories (under _mem_wal/) are never tables.
 func TestDiscoverLanceDatasets(t *testing.T) {
 	root := memRoot(t)
-	createTable(t, root+"/private")
+	createTable(t, root+"/plain")
 	b, err := storage.Open(context.Background(), root)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func TestDiscoverLanceDatasets(t *testing.T) {
 	want := []scheduler.TableSpec{
 		{Name: "eu.users", URL: root + "/eu/users.lance"},
 		{Name: "orders", URL: root + "/orders.lance"},
-		{Name: "private", URL: root + "/private"},
+		{Name: "plain", URL: root + "/plain"},
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("discovered %v, want %v", got, want)

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"strings"
 
 	"go.uber.org/zap"
 
-	"github.com/compactord/compactord/internal/commit"
 	lcleanup "github.com/compactord/compactord/internal/lance/cleanup"
 	lcommit "github.com/compactord/compactord/internal/lance/commit"
 	lcompact "github.com/compactord/compactord/internal/lance/compact"
@@ -23,25 +21,13 @@ import (
 	"github.com/compactord/compactord/internal/storage"
 )
 
-// Lance tables in the daemon: the opener detects a table's format, and
-// every job dispatches on TableHandle.Lance. The jobs read the same
-// configuration as the private format's (jobs.merge.max_generations,
-// jobs.trim.*, jobs.cleanup.*), mapped onto the Lance packages' options.
-
-// orLance runs lance on a Lance table and private on any other.
-func orLance(lance, private scheduler.JobFunc) scheduler.JobFunc {
-	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
-		if t.Lance != nil {
-			out, err := lance(ctx, t)
-			return out, lanceErr(err)
-		}
-		return private(ctx, t)
-	}
-}
+// The daemon's jobs on Lance tables. They read the jobs: section
+// (jobs_config.go), mapped onto the Lance packages' options.
 
 // lanceErr gives Lance's error classes the scheduler's meaning: corrupt
-// metadata quarantines the table (the other classes are shared with the
-// private format: commit.ErrRetryable, commit.ErrIncompatible).
+// metadata quarantines the table (the commit loop's classes,
+// lcommit.ErrRetryable and lcommit.ErrIncompatible, scheduler.Classify
+// knows).
 func lanceErr(err error) error {
 	if err != nil && errors.Is(err, meta.ErrCorrupt) {
 		return scheduler.Quarantine(scheduler.ReasonCorrupt, err)
@@ -49,58 +35,51 @@ func lanceErr(err error) error {
 	return err
 }
 
-// isLanceURL: a table URL whose last path segment ends in ".lance" names a
-// Lance dataset (as `table create` decides), even before it exists.
-func isLanceURL(raw string) bool {
-	u, err := url.Parse(raw)
-	p := raw
-	if err == nil {
-		p = u.Path
+// lanceJob wraps a job so that its errors are classified as lanceErr says.
+func lanceJob(job scheduler.JobFunc) scheduler.JobFunc {
+	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+		out, err := job(ctx, t)
+		return out, lanceErr(err)
 	}
-	return strings.HasSuffix(strings.TrimRight(p, "/"), ".lance")
 }
 
-// openLance opens spec's table as a Lance dataset when it is one (or its
-// URL says it will be); ok is false for a table of the private format, and
-// then nothing stays open.
-func (d *Daemon) openLance(ctx context.Context, spec scheduler.TableSpec, cc commit.Config) (h *scheduler.TableHandle, ok bool, err error) {
+// openLance opens spec's table as a Lance dataset. A location with no table
+// yet is opened too; one whose manifests are not Lance's (a table of
+// compactord's retired private format) is an error, and nothing stays
+// open.
+func (d *Daemon) openLance(ctx context.Context, spec scheduler.TableSpec, cc lcommit.Config) (*scheduler.TableHandle, error) {
 	b, err := storage.Open(ctx, spec.URL)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	wb := b
 	if d.deps.WrapBucket != nil {
 		wb = d.deps.WrapBucket(spec.Name, b)
 	}
 	ib := storage.WithMetrics(wb, d.storeMetrics)
-	isLance, err := meta.Detect(ctx, ib)
-	if err != nil {
+	if _, err := meta.CheckLance(ctx, ib); err != nil {
 		_ = b.Close()
-		return nil, false, err
-	}
-	if !isLance && !isLanceURL(spec.URL) {
-		_ = b.Close()
-		return nil, false, nil
+		return nil, fmt.Errorf("table %s (%s): %w", spec.Name, spec.URL, err)
 	}
 	logger := d.deps.Logger.With(zap.String("table", spec.Name))
-	c, err := lcommit.NewCommitter(cc, ib, commit.RealClock{}, d.lanceCommitMetrics, logger)
+	c, err := lcommit.NewCommitter(cc, ib, lcommit.RealClock{}, d.commitMetrics, logger)
 	if err != nil {
 		_ = b.Close()
-		return nil, false, err
+		return nil, err
 	}
 	lh, err := lancetable.New(ib, c)
 	if err != nil {
 		_ = b.Close()
-		return nil, false, err
+		return nil, err
 	}
 	return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: ib, Lance: lh, Logger: logger,
-		Now: d.clock.Now, Close: b.Close}, true, nil
+		Now: d.clock.Now, Close: b.Close}, nil
 }
 
 // lanceMergeJob merges every shard's flushed generations, in generation
 // order, one commit per shard of at most max_generations generations
 // (planned by merge.PlanLatest, replanned after each commit, as the CLI's
-// merge.RunAll does); a shard that filled a job asks for another attempt
+// merge does); a shard that filled a job asks for another attempt
 // (More) instead of looping here, so that an attempt stays bounded while
 // writers keep flushing. A merge that lost to another merger is skipped for
 // this attempt, never retried.

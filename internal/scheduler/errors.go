@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/lance/commit"
+	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/lease"
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/table"
 )
 
 // Named causes with which the scheduler cancels attempts. An attempt that
@@ -103,7 +104,7 @@ func Classify(err, cause error) (Class, string) {
 	}
 	// An attempt the scheduler canceled failed because of that, whatever
 	// its error says: some layers wrap a canceled read in another class
-	// (table.OpenParquet reports it as corrupt), and a shutdown must never
+	// (a canceled read of a file can look corrupt), and a shutdown must never
 	// quarantine a table.
 	switch {
 	case errors.Is(cause, ErrShutdown), errors.Is(cause, ErrTableRemoved), errors.Is(cause, ErrLeaseLost):
@@ -132,7 +133,7 @@ func Classify(err, cause error) (Class, string) {
 		// An object-store blip (refused, reset, 5xx, throttled) must not
 		// quarantine every table: it retries with backoff.
 		return ClassRetry, ""
-	case errors.Is(err, table.ErrCorrupt):
+	case errors.Is(err, meta.ErrCorrupt), errors.Is(err, lease.ErrCorrupt):
 		return ClassError, ReasonCorrupt
 	}
 	return ClassError, ReasonFailing

@@ -13,14 +13,10 @@ import (
 	lpb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/table"
 )
 
-// Table formats, as Snapshot.Format names them.
-const (
-	FormatLance   = "lance"
-	FormatPrivate = "compactord.v1"
-)
+// FormatLance is the table format Snapshot.Format names.
+const FormatLance = "lance"
 
 // Change polling on a Lance table (LanceDB's MemWAL layout).
 //
@@ -52,38 +48,28 @@ type lanceObserver struct {
 	ids   []string
 }
 
-// observe reads the table with the observer of its format.
+// observe reads the table.
 func (st *tableState) observe(ctx context.Context, h *TableHandle) (*Snapshot, error) {
-	if h.Lance != nil {
-		return st.lobs.sync(ctx, h.Bucket)
-	}
-	return st.obs.sync(ctx, h.Bucket)
+	return st.lobs.sync(ctx, h.Bucket)
 }
 
-// pollChanges re-reads the shards whose newest manifest changed, with the
-// observer of the table's format.
+// pollChanges re-reads the shards whose newest manifest changed.
 func (st *tableState) pollChanges(ctx context.Context, h *TableHandle) (bool, *Snapshot, error) {
-	if h.Lance != nil {
-		return st.lobs.poll(ctx, h.Bucket)
-	}
-	return st.obs.poll(ctx, h.Bucket)
+	return st.lobs.poll(ctx, h.Bucket)
 }
 
-// isNoTable: the location holds no table (yet) in either format.
+// isNoTable: the location holds no table (yet).
 func isNoTable(err error) bool {
-	return errors.Is(err, table.ErrNoTable) || errors.Is(err, meta.ErrNoTable)
+	return errors.Is(err, meta.ErrNoTable)
 }
 
-// latestVersion is the table's newest version in its format.
+// latestVersion is the table's newest version.
 func latestVersion(ctx context.Context, h *TableHandle) (uint64, error) {
-	if h.Lance != nil {
-		v, _, err := meta.Latest(ctx, h.Bucket)
-		return v, err
-	}
-	return table.LatestVersion(ctx, h.Bucket)
+	v, _, err := meta.Latest(ctx, h.Bucket)
+	return v, err
 }
 
-// lanceFollowUpsLocked: on a Lance table, a merge that landed generations
+// lanceFollowUpsLocked: a merge that landed generations
 // queues index catch-up and trim, which then run in that order (equal
 // waiting times break ties in Kinds order), so that change polling runs
 // merge, catch-up and trim as one chain. A landed compaction queues the

@@ -10,7 +10,6 @@ import (
 	lancetable "github.com/compactord/compactord/internal/lance/table"
 	"github.com/compactord/compactord/internal/lease"
 	"github.com/compactord/compactord/internal/marker"
-	"github.com/compactord/compactord/internal/ops"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 )
@@ -28,12 +27,8 @@ type TableHandle struct {
 	URL  string
 	// Bucket is the table root, instrumented with the object-store metrics.
 	Bucket storage.Bucket
-	// Table commits through the shared commit metrics; nil for a Lance
-	// table.
-	Table *ops.Table
-	// Lance is the handle of a Lance dataset (nil for a table of the
-	// private format): the bucket and Lance's commit loop, counting into
-	// the same commit metrics. Exactly one of Table and Lance is set.
+	// Lance is the handle of the Lance dataset: the bucket and the commit
+	// loop, counting into the shared commit metrics.
 	Lance *lancetable.Handle
 	// Logger is scoped to the table, the job kind and the attempt.
 	Logger *zap.Logger
@@ -98,7 +93,7 @@ type attempt struct {
 }
 
 // tableState is everything the scheduler tracks per table.
-// REQUIRES: Scheduler.mu held for every field except obs and openMu-guarded
+// REQUIRES: Scheduler.mu held for every field except lobs and openMu-guarded
 // ones.
 type tableState struct {
 	spec TableSpec
@@ -109,8 +104,7 @@ type tableState struct {
 	handle    *TableHandle
 	openErr   error
 
-	obs observer
-	// lobs observes Lance tables (handle.Lance set) instead of obs.
+	// lobs observes the table.
 	lobs lanceObserver
 
 	next      [numKinds]time.Time
