@@ -8,14 +8,14 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/compactord/compactord/internal/commit"
+	lcommit "github.com/compactord/compactord/internal/lance/commit"
+	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/table"
 )
 
 func TestClassify(t *testing.T) {
-	corruptCanceled := fmt.Errorf("data file x: %w: %v", table.ErrCorrupt, context.Canceled)
+	corruptCanceled := fmt.Errorf("data file x: %w: %v", meta.ErrCorrupt, context.Canceled)
 	for _, tc := range []struct {
 		name   string
 		err    error
@@ -32,17 +32,17 @@ func TestClassify(t *testing.T) {
 		{"shutdown disguised as corruption", corruptCanceled, scheduler.ErrShutdown, scheduler.ClassCanceled, ""},
 		{"budget", context.Canceled, scheduler.ErrBudget, scheduler.ClassRetry, ""},
 		{"deadline inside the job", fmt.Errorf("commit: %w", context.DeadlineExceeded), nil, scheduler.ClassRetry, ""},
-		{"retryable conflict", &commit.ConflictError{Class: commit.ErrRetryable}, nil, scheduler.ClassRetry, ""},
-		{"ambiguous commit", &commit.AmbiguousError{Version: 3, Err: errors.New("reset")}, nil, scheduler.ClassRetry, ""},
+		{"retryable conflict", &lcommit.ConflictError{Class: lcommit.ErrRetryable}, nil, scheduler.ClassRetry, ""},
+		{"ambiguous commit", &lcommit.AmbiguousError{Version: 3, Err: errors.New("reset")}, nil, scheduler.ClassRetry, ""},
 		{"network timeout", fmt.Errorf("get: %w", storage.ErrInjectedTimeout), nil, scheduler.ClassRetry, ""},
-		{"already merged elsewhere", fmt.Errorf("merge: %w", &commit.ConflictError{Class: commit.ErrIncompatible}), nil, scheduler.ClassSkipped, ""},
-		{"corrupt", fmt.Errorf("manifest 3: %w", table.ErrCorrupt), nil, scheduler.ClassError, scheduler.ReasonCorrupt},
+		{"already merged elsewhere", fmt.Errorf("merge: %w", &lcommit.ConflictError{Class: lcommit.ErrIncompatible}), nil, scheduler.ClassSkipped, ""},
+		{"corrupt", fmt.Errorf("manifest 3: %w", meta.ErrCorrupt), nil, scheduler.ClassError, scheduler.ReasonCorrupt},
 		{"anything else", errors.New("boom"), nil, scheduler.ClassError, scheduler.ReasonFailing},
 		// syscall.Errno has the methods of net.Error; a missing or
 		// unreadable file is still not a network blip.
 		{"missing data file", fmt.Errorf("data/f1.parquet: %w", &fs.PathError{Op: "open", Path: "/t/data/f1.parquet", Err: syscall.ENOENT}), nil, scheduler.ClassError, scheduler.ReasonFailing},
 		{"unreadable data file", &fs.PathError{Op: "open", Path: "/t/data/f1.parquet", Err: syscall.EACCES}, nil, scheduler.ClassError, scheduler.ReasonFailing},
-		{"explicit retry", scheduler.Retryable(table.ErrCorrupt), nil, scheduler.ClassRetry, ""},
+		{"explicit retry", scheduler.Retryable(meta.ErrCorrupt), nil, scheduler.ClassRetry, ""},
 		{"explicit quarantine", scheduler.Quarantine(scheduler.ReasonCorrupt, errors.New("x")), nil, scheduler.ClassError, scheduler.ReasonCorrupt},
 		{"explicit fatal", fmt.Errorf("w: %w", scheduler.Fatal(errors.New("x"))), nil, scheduler.ClassFatal, ""},
 		{"explicit skip", scheduler.Skipped(errors.New("x")), nil, scheduler.ClassSkipped, ""},

@@ -14,14 +14,13 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/compactord/compactord/internal/commit"
-	"github.com/compactord/compactord/internal/memwal"
-	"github.com/compactord/compactord/internal/ops"
+	lcommit "github.com/compactord/compactord/internal/lance/commit"
+	lancetable "github.com/compactord/compactord/internal/lance/table"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/scheduler/clock"
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/table"
 	tu "github.com/compactord/compactord/internal/testutil"
+	"github.com/compactord/compactord/lancewal"
 )
 
 func TestMain(m *testing.M) { tu.Main(m) }
@@ -33,31 +32,35 @@ func memRoot(t *testing.T) string {
 	return fmt.Sprintf("mem://sched-%s-%d", strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-"), bucketSeq.Add(1))
 }
 
-// createTable makes a real table (version 1) at url.
-func createTable(t *testing.T, url string) *ops.Table {
+// createTable makes a real Lance table (version 1) at url, opened for
+// MemWAL writes.
+func createTable(t *testing.T, url string) *lancewal.Table {
 	t.Helper()
-	ctx := context.Background()
-	b, err := storage.Open(ctx, url)
+	tb, err := lancewal.CreateTable(context.Background(), url, []lancewal.Column{
+		{Name: "id", Type: "int64"}, {Name: "cat", Type: "string", Nullable: true}, {Name: "val", Type: "double", Nullable: true}}, "id")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.Close() })
-	c, err := commit.NewCommitter(commit.Config{}, b, nil, nil, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb := ops.NewTable(b, c, nil, nil)
-	s, err := table.ParseSchema("id:int64,cat:string,val:float64", []string{"id"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tb.Create(ctx, s); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { _ = tb.Close() })
 	return tb
 }
 
-// opener opens mem:// tables; wrap (optional) wraps each bucket, for
+// configureShards gives tb a MemWAL of n shards (bucket sharding on id;
+// one unsharded shard for n = 1) and returns their ids.
+func configureShards(t *testing.T, tb *lancewal.Table, n int) []string {
+	t.Helper()
+	spec := lancewal.Config{Sharding: lancewal.Bucket, Column: "id", NumBuckets: n}
+	if n == 1 {
+		spec = lancewal.Config{Sharding: lancewal.Unsharded}
+	}
+	cfg, err := tb.EnableMemWAL(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Shards()
+}
+
+// opener opens mem:// Lance tables; wrap (optional) wraps each bucket, for
 // fault injection.
 func opener(wrap func(name string, b storage.Bucket) storage.Bucket) scheduler.Opener {
 	return func(ctx context.Context, spec scheduler.TableSpec) (*scheduler.TableHandle, error) {
@@ -69,12 +72,15 @@ func opener(wrap func(name string, b storage.Bucket) storage.Bucket) scheduler.O
 		if wrap != nil {
 			b = wrap(spec.Name, raw)
 		}
-		c, err := commit.NewCommitter(commit.Config{}, b, nil, nil, zap.NewNop())
+		c, err := lcommit.NewCommitter(lcommit.DefaultConfig(), b, lcommit.RealClock{}, lcommit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
 		if err != nil {
 			return nil, err
 		}
-		return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: b, Table: ops.NewTable(b, c, nil, nil),
-			Close: raw.Close}, nil
+		lh, err := lancetable.New(b, c)
+		if err != nil {
+			return nil, err
+		}
+		return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: b, Lance: lh, Close: raw.Close}, nil
 	}
 }
 
@@ -322,31 +328,31 @@ func (h *harness) tick(n, loops int) {
 	h.idle(loops)
 }
 
-// claimShard returns a MemWAL writer that has claimed shard of tb, with the
-// head's schema.
-func claimShard(t *testing.T, tb *ops.Table, shard string) *memwal.Writer {
+// claimShard returns a MemWAL writer that has claimed shard of tb.
+func claimShard(t *testing.T, tb *lancewal.Table, shard string) *lancewal.Writer {
 	t.Helper()
-	ctx := context.Background()
-	head, err := table.ReadLatest(ctx, tb.Bucket)
+	w, err := tb.OpenWriter(context.Background(), shard, lancewal.WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := memwal.NewWriter(memwal.Config{Shard: shard, Schema: head.Schema}, tb.Bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Claim(ctx); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(w.Abandon)
 	return w
 }
 
-// flushRow has w write one row and flush it: the shard publishes an
-// SSTable of a new generation, which the table has not merged.
-func flushRow(t *testing.T, w *memwal.Writer) {
+// flushRow has w write one row (a key its shard owns) and flush it: the
+// shard publishes a new generation, which the table has not merged.
+func flushRow(t *testing.T, tb *lancewal.Table, w *lancewal.Writer) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := w.Append(ctx, []memwal.Record{{Op: memwal.Upsert, Row: table.Row{int64(1), "a", 1.5}}}); err != nil {
+	key := int64(-1)
+	for k := int64(0); k < 1000 && key < 0; k++ {
+		if s, err := tb.ShardFor(ctx, k); err != nil {
+			t.Fatal(err)
+		} else if s == w.Shard() {
+			key = k
+		}
+	}
+	if err := w.Upsert(ctx, []lancewal.Row{{"id": key, "cat": "a", "val": 1.5}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.Flush(ctx); err != nil {

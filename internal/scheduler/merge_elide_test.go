@@ -1,11 +1,9 @@
 package scheduler_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/scheduler"
 )
 
@@ -17,12 +15,12 @@ import (
 func TestScheduledMergeElidedWhileNothingIsFlushed(t *testing.T) {
 	for _, poll := range []time.Duration{time.Second, 0} {
 		t.Run("poll="+poll.String(), func(t *testing.T) {
-			ctx := context.Background()
 			url := memRoot(t) + "/t"
 			tb := createTable(t, url)
-			if _, err := memwal.Configure(ctx, tb, []string{"s0", "s1"}, nil); err != nil {
-				t.Fatal(err)
-			}
+			shards := configureShards(t, tb, 2)
+			// Claimed before the first sync, which lists the shard; a
+			// shard created later is found by a later sync.
+			w := claimShard(t, tb, shards[0])
 			cfg := testConfig()
 			cfg.PollInterval = poll
 			cfg.Schedule.Merge = "@every 1s"
@@ -43,7 +41,7 @@ func TestScheduledMergeElidedWhileNothingIsFlushed(t *testing.T) {
 				t.Fatalf("elided merges counted %v times, want one per tick", got)
 			}
 
-			flushRow(t, claimShard(t, tb, "s0"))
+			flushRow(t, tb, w)
 			h.tick(5, 3)
 			calls := h.jobs.snapshot()
 			if len(calls) < 3 || calls[0].trigger != scheduler.TriggerChange {

@@ -11,23 +11,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/compactord/compactord/internal/commit"
-	"github.com/compactord/compactord/internal/ops"
+	lcommit "github.com/compactord/compactord/internal/lance/commit"
+	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/table"
+	"github.com/compactord/compactord/lancewal"
 )
-
-// createTableHandle opens an existing table.
-func createTableHandle(t *testing.T, url string) *ops.Table {
-	t.Helper()
-	h, err := opener(nil)(context.Background(), scheduler.TableSpec{Name: "x", URL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
-	return h.Table
-}
 
 func specs(t *testing.T, names ...string) []scheduler.TableSpec {
 	root := memRoot(t)
@@ -180,7 +169,7 @@ func TestRetryableErrorsBackOffAndNeverQuarantine(t *testing.T) {
 	h := start(t, harnessOpts{cfg: cfg}, specs(t, "t")...)
 	h.waitSynced("t")
 	h.jobs.setBehave(func(ctx context.Context, c call) (scheduler.Outcome, error) {
-		return scheduler.Outcome{}, &commit.ConflictError{Class: commit.ErrRetryable, Ours: "merge_sstables", Reason: "injected"}
+		return scheduler.Outcome{}, &lcommit.ConflictError{Class: lcommit.ErrRetryable, Ours: "update", Reason: "injected"}
 	})
 	if err := h.s.Trigger("t", scheduler.KindMerge); err != nil {
 		t.Fatal(err)
@@ -209,13 +198,13 @@ func TestRetryableErrorsBackOffAndNeverQuarantine(t *testing.T) {
 	}
 }
 
-// commit.ErrIncompatible (another instance merged first) is skipped, not a
+// lcommit.ErrIncompatible (another instance merged first) is skipped, not a
 // failure.
 func TestIncompatibleIsSkipped(t *testing.T) {
 	h := start(t, harnessOpts{cfg: testConfig()}, specs(t, "t")...)
 	h.waitSynced("t")
 	h.jobs.setBehave(func(ctx context.Context, c call) (scheduler.Outcome, error) {
-		return scheduler.Outcome{}, &commit.ConflictError{Class: commit.ErrIncompatible, Ours: "merge_sstables", Reason: "merged elsewhere"}
+		return scheduler.Outcome{}, &lcommit.ConflictError{Class: lcommit.ErrIncompatible, Ours: "update", Reason: "merged elsewhere"}
 	})
 	if err := h.s.Trigger("t", scheduler.KindMerge); err != nil {
 		t.Fatal(err)
@@ -384,7 +373,7 @@ func TestCorruptManifestQuarantined(t *testing.T) {
 	}
 	defer b.Close()
 	// Version 2 with garbage: the commit's put-if-absent, then a torn body.
-	if err := b.PutIfAbsent(context.Background(), table.ManifestKey(2), []byte("not a manifest")); err != nil {
+	if err := b.PutIfAbsent(context.Background(), meta.ManifestKey(meta.NamingV2, 2), []byte("not a manifest")); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 10 && h.status("corrupt").Halted == nil; i++ {
@@ -567,8 +556,12 @@ func TestUnchangedTableElidesScheduledJobs(t *testing.T) {
 		t.Fatalf("last success %v", got)
 	}
 	// A new version: the next scheduled merge runs.
-	tb := createTableHandle(t, sp[0].URL)
-	if _, err := tb.Append(context.Background(), []table.Row{{int64(1), "a", 1.0}}); err != nil {
+	tb, err := lancewal.OpenTable(context.Background(), sp[0].URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	if err := tb.CreateIndex(context.Background(), "id_idx", "id", lancewal.BTree); err != nil {
 		t.Fatal(err)
 	}
 	h.clk.Advance(cfg.SyncInterval)

@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/compactord/compactord/internal/table"
+	"github.com/compactord/compactord/internal/lance/meta"
 )
 
 // An object-store outage retries; it never quarantines (found by the e2e
@@ -16,7 +16,7 @@ func TestClassifyObjectStoreOutageRetries(t *testing.T) {
 	if c, _ := Classify(refused, nil); c != ClassRetry {
 		t.Fatalf("refused connection classified %v, want retry", c)
 	}
-	if c, r := Classify(fmt.Errorf("x: %w", table.ErrCorrupt), nil); c != ClassError || r != ReasonCorrupt {
+	if c, r := Classify(fmt.Errorf("x: %w", meta.ErrCorrupt), nil); c != ClassError || r != ReasonCorrupt {
 		t.Fatalf("corrupt classified %v %q", c, r)
 	}
 }
