@@ -6,8 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/compactord/compactord/internal/cleanup"
-	"github.com/compactord/compactord/internal/table"
+	lcleanup "github.com/compactord/compactord/internal/lance/cleanup"
 )
 
 func init() { extraCommands = append(extraCommands, newCleanupCmd) }
@@ -37,55 +36,52 @@ func (f durationFlag) Set(s string) error {
 var cleanupNow = time.Now
 
 func newCleanupCmd(e *env) *cobra.Command {
-	cfg := cleanup.Config{Policy: cleanup.DefaultPolicy(), Concurrency: 16}
+	opts := lcleanup.Options{RetainVersions: 10, OlderThan: 24 * time.Hour, MinAge: lcleanup.DefaultMinAge}
+	concurrency, dryRun := 16, false
 	cmd := &cobra.Command{
 		Use:   "cleanup URL [--retain-versions N] [--older-than D] [--min-age D] [--concurrency C] [--dry-run]",
-		Short: "Delete versions outside retention, then files no retained version references",
-		Long: `Delete versions outside retention, then files no retained version references.
-
-A version is kept when it is the latest; when it is younger than the version floor (` + table.VersionFloor.String() + `,
-judged by the later of its manifest's modification time and its commit time), whatever
---retain-versions and --older-than say: the commit protocol's fast path relies on no version
-that young ever being deleted, so --older-than 0s still keeps the last ` + table.VersionFloor.String() + ` of versions;
-when it is among the newest --retain-versions; when it is tagged; when an in-flight job reads
-at or below it; or when it is younger than --older-than. A file is kept when a kept version
-references it, or when it is younger than --min-age or than the oldest in-flight job.
---dry-run prints the plan with the reason for every version and file deleted or kept
-(kept_version_reasons, kept_files).`,
+		Short: "Delete old versions and the files only they reference, as Lance's cleanup does",
+		Long: `Cleanup follows Lance's own rules: a version is old when its commit time is before
+now - --older-than (exactly; there is no floor) and it is not among the newest --retain-versions;
+the latest and tagged versions are kept (a tag on an old version is reported as "tagged", not an
+error as in Lance). Files only deleted versions reference are deleted; files no version
+references are deleted only when older than --min-age (default Lance's 7 days, 168h) and named
+by no in-flight marker. _mem_wal/ (see trim) and _refs/ are never touched. --dry-run prints
+every version and file with delete/keep and a reason.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if done, err := runLanceCleanup(cmd, e, args[0], cfg); done {
-				return err
+			switch {
+			case opts.RetainVersions < 1:
+				return fmt.Errorf("--retain-versions must be at least 1 (the latest version is always kept), got %d", opts.RetainVersions)
+			case concurrency < 1:
+				return fmt.Errorf("--concurrency must be at least 1, got %d", concurrency)
 			}
-			if err := cfg.Validate(); err != nil {
-				return err
-			}
-			t, done, err := openTable(cmd.Context(), e, args[0])
+			b, _, err := openLance(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			defer done()
-			res, err := cleanup.Run(cmd.Context(), t.Bucket, cfg, cleanupNow())
+			defer b.Close()
+			res, err := lcleanup.Run(cmd.Context(), b, lcleanup.Config{Options: opts, Concurrency: concurrency, DryRun: dryRun}, cleanupNow())
 			if err != nil {
 				return err
 			}
-			if cfg.DryRun {
+			if dryRun {
 				return printJSON(e.stdout, res.Plan)
 			}
+			kept := len(res.Plan.Versions) - res.Plan.DeleteVersions
 			return printJSON(e.stdout, map[string]any{
-				"version": res.Plan.Latest, "operation": "cleanup",
-				"deleted_versions": res.DeletedVersion, "deleted_files": res.DeletedFiles,
-				"bytes_reclaimed": res.BytesReclaimed, "kept_versions": len(res.Plan.KeptVersions),
-				"kept_unreferenced_young_files": res.Plan.KeptYoung,
+				"version": res.Plan.Latest, "operation": "cleanup", "format": "lance",
+				"deleted_versions": res.DeletedVersions, "deleted_files": res.DeletedFiles,
+				"bytes_reclaimed": res.BytesReclaimed, "kept_versions": kept,
+				"kept_unreferenced_young_files": res.Plan.Kept[lcleanup.ReasonUnrefYoung] + res.Plan.Kept[lcleanup.ReasonUnrefInFlight],
+				"tagged_old_versions":           res.Plan.TaggedOld, "spared_files": len(res.Spared),
 			})
 		},
 	}
-	cmd.Long += lanceCleanupHelp
-	cmd.Flags().IntVar(&cfg.Policy.RetainVersions, "retain-versions", cfg.Policy.RetainVersions, "keep the newest N versions (at least 1)")
-	cmd.Flags().Var(durationFlag{&cfg.Policy.OlderThan, "older-than"}, "older-than",
-		"keep every version younger than this (0s: age keeps nothing beyond the version floor)")
-	cmd.Flags().Var(durationFlag{&cfg.Policy.MinAge, "min-age"}, "min-age", "never delete an unreferenced file younger than this")
-	cmd.Flags().IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "parallel deletes")
-	cmd.Flags().BoolVar(&cfg.DryRun, "dry-run", false, "print the plan (what, why, bytes) and change nothing")
+	cmd.Flags().IntVar(&opts.RetainVersions, "retain-versions", opts.RetainVersions, "keep the newest N versions (at least 1)")
+	cmd.Flags().Var(durationFlag{&opts.OlderThan, "older-than"}, "older-than", "keep every version younger than this (0s: age keeps nothing)")
+	cmd.Flags().Var(durationFlag{&opts.MinAge, "min-age"}, "min-age", "never delete an unreferenced file younger than this")
+	cmd.Flags().IntVar(&concurrency, "concurrency", concurrency, "parallel deletes")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan (what, why, bytes) and change nothing")
 	return cmd
 }

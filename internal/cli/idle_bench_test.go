@@ -15,76 +15,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/compactord/compactord/internal/commit"
 	lcommit "github.com/compactord/compactord/internal/lance/commit"
 	ltable "github.com/compactord/compactord/internal/lance/table"
-	"github.com/compactord/compactord/internal/memwal"
-	"github.com/compactord/compactord/internal/ops"
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/table"
 )
 
-// The idle footprint of the daemon (issue 6's benchmark): the real binary
-// watching 100 file:// tables, each with a two-shard MemWAL, with the
-// default configuration (syncs every 30s, change polls every 10s, leases
-// renewed every 10s). It reports RSS and CPU over a window, against goals
-// of 50 MiB and 1% of a core.
-//
-//	COMPACTORD_BENCH_IDLE=1 go test ./internal/cli -run TestIdleDaemonFootprint -v
-//
-// COMPACTORD_BENCH_SECONDS sets the window (default 60).
-func TestIdleDaemonFootprint(t *testing.T) {
-	if os.Getenv("COMPACTORD_BENCH_IDLE") != "1" {
-		t.Skip("set COMPACTORD_BENCH_IDLE=1 to run the idle-footprint benchmark")
-	}
-	window := 60 * time.Second
-	if s := os.Getenv("COMPACTORD_BENCH_SECONDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		window = time.Duration(n) * time.Second
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "compactord")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/compactord").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	ctx := context.Background()
-	var cfg strings.Builder
-	cfg.WriteString("http:\n  listen: 127.0.0.1:0\nlog:\n  level: warn\ntables:\n")
-	for i := range 100 {
-		url := "file://" + filepath.Join(dir, "tables", fmt.Sprintf("t%03d", i))
-		b, err := storage.Open(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := commit.NewCommitter(commit.Config{}, b, nil, nil, zap.NewNop())
-		if err != nil {
-			t.Fatal(err)
-		}
-		tb := ops.NewTable(b, c, nil, nil)
-		s, _ := table.ParseSchema("id:int64,cat:string,val:float64", []string{"id"})
-		if _, err := tb.Create(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := memwal.Configure(ctx, tb, []string{"s0", "s1"}, nil); err != nil {
-			t.Fatal(err)
-		}
-		_ = b.Close()
-		fmt.Fprintf(&cfg, "  - url: %s\n", url)
-	}
-	rss, cpuPct := measureIdle(t, bin, dir, cfg.String(), window, 0)
-	t.Logf("idle daemon, 100 tables x 2 shards: RSS max %.1f MiB, CPU %.3f%% of one core", float64(rss)/(1<<20), cpuPct)
-	if rss > 50<<20 {
-		t.Errorf("RSS %.1f MiB over the 50 MiB goal", float64(rss)/(1<<20))
-	}
-	if cpuPct > 1 {
-		t.Errorf("CPU %.3f%% over the 1%% goal", cpuPct)
-	}
-}
-
-// TestIdleDaemonFootprintLance is the same measurement on Lance tables:
+// TestIdleDaemonFootprintLance measures the idle footprint of the daemon:
 // COMPACTORD_BENCH_TABLES (default 1000) small Lance tables that
 // compactord's own code creates (one append of 100 rows each), watched by
 // the real binary with the default configuration. Goals: 1000 tables
@@ -124,11 +60,7 @@ func TestIdleDaemonFootprintLance(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	ctx := context.Background()
-	s, err := table.ParseSchema("id:int64,cat:string,val:float64", []string{"id"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fields, err := ltable.LanceFields(s)
+	fields, err := ltable.ParseFields("id:int64,cat:string,val:float64", []string{"id"})
 	if err != nil {
 		t.Fatal(err)
 	}

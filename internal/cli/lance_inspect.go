@@ -9,30 +9,27 @@ import (
 	"github.com/compactord/compactord/internal/storage"
 )
 
-// openLance opens rawURL (a plain path or any storage URL) and reports
-// whether it holds a Lance dataset. When it does not, the bucket is closed
-// and the caller falls back to the private format, which is retired later;
-// the check is one listing and a four-byte read, so the fallback costs the
-// private path almost nothing.
+// openLance opens rawURL (a plain path or any storage URL) as a Lance
+// dataset. A location without a table, or with a table of another format
+// (compactord's retired private format), is a one-line error and nothing
+// stays open; ok is true whenever err is nil.
 func openLance(ctx context.Context, rawURL string) (storage.Bucket, bool, error) {
-	u, err := normalizeURL(rawURL)
+	b, err := openBucket(ctx, rawURL)
 	if err != nil {
 		return nil, false, err
 	}
-	b, err := storage.Open(ctx, u)
-	if err != nil {
-		return nil, false, err
+	ok, err := meta.CheckLance(ctx, b)
+	if err == nil && !ok {
+		err = meta.ErrNoTable
 	}
-	ok, err := meta.Detect(ctx, b)
-	if err != nil || !ok {
+	if err != nil {
 		_ = b.Close()
-		return nil, false, err
+		return nil, false, fmt.Errorf("%s: %w", rawURL, err)
 	}
 	return b, true, nil
 }
 
-// lanceInspect runs `inspect` on a Lance dataset. handled is false when
-// rawURL is not one, and the private-format command should run instead.
+// lanceInspect runs `inspect` on a Lance dataset.
 func lanceInspect(ctx context.Context, e *env, rawURL string, version uint64) (handled bool, err error) {
 	b, ok, err := openLance(ctx, rawURL)
 	if err != nil || !ok {

@@ -6,13 +6,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
 	"github.com/compactord/compactord/internal/lance/commit"
 	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/storage"
 )
 
-// openLanceHandle opens rawURL as a Lance table with a commit loop. ok is
-// false (and nothing is open) when the URL holds no Lance dataset.
+// openLanceHandle opens rawURL as a Lance table with a commit loop (see
+// openLance for the errors); ok is true whenever err is nil.
 func openLanceHandle(ctx context.Context, e *env, rawURL string) (h *table.Handle, ok bool, done func(), err error) {
 	b, ok, err := openLance(ctx, rawURL)
 	if err != nil || !ok {
@@ -38,23 +40,20 @@ func printCommit(e *env, res *commit.Result, extra map[string]any) error {
 	return printJSON(e.stdout, out)
 }
 
-// lanceTableDelete runs `table delete` on a Lance dataset. Only whole
-// fragments can be deleted from metadata alone; row-level deletes need the
-// Lance file reader to find the rows.
-func lanceTableDelete(ctx context.Context, e *env, rawURL string, frag int64, rowLevel bool) (handled bool, err error) {
-	h, ok, done, err := openLanceHandle(ctx, e, rawURL)
-	if err != nil || !ok {
-		return err != nil, err
+// lanceTableDelete runs `table delete --fragment` on a Lance dataset. Only
+// whole fragments can be deleted from metadata alone; row-level deletes
+// need the Lance file reader to find the rows.
+func lanceTableDelete(ctx context.Context, e *env, rawURL string, frag int64) error {
+	h, done, err := openLanceWriter(ctx, e, rawURL, "table delete")
+	if err != nil {
+		return err
 	}
 	defer done()
-	if rowLevel {
-		return true, fmt.Errorf("table delete on a Lance table takes --fragment F; --keys and --where are not supported on Lance tables yet")
-	}
 	res, err := h.DeleteFragments(ctx, []uint64{uint64(frag)})
 	if err != nil {
-		return true, fmt.Errorf("table delete %s: %w", rawURL, err)
+		return fmt.Errorf("table delete %s: %w", rawURL, err)
 	}
-	return true, printCommit(e, res, map[string]any{"deleted_fragments": []int64{frag}})
+	return printCommit(e, res, map[string]any{"deleted_fragments": []int64{frag}})
 }
 
 func newIndexDropCmd(e *env) *cobra.Command {
@@ -84,4 +83,14 @@ func newIndexDropCmd(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&name, "name", "", "index name")
 	return cmd
+}
+
+// openHandleOn is a Lance handle on an open bucket, for reads of the
+// latest version (the caller closes the bucket).
+func openHandleOn(b storage.Bucket) (*table.Handle, error) {
+	c, err := commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
+	if err != nil {
+		return nil, err
+	}
+	return table.New(b, c)
 }

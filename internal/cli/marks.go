@@ -20,19 +20,19 @@ func markBy() string {
 }
 
 func writeMark(cmd *cobra.Command, e *env, url string, k marker.Kind, reason string, clear bool) error {
-	t, done, err := openTable(cmd.Context(), e, url)
+	b, _, err := openLance(cmd.Context(), url)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer b.Close()
 	if clear {
-		if err := marker.Delete(cmd.Context(), t.Bucket, k); err != nil {
+		if err := marker.Delete(cmd.Context(), b, k); err != nil {
 			return err
 		}
 		return printJSON(e.stdout, map[string]any{"mark": k, "set": false})
 	}
 	m := marker.Mark{Kind: k, Reason: reason, By: markBy(), Since: time.Now().UTC()}
-	if err := marker.Put(cmd.Context(), t.Bucket, m); err != nil {
+	if err := marker.Put(cmd.Context(), b, m); err != nil {
 		return err
 	}
 	return printJSON(e.stdout, map[string]any{"mark": k, "set": true, "reason": reason, "since": m.Since})

@@ -18,10 +18,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/compactord/compactord/internal/buildinfo"
-	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/daemon"
 	"github.com/compactord/compactord/internal/inflight"
-	"github.com/compactord/compactord/internal/ops"
+	lancetable "github.com/compactord/compactord/internal/lance/table"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/scheduler/clock"
 	"github.com/compactord/compactord/internal/storage"
@@ -110,7 +109,7 @@ func oneLine(s string) string {
 func newRoot(e *env) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "compactord",
-		Short:         "Compaction and WAL-trim daemon for LSM-fronted columnar tables in object storage",
+		Short:         "Maintenance daemon for Lance tables in object storage: MemWAL merge, compaction, index catch-up, trim and cleanup",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -220,44 +219,37 @@ func normalizeURL(raw string) (string, error) {
 	return "file://" + filepath.ToSlash(abs), nil
 }
 
-// openTable opens the table at url with a committer.
-func openTable(ctx context.Context, e *env, rawURL string) (*ops.Table, func(), error) {
+// openBucket opens the location rawURL names (a plain path or any storage
+// URL), whatever it holds: the marks of `table pause` and `table mark` are
+// compactord's own records, beside the table.
+func openBucket(ctx context.Context, rawURL string) (storage.Bucket, error) {
 	u, err := normalizeURL(rawURL)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	b, err := storage.Open(ctx, u)
-	if err != nil {
-		return nil, nil, err
-	}
-	c, err := commit.NewCommitter(commit.Config{}, b, nil, nil, e.logger)
-	if err != nil {
-		_ = b.Close()
-		return nil, nil, err
-	}
-	return ops.NewTable(b, c, nil, e.logger), func() { _ = b.Close() }, nil
+	return storage.Open(ctx, u)
 }
 
 // inFlightTTL bounds how long a CLI job's in-flight marker protects its
 // uncommitted files from cleanup; a crashed job's marker expires after it.
 const inFlightTTL = 6 * time.Hour
 
-// openWriter opens a table for a command that writes files before it
-// commits, and publishes an in-flight marker for as long as it runs, so that
-// a concurrent `compactord cleanup` (or a daemon's) never deletes its output
-// before the commit. Read-only commands use openTable:
+// openLanceWriter opens a Lance table for a command that writes files
+// before it commits, and publishes an in-flight marker for as long as it
+// runs, so that a concurrent `compactord cleanup` (or a daemon's) never
+// deletes its output before the commit. Read-only commands use openLance:
 // they must work with read-only credentials.
-func openWriter(ctx context.Context, e *env, rawURL, job string) (*ops.Table, func(), error) {
-	t, done, err := openTable(ctx, e, rawURL)
+func openLanceWriter(ctx context.Context, e *env, rawURL, job string) (*lancetable.Handle, func(), error) {
+	h, _, done, err := openLanceHandle(ctx, e, rawURL)
 	if err != nil {
 		return nil, nil, err
 	}
-	release, err := inflight.Register(ctx, t.Bucket, "cli "+job, 0, time.Now(), inFlightTTL)
+	release, err := inflight.Register(ctx, h.Bucket, "cli "+job, 0, time.Now(), inFlightTTL)
 	if err != nil {
 		done()
 		return nil, nil, err
 	}
-	return t, func() { release(); done() }, nil
+	return h, func() { release(); done() }, nil
 }
 
 func printJSON(w io.Writer, v any) error {

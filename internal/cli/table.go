@@ -1,56 +1,63 @@
 package cli
 
 import (
-	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
-	pb "github.com/compactord/compactord/gen/compactordv1"
-	"github.com/compactord/compactord/internal/ops"
-	"github.com/compactord/compactord/internal/progress"
-	"github.com/compactord/compactord/internal/table"
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/lance/scan"
+	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/storage"
 )
 
 func newTableCmd(e *env) *cobra.Command {
-	cmd := &cobra.Command{Use: "table", Short: "Create, append to, delete from and scan a table"}
+	cmd := &cobra.Command{Use: "table", Short: "Create, append to, delete from and scan a Lance table"}
 	cmd.AddCommand(newTableCreateCmd(e), newTableAppendCmd(e), newTableDeleteCmd(e), newTableScanCmd(e))
 	return cmd
 }
 
 func newTableCreateCmd(e *env) *cobra.Command {
-	var schema, pk, format, fileVersion string
+	var schema, pk, fileVersion string
 	cmd := &cobra.Command{
-		Use:   "create URL --schema name:type,... --primary-key field [--format lance|private] [--file-version 2.0|2.1|2.2]",
-		Short: "Create a table (Lance for a URL ending in .lance or with --format lance)",
+		Use:   "create URL --schema name:type,... --primary-key field [--file-version 2.0|2.1|2.2]",
+		Short: "Create a Lance table: version 1, the schema and no rows",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if handled, err := lanceTableCreate(cmd.Context(), e, args[0], schema, pk, format, fileVersion); handled {
-				return err
-			}
-			s, err := table.ParseSchema(schema, strings.Split(pk, ","))
+			ctx := cmd.Context()
+			fields, err := table.ParseFields(schema, strings.Split(pk, ","))
 			if err != nil {
 				return err
 			}
-			t, done, err := openTable(cmd.Context(), e, args[0])
+			u, err := normalizeURL(args[0])
 			if err != nil {
 				return err
 			}
-			defer done()
-			m, err := t.Create(cmd.Context(), s)
+			b, err := storage.Open(ctx, u)
 			if err != nil {
 				return err
 			}
-			return printJSON(e.stdout, map[string]any{"version": m.Version, "operation": "create"})
+			defer b.Close()
+			mf, err := table.Create(ctx, b, fields, fileVersion, time.Now())
+			if err != nil {
+				return fmt.Errorf("table create %s: %w", args[0], err)
+			}
+			return printJSON(e.stdout, map[string]any{"version": mf.Manifest.GetVersion(), "operation": "overwrite",
+				"format": "lance", "file_version": mf.Manifest.GetDataFormat().GetVersion()})
 		},
 	}
-	cmd.Flags().StringVar(&schema, "schema", "", `fields, e.g. "id:int64,cat:string,val:float64"`)
+	cmd.Flags().StringVar(&schema, "schema", "", `fields, e.g. "id:int64,cat:string,val:float64" (int64, float64, string, bool, bytes, timestamp)`)
 	cmd.Flags().StringVar(&pk, "primary-key", "", "primary-key field(s), comma separated")
-	cmd.Flags().StringVar(&format, "format", "", "lance or private (default: lance if the URL ends in .lance, else private)")
 	cmd.Flags().StringVar(&fileVersion, "file-version", "", "Lance data_storage_format: 2.0, 2.1 or 2.2 (default 2.2)")
 	_ = cmd.MarkFlagRequired("schema")
 	_ = cmd.MarkFlagRequired("primary-key")
@@ -63,7 +70,7 @@ func newTableAppendCmd(e *env) *cobra.Command {
 	var seed uint64
 	cmd := &cobra.Command{
 		Use:   "append URL (--jsonl FILE|- | --rows N [--start K] [--seed S])",
-		Short: "Append rows as new fragments",
+		Short: "Append rows as one new fragment",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (jsonl == "") == (n == 0) {
@@ -72,44 +79,36 @@ func newTableAppendCmd(e *env) *cobra.Command {
 			if err := checkGenerated(n, start); err != nil {
 				return err
 			}
-			if handled, err := lanceTableAppend(cmd.Context(), e, args[0], jsonl, n != 0); handled {
-				return err
-			}
-			t, done, err := openWriter(cmd.Context(), e, args[0], "table append")
+			ctx := cmd.Context()
+			h, done, err := openLanceWriter(ctx, e, args[0], "table append")
 			if err != nil {
 				return err
 			}
 			defer done()
-			head, err := table.ReadLatest(cmd.Context(), t.Bucket)
-			if err != nil {
-				return err
-			}
-			var rows []table.Row
+			var in io.Reader
 			if jsonl != "" {
-				in, err := readInput(e, jsonl)
+				rc, err := readInput(e, jsonl)
 				if err != nil {
 					return err
 				}
-				defer in.Close()
-				var opsCol []string
-				rows, opsCol, err = ops.ReadJSONLines(head.Schema, bufio.NewReader(in))
-				if err != nil {
-					return err
-				}
-				for i, o := range opsCol {
-					if o == "delete" {
-						return fmt.Errorf("line %d: \"_op\":\"delete\" is for the WAL; use table delete", i+1)
-					}
-				}
+				defer rc.Close()
+				in = rc
 			} else {
-				rows = GenerateRows(head.Schema, start, n, seed)
+				read, _, err := h.ReadForWrite(ctx)
+				if err != nil {
+					return fmt.Errorf("table append %s: %w", args[0], err)
+				}
+				data, err := GenerateRows(read.Manifest.GetFields(), start, n, seed)
+				if err != nil {
+					return err
+				}
+				in = bytes.NewReader(data)
 			}
-			progress.From(cmd.Context()).Start("table append", progress.Units{Rows: int64(len(rows))})
-			res, err := t.Append(cmd.Context(), rows)
+			res, rows, err := h.AppendJSON(ctx, in)
 			if err != nil {
-				return err
+				return fmt.Errorf("table append %s: %w", args[0], err)
 			}
-			return printJSON(e.stdout, map[string]any{"version": res.Manifest.Version, "operation": "append", "rows": len(rows), "attempts": res.Attempts})
+			return printCommit(e, res, map[string]any{"rows": rows})
 		},
 	}
 	cmd.Flags().StringVar(&jsonl, "jsonl", "", "JSON lines file, or - for stdin")
@@ -119,9 +118,8 @@ func newTableAppendCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-// MaxGeneratedRows bounds --rows: generated rows are held in memory (and a
-// WAL write logs them as one entry), about 150 MB at this count. Larger
-// loads are several commands with consecutive --start values.
+// MaxGeneratedRows bounds --rows: generated rows are held in memory.
+// Larger loads are several commands with consecutive --start values.
 const MaxGeneratedRows = 1_000_000
 
 // checkGenerated checks --rows and --start before anything is generated.
@@ -137,55 +135,72 @@ func checkGenerated(n, start int64) error {
 	return nil
 }
 
-// GenerateRows makes n deterministic rows with keys start..start+n-1 (for
-// every integer primary-key field; string keys get "k<n>"). The caller
-// checks n and start with checkGenerated.
-func GenerateRows(s *pb.Schema, start, n int64, seed uint64) []table.Row {
+// GenerateRows makes n deterministic rows as JSON lines (package jsonl's
+// conventions) with keys start..start+n-1 for every integer primary-key
+// field (string keys get "k<n>"). Top-level columns of the types `table
+// create` makes are generated; any other column type is an error. The
+// caller checks n and start with checkGenerated.
+func GenerateRows(fields []*pb.Field, start, n int64, seed uint64) ([]byte, error) {
+	var top []*pb.Field
+	for _, f := range fields {
+		if f.GetParentId() != -1 {
+			continue
+		}
+		switch f.GetLogicalType() {
+		case "int64", "double", "string", "large_string", "bool", "binary", "large_binary", "timestamp:us:-":
+		default:
+			return nil, fmt.Errorf("--rows cannot generate column %q of type %s; use --jsonl", f.GetName(), f.GetLogicalType())
+		}
+		top = append(top, f)
+	}
 	rng := rand.New(rand.NewPCG(seed, uint64(start)))
-	rows := make([]table.Row, 0, n)
+	var buf bytes.Buffer
+	row := make(map[string]any, len(top))
+	enc := json.NewEncoder(&buf)
 	for i := int64(0); i < n; i++ {
 		k := start + i
-		r := make(table.Row, len(s.Fields))
-		for j, f := range s.Fields {
-			key := table.FieldIndexIsKey(s, f.Id)
-			switch f.Type {
-			case pb.FieldType_FIELD_TYPE_INT64:
+		clear(row)
+		for _, f := range top {
+			key := f.GetUnenforcedPrimaryKey()
+			var v any
+			switch f.GetLogicalType() {
+			case "int64":
+				v = rng.Int64N(1_000_000)
 				if key {
-					r[j] = k
-				} else {
-					r[j] = rng.Int64N(1_000_000)
+					v = k
 				}
-			case pb.FieldType_FIELD_TYPE_FLOAT64:
-				r[j] = float64(rng.IntN(1_000_000)) / 100
-			case pb.FieldType_FIELD_TYPE_STRING:
+			case "double":
+				v = float64(rng.IntN(1_000_000)) / 100
+			case "string", "large_string":
+				v = "c" + strconv.Itoa(rng.IntN(8))
 				if key {
-					r[j] = "k" + strconv.FormatInt(k, 10)
-				} else {
-					r[j] = "c" + strconv.Itoa(rng.IntN(8))
+					v = "k" + strconv.FormatInt(k, 10)
 				}
-			case pb.FieldType_FIELD_TYPE_BOOL:
-				r[j] = rng.IntN(2) == 1
-			case pb.FieldType_FIELD_TYPE_BYTES:
-				r[j] = []byte(strconv.FormatInt(k, 16))
-			case pb.FieldType_FIELD_TYPE_TIMESTAMP:
+			case "bool":
+				v = rng.IntN(2) == 1
+			case "binary", "large_binary":
+				v = base64.StdEncoding.EncodeToString([]byte(strconv.FormatInt(k, 16)))
+			case "timestamp:us:-":
+				v = 1_700_000_000_000_000 + rng.Int64N(1_000_000_000)
 				if key {
-					r[j] = table.Timestamp(k)
-				} else {
-					r[j] = table.Timestamp(1_700_000_000_000_000 + rng.Int64N(1_000_000_000))
+					v = k
 				}
 			}
+			row[f.GetName()] = v
 		}
-		rows = append(rows, r)
+		if err := enc.Encode(row); err != nil {
+			return nil, err
+		}
 	}
-	return rows
+	return buf.Bytes(), nil
 }
 
 func newTableDeleteCmd(e *env) *cobra.Command {
 	var keys, where string
 	var frag int64 = -1
 	cmd := &cobra.Command{
-		Use:   `delete URL (--keys 1,2,3 | --where "id >= 10 AND id < 20" | --fragment F)`,
-		Short: "Delete rows by key, predicate or whole fragment",
+		Use:   `delete URL --fragment F`,
+		Short: "Delete a whole fragment (row-level --keys and --where are not supported on Lance tables yet)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			set := 0
@@ -197,83 +212,16 @@ func newTableDeleteCmd(e *env) *cobra.Command {
 			if set != 1 {
 				return fmt.Errorf("give exactly one of --keys, --where or --fragment")
 			}
-			if handled, err := lanceTableDelete(cmd.Context(), e, args[0], frag, frag < 0); handled {
-				return err
+			if frag < 0 {
+				return fmt.Errorf("table delete on a Lance table takes --fragment F; --keys and --where are not supported on Lance tables yet")
 			}
-			t, done, err := openWriter(cmd.Context(), e, args[0], "table delete")
-			if err != nil {
-				return err
-			}
-			defer done()
-			head, err := table.ReadLatest(cmd.Context(), t.Bucket)
-			if err != nil {
-				return err
-			}
-			var spec ops.DeleteSpec
-			switch {
-			case frag >= 0:
-				if frag > int64(^uint32(0)) {
-					return fmt.Errorf("--fragment %d is out of range", frag)
-				}
-				f := uint32(frag)
-				spec.Fragment = &f
-			case where != "":
-				if spec.Predicate, err = ops.ParsePredicate(head.Schema, where); err != nil {
-					return err
-				}
-			default:
-				if spec.Keys, err = parseKeys(head.Schema, keys); err != nil {
-					return err
-				}
-			}
-			res, matched, err := t.Delete(cmd.Context(), head, spec)
-			if err != nil {
-				return err
-			}
-			if res == nil {
-				return printJSON(e.stdout, map[string]any{"version": head.Version, "operation": "delete", "deleted_rows": 0})
-			}
-			return printJSON(e.stdout, map[string]any{"version": res.Manifest.Version, "operation": "delete", "deleted_rows": matched, "attempts": res.Attempts, "rebased": res.Rebased})
+			return lanceTableDelete(cmd.Context(), e, args[0], frag)
 		},
 	}
-	cmd.Flags().StringVar(&keys, "keys", "", "comma-separated primary-key values (single-field keys)")
-	cmd.Flags().StringVar(&where, "where", "", "comparisons joined by AND")
+	cmd.Flags().StringVar(&keys, "keys", "", "comma-separated primary-key values (not supported on Lance tables yet)")
+	cmd.Flags().StringVar(&where, "where", "", "comparisons joined by AND (not supported on Lance tables yet)")
 	cmd.Flags().Int64Var(&frag, "fragment", -1, "delete a whole fragment")
 	return cmd
-}
-
-func parseKeys(s *pb.Schema, list string) ([]table.Row, error) {
-	if len(s.PrimaryKey) != 1 {
-		return nil, fmt.Errorf("--keys needs a single-field primary key; use --where")
-	}
-	idx := table.KeyIndexes(s)[0]
-	f := s.Fields[idx]
-	var out []table.Row
-	for _, raw := range strings.Split(list, ",") {
-		raw = strings.TrimSpace(raw)
-		var lit any = raw
-		switch f.Type {
-		case pb.FieldType_FIELD_TYPE_INT64, pb.FieldType_FIELD_TYPE_TIMESTAMP:
-			if _, err := strconv.ParseInt(raw, 10, 64); err != nil {
-				return nil, fmt.Errorf("--keys: %q is not an integer key", raw)
-			}
-			lit = jsonNumber(raw)
-		case pb.FieldType_FIELD_TYPE_BOOL:
-			b, err := strconv.ParseBool(raw)
-			if err != nil {
-				return nil, fmt.Errorf("--keys: %q is not a boolean key", raw)
-			}
-			lit = b
-		}
-		v, err := table.ParseValue(f, lit)
-		if err != nil {
-			return nil, fmt.Errorf("--keys: %v", err)
-		}
-		r := make(table.Row, len(s.Fields))
-		r[idx] = v
-		out = append(out, r)
-	}
-	return out, nil
 }
 
 func newTableScanCmd(e *env) *cobra.Command {
@@ -284,28 +232,37 @@ func newTableScanCmd(e *env) *cobra.Command {
 		Short: "Print live rows as JSON lines",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if handled, err := lanceTableScan(cmd.Context(), e, args[0], version, columns); handled {
-				return err
-			}
-			t, done, err := openTable(cmd.Context(), e, args[0])
-			if err != nil {
-				return err
-			}
-			defer done()
-			w := bufio.NewWriterSize(e.stdout, 1<<16)
-			defer w.Flush()
-			var schema *pb.Schema
-			_, err = t.Scan(cmd.Context(), version, func(r table.Row) error {
-				if schema == nil {
-					return fmt.Errorf("internal: schema unset")
-				}
-				w.Write(table.RowJSON(schema, r))
-				return w.WriteByte('\n')
-			}, func(m *pb.Manifest) { schema = m.Schema })
-			return err
+			return lanceTableScan(cmd.Context(), e, args[0], version, columns)
 		},
 	}
 	cmd.Flags().Uint64Var(&version, "version", 0, "version to read (default latest)")
-	cmd.Flags().StringVar(&columns, "columns", "", "top-level columns to print, comma separated (Lance tables)")
+	cmd.Flags().StringVar(&columns, "columns", "", "top-level columns to print, comma separated")
 	return cmd
+}
+
+// lanceTableScan prints one JSON object per live row (see scan.AppendValue
+// for the value conventions).
+func lanceTableScan(ctx context.Context, e *env, rawURL string, version uint64, columns string) error {
+	b, _, err := openLance(ctx, rawURL)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	o := scan.Options{Version: version}
+	if columns != "" {
+		for _, c := range strings.Split(columns, ",") {
+			if c = strings.TrimSpace(c); c == "" {
+				return fmt.Errorf("table scan: --columns %q has an empty name", columns)
+			}
+			o.Columns = append(o.Columns, strings.TrimSpace(c))
+		}
+	}
+	t, err := scan.Open(ctx, b, o)
+	if err != nil {
+		return fmt.Errorf("table scan %s: %w", rawURL, err)
+	}
+	if _, err := t.Write(ctx, e.stdout); err != nil {
+		return fmt.Errorf("table scan %s: version %d: %w", rawURL, t.Version(), err)
+	}
+	return nil
 }

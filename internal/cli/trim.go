@@ -1,46 +1,55 @@
 package cli
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/spf13/cobra"
 
-	"github.com/compactord/compactord/internal/trim"
+	ltrim "github.com/compactord/compactord/internal/lance/trim"
 )
 
 func init() { extraCommands = append(extraCommands, newTrimCmd) }
 
+// trimNow is the clock trim judges the reader grace by.
+var trimNow = time.Now
+
 func newTrimCmd(e *env) *cobra.Command {
-	cfg := trim.DefaultConfig()
+	cfg := ltrim.Config{ReaderGrace: time.Minute, KeepShardManifests: 10, Concurrency: 16}
 	cmd := &cobra.Command{
 		Use:   "trim URL [--dry-run] [--concurrency C] [--keep-shard-manifests K] [--reader-grace D]",
-		Short: "Retire merged, caught-up SSTables and covered WAL entries",
-		Long: "Retire an SSTable only when its rows are merged, every maintained index has caught up to it " +
-			"(an absent catch-up entry means not caught up), and no version that may still be read needs it: " +
-			"the latest, versions that were the latest less than --reader-grace ago, tagged versions, and versions named by in-flight markers. " +
-			"Every retained SSTable is reported with one reason: not_merged, index_lag (naming the index) or version_retention.",
+		Short: "Delete merged, caught-up MemWAL generations and covered WAL entries",
+		Long: `Delete a MemWAL generation only when the MemWAL index of the latest version and of every pinned
+version (tagged, within --reader-grace of having been the latest, named by an in-flight marker)
+records it as compacted and every maintained index that exists has caught up to it; reasons:
+not_merged, index_lag, tagged, pinned_version, unreferenced_dir. Covered WAL entries go except the
+newest covered one and every fence sentinel (reasons above_replay_cursor, newest_covered,
+fence_sentinel). It never writes a shard manifest: the MemWAL writer owns that chain.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if done, err := runLanceTrim(cmd, e, args[0], cfg); done {
-				return err
+			switch {
+			case cfg.Concurrency < 1:
+				return fmt.Errorf("--concurrency must be at least 1, got %d", cfg.Concurrency)
+			case cfg.KeepShardManifests < 2:
+				return fmt.Errorf("--keep-shard-manifests must be at least 2, got %d", cfg.KeepShardManifests)
+			case cfg.ReaderGrace < 0:
+				return fmt.Errorf("--reader-grace must not be negative, got %s", cfg.ReaderGrace)
 			}
-			if err := cfg.Validate(); err != nil {
-				return err
-			}
-			t, done, err := openTable(cmd.Context(), e, args[0])
+			b, _, err := openLance(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			defer done()
-			res, err := trim.Run(cmd.Context(), t.Bucket, cfg)
+			defer b.Close()
+			res, err := ltrim.Run(cmd.Context(), b, cfg, trimNow())
 			if err != nil {
 				return err
 			}
 			return printJSON(e.stdout, res)
 		},
 	}
-	cmd.Long += lanceTrimHelp
-	cmd.Flags().BoolVar(&cfg.DryRun, "dry-run", false, "print each SSTable's verdict and reason, change nothing")
+	cmd.Flags().BoolVar(&cfg.DryRun, "dry-run", false, "print each generation's verdict and reason, change nothing")
 	cmd.Flags().IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "parallel deletes")
-	cmd.Flags().DurationVar(&cfg.ReaderGrace, "reader-grace", cfg.ReaderGrace, "how long a version keeps the SSTables its readers need after it stopped being the latest")
+	cmd.Flags().DurationVar(&cfg.ReaderGrace, "reader-grace", cfg.ReaderGrace, "how long a version keeps the generations its readers need after it stopped being the latest")
 	cmd.Flags().IntVar(&cfg.KeepShardManifests, "keep-shard-manifests", cfg.KeepShardManifests, "newest shard-manifest versions to keep (at least 2)")
 	return cmd
 }

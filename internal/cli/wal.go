@@ -3,27 +3,25 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	pb "github.com/compactord/compactord/gen/compactordv1"
-	"github.com/compactord/compactord/internal/memwal"
-	"github.com/compactord/compactord/internal/ops"
-	"github.com/compactord/compactord/internal/progress"
-	"github.com/compactord/compactord/internal/table"
+	"github.com/compactord/compactord/lancewal"
 )
 
-func init() {
-	extraCommands = append(extraCommands, newWalCmd)
-	// inspect shows shard state through this hook.
-	ShardManifestReader = memwal.ReadShardManifest
-}
+// The wal commands write a Lance table through its MemWAL with the Go
+// MemWAL writer (package lancewal), as LanceDB's own writers do: for
+// scripts, tests and demos. A service embeds lancewal instead.
+
+func init() { extraCommands = append(extraCommands, newWalCmd) }
 
 func newWalCmd(e *env) *cobra.Command {
-	cmd := &cobra.Command{Use: "wal", Short: "Configure the MemWAL, write to a shard's WAL and flush its MemTable"}
+	cmd := &cobra.Command{Use: "wal", Short: "Configure a Lance table's MemWAL, write to its shards' WALs and flush their MemTables"}
 	cmd.AddCommand(newWalConfigureCmd(e), newWalWriteCmd(e), newWalFlushCmd(e))
 	return cmd
 }
@@ -39,35 +37,88 @@ func splitList(s string) []string {
 	return out
 }
 
+// openWalTable opens rawURL for MemWAL writes after checking it is a Lance
+// table (a one-line error otherwise).
+func openWalTable(ctx context.Context, rawURL string) (*lancewal.Table, error) {
+	b, _, err := openLance(ctx, rawURL)
+	if err != nil {
+		return nil, err
+	}
+	_ = b.Close()
+	u, err := normalizeURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	t, err := lancewal.OpenTable(ctx, u)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rawURL, err)
+	}
+	return t, nil
+}
+
 func newWalConfigureCmd(e *env) *cobra.Command {
-	var shards, maintain string
+	var buckets int
+	var maintain string
 	cmd := &cobra.Command{
-		Use:   "configure URL --shards s0,s1 [--maintain N1,N2]",
-		Short: "Set the MemWAL shards and the indices it keeps caught up",
-		Args:  cobra.ExactArgs(1),
+		Use:   "configure URL [--buckets N] [--maintain N1,N2]",
+		Short: "Install the MemWAL: one shard, or N shards by a hash of the primary key; the btree indices it maintains",
+		Long: `Install the table's MemWAL configuration, as LanceDB's setLsmWriteSpec does: unsharded (one
+shard) by default, or --buckets N shards by a murmur3 hash of the primary key. A table that
+already has one keeps it (changing a live configuration would re-route keys under running
+writers); either way the shard ids are printed.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sh := splitList(shards)
-			if len(sh) == 0 {
-				return fmt.Errorf("--shards needs at least one shard name")
+			if buckets < 0 {
+				return fmt.Errorf("--buckets must not be negative, got %d", buckets)
 			}
-			t, done, err := openTable(cmd.Context(), e, args[0])
+			ctx := cmd.Context()
+			t, err := openWalTable(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			defer done()
-			res, err := memwal.Configure(cmd.Context(), t, sh, splitList(maintain))
-			if err != nil {
-				return err
+			defer t.Close()
+			spec := lancewal.Config{Sharding: lancewal.Unsharded, MaintainedIndexes: splitList(maintain)}
+			if buckets > 0 {
+				key, err := primaryKeyColumn(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				spec = lancewal.Config{Sharding: lancewal.Bucket, Column: key, NumBuckets: buckets, MaintainedIndexes: spec.MaintainedIndexes}
 			}
-			d := table.MemWal(res.Manifest)
-			return printJSON(e.stdout, map[string]any{"version": res.Manifest.Version, "operation": "configure_mem_wal",
-				"shards": nonNil(d.GetShards()), "maintained_indexes": nonNil(d.GetMaintainedIndexes()), "attempts": res.Attempts})
+			cfg, err := t.EnableMemWAL(ctx, spec)
+			if err != nil {
+				return fmt.Errorf("wal configure %s: %w", args[0], err)
+			}
+			return printJSON(e.stdout, map[string]any{"operation": "configure_mem_wal", "sharding": cfg.Sharding,
+				"shards": cfg.Shards(), "maintained_indexes": nonNil(cfg.MaintainedIndexes)})
 		},
 	}
-	cmd.Flags().StringVar(&shards, "shards", "", "comma-separated shard names")
-	cmd.Flags().StringVar(&maintain, "maintain", "", "comma-separated index names to keep caught up")
-	_ = cmd.MarkFlagRequired("shards")
+	cmd.Flags().IntVar(&buckets, "buckets", 0, "shards by a hash of the primary key (0: one unsharded shard)")
+	cmd.Flags().StringVar(&maintain, "maintain", "", "btree indices each flushed generation carries a copy of")
 	return cmd
+}
+
+// primaryKeyColumn is the table's single primary-key column.
+func primaryKeyColumn(ctx context.Context, rawURL string) (string, error) {
+	b, _, err := openLance(ctx, rawURL)
+	if err != nil {
+		return "", err
+	}
+	defer b.Close()
+	h, err := openHandleOn(b)
+	if err != nil {
+		return "", err
+	}
+	read, _, err := h.ReadForWrite(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, f := range read.Manifest.GetFields() {
+		if f.GetUnenforcedPrimaryKey() {
+			return f.GetName(), nil
+		}
+	}
+	return "", fmt.Errorf("%s has no primary key; the MemWAL needs one", rawURL)
 }
 
 func nonNil(s []string) []string {
@@ -77,186 +128,199 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// openShardWriter checks that shard is configured and returns an unclaimed
-// writer for it, with the table schema.
-func openShardWriter(ctx context.Context, e *env, t *ops.Table, shard string) (*memwal.Writer, *pb.Manifest, error) {
-	head, err := table.ReadLatest(ctx, t.Bucket)
-	if err != nil {
-		return nil, nil, err
-	}
-	d := table.MemWal(head)
-	if d == nil {
-		return nil, nil, fmt.Errorf("the table has no MemWAL configured (run wal configure)")
-	}
-	if !slices.Contains(d.Shards, shard) {
-		return nil, nil, fmt.Errorf("shard %q is not configured (shards: %s)", shard, strings.Join(d.Shards, ", "))
-	}
-	w, err := memwal.NewWriter(memwal.Config{Shard: shard, Schema: head.Schema, Logger: e.logger}, t.Bucket)
-	return w, head, err
-}
-
 func newWalWriteCmd(e *env) *cobra.Command {
-	var shard, jsonl string
+	var jsonl string
 	var n, start int64
 	var seed uint64
 	var flush bool
 	cmd := &cobra.Command{
-		Use:   "write URL --shard S (--jsonl FILE|- | --rows N [--start K] [--seed S]) [--flush]",
-		Short: `Claim a shard, replay its WAL, and log the records as one WAL entry ({"_op":"delete",...} is a tombstone)`,
-		Args:  cobra.ExactArgs(1),
+		Use:   "write URL (--jsonl FILE|- | --rows N [--start K] [--seed S]) [--flush]",
+		Short: "Write rows through the MemWAL: each row to its key's shard, one WAL entry per shard",
+		Long: `Claim every shard the rows route to (fencing its previous owner), write the rows as one WAL
+entry per shard ("_op":"delete" in a JSON line writes a tombstone for its key), and with --flush
+flush each MemTable as the shard's next generation. Without --flush the entries stay durable in
+the WAL, unflushed, for the shard's next owner (wal flush) to replay.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
 			if (jsonl == "") == (n == 0) {
 				return fmt.Errorf("give exactly one of --jsonl or --rows")
 			}
 			if err := checkGenerated(n, start); err != nil {
 				return err
 			}
-			t, done, err := openWriter(ctx, e, args[0], "wal write")
+			ctx := cmd.Context()
+			t, err := openWalTable(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			defer done()
-			w, head, err := openShardWriter(ctx, e, t, shard)
+			defer t.Close()
+			cfg, err := t.Config(ctx)
 			if err != nil {
 				return err
 			}
-			// Parse everything before claiming: bad input must not touch
-			// the shard.
-			var recs []memwal.Record
+			if cfg == nil {
+				return fmt.Errorf("wal write %s: the table has no MemWAL configuration (wal configure)", args[0])
+			}
+			key, err := primaryKeyColumn(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			var in io.Reader
 			if jsonl != "" {
-				in, err := readInput(e, jsonl)
+				rc, err := readInput(e, jsonl)
 				if err != nil {
 					return err
 				}
-				defer in.Close()
-				rows, opsCol, err := ops.ReadJSONLines(head.Schema, bufio.NewReader(in))
-				if err != nil {
-					return err
-				}
-				for i, r := range rows {
-					op := memwal.Upsert
-					if opsCol[i] == "delete" {
-						op = memwal.Delete
-					}
-					recs = append(recs, memwal.Record{Op: op, Row: r})
-				}
-				if len(recs) == 0 {
-					return fmt.Errorf("no records in %s", jsonl)
-				}
+				defer rc.Close()
+				in = rc
 			} else {
-				for _, r := range GenerateRows(head.Schema, start, n, seed) {
-					recs = append(recs, memwal.Record{Op: memwal.Upsert, Row: r})
-				}
-			}
-			for i, r := range recs {
-				if err := memwal.CheckRecord(head.Schema, r); err != nil {
-					return fmt.Errorf("record %d: %w", i+1, err)
-				}
-			}
-			cr, err := w.Claim(ctx)
-			if err != nil {
-				return err
-			}
-			prog := progress.From(ctx)
-			prog.Start("wal write", progress.Units{Rows: int64(len(recs))})
-			pos, err := w.Append(ctx, recs)
-			if err != nil {
-				return err
-			}
-			prog.Add(int64(len(recs)), 0)
-			out := map[string]any{"operation": "wal_write", "shard": shard, "epoch": cr.Epoch, "wal_position": pos,
-				"records": len(recs), "replayed_entries": cr.ReplayedEntries, "replayed_records": cr.ReplayedRecords,
-				"shard_version": w.Manifest().Version, "flushed": false}
-			if flush {
-				if walWriteBeforeFlush != nil {
-					walWriteBeforeFlush(ctx, t, shard)
-				}
-				fr, err := w.Flush(ctx)
+				b, _, err := openLance(ctx, args[0])
 				if err != nil {
-					// The entry is durable and acknowledged; only the flush
-					// failed. Say so, with the write's outcome on stdout
-					// and an exit status of its own.
-					out["flush_error"] = oneLine(err.Error())
-					if perr := printJSON(e.stdout, out); perr != nil {
-						return perr
-					}
-					return &exitError{code: ExitWrittenNotFlushed, err: fmt.Errorf("the records were written at WAL position %d of shard %q (acknowledged; a later flush or claim replays them), but the flush failed: %w", pos, shard, err)}
+					return err
 				}
-				addFlush(out, fr)
+				h, err := openHandleOn(b)
+				if err != nil {
+					_ = b.Close()
+					return err
+				}
+				read, _, err := h.ReadForWrite(ctx)
+				_ = b.Close()
+				if err != nil {
+					return err
+				}
+				data, err := GenerateRows(read.Manifest.GetFields(), start, n, seed)
+				if err != nil {
+					return err
+				}
+				in = strings.NewReader(string(data))
 			}
-			return printJSON(e.stdout, out)
+			type batch struct {
+				rows []lancewal.Row
+				dels []any
+			}
+			byShard := map[string]*batch{}
+			dec := json.NewDecoder(bufio.NewReader(in))
+			dec.UseNumber()
+			lines := 0
+			for {
+				var row map[string]any
+				if err := dec.Decode(&row); err == io.EOF {
+					break
+				} else if err != nil {
+					return fmt.Errorf("wal write: row %d: %v", lines+1, err)
+				}
+				lines++
+				op, _ := row["_op"].(string)
+				delete(row, "_op")
+				for k, v := range row {
+					if num, ok := v.(json.Number); ok {
+						if i, err := num.Int64(); err == nil {
+							row[k] = i
+						} else if f, err := num.Float64(); err == nil {
+							row[k] = f
+						}
+					}
+				}
+				k, ok := row[key]
+				if !ok || k == nil {
+					return fmt.Errorf("wal write: row %d has no primary key %q", lines, key)
+				}
+				s, err := cfg.ShardFor(k)
+				if err != nil {
+					return fmt.Errorf("wal write: row %d: %w", lines, err)
+				}
+				bt := byShard[s]
+				if bt == nil {
+					bt = &batch{}
+					byShard[s] = bt
+				}
+				switch op {
+				case "", "upsert":
+					bt.rows = append(bt.rows, lancewal.Row(row))
+				case "delete":
+					bt.dels = append(bt.dels, k)
+				default:
+					return fmt.Errorf("wal write: row %d: _op %q: want upsert or delete", lines, op)
+				}
+			}
+			shards := make([]string, 0, len(byShard))
+			for s := range byShard {
+				shards = append(shards, s)
+			}
+			slices.Sort(shards)
+			var out []map[string]any
+			for _, s := range shards {
+				w, err := t.OpenWriter(ctx, s, lancewal.WriterOptions{})
+				if err != nil {
+					return fmt.Errorf("wal write: shard %s: %w", s, err)
+				}
+				bt := byShard[s]
+				if len(bt.rows) > 0 {
+					err = w.Upsert(ctx, bt.rows)
+				}
+				if err == nil && len(bt.dels) > 0 {
+					err = w.Delete(ctx, bt.dels)
+				}
+				doc := map[string]any{"shard": s, "epoch": w.Epoch(), "upserts": len(bt.rows), "deletes": len(bt.dels), "flushed": false}
+				if err == nil && flush {
+					var g *lancewal.Generation
+					if g, err = w.Flush(ctx); err == nil && g != nil {
+						doc["flushed"], doc["generation"] = true, g.Generation
+					}
+				}
+				if err != nil {
+					w.Abandon()
+					return fmt.Errorf("wal write: shard %s: %w", s, err)
+				}
+				// Without --flush the entries stay in the WAL for the next owner.
+				w.Abandon()
+				out = append(out, doc)
+			}
+			return printJSON(e.stdout, map[string]any{"operation": "wal_write", "rows": lines, "shards": out})
 		},
 	}
-	cmd.Flags().StringVar(&shard, "shard", "", "shard to write to")
 	cmd.Flags().StringVar(&jsonl, "jsonl", "", "JSON lines file, or - for stdin")
-	cmd.Flags().Int64Var(&n, "rows", 0, fmt.Sprintf("generate N upserts (at most %d per command: they are held in memory)", MaxGeneratedRows))
-	cmd.Flags().Int64Var(&start, "start", 0, "first generated primary key (keys start..start+N-1 must fit an int64)")
+	cmd.Flags().Int64Var(&n, "rows", 0, fmt.Sprintf("generate N rows (at most %d per command)", MaxGeneratedRows))
+	cmd.Flags().Int64Var(&start, "start", 0, "first generated primary key")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed for generated values")
-	cmd.Flags().BoolVar(&flush, "flush", false, fmt.Sprintf("flush the MemTable to an SSTable afterwards (exit %d when the write landed but the flush failed)", ExitWrittenNotFlushed))
-	_ = cmd.MarkFlagRequired("shard")
+	cmd.Flags().BoolVar(&flush, "flush", false, "flush each shard's MemTable as a generation after the write")
 	return cmd
-}
-
-// ExitWrittenNotFlushed is the exit status of wal write --flush when the
-// write landed but the flush failed (for example fenced by a newer writer).
-const ExitWrittenNotFlushed = 3
-
-// walWriteBeforeFlush, when set (tests), runs between the write and the
-// flush of wal write --flush.
-var walWriteBeforeFlush func(ctx context.Context, t *ops.Table, shard string)
-
-// addFlush adds a flush's outcome to a command's output.
-func addFlush(out map[string]any, fr *memwal.FlushResult) {
-	gens := []uint64{}
-	for _, s := range fr.SSTables {
-		gens = append(gens, s.Generation)
-	}
-	out["flushed"] = len(gens) > 0
-	out["generations"] = gens
-	out["current_generation"] = fr.Manifest.CurrentGeneration
-	out["replay_after_wal_position"] = fr.Manifest.ReplayAfterWalPosition
-	out["shard_version"] = fr.Manifest.Version
-	if len(fr.SSTables) > 0 {
-		last := fr.SSTables[len(fr.SSTables)-1]
-		out["generation"] = last.Generation
-		out["sstable"] = last.Path
-		out["sstable_rows"] = last.Rows
-	}
 }
 
 func newWalFlushCmd(e *env) *cobra.Command {
 	var shard string
 	cmd := &cobra.Command{
 		Use:   "flush URL --shard S",
-		Short: "Claim a shard, replay its WAL and flush the MemTable to an SSTable",
+		Short: "Claim a shard, replay its unflushed WAL entries and flush them as its next generation",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			t, done, err := openWriter(ctx, e, args[0], "wal flush")
+			t, err := openWalTable(ctx, args[0])
 			if err != nil {
 				return err
 			}
-			defer done()
-			w, _, err := openShardWriter(ctx, e, t, shard)
+			defer t.Close()
+			w, err := t.OpenWriter(ctx, shard, lancewal.WriterOptions{})
 			if err != nil {
-				return err
+				return fmt.Errorf("wal flush %s: %w", args[0], err)
 			}
-			cr, err := w.Claim(ctx)
+			buffered := w.Buffered()
+			g, err := w.Flush(ctx)
 			if err != nil {
-				return err
+				w.Abandon()
+				return fmt.Errorf("wal flush %s: shard %s: %w", args[0], shard, err)
 			}
-			fr, err := w.Flush(ctx)
-			if err != nil {
-				return err
+			if err := w.Close(ctx); err != nil {
+				return fmt.Errorf("wal flush %s: shard %s: %w", args[0], shard, err)
 			}
-			out := map[string]any{"operation": "wal_flush", "shard": shard, "epoch": cr.Epoch,
-				"replayed_entries": cr.ReplayedEntries, "replayed_records": cr.ReplayedRecords}
-			addFlush(out, fr)
-			return printJSON(e.stdout, out)
+			doc := map[string]any{"operation": "wal_flush", "shard": shard, "epoch": w.Epoch(), "rows": buffered, "flushed": g != nil}
+			if g != nil {
+				doc["generation"] = g.Generation
+			}
+			return printJSON(e.stdout, doc)
 		},
 	}
-	cmd.Flags().StringVar(&shard, "shard", "", "shard to flush")
+	cmd.Flags().StringVar(&shard, "shard", "", "shard id (wal configure prints them)")
 	_ = cmd.MarkFlagRequired("shard")
 	return cmd
 }

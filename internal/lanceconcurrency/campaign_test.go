@@ -18,12 +18,12 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/compactord/compactord/internal/campaign"
 	"github.com/compactord/compactord/internal/cli"
 	"github.com/compactord/compactord/internal/daemon"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/verify"
 	"github.com/compactord/compactord/internal/lancemodel"
+	"github.com/compactord/compactord/internal/reliability"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testutil"
@@ -870,7 +870,7 @@ const ShareSoak = 0.40
 // TestSoakLanceConcurrency runs rounds of 2 minutes of writing (fresh
 // tables each) for its share of COMPACTORD_SOAK (make soak DURATION=30m).
 func TestSoakLanceConcurrency(t *testing.T) {
-	budget, ok, err := campaign.SoakBudget(ShareSoak)
+	budget, ok, err := reliability.SoakBudget(ShareSoak)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -879,7 +879,7 @@ func TestSoakLanceConcurrency(t *testing.T) {
 	}
 	start := time.Now()
 	deadline := start.Add(budget)
-	sum := campaign.SoakReport{Campaign: "lanceconcurrency"}
+	sum := reliability.SoakReport{Campaign: "lanceconcurrency"}
 	// A round's drain and read-back take some seconds beyond its writing.
 	for round := 1; time.Until(deadline) > 20*time.Second; round++ {
 		dur := min(2*time.Minute, time.Until(deadline)-15*time.Second)

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/compactord/compactord/internal/campaign"
 	"github.com/compactord/compactord/internal/cli"
 	"github.com/compactord/compactord/internal/lance/verify"
+	"github.com/compactord/compactord/internal/reliability"
 	"github.com/compactord/compactord/internal/testutil"
 	"github.com/compactord/compactord/internal/testutil/lancedb"
 )
@@ -477,7 +477,7 @@ func TestLanceCrash(t *testing.T) {
 // TestSoakLanceCrash runs campaigns back to back for its share of
 // COMPACTORD_SOAK (make soak DURATION=30m).
 func TestSoakLanceCrash(t *testing.T) {
-	budget, ok, err := campaign.SoakBudget(shareSoak)
+	budget, ok, err := reliability.SoakBudget(shareSoak)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +486,7 @@ func TestSoakLanceCrash(t *testing.T) {
 	}
 	start := time.Now()
 	deadline := start.Add(budget)
-	sum := campaign.SoakReport{Campaign: "lance-crash"}
+	sum := reliability.SoakReport{Campaign: "lance-crash"}
 	for i := seed(t); time.Now().Before(deadline); i++ {
 		c := newCampaign(t, i)
 		c.run(1<<30, deadline)

@@ -15,11 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/compactord/compactord/internal/campaign"
 	"github.com/compactord/compactord/internal/lance/commit"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/table"
 	"github.com/compactord/compactord/internal/lance/verify"
+	"github.com/compactord/compactord/internal/reliability"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testutil/lancedb"
 )
@@ -43,7 +43,7 @@ type Config struct {
 	Maintained bool
 	// FaultRate, OutageRate, CrashRate and RaceRate are the shares of
 	// compactord steps run with an injected storage fault, with a lost
-	// response followed by an outage (campaign.OutageBucket), with a
+	// response followed by an outage (reliability.OutageBucket), with a
 	// simulated crash, and against a racing LanceDB commit. Negative turns
 	// one off; 0 takes the default.
 	FaultRate, OutageRate, CrashRate, RaceRate float64
@@ -142,8 +142,8 @@ type harness struct {
 	rng       *rand.Rand
 	dir       string // the table directory
 	raw       storage.Bucket
-	crash     *campaign.CrashBucket
-	outage    *campaign.OutageBucket
+	crash     *reliability.CrashBucket
+	outage    *reliability.OutageBucket
 	faulty    *storage.Faulty
 	ref       *Ref
 	stats     *Stats
@@ -245,8 +245,8 @@ func (h *harness) setup() error {
 	if h.raw, err = storage.Open(h.ctx, "file://"+h.dir); err != nil {
 		return err
 	}
-	h.crash = campaign.NewCrashBucket(h.raw)
-	h.outage = campaign.NewOutageBucket(h.crash)
+	h.crash = reliability.NewCrashBucket(h.raw)
+	h.outage = reliability.NewOutageBucket(h.crash)
 	h.faulty = storage.NewFaulty(h.outage)
 	want, _ := lancedb.RowsByID(base)
 	h.ref = NewRef(want)

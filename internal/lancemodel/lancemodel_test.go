@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/compactord/compactord/internal/campaign"
 	"github.com/compactord/compactord/internal/lancemodel"
+	"github.com/compactord/compactord/internal/reliability"
 	"github.com/compactord/compactord/internal/testutil"
 	"github.com/compactord/compactord/internal/testutil/lancedb"
 )
@@ -88,7 +88,7 @@ func TestLanceModelCompactionRaces(t *testing.T) {
 // TestSoakLanceModel runs seeds back to back for its share of
 // COMPACTORD_SOAK (make soak DURATION=30m).
 func TestSoakLanceModel(t *testing.T) {
-	budget, ok, err := campaign.SoakBudget(ShareSoak)
+	budget, ok, err := reliability.SoakBudget(ShareSoak)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestSoakLanceModel(t *testing.T) {
 	}
 	start := time.Now()
 	deadline := start.Add(budget)
-	sum := campaign.SoakReport{Campaign: "lancemodel"}
+	sum := reliability.SoakReport{Campaign: "lancemodel"}
 	base := uint64(time.Now().UnixNano()) % 1_000_000_000
 	for i := uint64(0); time.Now().Before(deadline); i++ {
 		cfg := lancemodel.Config{Seed: base + i, Steps: 150}
