@@ -15,10 +15,7 @@ build:
 	$(GO) build -ldflags "-X github.com/compactord/compactord/internal/cli.Version=$$(git describe --always --dirty 2>/dev/null || echo dev)" -o $(BIN) ./cmd/compactord
 
 # Everything the tests need, installed into ./tools.
-tools: $(TOOLS)/versitygw $(TOOLS)/fake-gcs-server bench/node_modules/@duckdb/node-api
-
-bench/node_modules/@duckdb/node-api: bench/package.json bench/package-lock.json
-	cd bench && npm ci --no-audit --no-fund
+tools: $(TOOLS)/versitygw $(TOOLS)/fake-gcs-server
 
 $(TOOLS)/versitygw:
 	GOBIN=$(TOOLS) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
@@ -35,8 +32,8 @@ test: tools
 	$(GO) vet ./...
 	$(GO) test $(TEST_FLAGS) ./...
 
-# Every .proto under proto/ (compactord's own records and our Lance
-# definitions); the generated Go is committed.
+# Every .proto under proto/ (compactord's own records, records.proto, and
+# our Lance definitions); the generated Go is committed.
 proto: $(TOOLS)/protoc-gen-go
 	protoc --proto_path=proto --go_out=. --go_opt=module=github.com/compactord/compactord $$(find proto -name '*.proto' | sort)
 
@@ -44,7 +41,8 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-bench:
+# The Lance benchmarks, LanceDB the peer of every figure (scripts/bench.sh).
+bench: lancedb
 	./scripts/bench.sh
 
 # Lance MemWAL merge vs LanceDB's plain mergeInsert (docs/benchmarks.md,
@@ -116,17 +114,15 @@ tools: lancedb
 deploy-check:
 	$(GO) test $(TEST_FLAGS) -run 'Test(Systemd|Kubernetes|Prometheus|RuleIntervals|Runbooks|Grafana|MetricsExist|Docker|ExampleConfigs)' ./internal/e2e
 
-# Reliability soak (docs/reliability.md): the model test, the crash
-# campaign and the concurrency campaign, one after another, for
-# DURATION in all (shares 40/35/25%); then the Lance campaigns for
-# another DURATION: the Lance crash campaign (internal/lancecrash: SIGKILL
-# in merge, index catch-up and trim, 10%), the Lance model test
+# Reliability soak (docs/reliability.md): the Lance campaigns, one after
+# another, for DURATION in all: the Lance crash campaign (internal/lancecrash:
+# SIGKILL in merge, index catch-up and trim, 10%), the Lance model test
 # (internal/lancemodel, 50%) and the Lance concurrency campaign
 # (internal/lanceconcurrency: LanceDB writers against two daemons and CLI
-# jobs, 40%). The binaries are built first, so the
-# run tests one build even if the tree changes meanwhile. The full log goes
-# to SOAK_LOG; the summary sums operations, injected faults, crashes
-# survived and violations, which must be 0.
+# jobs, 40%). The binaries are built first, so the run tests one build even
+# if the tree changes meanwhile. The full log goes to SOAK_LOG; the summary
+# sums operations, injected faults, crashes survived and violations, which
+# must be 0.
 DURATION ?= 30m
 SOAK_DIR ?= var/soak
 SOAK_LOG ?= $(SOAK_DIR)/soak.log
@@ -134,10 +130,10 @@ SOAK_LOG ?= $(SOAK_DIR)/soak.log
 soak: tools
 	@mkdir -p $(SOAK_DIR) $(dir $(SOAK_LOG))
 	$(GO) build -o $(SOAK_DIR)/compactord ./cmd/compactord
-	@for p in model crash concurrency lancecrash lancemodel lanceconcurrency; do $(GO) test -c -o $(SOAK_DIR)/$$p.test ./internal/$$p || exit 1; done
+	@for p in lancecrash lancemodel lanceconcurrency; do $(GO) test -c -o $(SOAK_DIR)/$$p.test ./internal/$$p || exit 1; done
 	@echo "soak for $(DURATION); log in $(SOAK_LOG)"
 	@: > $(SOAK_LOG); status=0; \
-	for p in model crash concurrency lancecrash lancemodel lanceconcurrency; do \
+	for p in lancecrash lancemodel lanceconcurrency; do \
 		(cd internal/$$p && COMPACTORD_SOAK=$(DURATION) COMPACTORD_BINARY=$(abspath $(SOAK_DIR))/compactord \
 			$(abspath $(SOAK_DIR))/$$p.test -test.v -test.count=1 -test.timeout=0 -test.run '^TestSoak') >> $(SOAK_LOG) 2>&1 || status=1; \
 	done; \
