@@ -192,8 +192,9 @@ func lanceCompactJob(cfg func() JobsConfig) scheduler.JobFunc {
 		if res.Commit == nil {
 			return scheduler.Outcome{Summary: fmt.Sprintf("nothing to compact at version %d", res.Plan.ReadVersion), NothingToDo: true}, nil
 		}
-		return scheduler.Outcome{Version: res.Commit.Version, Summary: fmt.Sprintf("version %d: %d groups, %d fragments into %d, %d rows dropped, %d deletes rebased, %d re-plans",
-			res.Commit.Version, res.Stats.Groups, res.Stats.FragmentsIn, res.Stats.FragmentsOut, res.Stats.RowsDropped, res.Rebased, res.Retried)}, nil
+		return scheduler.Outcome{Version: res.Commit.Version, Stats: scheduler.Stats{FragmentsIn: uint64(res.Stats.FragmentsIn), FragmentsOut: uint64(res.Stats.FragmentsOut)},
+			Summary: fmt.Sprintf("version %d: %d groups, %d fragments into %d, %d rows dropped, %d deletes rebased, %d re-plans",
+				res.Commit.Version, res.Stats.Groups, res.Stats.FragmentsIn, res.Stats.FragmentsOut, res.Stats.RowsDropped, res.Rebased, res.Retried)}, nil
 	}
 }
 
