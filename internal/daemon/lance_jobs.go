@@ -174,7 +174,7 @@ func lanceMergeJob(cfg func() JobsConfig) scheduler.JobFunc {
 // deferred remap through the fragment-reuse index unless inline_remap,
 // replans bounding the re-plans after a retryable conflict. A landed
 // compaction leaves the index job its FRI version to absorb.
-func lanceCompactJob(cfg func() JobsConfig) scheduler.JobFunc {
+func lanceCompactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc {
 	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
 		cc := cfg().Compact
 		o := lcompact.DefaultOptions()
@@ -192,6 +192,7 @@ func lanceCompactJob(cfg func() JobsConfig) scheduler.JobFunc {
 		if res.Commit == nil {
 			return scheduler.Outcome{Summary: fmt.Sprintf("nothing to compact at version %d", res.Plan.ReadVersion), NothingToDo: true}, nil
 		}
+		m.add(res.Stats)
 		return scheduler.Outcome{Version: res.Commit.Version, Stats: scheduler.Stats{FragmentsIn: uint64(res.Stats.FragmentsIn), FragmentsOut: uint64(res.Stats.FragmentsOut)},
 			Summary: fmt.Sprintf("version %d: %d groups, %d fragments into %d, %d rows dropped, %d deletes rebased, %d re-plans",
 				res.Commit.Version, res.Stats.Groups, res.Stats.FragmentsIn, res.Stats.FragmentsOut, res.Stats.RowsDropped, res.Rebased, res.Retried)}, nil
