@@ -2,12 +2,13 @@
 # make bench: compactord's benchmarks on Lance tables, each against LanceDB
 # 0.39 (tools/lancedb, `make lancedb`) as the peer: MemWAL merge vs
 # LanceDB's mergeInsert, compaction vs LanceDB's compact_files, append
-# growth, scans and verify over long histories. Each prints its figures
+# growth, scans, verify over long histories, and the Go MemWAL writer
+# against LanceDB's. Each prints its figures
 # (docs/benchmarks.md, the "Lance:" sections, quotes them with the command
 # that reproduces them). The tests' own variables (LANCE_BENCH_ROWS,
 # LANCE_BENCH_UPSERTS, LANCE_BENCH_TRIALS, ...) scale them.
 #
-#   BENCH_ONLY=merge,compact    a subset: merge, compact, append, scan, verify
+#   BENCH_ONLY=merge,compact    a subset: merge, compact, append, scan, verify, wal
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,13 +19,14 @@ declare -A tests=(
   [append]='./internal/lance/table ^TestBenchAppendGrowth$'
   [scan]='./internal/lance/scan ^TestBenchLanceDB'
   [verify]='./internal/lance/verify ^TestBenchVerifyHistory$'
+  [wal]='./lancewal ^TestBenchWriter$'
 )
-only=${BENCH_ONLY:-merge,compact,append,scan,verify}
+only=${BENCH_ONLY:-merge,compact,append,scan,verify,wal}
 status=0
 for name in ${only//,/ }; do
   spec=${tests[$name]:-}
   if [ -z "$spec" ]; then
-    echo "bench.sh: unknown section $name (want merge, compact, append, scan, verify)" >&2
+    echo "bench.sh: unknown section $name (want merge, compact, append, scan, verify, wal)" >&2
     exit 2
   fi
   read -r pkg run <<<"$spec"
