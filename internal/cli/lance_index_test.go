@@ -57,7 +57,7 @@ func TestLanceIndexCatchupCLI(t *testing.T) {
 // with the fragment in removed_fragments; index remap --no-trim remaps
 // both indexes and keeps the FRI; index trim-fri then removes it; LanceDB
 // reports 0 unindexed rows and reads the same rows throughout; a second
-// remap and trim commit nothing; a private-format table is refused by
+// remap and trim commit nothing; a directory without a Lance table is refused by
 // trim-fri.
 func TestLanceIndexRemapCLI(t *testing.T) {
 	lancedb.Require(t)

@@ -7,8 +7,7 @@ import (
 	"github.com/compactord/compactord/internal/lance/verify"
 )
 
-// lanceVerify runs `verify` on a Lance dataset. handled is false when
-// rawURL is not one. The report goes to stdout (one line per violation and
+// lanceVerify runs `verify` on a Lance dataset. The report goes to stdout (one line per violation and
 // warning, then a summary, or one JSON document with --json); any violation
 // makes the command fail with one line naming the first, so scripts need
 // only the exit code and operators see what to look at.

@@ -127,8 +127,8 @@ func TestLanceVerifyCorruption(t *testing.T) {
 }
 
 // TestLanceInspectCLI: inspect takes a plain path or a file:// URL to a
-// *.lance directory and prints the Lance document; a private-format table
-// still goes to the private implementation.
+// *.lance directory and prints the Lance document, as it does for a table
+// `table create` made.
 func TestLanceInspectCLI(t *testing.T) {
 	dir := lancedb.CorpusDir(t, "memwal_1")
 	for _, u := range []string{dir, "file://" + dir} {

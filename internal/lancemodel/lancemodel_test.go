@@ -25,9 +25,8 @@ var (
 )
 
 // ShareSoak is this campaign's share of COMPACTORD_SOAK. With the Lance
-// crash campaign's 10 % and the concurrency campaign's 40 % the Lance
-// campaigns fill the soak; make soak still runs the private-format
-// campaigns before them.
+// crash campaign's 10 % and the concurrency campaign's 40 % the
+// campaigns fill the soak.
 const ShareSoak = 0.50
 
 func seed(t *testing.T) uint64 {
