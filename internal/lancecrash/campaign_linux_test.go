@@ -44,8 +44,8 @@ const (
 	batch = 25
 )
 
-// shareSoak is this campaign's share of COMPACTORD_SOAK, on top of the
-// three shares of internal/model (make soak runs it after them).
+// shareSoak is this campaign's share of COMPACTORD_SOAK (with the Lance
+// model test's 50 % and the concurrency campaign's 40 %).
 const shareSoak = 0.10
 
 // history is every value each key ever had: the base rows and each

@@ -40,8 +40,8 @@ func TestClassify(t *testing.T) {
 		{"anything else", errors.New("boom"), nil, scheduler.ClassError, scheduler.ReasonFailing},
 		// syscall.Errno has the methods of net.Error; a missing or
 		// unreadable file is still not a network blip.
-		{"missing data file", fmt.Errorf("data/f1.parquet: %w", &fs.PathError{Op: "open", Path: "/t/data/f1.parquet", Err: syscall.ENOENT}), nil, scheduler.ClassError, scheduler.ReasonFailing},
-		{"unreadable data file", &fs.PathError{Op: "open", Path: "/t/data/f1.parquet", Err: syscall.EACCES}, nil, scheduler.ClassError, scheduler.ReasonFailing},
+		{"missing data file", fmt.Errorf("data/f1.lance: %w", &fs.PathError{Op: "open", Path: "/t/data/f1.lance", Err: syscall.ENOENT}), nil, scheduler.ClassError, scheduler.ReasonFailing},
+		{"unreadable data file", &fs.PathError{Op: "open", Path: "/t/data/f1.lance", Err: syscall.EACCES}, nil, scheduler.ClassError, scheduler.ReasonFailing},
 		{"explicit retry", scheduler.Retryable(meta.ErrCorrupt), nil, scheduler.ClassRetry, ""},
 		{"explicit quarantine", scheduler.Quarantine(scheduler.ReasonCorrupt, errors.New("x")), nil, scheduler.ClassError, scheduler.ReasonCorrupt},
 		{"explicit fatal", fmt.Errorf("w: %w", scheduler.Fatal(errors.New("x"))), nil, scheduler.ClassFatal, ""},
