@@ -103,6 +103,12 @@ func TestStatusPageInChromium(t *testing.T) {
 		st, _ := s.Table("orders")
 		return st.Jobs["merge"].LastRun != nil && st.Running == nil
 	})
+	// The landed merge queued index catch-up and trim; the page is read
+	// once they ran.
+	eventually(t, "the merge's follow-ups", func() bool {
+		st, _ := s.Table("orders")
+		return st.Jobs["index"].LastRun != nil && st.Jobs["trim"].LastRun != nil && st.Running == nil
+	})
 	st, _ := s.Table("orders")
 	if lr := st.Jobs["merge"].LastRun; lr.Result != scheduler.ClassSuccess {
 		t.Fatalf("merge: %+v", lr)
