@@ -16,6 +16,7 @@ import (
 	"github.com/compactord/compactord/internal/lance/file"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 )
 
@@ -96,6 +97,9 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 		}
 	}
 	w := &outWriter{ctx: ctx, b: b, fields: m.GetFields(), v: v}
+	// Progress: a copied fragment's rows at once, a rewritten one's per
+	// decoded window; its bytes once it is read.
+	rep := progress.From(ctx)
 	defer func() {
 		w.abandon()
 		out.Files = append(out.Files, w.keys...)
@@ -142,6 +146,7 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 					return fmt.Errorf("fragment %d: copy: %w", f.GetId(), err)
 				}
 				w.rows += phys
+				rep.Add(int64(phys), 0)
 				out.Stats.FragmentsCopied++
 				out.Stats.RowsCopied += phys
 				if w.rows >= o.TargetRowsPerFragment || w.size() >= maxBytes {
@@ -149,11 +154,12 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 				}
 				return nil
 			}
-			return rewriteRows(ctx, src, f, dv, top, w, out, o.TargetRowsPerFragment, maxBytes)
+			return rewriteRows(ctx, src, f, dv, top, w, out, o.TargetRowsPerFragment, maxBytes, rep)
 		}()
 		if err != nil {
 			return out, err
 		}
+		rep.Add(0, size)
 	}
 	if w.rows > 0 {
 		if err := w.finish(out); err != nil {
@@ -200,7 +206,7 @@ func changedAddrs(old []*pb.DataFragment, surv map[uint64]*roaring.Bitmap) (*roa
 }
 
 // rewriteRows decodes a fragment in windows and writes its live rows.
-func rewriteRows(ctx context.Context, src *file.File, f *pb.DataFragment, dv *roaring.Bitmap, top []string, w *outWriter, out *Output, target, maxBytes uint64) error {
+func rewriteRows(ctx context.Context, src *file.File, f *pb.DataFragment, dv *roaring.Bitmap, top []string, w *outWriter, out *Output, target, maxBytes uint64, rep *progress.Reporter) error {
 	st, err := src.Stream(top, decodeWindow)
 	if err != nil {
 		return fmt.Errorf("fragment %d: %w", f.GetId(), err)
@@ -232,6 +238,7 @@ func rewriteRows(ctx context.Context, src *file.File, f *pb.DataFragment, dv *ro
 			rows = append(rows, r)
 		}
 		off = end
+		rep.Add(int64(bt.NumRows), 0)
 		for len(rows) > 0 {
 			if w.w != nil && w.rows >= target {
 				if err := w.finish(out); err != nil {
