@@ -97,8 +97,8 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 		}
 	}
 	w := &outWriter{ctx: ctx, b: b, fields: m.GetFields(), v: v}
-	// Progress: a copied fragment's rows at once, a rewritten one's per
-	// decoded window; its bytes once it is read.
+	// Progress: a copied fragment's rows and bytes once it is copied, a
+	// rewritten one's rows per decoded window and its bytes at its end.
 	rep := progress.From(ctx)
 	defer func() {
 		w.abandon()
@@ -111,6 +111,7 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
+		var copied int64 // the rows of a fragment copied whole
 		src, size, done, err := openFile(ctx, b, f)
 		if err != nil {
 			return out, err
@@ -146,7 +147,7 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 					return fmt.Errorf("fragment %d: copy: %w", f.GetId(), err)
 				}
 				w.rows += phys
-				rep.Add(int64(phys), 0)
+				copied = int64(phys)
 				out.Stats.FragmentsCopied++
 				out.Stats.RowsCopied += phys
 				if w.rows >= o.TargetRowsPerFragment || w.size() >= maxBytes {
@@ -159,7 +160,7 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 		if err != nil {
 			return out, err
 		}
-		rep.Add(0, size)
+		rep.Add(copied, size)
 	}
 	if w.rows > 0 {
 		if err := w.finish(out); err != nil {
