@@ -155,8 +155,8 @@ func TestLanceProgressConsoleAndInterval(t *testing.T) {
 }
 
 // Every long Lance job of the command line reports its phase: index
-// create, merge, index catch-up, compact, index remap, cleanup (reading
-// the manifests, then deleting) and verify. With a 1 s interval and a
+// create, merge, index catch-up, trim, compact, index remap, cleanup
+// (reading the manifests, then deleting) and verify. With a 1 s interval and a
 // clock a second further at every reading, each report is a line; every
 // phase ends with a final line whose counts reach its total where the
 // total is known up front.
@@ -218,6 +218,17 @@ func TestLanceJobsReportProgress(t *testing.T) {
 	// of the base table's index) is what catch-up indexes.
 	_, by = finals("index", "catchup", dir)
 	complete("index catchup", by["index catchup"], 60)
+
+	// Merged and caught up, the two generations' objects go.
+	_, by = finals("trim", dir, "--reader-grace", "0s")
+	if l := by["trim"]; l == nil || num(l, "rows_total") < 2 || num(l, "bytes_total") <= 0 {
+		t.Errorf("trim: final line %v, want the generations' objects", l)
+	} else {
+		complete("trim", l, num(l, "rows_total"))
+		if num(l, "bytes_done") != num(l, "bytes_total") {
+			t.Errorf("trim: final line %v", l)
+		}
+	}
 
 	// The six appended fragments (one index segment covers them all;
 	// the merged one, covered by the catch-up's segment, stays alone).

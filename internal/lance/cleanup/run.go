@@ -231,8 +231,13 @@ func Execute(ctx context.Context, b storage.Bucket, st State, plan Plan, concurr
 		total.Bytes += bytes[k]
 	}
 	rep.Start("cleanup", total)
-	n, err := storage.DeleteAll(ctx, b, vkeys, concurrency)
-	rep.Add(int64(n), vbytes)
+	vsize := map[string]int64{}
+	for _, v := range plan.Versions {
+		if v.Delete {
+			vsize[v.Key] = v.Bytes
+		}
+	}
+	n, err := storage.DeleteAllFunc(ctx, b, vkeys, concurrency, func(i int) { rep.Add(1, vsize[vkeys[i]]) })
 	res.DeletedVersions = n
 	if err != nil {
 		return fmt.Errorf("delete old manifests (%d of %d gone; no file deleted yet): %w", n, len(vkeys), err)
