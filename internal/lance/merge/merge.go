@@ -82,11 +82,14 @@ func Execute(ctx context.Context, h *table.Handle, read *meta.ManifestFile, nami
 	}
 
 	// 1. The generations, oldest first: the newest write of a key wins.
-	// Progress counts their rows and bytes as they are read (the caller
-	// names the phase; the rows' total is the shard manifest's, when
-	// every generation records it).
+	// Progress counts their rows and bytes as they are read, then the
+	// base rows whose keys are scanned (the caller names the phase; the
+	// generations' rows are the shard manifest's, when every generation
+	// records them).
 	rep := progress.From(ctx)
-	rep.Grow(progress.Units{Rows: jobRows(job)})
+	if gr := jobRows(job); gr > 0 {
+		rep.Grow(progress.Units{Rows: gr + baseRows(read.Manifest.GetFragments())})
+	}
 	var gens [][]genFragment
 	n := 0
 	for _, sst := range job.Generations {
