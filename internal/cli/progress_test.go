@@ -154,9 +154,9 @@ func TestLanceProgressConsoleAndInterval(t *testing.T) {
 	}
 }
 
-// Every long Lance job of the command line reports its phase: index
-// create, merge, index catch-up, trim, compact, index remap, cleanup
-// (reading the manifests, then deleting) and verify. With a 1 s interval and a
+// Every long Lance job of the command line reports its phase: table
+// append, index create, wal write, merge, index catch-up, trim, compact,
+// index remap, cleanup (reading the manifests, then deleting) and verify. With a 1 s interval and a
 // clock a second further at every reading, each report is a line; every
 // phase ends with a final line whose counts reach its total where the
 // total is known up front.
@@ -202,12 +202,20 @@ func TestLanceJobsReportProgress(t *testing.T) {
 		}
 	}
 
-	_, by := finals("index", "create", dir, "--name", "id_idx", "--column", "id", "--type", "btree")
+	// A copy of the table takes a larger append, of several batches.
+	big := t.TempDir()
+	copyDir(t, dir, big)
+	_, by := finals("table", "append", big, "--rows", "5000", "--start", "1000")
+	complete("table append", by["table append"], 5000)
+
+	_, by = finals("index", "create", dir, "--name", "id_idx", "--column", "id", "--type", "btree")
 	complete("index create", by["index create"], 60)
 
 	mustRun(t, "", "wal", "configure", dir, "--maintain", "id_idx")
-	mustRun(t, "", "wal", "write", dir, "--rows", "30", "--start", "100", "--flush")
-	mustRun(t, "", "wal", "write", dir, "--rows", "30", "--start", "130", "--flush")
+	for _, start := range []string{"100", "130"} {
+		_, by = finals("wal", "write", dir, "--rows", "30", "--start", start, "--flush")
+		complete("wal write", by["wal write"], 30)
+	}
 	// The generations' 60 rows read, then the key column of the base
 	// table's 60 rows scanned.
 	_, by = finals("merge", dir)
