@@ -13,6 +13,7 @@ import (
 	"github.com/compactord/compactord/internal/lance/index"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 )
 
@@ -109,6 +110,9 @@ func (t *Table) CreateIndex(ctx context.Context, name, column, kind string) erro
 		frags.Add(uint32(f.GetId()))
 	}
 	v := read.Manifest.GetVersion()
+	// The caller's progress reporter, if its context carries one, counts
+	// the rows indexed.
+	progress.From(ctx).Start("index create", progress.Units{Rows: index.LiveRows(read.Manifest, frags)})
 	e, err := index.Collect(ctx, t.b, v, field, frags)
 	if err != nil {
 		return fmt.Errorf("lancewal: index %s: %w", name, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/compactord/compactord/internal/buildinfo"
 	"github.com/compactord/compactord/internal/daemon"
@@ -170,14 +171,17 @@ func (e *env) setupLogger(cmd *cobra.Command) error {
 	if err := (&daemon.Config{Log: lc}).ValidateLog(); err != nil {
 		return usageError(err)
 	}
-	l, _, err := daemon.NewLogger(lc, e.stderr)
+	// One lock for both loggers below: they write to the same stderr, and
+	// a job's goroutines report progress at once.
+	stderr := zapcore.Lock(zapcore.AddSync(e.stderr))
+	l, _, err := daemon.NewLogger(lc, stderr)
 	if err != nil {
 		return usageError(err)
 	}
 	e.logger = l
 	// Progress is at info even when --log-level hides info: it is the one
 	// thing a successful one-shot command writes on stderr.
-	pl, _, err := daemon.NewLogger(daemon.LogConfig{Level: "info", Format: lc.Format}, e.stderr)
+	pl, _, err := daemon.NewLogger(daemon.LogConfig{Level: "info", Format: lc.Format}, stderr)
 	if err != nil {
 		return usageError(err)
 	}

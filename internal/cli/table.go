@@ -18,6 +18,7 @@ import (
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/lance/scan"
 	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 )
 
@@ -104,6 +105,7 @@ func newTableAppendCmd(e *env) *cobra.Command {
 				}
 				in = bytes.NewReader(data)
 			}
+			progress.From(ctx).Start("table append", progress.Units{Rows: n}) // --jsonl: unknown
 			res, rows, err := h.AppendJSON(ctx, in)
 			if err != nil {
 				return fmt.Errorf("table append %s: %w", args[0], err)

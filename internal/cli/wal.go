@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/lancewal"
 )
 
@@ -249,6 +250,10 @@ the WAL, unflushed, for the shard's next owner (wal flush) to replay.`,
 			}
 			slices.Sort(shards)
 			var out []map[string]any
+			// Progress: the rows (upserts and deletes) written, a shard's
+			// WAL entry at a time.
+			rep := progress.From(ctx)
+			rep.Start("wal write", progress.Units{Rows: int64(lines)})
 			for _, s := range shards {
 				w, err := t.OpenWriter(ctx, s, lancewal.WriterOptions{})
 				if err != nil {
@@ -274,6 +279,7 @@ the WAL, unflushed, for the shard's next owner (wal flush) to replay.`,
 				}
 				// Without --flush the entries stay in the WAL for the next owner.
 				w.Abandon()
+				rep.Add(int64(len(bt.rows)+len(bt.dels)), 0)
 				out = append(out, doc)
 			}
 			return printJSON(e.stdout, map[string]any{"operation": "wal_write", "rows": lines, "shards": out})

@@ -17,6 +17,7 @@ import (
 	"github.com/compactord/compactord/internal/lance/meta"
 	lancetable "github.com/compactord/compactord/internal/lance/table"
 	ltrim "github.com/compactord/compactord/internal/lance/trim"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
 )
@@ -97,6 +98,9 @@ func lanceMergeJob(cfg func() JobsConfig) scheduler.JobFunc {
 		done := map[string]bool{}
 		var gens, rows, lost uint64
 		var notes []string
+		// One progress phase for the attempt: each shard's merge adds its
+		// generations to the total (merge.Execute).
+		progress.From(ctx).Start("merge", progress.Units{})
 		for {
 			if err := ctx.Err(); err != nil {
 				return out, err

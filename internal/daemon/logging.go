@@ -9,7 +9,8 @@ import (
 
 // NewLogger builds the process logger: JSON lines by default, console on
 // request, at a level that a reload can change through the returned
-// AtomicLevel.
+// AtomicLevel. Loggers that share a writer must share one that is safe
+// for concurrent writes (zapcore.Lock).
 func NewLogger(c LogConfig, w io.Writer) (*zap.Logger, zap.AtomicLevel, error) {
 	lvl, err := zap.ParseAtomicLevel(c.Level)
 	if err != nil {
@@ -25,6 +26,9 @@ func NewLogger(c LogConfig, w io.Writer) (*zap.Logger, zap.AtomicLevel, error) {
 	} else {
 		enc = zapcore.NewJSONEncoder(ec)
 	}
-	core := zapcore.NewCore(enc, zapcore.AddSync(w), lvl)
-	return zap.New(core, zap.ErrorOutput(zapcore.AddSync(w))), lvl, nil
+	// Locked: jobs log from many goroutines at once, and w need not be
+	// safe for concurrent writes.
+	ws := zapcore.Lock(zapcore.AddSync(w))
+	core := zapcore.NewCore(enc, ws, lvl)
+	return zap.New(core, zap.ErrorOutput(ws)), lvl, nil
 }

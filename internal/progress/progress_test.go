@@ -195,3 +195,22 @@ func TestNilReporter(t *testing.T) {
 		t.Fatalf("snapshot %+v %v", s, ok)
 	}
 }
+
+// BenchmarkAdd is the cost of one report (the jobs make one per batch,
+// fragment or object): a lock, a clock reading and, at most once per
+// interval, a line.
+func BenchmarkAdd(b *testing.B) {
+	r := progress.New(progress.Options{Logger: zap.NewNop()})
+	r.Start("bench", progress.Units{Rows: int64(b.N)})
+	for b.Loop() {
+		r.Add(1, 1)
+	}
+}
+
+// BenchmarkAddNil is a report with no reporter on the context.
+func BenchmarkAddNil(b *testing.B) {
+	r := progress.From(context.Background())
+	for b.Loop() {
+		r.Add(1, 1)
+	}
+}

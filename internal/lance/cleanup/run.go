@@ -12,6 +12,7 @@ import (
 	"github.com/compactord/compactord/internal/inflight"
 	"github.com/compactord/compactord/internal/lance/deletion"
 	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 )
 
@@ -117,10 +118,18 @@ func Load(ctx context.Context, b storage.Bucket, concurrency int, now time.Time)
 		return st, fmt.Errorf("both V1 and V2 manifest names under %s; finish the naming migration with LanceDB first", meta.VersionsDir)
 	}
 	var mu sync.Mutex
+	// Progress: the manifests read (rows) and their bytes, one each.
+	rep := progress.From(ctx)
+	var total int64
+	for _, e := range entries {
+		total += e.size
+	}
+	rep.Start("cleanup read", progress.Units{Rows: int64(len(entries)), Bytes: total})
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(concurrency, 1))
 	for _, e := range entries {
 		g.Go(func() error {
+			defer rep.Add(1, e.size)
 			data, err := b.Get(gctx, e.key)
 			if storage.IsNotFound(err) {
 				// Deleted since the listing (another cleanup): its files are
@@ -204,7 +213,31 @@ func Run(ctx context.Context, b storage.Bucket, cfg Config, now time.Time) (*Res
 // versions committed meanwhile) the planned files.
 func Execute(ctx context.Context, b storage.Bucket, st State, plan Plan, concurrency int, res *Result) error {
 	vkeys, fkeys := plan.DeleteKeys()
-	n, err := storage.DeleteAll(ctx, b, vkeys, concurrency)
+	// Progress: the objects deleted (rows) and their bytes, out of every
+	// planned one (a spared file counts as done).
+	rep := progress.From(ctx)
+	bytes := map[string]int64{}
+	for _, f := range plan.Files {
+		bytes[f.Key] = f.Bytes
+	}
+	var vbytes int64
+	for _, v := range plan.Versions {
+		if v.Delete {
+			vbytes += v.Bytes
+		}
+	}
+	total := progress.Units{Rows: int64(len(vkeys) + len(fkeys)), Bytes: vbytes}
+	for _, k := range fkeys {
+		total.Bytes += bytes[k]
+	}
+	rep.Start("cleanup", total)
+	vsize := map[string]int64{}
+	for _, v := range plan.Versions {
+		if v.Delete {
+			vsize[v.Key] = v.Bytes
+		}
+	}
+	n, err := storage.DeleteAllFunc(ctx, b, vkeys, concurrency, func(i int) { rep.Add(1, vsize[vkeys[i]]) })
 	res.DeletedVersions = n
 	if err != nil {
 		return fmt.Errorf("delete old manifests (%d of %d gone; no file deleted yet): %w", n, len(vkeys), err)
@@ -217,14 +250,11 @@ func Execute(ctx context.Context, b storage.Bucket, st State, plan Plan, concurr
 		return fmt.Errorf("re-check versions before deleting files (manifests deleted, files kept): %w", err)
 	}
 	var keep []string
-	bytes := map[string]int64{}
-	for _, f := range plan.Files {
-		bytes[f.Key] = f.Bytes
-	}
 	for _, k := range fkeys {
 		kind, id := classify(k)
 		if spare.has(kind, id) {
 			res.Spared = append(res.Spared, k)
+			rep.Add(1, bytes[k])
 			continue
 		}
 		keep = append(keep, k)
@@ -241,6 +271,7 @@ func Execute(ctx context.Context, b storage.Bucket, st State, plan Plan, concurr
 			mu.Lock()
 			deleted = append(deleted, k)
 			mu.Unlock()
+			rep.Add(1, bytes[k])
 			return nil
 		})
 	}

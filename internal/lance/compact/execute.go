@@ -16,6 +16,7 @@ import (
 	"github.com/compactord/compactord/internal/lance/file"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 )
 
@@ -96,6 +97,9 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 		}
 	}
 	w := &outWriter{ctx: ctx, b: b, fields: m.GetFields(), v: v}
+	// Progress: a copied fragment's rows and bytes once it is copied, a
+	// rewritten one's rows per decoded window and its bytes at its end.
+	rep := progress.From(ctx)
 	defer func() {
 		w.abandon()
 		out.Files = append(out.Files, w.keys...)
@@ -107,6 +111,7 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
+		var copied int64 // the rows of a fragment copied whole
 		src, size, done, err := openFile(ctx, b, f)
 		if err != nil {
 			return out, err
@@ -142,6 +147,7 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 					return fmt.Errorf("fragment %d: copy: %w", f.GetId(), err)
 				}
 				w.rows += phys
+				copied = int64(phys)
 				out.Stats.FragmentsCopied++
 				out.Stats.RowsCopied += phys
 				if w.rows >= o.TargetRowsPerFragment || w.size() >= maxBytes {
@@ -149,11 +155,12 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 				}
 				return nil
 			}
-			return rewriteRows(ctx, src, f, dv, top, w, out, o.TargetRowsPerFragment, maxBytes)
+			return rewriteRows(ctx, src, f, dv, top, w, out, o.TargetRowsPerFragment, maxBytes, rep)
 		}()
 		if err != nil {
 			return out, err
 		}
+		rep.Add(copied, size)
 	}
 	if w.rows > 0 {
 		if err := w.finish(out); err != nil {
@@ -200,7 +207,7 @@ func changedAddrs(old []*pb.DataFragment, surv map[uint64]*roaring.Bitmap) (*roa
 }
 
 // rewriteRows decodes a fragment in windows and writes its live rows.
-func rewriteRows(ctx context.Context, src *file.File, f *pb.DataFragment, dv *roaring.Bitmap, top []string, w *outWriter, out *Output, target, maxBytes uint64) error {
+func rewriteRows(ctx context.Context, src *file.File, f *pb.DataFragment, dv *roaring.Bitmap, top []string, w *outWriter, out *Output, target, maxBytes uint64, rep *progress.Reporter) error {
 	st, err := src.Stream(top, decodeWindow)
 	if err != nil {
 		return fmt.Errorf("fragment %d: %w", f.GetId(), err)
@@ -232,6 +239,7 @@ func rewriteRows(ctx context.Context, src *file.File, f *pb.DataFragment, dv *ro
 			rows = append(rows, r)
 		}
 		off = end
+		rep.Add(int64(bt.NumRows), 0)
 		for len(rows) > 0 {
 			if w.w != nil && w.rows >= target {
 				if err := w.finish(out); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/compactord/compactord/internal/lance/index"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/progress"
 )
 
 // Env is what a run needs beyond the options.
@@ -121,6 +122,7 @@ func runOnce(ctx context.Context, h *table.Handle, o Options, env Env) (*Result,
 	if len(p.Groups) == 0 {
 		return res, nil
 	}
+	progress.From(ctx).Start("compact", planTotal(p))
 	outs, err := executeAll(ctx, h, read.Manifest, p, o, env.Parallelism)
 	var files []string
 	for _, out := range outs {
@@ -307,6 +309,27 @@ func remapInline(ctx context.Context, h *table.Handle, read *meta.ManifestFile, 
 			NewIndexDetails: nm.GetIndexDetails(), NewIndexVersion: uint32(nm.GetIndexVersion()), NewIndexFiles: nm.GetFiles()})
 	}
 	return ris, keys, nil
+}
+
+// planTotal is the rows and bytes a plan reads: the ETA of the progress
+// Execute reports. The bytes are unknown (0) when a fragment's manifest
+// entry records no file size.
+func planTotal(p *Plan) progress.Units {
+	var t progress.Units
+	sized := true
+	for _, g := range p.Groups {
+		for _, c := range g.Candidates {
+			t.Rows += int64(c.Fragment.GetPhysicalRows())
+			for _, df := range c.Fragment.GetFiles() {
+				t.Bytes += int64(df.GetFileSizeBytes())
+				sized = sized && df.GetFileSizeBytes() > 0
+			}
+		}
+	}
+	if !sized {
+		t.Bytes = 0
+	}
+	return t
 }
 
 func executeAll(ctx context.Context, h *table.Handle, m *pb.Manifest, p *Plan, o Options, par int) ([]*Output, error) {

@@ -14,6 +14,7 @@ import (
 	"github.com/compactord/compactord/internal/lance/fri"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/progress"
 )
 
 // DefaultMaxSegments is the segments an index may have before catch-up
@@ -143,11 +144,21 @@ func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (*Result, erro
 			_ = h.Bucket.Delete(context.WithoutCancel(ctx), k)
 		}
 	}
-	for _, p := range plans {
-		frags := p.Missing
+	covers := func(p Job) *roaring.Bitmap {
 		if p.Rebuild {
-			frags = live
+			return live
 		}
+		return p.Missing
+	}
+	// Progress: the rows every index's new segment indexes (Collect
+	// counts them per batch read).
+	var total int64
+	for _, p := range plans {
+		total += LiveRows(m, covers(p))
+	}
+	progress.From(ctx).Start("index catchup", progress.Units{Rows: total})
+	for _, p := range plans {
+		frags := covers(p)
 		e, err := Collect(ctx, h.Bucket, m.GetVersion(), p.Field, frags)
 		if err != nil {
 			cleanup()
@@ -184,6 +195,18 @@ func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (*Result, erro
 	}
 	res.Version, res.Committed = cr.Version, true
 	return res, nil
+}
+
+// LiveRows is the rows of the fragments frags of m that no deletion vector
+// masks: what Collect reads of them.
+func LiveRows(m *pb.Manifest, frags *roaring.Bitmap) int64 {
+	var n int64
+	for _, f := range m.GetFragments() {
+		if frags.Contains(uint32(f.GetId())) {
+			n += int64(f.GetPhysicalRows() - min(f.GetDeletionFile().GetNumDeletedRows(), f.GetPhysicalRows()))
+		}
+	}
+	return n
 }
 
 // Plan decides, from a read version, which indexes lag and how each is

@@ -12,6 +12,7 @@ import (
 	"github.com/compactord/compactord/internal/lance/fri"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/progress"
 )
 
 // RemapJobOptions configure RemapIndexes.
@@ -98,6 +99,9 @@ func RemapIndexes(ctx context.Context, h *table.Handle, o RemapJobOptions) (*Rem
 	if err != nil {
 		return nil, err
 	}
+	// Progress: the entries of every segment remapped, a segment at a
+	// time (their total is known only once each is read).
+	progress.From(ctx).Start("index remap", progress.Units{})
 	for _, name := range names {
 		ri, skip, err := retry(ctx, o.Attempts, func() (*RemappedIndex, *Skip, error) { return remapIndexOnce(ctx, h, name, o) })
 		if err != nil {
@@ -284,6 +288,7 @@ func remapIndexOnce(ctx context.Context, h *table.Handle, name string, o RemapJo
 			cleanup()
 			return nil, nil, err
 		}
+		progress.From(ctx).Add(int64(st.Entries), 0)
 		op.NewIndices = append(op.NewIndices, nm)
 		op.RemovedIndices = append(op.RemovedIndices, s)
 		ri.Segments = append(ri.Segments, meta.UUIDString(nm.GetUuid()))

@@ -16,6 +16,7 @@ import (
 	"github.com/compactord/compactord/internal/lance/file"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/scan"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 )
 
@@ -55,10 +56,13 @@ func Collect(ctx context.Context, b storage.Bucket, version uint64, field *pb.Fi
 	tbl.Manifest = m
 	var parts []*file.Array
 	var addrs []uint64
+	// The rows read count in the caller's progress phase, per batch.
+	rep := progress.From(ctx)
 	err = tbl.Batches(ctx, func(bt *scan.Batch) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		rep.Add(int64(len(bt.Live)), 0)
 		col := bt.Columns[0]
 		if col == nil {
 			col = nullArray(t, bt.NumRows)

@@ -12,6 +12,7 @@ import (
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/lance/file"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 )
 
@@ -143,6 +144,7 @@ func scanBase(ctx context.Context, b storage.Bucket, frags []*pb.DataFragment, p
 		for i, f := range frags {
 			out[i] = baseScan{frag: f, deleted: roaring.New(), hits: roaring.New()}
 		}
+		progress.From(ctx).Add(baseRows(frags), 0) // nothing to look up: done
 		return out, nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -176,6 +178,16 @@ func scanBase(ctx context.Context, b storage.Bucket, frags []*pb.DataFragment, p
 	return out, ctx.Err()
 }
 
+// baseRows is the physical rows of frags: what scanBase reads of their key
+// column.
+func baseRows(frags []*pb.DataFragment) int64 {
+	var n int64
+	for _, f := range frags {
+		n += int64(f.GetPhysicalRows())
+	}
+	return n
+}
+
 func scanFragment(ctx context.Context, b storage.Bucket, f *pb.DataFragment, pk *pb.Field, keys *keyTable) (baseScan, error) {
 	sc := baseScan{frag: f, hits: roaring.New()}
 	dv, err := deleted(ctx, b, f.GetId(), f)
@@ -190,6 +202,7 @@ func scanFragment(ctx context.Context, b storage.Bucket, f *pb.DataFragment, pk 
 	defer done()
 	hasDeletes := !dv.IsEmpty()
 	fields := []string{pk.GetName()}
+	rep := progress.From(ctx)
 	for row := uint64(0); row < lf.NumRows(); row += scanWindow {
 		if ctx.Err() != nil {
 			return sc, ctx.Err()
@@ -198,6 +211,7 @@ func scanFragment(ctx context.Context, b storage.Bucket, f *pb.DataFragment, pk 
 		if err != nil {
 			return sc, fmt.Errorf("merge: fragment %d: %w", f.GetId(), err)
 		}
+		rep.Add(int64(batch.NumRows), 0)
 		kc, err := newKeyColumn(batch.Columns[0], batch.Fields[0].Type)
 		if err != nil {
 			return sc, fmt.Errorf("merge: fragment %d: %w", f.GetId(), err)

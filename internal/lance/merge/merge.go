@@ -13,6 +13,7 @@ import (
 	"github.com/compactord/compactord/internal/lance/file"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 )
 
@@ -81,10 +82,18 @@ func Execute(ctx context.Context, h *table.Handle, read *meta.ManifestFile, nami
 	}
 
 	// 1. The generations, oldest first: the newest write of a key wins.
+	// Progress counts their rows and bytes as they are read, then the
+	// base rows whose keys are scanned (the caller names the phase; the
+	// generations' rows are the shard manifest's, when every generation
+	// records them).
+	rep := progress.From(ctx)
+	if gr := jobRows(job); gr > 0 {
+		rep.Grow(progress.Units{Rows: gr + baseRows(read.Manifest.GetFragments())})
+	}
 	var gens [][]genFragment
 	n := 0
 	for _, sst := range job.Generations {
-		gb, err := readGeneration(ctx, b, job.Shard, sst, pk)
+		gb, err := readGeneration(ctx, b, job.Shard, sst, pk, rep)
 		if err != nil {
 			return nil, err
 		}
@@ -196,6 +205,19 @@ func Execute(ctx context.Context, h *table.Handle, read *meta.ManifestFile, nami
 	return res, nil
 }
 
+// jobRows is the rows of the job's generations as their shard manifest
+// records them; 0 (unknown) when one does not.
+func jobRows(job Job) int64 {
+	var n int64
+	for _, s := range job.Generations {
+		if s.PhysicalRows == nil {
+			return 0
+		}
+		n += int64(s.GetPhysicalRows())
+	}
+	return n
+}
+
 // genFragment is one fragment of a generation, decoded.
 type genFragment struct {
 	src   genSource
@@ -208,7 +230,7 @@ func (g genFragment) tomb(r int) bool { return g.tombs != nil && g.tombs.IsValid
 
 // readGeneration reads a flushed generation (a Lance dataset of its own
 // under the shard directory) with its deletion vectors applied.
-func readGeneration(ctx context.Context, b storage.Bucket, shard string, sst *pb.SsTable, pk *pb.Field) ([]genFragment, error) {
+func readGeneration(ctx context.Context, b storage.Bucket, shard string, sst *pb.SsTable, pk *pb.Field, rep *progress.Reporter) ([]genFragment, error) {
 	gb := storage.Sub(b, meta.GenerationDir(shard, sst.GetPath()))
 	gm, _, err := meta.ReadLatest(ctx, gb)
 	if err != nil {
@@ -263,6 +285,11 @@ func readGeneration(ctx context.Context, b storage.Bucket, shard string, sst *pb
 			g.live = append(g.live, i)
 		}
 		out = append(out, g)
+		var size int64
+		for _, df := range f.GetFiles() {
+			size += int64(df.GetFileSizeBytes())
+		}
+		rep.Add(int64(f.GetPhysicalRows()), size)
 	}
 	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/compactord/compactord/internal/lance/commit"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/progress"
 )
 
 // Outcome is what RunAll did.
@@ -76,6 +77,9 @@ func PlanLatest(ctx context.Context, h *table.Handle, env Env, exclude map[strin
 // before it stays landed and is in the outcome.
 func RunAll(ctx context.Context, h *table.Handle, env Env) (*Outcome, error) {
 	out := &Outcome{Landed: []*Result{}, Skipped: []Skip{}}
+	// One phase for the run; every job adds its generations' rows to the
+	// total as it starts (the later jobs are not planned yet).
+	progress.From(ctx).Start("merge", progress.Units{})
 	skipped := map[string]bool{}
 	skip := func(s Skip) {
 		if !skipped[s.Shard] {

@@ -14,6 +14,7 @@ import (
 	"github.com/compactord/compactord/internal/lance/file"
 	"github.com/compactord/compactord/internal/lance/jsonl"
 	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/progress"
 )
 
 // Append commits fragments written against read (the version whose schema
@@ -124,12 +125,19 @@ func (h *Handle) AppendJSON(ctx context.Context, r io.Reader) (*commit.Result, u
 	br := bufio.NewReaderSize(r, 1<<16)
 	lineNo := 0
 	var rows uint64
+	// Progress: rows per batch written, in the caller's phase.
+	rep := progress.From(ctx)
 	flush := func() error {
 		if b.Rows() == 0 {
 			return nil
 		}
-		rows += uint64(b.Rows())
-		return fw.Write(b.Flush())
+		n := b.Rows()
+		rows += uint64(n)
+		if err := fw.Write(b.Flush()); err != nil {
+			return err
+		}
+		rep.Add(int64(n), 0)
+		return nil
 	}
 	for {
 		line, rerr := br.ReadBytes('\n')

@@ -11,6 +11,7 @@ import (
 	"github.com/compactord/compactord/internal/inflight"
 	"github.com/compactord/compactord/internal/lance/arrowipc"
 	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 )
 
@@ -301,31 +302,20 @@ func Run(ctx context.Context, b storage.Bucket, cfg Config, now time.Time) (*Res
 // deletes the rest.
 func Execute(ctx context.Context, b storage.Bucket, plan Plan, concurrency int, res *Result) error {
 	var keys []string
+	var genBytes int64
 	for _, g := range plan.Generations {
 		if g.Delete {
 			keys = append(keys, g.keys...)
-		}
-	}
-	n, err := storage.DeleteAll(ctx, b, keys, concurrency)
-	res.DeletedObjects = n
-	if err != nil {
-		return fmt.Errorf("delete generations: %w", err)
-	}
-	for _, g := range plan.Generations {
-		if g.Delete {
-			res.DeletedGenerations++
-			res.BytesTrimmed += g.Bytes
+			genBytes += g.Bytes
 		}
 	}
 	var wal []string
+	var walBytes []int64
 	for _, w := range plan.WAL {
 		if w.Delete {
 			wal = append(wal, w.Key)
-			res.BytesTrimmed += w.Bytes
+			walBytes = append(walBytes, w.Bytes)
 		}
-	}
-	if res.DeletedWAL, err = storage.DeleteAll(ctx, b, wal, concurrency); err != nil {
-		return fmt.Errorf("delete WAL entries: %w", err)
 	}
 	var ms []string
 	for _, m := range plan.ShardManifests {
@@ -333,7 +323,33 @@ func Execute(ctx context.Context, b storage.Bucket, plan Plan, concurrency int, 
 			ms = append(ms, m.Key)
 		}
 	}
-	if res.DeletedManifests, err = storage.DeleteAll(ctx, b, ms, concurrency); err != nil {
+	// Progress: the objects deleted (rows) and the bytes trimmed, out of
+	// the plan's; a generation's bytes count once its objects are gone.
+	rep := progress.From(ctx)
+	total := progress.Units{Rows: int64(len(keys) + len(wal) + len(ms)), Bytes: genBytes}
+	for _, n := range walBytes {
+		total.Bytes += n
+	}
+	rep.Start("trim", total)
+	n, err := storage.DeleteAllFunc(ctx, b, keys, concurrency, func(int) { rep.Add(1, 0) })
+	res.DeletedObjects = n
+	if err != nil {
+		return fmt.Errorf("delete generations: %w", err)
+	}
+	rep.Add(0, genBytes)
+	for _, g := range plan.Generations {
+		if g.Delete {
+			res.DeletedGenerations++
+			res.BytesTrimmed += g.Bytes
+		}
+	}
+	for _, n := range walBytes {
+		res.BytesTrimmed += n
+	}
+	if res.DeletedWAL, err = storage.DeleteAllFunc(ctx, b, wal, concurrency, func(i int) { rep.Add(1, walBytes[i]) }); err != nil {
+		return fmt.Errorf("delete WAL entries: %w", err)
+	}
+	if res.DeletedManifests, err = storage.DeleteAllFunc(ctx, b, ms, concurrency, func(int) { rep.Add(1, 0) }); err != nil {
 		return fmt.Errorf("delete old shard manifests: %w", err)
 	}
 	return nil

@@ -22,6 +22,7 @@ import (
 	"github.com/compactord/compactord/internal/lance/deletion"
 	"github.com/compactord/compactord/internal/lance/inspect"
 	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 )
 
@@ -91,6 +92,8 @@ type checker struct {
 	// concurrent cleanup removed can be excused at the end.
 	missingIn  map[Violation][]uint64
 	missingObj map[string]Violation
+	// bytes is the listed size of the referenced files object checked.
+	bytes int64
 }
 
 // Run checks the dataset. The error is for a dataset it could not look at
@@ -138,9 +141,21 @@ func Run(ctx context.Context, b storage.Bucket, opt Options) (*Report, error) {
 		c.corrupt(CheckTag, meta.TagsDir, tagErr)
 	}
 
+	// Progress: the referenced objects checked (rows) and their listed
+	// bytes, counted a version at a time; their total is known only once
+	// every manifest is read.
+	rep := progress.From(ctx)
+	rep.Start("verify", progress.Units{})
+	var reported progress.Units
+	report := func() {
+		rep.Add(int64(c.rep.Objects)-reported.Rows, c.bytes-reported.Bytes)
+		reported = progress.Units{Rows: int64(c.rep.Objects), Bytes: c.bytes}
+	}
+	defer report()
 	var prev *meta.ManifestFile
 	var newest *meta.ManifestFile
 	for _, v := range vs {
+		report()
 		f, ok, err := c.readVersion(ctx, v)
 		if err != nil {
 			return nil, err
@@ -424,6 +439,7 @@ func (c *checker) object(v uint64, check, key string, size uint64, what string, 
 	if !c.checked[key] {
 		c.checked[key] = true
 		c.rep.Objects++
+		c.bytes += got
 	}
 	if (!ok || (size > 0 && uint64(got) != size)) && id != noID {
 		what = fmt.Sprintf("%s %d", what, id)
