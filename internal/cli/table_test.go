@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+func scanIDs(t *testing.T, dir string) map[float64]bool {
+	t.Helper()
+	r := run(t, "", "table", "scan", dir, "--columns", "id")
+	if r.code != 0 {
+		t.Fatalf("scan: exit %d: %s", r.code, r.stderr)
+	}
+	ids := map[float64]bool{}
+	for _, row := range jsonLines(t, r.stdout) {
+		ids[row["id"].(float64)] = true
+	}
+	return ids
+}
+
+// `==` is accepted as `=` in --where (with the `=` alternative first, "id
+// == 5" read "= 5" as the literal).
+func TestDeleteWhereDoubleEquals(t *testing.T) {
+	dir := newTable(t)
+	mustRun(t, "", "table", "append", dir, "--rows", "10")
+	for _, tc := range []struct {
+		where string
+		gone  float64
+	}{
+		{"id == 5", 5},
+		{"id=6", 6},
+		{"id==7 AND cat != 'zz'", 7},
+		{"id = 8 and val >= 0", 8},
+	} {
+		doc := mustRun(t, "", "table", "delete", dir, "--where", tc.where)
+		if doc["deleted_rows"].(float64) != 1 || doc["operation"] != "delete" {
+			t.Fatalf("--where %q: %v", tc.where, doc)
+		}
+		if scanIDs(t, dir)[tc.gone] {
+			t.Fatalf("--where %q: id %v still live", tc.where, tc.gone)
+		}
+	}
+	if n := len(scanIDs(t, dir)); n != 6 {
+		t.Fatalf("%d rows live after 4 one-row deletes of 10", n)
+	}
+}
+
+// A delete that matches nothing commits nothing; one that matches every
+// row of the fragment removes the fragment.
+func TestDeleteWhereNoMatchAndWholeFragment(t *testing.T) {
+	dir := newTable(t)
+	first := mustRun(t, "", "table", "append", dir, "--rows", "10")
+	doc := mustRun(t, "", "table", "delete", dir, "--where", "id > 100")
+	if doc["deleted_rows"].(float64) != 0 || doc["version"] != first["version"] {
+		t.Fatalf("no-match delete: %v (append was %v)", doc, first)
+	}
+	mustRun(t, "", "table", "append", dir, "--rows", "5", "--start", "10")
+	doc = mustRun(t, "", "table", "delete", dir, "--where", "id < 10")
+	if doc["deleted_rows"].(float64) != 10 || len(doc["deleted_fragments"].([]any)) != 1 || len(doc["updated_fragments"].([]any)) != 0 {
+		t.Fatalf("whole-fragment delete: %v", doc)
+	}
+	if n := len(scanIDs(t, dir)); n != 5 {
+		t.Fatalf("%d rows live, want 5", n)
+	}
+	if r := run(t, "", "verify", dir); r.code != 0 {
+		t.Fatalf("verify: exit %d: %s %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// A predicate that does not parse is a usage error: exit 2, one line.
+func TestDeleteWhereBadPredicate(t *testing.T) {
+	dir := newTable(t)
+	mustRun(t, "", "table", "append", dir, "--rows", "3")
+	for _, where := range []string{"id 5", "nope = 1", "id = 'x'", "cat = unquoted", " "} {
+		r := run(t, "", "table", "delete", dir, "--where", where)
+		line := strings.TrimSuffix(r.stderr, "\n")
+		if r.code != 2 || strings.Contains(line, "\n") || !strings.HasPrefix(line, "compactord: ") {
+			t.Errorf("--where %q: exit %d, stderr %q", where, r.code, r.stderr)
+		}
+	}
+}
