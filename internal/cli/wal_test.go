@@ -88,6 +88,8 @@ func TestWALBadInputOnLance(t *testing.T) {
 		{[]string{"wal", "flush", dir, "--shard", "nope"}, "", "is not a shard"},
 		{[]string{"wal", "write", dir, "--jsonl", "-"}, `{"cat": "no key"}`, "no primary key"},
 		{[]string{"wal", "write", dir, "--jsonl", "-"}, `{"id": 1, "_op": "merge"}`, "want upsert or delete"},
+		{[]string{"wal", "write", dir, "--rows", "9223372036854775807"}, "", "--rows 9223372036854775807 is more than"},
+		{[]string{"wal", "write", dir, "--rows", "10", "--start", "9223372036854775800"}, "", "past the largest key"},
 	} {
 		r := run(t, c.stdin, c.args...)
 		line := strings.TrimSuffix(r.stderr, "\n")
