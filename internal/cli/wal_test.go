@@ -137,3 +137,24 @@ func TestWALWriteFlushFencedAfterWrite(t *testing.T) {
 		t.Fatalf("the next owner's flush: %v", fl)
 	}
 }
+
+// A MemWAL configuration that exists is kept: a configure cannot drop a
+// shard a writer may be writing to (its acknowledged entries would never
+// be merged), so there is no drop to race.
+func TestWALConfigureKeepsLiveShards(t *testing.T) {
+	dir := newTable(t)
+	first := mustRun(t, "", "wal", "configure", dir, "--buckets", "2")
+	again := mustRun(t, "", "wal", "configure", dir, "--buckets", "1")
+	a, b := first["shards"].([]any), again["shards"].([]any)
+	if len(a) != 2 || len(b) != 2 || a[0] != b[0] || a[1] != b[1] {
+		t.Fatalf("first %v, second %v: the live shards changed", first, again)
+	}
+	mustRun(t, "", "wal", "write", dir, "--rows", "20", "--flush")
+	r := run(t, "", "merge", dir)
+	if r.code != 0 {
+		t.Fatalf("merge: %s", r.stderr)
+	}
+	if n := len(jsonLines(t, run(t, "", "table", "scan", dir).stdout)); n != 20 {
+		t.Fatalf("scan: %d rows after merging both shards, want 20", n)
+	}
+}
