@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,9 +41,8 @@ func printCommit(e *env, res *commit.Result, extra map[string]any) error {
 	return printJSON(e.stdout, out)
 }
 
-// lanceTableDelete runs `table delete --fragment` on a Lance dataset. Only
-// whole fragments can be deleted from metadata alone; row-level deletes
-// need the Lance file reader to find the rows.
+// lanceTableDelete runs `table delete --fragment` on a Lance dataset: a
+// Delete of the whole fragment, from metadata alone.
 func lanceTableDelete(ctx context.Context, e *env, rawURL string, frag int64) error {
 	h, done, err := openLanceWriter(ctx, e, rawURL, "table delete")
 	if err != nil {
@@ -54,6 +54,38 @@ func lanceTableDelete(ctx context.Context, e *env, rawURL string, frag int64) er
 		return fmt.Errorf("table delete %s: %w", rawURL, err)
 	}
 	return printCommit(e, res, map[string]any{"deleted_fragments": []int64{frag}})
+}
+
+// lanceTableDeleteWhere runs `table delete --where`. A predicate that does
+// not parse against the table's schema is a usage error.
+func lanceTableDeleteWhere(ctx context.Context, e *env, rawURL, where string) error {
+	h, done, err := openLanceWriter(ctx, e, rawURL, "table delete")
+	if err != nil {
+		return err
+	}
+	defer done()
+	res, err := h.DeleteWhere(ctx, where)
+	var pe *table.PredicateError
+	if errors.As(err, &pe) {
+		return usageError(fmt.Errorf("table delete --where: %w", pe))
+	}
+	if err != nil {
+		return fmt.Errorf("table delete %s: %w", rawURL, err)
+	}
+	extra := map[string]any{"deleted_rows": res.Rows, "deleted_fragments": orEmpty(res.Removed),
+		"updated_fragments": orEmpty(res.Updated), "replans": res.Replans}
+	if res.Commit == nil {
+		extra["version"], extra["operation"] = res.ReadVersion, "delete"
+		return printJSON(e.stdout, extra)
+	}
+	return printCommit(e, res.Commit, extra)
+}
+
+func orEmpty(ids []uint64) []uint64 {
+	if ids == nil {
+		return []uint64{}
+	}
+	return ids
 }
 
 func newIndexDropCmd(e *env) *cobra.Command {

@@ -201,9 +201,20 @@ func newTableDeleteCmd(e *env) *cobra.Command {
 	var keys, where string
 	var frag int64 = -1
 	cmd := &cobra.Command{
-		Use:   `delete URL --fragment F`,
-		Short: "Delete a whole fragment (row-level --keys and --where are not supported on Lance tables yet)",
-		Args:  cobra.ExactArgs(1),
+		Use:   `delete URL (--where "id >= 10 AND id < 20" | --fragment F)`,
+		Short: "Delete rows by predicate, or a whole fragment",
+		Long: `Delete rows by predicate, or a whole fragment.
+
+--where takes comparisons <column> <op> <literal> joined by AND, with op one
+of = == != < <= > >=. String literals are quoted ('a' or "a"); numbers,
+true, false and null are bare ("= null" is "is null", "!= null" "is not
+null"; any other comparison with a null is false). Literals follow table
+append's JSON conventions for the column's type: binaries as base64
+strings, timestamps, dates and times as integers in the column's unit.
+As Lance's delete, it reads only the predicate's columns, extends each
+matching fragment's deletion file, drops fragments left with no live row,
+and commits one Delete (none when nothing matched).`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			set := 0
 			for _, b := range []bool{keys != "", where != "", frag >= 0} {
@@ -212,16 +223,20 @@ func newTableDeleteCmd(e *env) *cobra.Command {
 				}
 			}
 			if set != 1 {
-				return fmt.Errorf("give exactly one of --keys, --where or --fragment")
+				return usageError(fmt.Errorf("give exactly one of --where or --fragment"))
 			}
-			if frag < 0 {
-				return fmt.Errorf("table delete on a Lance table takes --fragment F; --keys and --where are not supported on Lance tables yet")
+			switch {
+			case keys != "":
+				return usageError(fmt.Errorf("--keys is not supported on Lance tables; use --where (e.g. --where \"id = 5\")"))
+			case where != "":
+				return lanceTableDeleteWhere(cmd.Context(), e, args[0], where)
 			}
 			return lanceTableDelete(cmd.Context(), e, args[0], frag)
 		},
 	}
-	cmd.Flags().StringVar(&keys, "keys", "", "comma-separated primary-key values (not supported on Lance tables yet)")
-	cmd.Flags().StringVar(&where, "where", "", "comparisons joined by AND (not supported on Lance tables yet)")
+	cmd.Flags().StringVar(&keys, "keys", "", "not supported on Lance tables: use --where")
+	_ = cmd.Flags().MarkHidden("keys")
+	cmd.Flags().StringVar(&where, "where", "", "comparisons joined by AND, e.g. \"id >= 10 AND cat = 'a'\"")
 	cmd.Flags().Int64Var(&frag, "fragment", -1, "delete a whole fragment")
 	return cmd
 }

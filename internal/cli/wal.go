@@ -267,15 +267,30 @@ the WAL, unflushed, for the shard's next owner (wal flush) to replay.`,
 					err = w.Delete(ctx, bt.dels)
 				}
 				doc := map[string]any{"shard": s, "epoch": w.Epoch(), "upserts": len(bt.rows), "deletes": len(bt.dels), "flushed": false}
-				if err == nil && flush {
-					var g *lancewal.Generation
-					if g, err = w.Flush(ctx); err == nil && g != nil {
-						doc["flushed"], doc["generation"] = true, g.Generation
-					}
-				}
 				if err != nil {
 					w.Abandon()
-					return fmt.Errorf("wal write: shard %s: %w", s, err)
+					return fmt.Errorf("wal write: shard %s: %w%s", s, err, notWritten(out, shards[len(out)+1:]))
+				}
+				if flush {
+					if walWriteBeforeFlush != nil {
+						walWriteBeforeFlush(ctx, t, s)
+					}
+					g, ferr := w.Flush(ctx)
+					if ferr != nil {
+						// The entries are durable in the WAL: the write is
+						// acknowledged whatever happens to the flush.
+						w.Abandon()
+						doc["flush_error"] = ferr.Error()
+						out = append(out, doc)
+						if perr := printJSON(e.stdout, map[string]any{"operation": "wal_write", "rows": lines, "shards": out}); perr != nil {
+							return perr
+						}
+						return &exitError{code: ExitWrittenNotFlushed, err: fmt.Errorf("wal write: shard %s: %d upserts and %d deletes are written to its WAL (durable: the shard's next owner replays them), but the flush failed: %w%s",
+							s, len(bt.rows), len(bt.dels), ferr, notWritten(nil, shards[len(out):]))}
+					}
+					if g != nil {
+						doc["flushed"], doc["generation"] = true, g.Generation
+					}
 				}
 				// Without --flush the entries stay in the WAL for the next owner.
 				w.Abandon()
@@ -289,8 +304,33 @@ the WAL, unflushed, for the shard's next owner (wal flush) to replay.`,
 	cmd.Flags().Int64Var(&n, "rows", 0, fmt.Sprintf("generate N rows (at most %d per command)", MaxGeneratedRows))
 	cmd.Flags().Int64Var(&start, "start", 0, "first generated primary key")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed for generated values")
-	cmd.Flags().BoolVar(&flush, "flush", false, "flush each shard's MemTable as a generation after the write")
+	cmd.Flags().BoolVar(&flush, "flush", false, fmt.Sprintf("flush each shard's MemTable as a generation after the write (exit %d when the write landed but a flush failed)", ExitWrittenNotFlushed))
 	return cmd
+}
+
+// ExitWrittenNotFlushed is the exit status of wal write --flush when the
+// write landed in the WAL but the flush failed (for example fenced by a
+// newer owner of the shard).
+const ExitWrittenNotFlushed = 3
+
+// walWriteBeforeFlush, when set (tests), runs between the write and the
+// flush of each shard of wal write --flush.
+var walWriteBeforeFlush func(ctx context.Context, t *lancewal.Table, shard string)
+
+// notWritten says which shards a failed wal write did and did not reach.
+func notWritten(done []map[string]any, rest []string) string {
+	msg := ""
+	if len(done) > 0 {
+		var ids []string
+		for _, d := range done {
+			ids = append(ids, fmt.Sprint(d["shard"]))
+		}
+		msg += fmt.Sprintf("; shards %s were written", strings.Join(ids, ", "))
+	}
+	if len(rest) > 0 {
+		msg += fmt.Sprintf("; shards %s were not written", strings.Join(rest, ", "))
+	}
+	return msg
 }
 
 func newWalFlushCmd(e *env) *cobra.Command {

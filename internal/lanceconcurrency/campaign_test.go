@@ -241,9 +241,34 @@ func (c *campaign) worker(ctx context.Context, w int) {
 		}
 		tb := c.tabs[c.intn(len(c.tabs))]
 		var args []string
-		kinds := []string{"merge", "merge", "catchup", "trim", "cleanup", "append", "compact", "remap"}
+		kinds := []string{"merge", "merge", "catchup", "trim", "cleanup", "append", "compact", "remap", "delete"}
 		kind := kinds[c.intn(len(kinds))]
 		var rows map[int64]string
+		var deleting []int64
+		if kind == "delete" {
+			// A range of this worker's own appended keys (no other writer
+			// writes them), so whether each must be live afterwards is
+			// known.
+			lo := int64(appendKeys + w*1_000_000 + 1 + c.intn(max(seq, 1)))
+			hi := lo + int64(c.intn(4))
+			tb.mu.Lock()
+			for k := range tb.appended {
+				if k >= lo && k <= hi {
+					deleting = append(deleting, k)
+				}
+			}
+			for k := range tb.maybe {
+				if k >= lo && k <= hi {
+					deleting = append(deleting, k)
+				}
+			}
+			tb.mu.Unlock()
+			if len(deleting) == 0 {
+				kind = "append"
+			} else {
+				args = []string{"table", "delete", tb.url, "--where", fmt.Sprintf("id >= %d AND id <= %d", lo, hi)}
+			}
+		}
 		switch kind {
 		case "merge":
 			args = []string{"merge", tb.url}
@@ -292,6 +317,21 @@ func (c *campaign) worker(ctx context.Context, w int) {
 			c.stats.Jobs[kind+"/ok"]++
 		}
 		c.mu.Unlock()
+		if kind == "delete" {
+			tb.mu.Lock()
+			for _, k := range deleting {
+				if err != nil {
+					// A failed delete may still have committed.
+					if v, ok := tb.appended[k]; ok {
+						tb.maybe[k] = v
+					}
+				} else {
+					delete(tb.maybe, k)
+				}
+				delete(tb.appended, k)
+			}
+			tb.mu.Unlock()
+		}
 		if rows != nil {
 			tb.mu.Lock()
 			if err == nil {

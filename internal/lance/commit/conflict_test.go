@@ -128,6 +128,10 @@ func TestClassify(t *testing.T) {
 		{"merge vs MemWAL config change", merge, txnOf(&pb.Transaction_CreateIndex{NewIndices: []*pb.IndexMetadata{{Name: "__lance_mem_wal"}}}), Compatible},
 
 		{"append vs anything but a schema change", appendT, delFrag2, Compatible},
+		// Lance's primary key is unenforced on plain appends: two appends of
+		// one key both land (a merge-insert's key filter is what conflicts).
+		{"append vs append of the same keys", appendT, appendT, Compatible},
+		{"append vs a merge-insert of the same keys", appendT, merge, Compatible},
 		{"append vs project", appendT, txnOf(&pb.Transaction_Project{}), Retryable},
 		{"append vs overwrite", appendT, txnOf(&pb.Transaction_Overwrite{}), Retryable},
 	}

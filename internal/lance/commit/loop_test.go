@@ -200,3 +200,29 @@ func TestSegmentReplansOverDeferredCompaction(t *testing.T) {
 		wantRetryable(t, err, `the new segment of index "id_idx" holds addresses it may remap`)
 	}
 }
+
+// Two creates of one index name on different columns, planned on one
+// version: the second must not land (one logical index over two fields
+// would let catch-up prove coverage from segments of the other field), and
+// a segment whose field or kind differs from its name's segments is refused
+// by the build whatever the classification decided.
+func TestConcurrentCreatesOfOneIndexName(t *testing.T) {
+	read := version(1, []uint64{1, 2})
+	c, _ := loopTable(t, read)
+	onID := segment(t, "x_idx", segA, []uint32{1, 2})
+	onCat := segment(t, "x_idx", segC, []uint32{1, 2})
+	onCat.Fields = []int32{1}
+	landed := mustCommit(t, c, read, createIndex(1, &pb.Transaction_CreateIndex{NewIndices: []*pb.IndexMetadata{onID}}))
+	_, err := c.Commit(context.Background(), &Txn{Read: read, Naming: meta.NamingV2,
+		Transaction: createIndex(1, &pb.Transaction_CreateIndex{NewIndices: []*pb.IndexMetadata{onCat}})})
+	wantRetryable(t, err, `index "x_idx" changed meanwhile`)
+	_, err = BuildManifest(landed.Manifest, createIndex(2, &pb.Transaction_CreateIndex{NewIndices: []*pb.IndexMetadata{onCat}}), landed.Manifest, t0)
+	if err == nil || !strings.Contains(err.Error(), `index "x_idx": a new segment on fields [1]`) {
+		t.Fatalf("build of a segment on another field: %v", err)
+	}
+	bitmap := segment(t, "x_idx", segB, []uint32{1, 2})
+	bitmap.IndexDetails.TypeUrl = meta.TypeURLBitmap
+	if _, err = BuildManifest(landed.Manifest, createIndex(2, &pb.Transaction_CreateIndex{NewIndices: []*pb.IndexMetadata{bitmap}}), landed.Manifest, t0); err == nil || !strings.Contains(err.Error(), "disagrees") {
+		t.Fatalf("build of a segment of another kind: %v", err)
+	}
+}

@@ -642,6 +642,49 @@ func decodeConstantPage(cl *pb.ConstantLayout, bufs [][]byte, rows int, leaf Dat
 		}
 		return levelsOf(blk)
 	}
+	// The layout without level counts: levels, when the page has any, are
+	// raw u16 buffers whose count is their size. With an inline value the
+	// buffers are [rep, def]; without one [value, rep, def] (or [value]
+	// alone). An empty level buffer means no such levels.
+	var value []byte
+	if cl.GetNumRepValues() == 0 && cl.GetNumDefValues() == 0 && (cl.InlineValue != nil && len(bufs) == 2 || cl.InlineValue == nil && len(bufs) == 3) {
+		lv := bufs
+		if cl.InlineValue == nil {
+			value, lv = bufs[0], bufs[1:]
+		}
+		raw := func(b []byte) ([]uint16, error) {
+			if len(b)%2 != 0 {
+				return nil, errf("constant page level buffer of %d bytes", len(b))
+			}
+			out := make([]uint16, len(b)/2)
+			for i := range out {
+				out[i] = le.Uint16(b[2*i:])
+			}
+			return out, nil
+		}
+		if len(lv[0]) > 0 {
+			if lp.rep, err = raw(lv[0]); err != nil {
+				return nil, err
+			}
+			lp.slots = len(lp.rep)
+		}
+		if len(lv[1]) > 0 {
+			if lp.def, err = raw(lv[1]); err != nil {
+				return nil, err
+			}
+			if err := mapDefs(lp.def, codes); err != nil {
+				return nil, err
+			}
+			if lp.rep != nil && len(lp.rep) != len(lp.def) {
+				return nil, errf("constant page with %d repetition and %d definition levels", len(lp.rep), len(lp.def))
+			}
+			lp.slots = len(lp.def)
+		}
+		if lp.rep == nil && lp.slots != rows {
+			return nil, errf("constant page of %d rows with %d levels", rows, lp.slots)
+		}
+		bi = len(bufs)
+	}
 	if n := cl.GetNumRepValues(); n > 0 {
 		if lp.rep, err = level(n, cl.GetRepCompression()); err != nil {
 			return nil, err
@@ -656,7 +699,7 @@ func decodeConstantPage(cl *pb.ConstantLayout, bufs [][]byte, rows int, leaf Dat
 			return nil, err
 		}
 		lp.slots = int(n)
-	} else if cl.InlineValue == nil && len(codes) > 1 {
+	} else if cl.InlineValue == nil && value == nil && len(codes) > 1 {
 		// All null and no levels stored: every row is null at the
 		// innermost nullable layer.
 		if err := checkCount(uint64(rows), 1<<24); err != nil {
@@ -677,10 +720,14 @@ func decodeConstantPage(cl *pb.ConstantLayout, bufs [][]byte, rows int, leaf Dat
 			}
 		}
 	}
-	if cl.InlineValue == nil && bi < len(bufs) && leaf.IsVariable() {
+	if cl.InlineValue == nil && (bi < len(bufs) || value != nil) && leaf.IsVariable() {
 		// A constant string or binary: its one value is serialized in the
-		// page's last buffer (a small header, then the bytes).
-		v, err := constVariable(bufs[len(bufs)-1])
+		// page's last buffer (a small header, then the bytes), or its
+		// first when level buffers follow it.
+		if value == nil {
+			value = bufs[len(bufs)-1]
+		}
+		v, err := constVariable(value)
 		if err != nil {
 			return nil, err
 		}

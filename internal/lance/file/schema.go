@@ -160,6 +160,14 @@ var primitiveTypes = map[string]DataType{
 	"large_list": {Kind: KindLargeList}, "large_list.struct": {Kind: KindLargeList},
 }
 
+// ParseType reads a manifest field's logical_type as a DataType (for a
+// fixed-size list of a primitive, the list type; its item type is in the
+// field's child).
+func ParseType(logicalType string) (DataType, error) {
+	t, _, err := parseLogicalType(logicalType)
+	return t, err
+}
+
 // parseLogicalType reads Lance's type string. For a fixed-size list of a
 // primitive it also returns the item type (such lists have no child field
 // in the schema).

@@ -17,8 +17,10 @@ import (
 )
 
 // keyColumn is a decoded primary-key column: integers (int32 widened to
-// int64) or bytes (strings and binaries). The primary key types LanceDB
-// accepts are int32, int64, strings and binaries.
+// int64; timestamps are their int64 count of the column's unit) or bytes
+// (strings and binaries). The primary key types LanceDB accepts are int32,
+// int64, strings and binaries; compactord's table create also makes
+// timestamp keys.
 type keyColumn struct {
 	a   *file.Array
 	i64 []int64
@@ -27,7 +29,7 @@ type keyColumn struct {
 
 func newKeyColumn(a *file.Array, t file.DataType) (keyColumn, error) {
 	switch t.Kind {
-	case file.KindInt64:
+	case file.KindInt64, file.KindTimestamp:
 		return keyColumn{a: a, i64: a.Int64s()}, nil
 	case file.KindInt32:
 		return keyColumn{a: a, i32: a.Int32s()}, nil

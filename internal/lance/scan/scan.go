@@ -80,7 +80,13 @@ func Open(ctx context.Context, b storage.Bucket, o Options) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := mf.Manifest
+	return OpenManifest(b, mf.Manifest, o)
+}
+
+// OpenManifest is Open on a manifest already read (o.Version is ignored):
+// a writer scans exactly the version it plans against.
+func OpenManifest(b storage.Bucket, m *pb.Manifest, o Options) (*Table, error) {
+	v := m.GetVersion()
 	if err := meta.CheckRead(m); err != nil {
 		return nil, err
 	}

@@ -1,7 +1,7 @@
 // Package table is the handle every job on a Lance table uses: the bucket,
 // the commit loop and the logger, the read of a version to plan from, and
 // the metadata-only operations (deleting whole fragments, dropping an
-// index) that commit through the loop.
+// index) and row deletes by predicate that commit through the loop.
 package table
 
 import (
@@ -21,6 +21,10 @@ import (
 type Handle struct {
 	Bucket    storage.Bucket
 	Committer *commit.Committer
+
+	// beforeDeleteCommit, when set, runs between DeleteWhere's plan and its
+	// commit (tests race other commits in there).
+	beforeDeleteCommit func(context.Context) error
 }
 
 // New wraps an opened bucket and its committer.

@@ -10,6 +10,7 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +20,9 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/lance/arrowipc"
 	"github.com/compactord/compactord/internal/lance/deletion"
+	"github.com/compactord/compactord/internal/lance/file"
 	"github.com/compactord/compactord/internal/lance/inspect"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/progress"
@@ -39,8 +42,8 @@ const (
 	CheckTag           = "tag"            // tags decode and name retained versions
 	CheckMemWal        = "mem_wal"        // MemWAL index: compacted ≤ flushed, catch-up ≤ compacted, maintained indexes exist
 	CheckShardManifest = "shard_manifest" // shard manifests decode and say their own version and shard
-	CheckSSTable       = "sstable"        // unmerged generations exist with their _versions
-	CheckWAL           = "wal"            // WAL entries above replay_after are present without gaps
+	CheckSSTable       = "sstable"        // unmerged generations exist with their _versions (and, deep, their data files decode whole)
+	CheckWAL           = "wal"            // WAL entries above replay_after are present without gaps (and, deep, decode)
 	CheckFragReuse     = "frag_reuse"     // FRI groups agree with the fragments
 )
 
@@ -72,8 +75,11 @@ func (r *Report) OK() bool { return len(r.Violations) == 0 }
 type Options struct {
 	// Version checks only this version (0: every retained version).
 	Version uint64
-	// Deep also reads and decodes every deletion file and the newest
-	// manifest of every unmerged generation.
+	// Deep also reads and decodes every deletion file, every WAL entry
+	// above its shard's replay position, and every unmerged generation end
+	// to end (its newest manifest, and every data and deletion file of
+	// it): the acknowledged data the base table does not hold yet, which
+	// the shard's next flush or the next merge must read.
 	Deep bool
 }
 
@@ -709,6 +715,46 @@ func (c *checker) shard(ctx context.Context, id string, compacted uint64) error 
 			break
 		}
 		next++
+		if c.opt.Deep {
+			if err := c.walEntry(ctx, meta.WALKey(id, p)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// walEntry decodes an unflushed WAL entry (deep only) as a replay reads
+// it: an Arrow IPC stream whose batches hold their rows and a _tombstone
+// column, or a fence sentinel.
+func (c *checker) walEntry(ctx context.Context, key string) error {
+	data, err := c.b.Get(ctx, key)
+	if storage.IsNotFound(err) {
+		return nil // the listing already judged its presence
+	}
+	if err != nil {
+		return err
+	}
+	c.rep.Objects++
+	st, err := arrowipc.ReadStream(data, nil)
+	if err != nil {
+		c.add(CheckWAL, key, fmt.Sprintf("does not decode: %v", err))
+		return nil
+	}
+	if v, _ := st.Schema.Metadata.Get("fence_sentinel"); v == "true" {
+		return nil
+	}
+	for i, b := range st.Batches {
+		for k, col := range b.Columns {
+			if col == nil || col.Len != b.Len {
+				c.add(CheckWAL, key, fmt.Sprintf("batch %d: column %d does not hold the batch's %d rows", i, k, b.Len))
+				return nil
+			}
+		}
+		if b.Column(st.Schema, "_tombstone") == nil {
+			c.add(CheckWAL, key, fmt.Sprintf("batch %d has no _tombstone column", i))
+			return nil
+		}
 	}
 	return nil
 }
@@ -731,6 +777,41 @@ func (c *checker) sstableManifest(ctx context.Context, gdir string) error {
 	}
 	if len(f.Manifest.GetFragments()) == 0 {
 		c.add(CheckSSTable, gdir, "the generation's manifest has no fragments")
+	}
+	// Every data file decodes whole and every deletion file decodes: the
+	// merge reads them all.
+	for _, fr := range f.Manifest.GetFragments() {
+		for _, df := range fr.GetFiles() {
+			key := meta.DataKey(df.GetPath())
+			data, err := sub.Get(ctx, key)
+			if storage.IsNotFound(err) {
+				c.add(CheckSSTable, gdir+key, "is missing")
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			c.rep.Objects++
+			lf, err := file.Open(bytes.NewReader(data), int64(len(data)))
+			if err == nil {
+				_, err = lf.ReadAll(nil)
+			}
+			if err == nil && fr.GetPhysicalRows() != 0 && lf.NumRows() != fr.GetPhysicalRows() {
+				err = fmt.Errorf("%d rows, the fragment %d", lf.NumRows(), fr.GetPhysicalRows())
+			}
+			if err != nil {
+				c.add(CheckSSTable, gdir+key, fmt.Sprintf("does not decode: %v", err))
+			}
+		}
+		if dfl := fr.GetDeletionFile(); dfl != nil {
+			if _, err := deletion.Read(ctx, sub, fr.GetId(), dfl, fr.GetPhysicalRows()); err != nil {
+				if storage.IsNotFound(err) {
+					c.add(CheckSSTable, gdir+deletion.Key(fr.GetId(), dfl), "is missing")
+				} else {
+					c.add(CheckSSTable, gdir+deletion.Key(fr.GetId(), dfl), fmt.Sprintf("does not decode: %v", err))
+				}
+			}
+		}
 	}
 	return nil
 }

@@ -198,6 +198,43 @@ func TestViolations(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{name: "unflushed WAL entry torn (deep)", table: "memwal_1", check: CheckWAL, object: "/wal/", deep: true, breakIt: func(t *testing.T, dir string) {
+			ctx := context.Background()
+			b := open(t, dir)
+			sh := shardID(t, dir)
+			st, err := meta.ReadShard(ctx, b, sh)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := proto.Clone(st.Manifest).(*pb.ShardManifest)
+			m.Version++
+			m.ReplayAfterWalEntryPosition = 0
+			data, _ := meta.EncodeShardManifest(m)
+			if err := b.Put(ctx, meta.ShardManifestKey(sh, m.Version), data); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, filepath.FromSlash(meta.WALKey(sh, 2)))
+			entry, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, entry[:len(entry)/2], 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "unmerged generation data file torn (deep)", table: "memwal_1", check: CheckSSTable, object: "_gen_2/data/", deep: true, breakIt: func(t *testing.T, dir string) {
+			matches, _ := filepath.Glob(filepath.Join(dir, "_mem_wal", "*", "*_gen_2", "data", "*.lance"))
+			if len(matches) == 0 {
+				t.Fatal("no data file in generation 2")
+			}
+			data, err := os.ReadFile(matches[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(matches[0], data[:len(data)-20], 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{name: "unmerged generation without _versions", table: "memwal_1", check: CheckSSTable, object: "_gen_2/", breakIt: func(t *testing.T, dir string) {
 			matches, _ := filepath.Glob(filepath.Join(dir, "_mem_wal", "*", "*_gen_2", "_versions"))
 			if len(matches) != 1 || os.RemoveAll(matches[0]) != nil {
