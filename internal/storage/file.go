@@ -256,6 +256,21 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 	return w.f.Write(p)
 }
 
+// ReadFrom appends r to the file. os.File's ReadFrom copies in the
+// kernel (copy_file_range(2) on Linux) when r is an *os.File or an
+// io.LimitedReader of one, as the page copy of a compaction hands it, and
+// falls back to reading and writing otherwise. The context is checked
+// once, before the copy.
+func (w *fileWriter) ReadFrom(r io.Reader) (int64, error) {
+	if w.done {
+		return 0, errors.New("write after close")
+	}
+	if err := w.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return w.f.ReadFrom(r)
+}
+
 // abort removes the temporary file. It is idempotent.
 func (w *fileWriter) abort() {
 	if w.done {
