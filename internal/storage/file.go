@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -256,6 +257,21 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 	return w.f.Write(p)
 }
 
+// ReadFrom appends r to the file. os.File's ReadFrom copies in the
+// kernel (copy_file_range(2) on Linux) when r is an *os.File or an
+// io.LimitedReader of one, as the page copy of a compaction hands it, and
+// falls back to reading and writing otherwise. The context is checked
+// once, before the copy.
+func (w *fileWriter) ReadFrom(r io.Reader) (int64, error) {
+	if w.done {
+		return 0, errors.New("write after close")
+	}
+	if err := w.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return w.f.ReadFrom(r)
+}
+
 // abort removes the temporary file. It is idempotent.
 func (w *fileWriter) abort() {
 	if w.done {
@@ -299,10 +315,63 @@ func (w *fileWriter) Close() error {
 		}
 		return classify(err)
 	}
+	if ds, ok := w.ctx.Value(dirSyncsKey{}).(*DirSyncs); ok && !w.exclusive {
+		ds.add(filepath.Dir(w.final))
+		return nil
+	}
 	return syncDir(filepath.Dir(w.final))
 }
 
-func syncDir(dir string) error {
+type dirSyncsKey struct{}
+
+// DirSyncs are the directory fsyncs that file-bucket writes under a
+// DeferDirSyncs context left for later.
+type DirSyncs struct {
+	mu   sync.Mutex
+	dirs map[string]bool
+}
+
+// DeferDirSyncs returns a context under which a file bucket's streamed
+// writes and Puts (not PutIfAbsent) fsync their data and publish it under
+// its name as always, but leave the fsync of the directory, which makes
+// the name survive a crash, to ds.Sync: a batch of new objects in one
+// directory (a compaction's data files) then costs one directory fsync
+// instead of one per object. Until Sync returns nil the new names may
+// not be durable, so nothing may refer to them (a commit naming them)
+// before. Other buckets ignore it.
+func DeferDirSyncs(ctx context.Context) (context.Context, *DirSyncs) {
+	ds := &DirSyncs{dirs: map[string]bool{}}
+	return context.WithValue(ctx, dirSyncsKey{}, ds), ds
+}
+
+func (ds *DirSyncs) add(dir string) {
+	ds.mu.Lock()
+	ds.dirs[dir] = true
+	ds.mu.Unlock()
+}
+
+// Sync fsyncs every directory a deferred write published into, once each.
+func (ds *DirSyncs) Sync() error {
+	ds.mu.Lock()
+	dirs := make([]string, 0, len(ds.dirs))
+	for d := range ds.dirs {
+		dirs = append(dirs, d)
+	}
+	ds.mu.Unlock()
+	slices.Sort(dirs)
+	for _, d := range dirs {
+		if err := syncDir(d); err != nil {
+			return fmt.Errorf("sync directory %s: %w", d, err)
+		}
+		ds.mu.Lock()
+		delete(ds.dirs, d)
+		ds.mu.Unlock()
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory (a variable so tests can count the calls).
+var syncDir = func(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

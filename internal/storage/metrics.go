@@ -185,6 +185,20 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// ReadFrom forwards to the wrapped writer's ReadFrom, so that a copy into
+// a local file stays in the kernel (see fileWriter.ReadFrom).
+func (w *countingWriter) ReadFrom(r io.Reader) (int64, error) {
+	var n int64
+	var err error
+	if rf, ok := w.WriteCloser.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(r)
+	} else {
+		n, err = io.Copy(struct{ io.Writer }{w.WriteCloser}, r)
+	}
+	w.n += n
+	return n, err
+}
+
 func (w *countingWriter) Close() error {
 	err := w.WriteCloser.Close()
 	w.m.observe(OpUpload, w.start, err)

@@ -48,6 +48,10 @@ func NewReaderAt(ctx context.Context, b Bucket, key string, size int64) io.Reade
 // Size returns the object size given to NewReaderAt.
 func (r *ReaderAt) Size() int64 { return r.size }
 
+// LocalPath returns the local file that holds the object, and false on a
+// remote bucket. The file must only be read (see LocalPather).
+func (r *ReaderAt) LocalPath() (string, bool) { return r.local, r.local != "" }
+
 // ReadAt implements io.ReaderAt. Reads past size return io.EOF, as the
 // io.ReaderAt contract requires.
 func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {

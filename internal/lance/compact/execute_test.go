@@ -18,6 +18,7 @@ import (
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/scan"
 	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/storage"
 )
 
 // smallTable is a compactord-made table of three 10-row fragments (ids
@@ -200,5 +201,51 @@ func TestRunReplansWhenTheFRIChanged(t *testing.T) {
 	ix, err := fri.Load(ctx, h.Bucket, head)
 	if err != nil || ix == nil || len(ix.Versions) != 2 {
 		t.Fatalf("FRI %+v (%v): want two versions", ix, err)
+	}
+}
+
+// TestExecuteLocalCopyMatchesStreamed: on a file:// bucket the copied
+// fragments' pages go from file to file in the kernel (lance/file's
+// TestCopyFileInKernel counts it); the files Execute writes there are
+// byte for byte those it writes through a bucket without local files,
+// where every byte is streamed.
+func TestExecuteLocalCopyMatchesStreamed(t *testing.T) {
+	h := smallTable(t, 1)
+	ctx := t.Context()
+	o := DefaultOptions()
+	o.TargetRowsPerFragment = 12
+	p, read, _, err := PlanLatest(ctx, h, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Groups) != 1 {
+		t.Fatalf("plan %+v", p)
+	}
+	if _, ok := h.Bucket.(storage.LocalPather); !ok {
+		t.Fatal("the test table's bucket has no local files")
+	}
+	local, err := Execute(ctx, h.Bucket, read.Manifest, p.Groups[0], o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamed, err := Execute(ctx, storage.NewFaulty(h.Bucket), read.Manifest, p.Groups[0], o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if local.Stats.FragmentsCopied != 2 || len(local.Files) != 3 || len(streamed.Files) != len(local.Files) {
+		t.Fatalf("copied %d fragments into %d files (streamed: %d files), want 2 into 3", local.Stats.FragmentsCopied, len(local.Files), len(streamed.Files))
+	}
+	for i := range local.Files {
+		a, err := h.Bucket.Get(ctx, local.Files[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := h.Bucket.Get(ctx, streamed.Files[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("file %d: %d bytes written on file://, %d streamed, and they differ", i, len(a), len(b))
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/table"
 	"github.com/compactord/compactord/internal/progress"
+	"github.com/compactord/compactord/internal/storage"
 )
 
 // Env is what a run needs beyond the options.
@@ -337,6 +338,9 @@ func executeAll(ctx context.Context, h *table.Handle, m *pb.Manifest, p *Plan, o
 	errs := make([]error, len(p.Groups))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The new data files share data/: fsync it once for all of them,
+	// below, before anything can name them.
+	ctx, dirs := storage.DeferDirSyncs(ctx)
 	sem := make(chan struct{}, par)
 	var wg sync.WaitGroup
 	for i, g := range p.Groups {
@@ -357,7 +361,13 @@ func executeAll(ctx context.Context, h *table.Handle, m *pb.Manifest, p *Plan, o
 			return outs, err
 		}
 	}
-	return outs, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return outs, err
+	}
+	if err := dirs.Sync(); err != nil {
+		return outs, fmt.Errorf("compact: %w", err)
+	}
+	return outs, nil
 }
 
 func removeQuietly(h *table.Handle, keys []string) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"sync"
 
@@ -199,18 +200,12 @@ func (w *Writer) copySpan(src *File, columns []int, structs map[int]bool, lo, hi
 		}
 	}
 	start := w.pos
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	buf := *bp
-	for off := lo; off < hi; {
-		n := min(hi-off, uint64(len(buf)))
-		if _, err := src.r.ReadAt(buf[:n], int64(off)); err != nil && !(errors.Is(err, io.EOF) && off+n == src.size) {
+	if ok, err := w.copyLocalSpan(src, lo, hi); err != nil {
+		return err
+	} else if !ok {
+		if err := w.streamSpan(src, lo, hi); err != nil {
 			return err
 		}
-		if err := w.raw(buf[:n]); err != nil {
-			return err
-		}
-		off += n
 	}
 	for _, c := range columns {
 		base := w.colRows[c]
@@ -236,6 +231,85 @@ func (w *Writer) copySpan(src *File, columns []int, structs map[int]bool, lo, hi
 	}
 	w.copied = true
 	return nil
+}
+
+// streamSpan copies src's bytes [lo, hi) in chunks through one pooled
+// buffer.
+func (w *Writer) streamSpan(src *File, lo, hi uint64) error {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	for off := lo; off < hi; {
+		n := min(hi-off, uint64(len(buf)))
+		if _, err := src.r.ReadAt(buf[:n], int64(off)); err != nil && !(errors.Is(err, io.EOF) && off+n == src.size) {
+			return err
+		}
+		if err := w.raw(buf[:n]); err != nil {
+			return err
+		}
+		off += n
+	}
+	return nil
+}
+
+// LocalFile is implemented by a source io.ReaderAt (storage.ReaderAt on a
+// file:// bucket) whose bytes are a plain local file, which the span
+// copy may open and hand to its destination itself.
+type LocalFile interface {
+	LocalPath() (string, bool)
+}
+
+// copyLocalSpan copies src's bytes [lo, hi) without passing them through
+// this process when both ends are local files: the source's file, limited
+// to the span, goes to the destination's ReadFrom, which for an *os.File
+// (and the storage layer's file writer, which forwards to one) is
+// copy_file_range(2) on Linux, the copy cp(1) makes. It reports false,
+// having written nothing, when the source or the destination is not a
+// local file or the source cannot be opened; the caller then streams the
+// span. bufio.Writer's ReadFrom reaches its destination's once flushed.
+func (w *Writer) copyLocalSpan(src *File, lo, hi uint64) (bool, error) {
+	lf, ok := src.r.(LocalFile)
+	if !ok {
+		return false, nil
+	}
+	rf, ok := w.w.(io.ReaderFrom)
+	if !ok {
+		return false, nil
+	}
+	path, ok := lf.LocalPath()
+	if !ok {
+		return false, nil
+	}
+	// A descriptor of its own: the copy reads from the file's offset,
+	// which the source's ReaderAt (pread) must not share.
+	f, err := os.Open(path)
+	if err != nil {
+		return false, nil
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || uint64(fi.Size()) < hi {
+		return false, nil // not the file the ReaderAt reads: stream through it
+	}
+	if _, err := f.Seek(int64(lo), io.SeekStart); err != nil {
+		return false, nil
+	}
+	if fl, ok := w.w.(interface{ Flush() error }); ok {
+		if err := fl.Flush(); err != nil {
+			w.err = err
+			return false, err
+		}
+	}
+	want := int64(hi - lo)
+	n, err := rf.ReadFrom(&io.LimitedReader{R: f, N: want})
+	w.pos += uint64(n)
+	if err == nil && n != want {
+		err = fmt.Errorf("lance file: copied %d of the %d bytes of the page span: %w", n, want, io.ErrUnexpectedEOF)
+	}
+	if err != nil {
+		w.err = err
+		return true, err
+	}
+	return true, nil
 }
 
 // sameSchema checks that two field lists describe the same columns.
