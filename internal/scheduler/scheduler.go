@@ -258,15 +258,15 @@ func (s *Scheduler) removeLocked(st *tableState) {
 // finalizeLocked releases a removed table's lease and bucket in the
 // background. REQUIRES: s.mu held; st.running == nil.
 func (s *Scheduler) finalizeLocked(st *tableState) {
-	h, owned := st.handle, st.owned
-	st.handle, st.owned = nil, false
+	h, held := st.handle, st.held && st.lease.Live(s.clock.Now())
+	st.handle, st.owned, st.held = nil, false, false
 	if h == nil {
 		return
 	}
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		if owned && s.deps.Leases != nil {
+		if held && s.deps.Leases != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			if err := s.deps.Leases.Release(ctx, h.Bucket, leaseName); err != nil {
 				s.logger.Warn("could not release the lease of a removed table", zap.String("table", st.spec.Name), zap.Error(err))
@@ -480,7 +480,7 @@ func (s *Scheduler) dispatchLocked(now time.Time) {
 				chosen = i
 			}
 		}
-		if chosen < 0 || st.running != nil || !s.eligibleLocked(st) || s.draining {
+		if chosen < 0 || st.running != nil || !s.eligibleLocked(st) || s.draining || !s.leaseReadyLocked(st) {
 			continue
 		}
 		cands = append(cands, cand{st, chosen, st.pendSince[chosen]})
@@ -798,10 +798,10 @@ func (s *Scheduler) shutdownTables() {
 	var wg sync.WaitGroup
 	for _, st := range sts {
 		s.mu.Lock()
-		h, owned := st.handle, st.owned
+		h, held := st.handle, st.held && st.lease.Live(s.clock.Now())
 		st.handle = nil
 		if s.deps.Leases != nil {
-			st.owned = false
+			st.owned, st.held = false, false
 		}
 		s.mu.Unlock()
 		if h == nil {
@@ -810,7 +810,7 @@ func (s *Scheduler) shutdownTables() {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if owned && s.deps.Leases != nil {
+			if held && s.deps.Leases != nil {
 				if err := s.deps.Leases.Release(ctx, h.Bucket, leaseName); err != nil {
 					s.logger.Warn("could not release a lease; another instance takes the table when it expires",
 						zap.String("table", st.spec.Name), zap.Error(err))
