@@ -110,6 +110,7 @@ func (s *Scheduler) leaseTable(ctx context.Context, st *tableState, assign map[s
 	}
 	now := s.clock.Now()
 	mine := assign == nil || assign[st.spec.Name] == holder
+	st.assignee = assign[st.spec.Name]
 	wanted := st.leaseWanted
 	st.leaseWanted = false
 	if !full && !wanted {

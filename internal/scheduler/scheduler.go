@@ -911,7 +911,11 @@ func (s *Scheduler) Trigger(name string, kind Kind) error {
 	case st.markedLocked(kind):
 		return apiErr(409, "table %q is marked no-compact (%s); remove the mark first: compactord table mark URL no-compact --clear", name, st.marks[marker.NoCompact].Reason)
 	case !st.owned:
-		return apiErr(409, "table %q is served by another instance (%s)", name, st.lease.Holder)
+		by := st.assignee
+		if st.lease.Holder != "" && st.lease.Live(s.clock.Now()) {
+			by = st.lease.Holder // running its jobs now
+		}
+		return apiErr(409, "table %q is served by another instance (%s)", name, by)
 	}
 	st.pend(kind, TriggerManual, s.clock.Now())
 	st.logger.Info("job requested by an operator", zap.String("job", string(kind)))

@@ -141,8 +141,10 @@ type tableState struct {
 
 	// owned: this instance serves the table (leases.go); held: it holds
 	// lease, the newest record it knows, live; leaseWanted: a job waits
-	// for the lease loop to take or renew it.
+	// for the lease loop to take or renew it; assignee: the instance
+	// membership assigns the table to ("" without membership).
 	owned       bool
+	assignee    string
 	held        bool
 	leaseWanted bool
 	lease       lease.State
