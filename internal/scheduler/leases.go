@@ -102,7 +102,11 @@ func (s *Scheduler) leaseRound(ctx context.Context, full bool) {
 func (s *Scheduler) leaseTable(ctx context.Context, st *tableState, assign map[string]string, full bool) {
 	lm := s.deps.Leases
 	holder := lm.Holder()
-	log := s.deps.Logger.With(zap.String("component", "lease"), zap.String("table", st.spec.Name))
+	// Built only when there is something to log: a round visits every
+	// table and most have nothing to say.
+	log := func() *zap.Logger {
+		return s.deps.Logger.With(zap.String("component", "lease"), zap.String("table", st.spec.Name))
+	}
 	s.mu.Lock()
 	if st.removed {
 		s.mu.Unlock()
@@ -133,10 +137,10 @@ func (s *Scheduler) leaseTable(ctx context.Context, st *tableState, assign map[s
 		s.mu.Unlock()
 		if release && h != nil {
 			if err := lm.Release(ctx, h.Bucket, leaseName); err != nil {
-				log.Warn("could not release the lease for hand-over; it expires instead", zap.Error(err))
+				log().Warn("could not release the lease for hand-over; it expires instead", zap.Error(err))
 			}
 		}
-		log.Info("table handed over", zap.String("to", assign[st.spec.Name]))
+		log().Info("table handed over", zap.String("to", assign[st.spec.Name]))
 		return
 	case !st.owned && mine:
 		if st.lease.Holder != "" && st.lease.Holder != holder && st.lease.Live(now) {
@@ -144,7 +148,7 @@ func (s *Scheduler) leaseTable(ctx context.Context, st *tableState, assign map[s
 			return // another instance runs its jobs; serve it once that lease expires
 		}
 		st.owned = true
-		log.Debug("serving the table")
+		log().Debug("serving the table")
 		s.kick()
 	}
 	need := busy || (s.eligibleLocked(st) && st.hasPendingLocked())
@@ -177,13 +181,13 @@ func (s *Scheduler) leaseTable(ctx context.Context, st *tableState, assign map[s
 	}
 	if err != nil {
 		if ctx.Err() == nil {
-			log.Warn("lease round failed", zap.Error(err))
+			log().Warn("lease round failed", zap.Error(err))
 		}
 		if st.held && !now.Before(st.lease.Expires) {
 			st.held = false
 			if st.running != nil {
 				st.running.cancel(ErrLeaseLost)
-				log.Warn("lease expired without renewal: job canceled")
+				log().Warn("lease expired without renewal: job canceled")
 			}
 		}
 		return
@@ -192,13 +196,13 @@ func (s *Scheduler) leaseTable(ctx context.Context, st *tableState, assign map[s
 	switch {
 	case ok:
 		if !st.held {
-			log.Debug("lease acquired", zap.Uint64("epoch", cur.Epoch))
+			log().Debug("lease acquired", zap.Uint64("epoch", cur.Epoch))
 		}
 		st.held = true
 		s.kick()
 	default:
 		st.held = false
-		s.loseLocked(st, log)
+		s.loseLocked(st, log())
 	}
 }
 

@@ -227,8 +227,10 @@ func (s *Scheduler) SetTables(specs []TableSpec) error {
 
 // REQUIRES: s.mu held.
 func (s *Scheduler) addLocked(sp TableSpec, now time.Time) {
-	st := &tableState{spec: sp, logger: s.logger.With(zap.String("table", sp.Name)),
-		jobLogger: s.deps.Logger.With(zap.String("table", sp.Name))}
+	// Lazy: a logger with fields holds an encoded copy of them (a 1 KiB
+	// buffer), which most idle tables never use.
+	st := &tableState{spec: sp, logger: s.logger.WithLazy(zap.String("table", sp.Name)),
+		jobLogger: s.deps.Logger.WithLazy(zap.String("table", sp.Name))}
 	for i := range Kinds {
 		if s.sched[i] != nil {
 			st.next[i] = s.sched[i].Next(now)
@@ -514,8 +516,10 @@ func (s *Scheduler) startLocked(st *tableState, k Kind, now time.Time) {
 	s.metrics.busy.Set(float64(s.running))
 	h := *st.handle
 	scope := []zap.Field{zap.String("kind", string(k)), zap.Uint64("job_id", a.id), zap.String("trigger", string(a.trigger))}
-	h.Logger = st.jobLogger.With(scope...)
-	a.logger = st.logger.With(scope...)
+	// From the base loggers, so that the tables' lazy loggers stay unbuilt.
+	scoped := append([]zap.Field{zap.String("table", st.spec.Name)}, scope...)
+	h.Logger = s.deps.Logger.With(scoped...)
+	a.logger = s.logger.With(scoped...)
 	// Progress lines are debug in the daemon (the API shows the same
 	// numbers); the reporter runs on the scheduler's clock.
 	a.progress = progress.New(progress.Options{Clock: s.clock, Logger: a.logger, Level: zap.DebugLevel})
