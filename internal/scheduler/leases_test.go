@@ -107,6 +107,8 @@ func parked(t *testing.T, clk *clock.Fake, n int) {
 func leaseConfig() scheduler.Config {
 	cfg := testConfig()
 	cfg.Lease = lease.Config{Enabled: true, TTL: 30 * time.Second, RenewInterval: 10 * time.Second}
+	// Jobs held open over many lease rounds must not reach their budget.
+	cfg.Timeouts.Default = time.Hour
 	return cfg
 }
 
@@ -284,6 +286,81 @@ func TestTakeoverWaitsForTheDeadHoldersLease(t *testing.T) {
 		t.Fatalf("lease after the takeover: %+v", got)
 	}
 	g.open()
+}
+
+// An instance that joins is assigned a table whose job is still running on
+// its old instance: the newcomer serves the table but starts nothing under
+// the old holder's lease; the old holder finishes, hands the table over and
+// the newcomer runs its jobs from then on.
+func TestHandOverWaitsForTheRunningJob(t *testing.T) {
+	sp := specs(t, "t")
+	membersURL := memRoot(t)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	jobs := newFakeJobs()
+	g := newGate()
+	jobs.setBehave(func(ctx context.Context, c call) (scheduler.Outcome, error) {
+		if c.trigger == scheduler.TriggerManual {
+			if err := g.wait(ctx); err != nil {
+				return scheduler.Outcome{}, err
+			}
+		}
+		return scheduler.Outcome{Version: 1}, nil
+	})
+	cfg := leaseConfig()
+	newcomer := ""
+	for i := 0; newcomer == ""; i++ {
+		if n := fmt.Sprintf("c%d", i); lease.Assign([]string{"t"}, []string{"a", n})["t"] == n {
+			newcomer = n
+		}
+	}
+	a := leaseInstance(t, "a", cfg, clk, jobs, membersURL, nil, nil, sp)
+	a.waitSynced("t")
+	if err := a.s.Trigger("t", scheduler.KindMerge); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a's job runs", func() bool { return jobs.count("t", "") == 1 })
+	c := leaseInstance(t, newcomer, cfg, clk, jobs, membersURL, nil, nil, sp)
+	c.waitSynced()
+	// Rounds while a's job runs: c is assigned t, finds a's lease when it
+	// would start a job, and stays off the table.
+	for range 6 {
+		clk.Advance(cfg.Lease.RenewInterval)
+		parked(t, clk, 7) // both instances' loops and a's budget timer
+		if st := c.status("t"); st.Owned {
+			_ = c.s.Trigger("t", scheduler.KindCompact)
+			eventually(t, "c takes the lease or finds a's", func() bool {
+				st := c.status("t")
+				return !st.Owned || jobs.count("t", "") > 1
+			})
+		}
+		if got := jobs.count("t", ""); got != 1 {
+			t.Fatalf("%d jobs ran on t while a's was running", got)
+		}
+	}
+	if !a.status("t").Owned {
+		t.Fatal("a stopped serving t in the middle of its job")
+	}
+	g.open()
+	eventually(t, "a's job ends", func() bool { return a.metric("compactord_workers_busy") == 0 })
+	served := false
+	for range 10 {
+		clk.Advance(cfg.Lease.RenewInterval)
+		a.idle(6)
+		if !a.status("t").Owned && c.status("t").Owned {
+			served = true
+			break
+		}
+	}
+	if !served {
+		t.Fatalf("t not handed over: a serves %v, c serves %v", a.status("t").Owned, c.status("t").Owned)
+	}
+	if err := c.s.Trigger("t", scheduler.KindCompact); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "c runs a job on t", func() bool { return jobs.count("t", scheduler.KindCompact) == 1 })
+	if perTable, _ := jobs.maxima(); perTable > 1 {
+		t.Fatalf("%d jobs ran at once on t", perTable)
+	}
 }
 
 // Without membership every instance serves every table; the lease, taken
