@@ -144,8 +144,24 @@ func (s *Scheduler) leaseTable(ctx context.Context, st *tableState, assign map[s
 		return
 	case !st.owned && mine:
 		if st.lease.Holder != "" && st.lease.Holder != holder && st.lease.Live(now) {
+			h := st.handle
 			s.mu.Unlock()
-			return // another instance runs its jobs; serve it once that lease expires
+			// Another instance runs its jobs. Look again each round (only
+			// fenced tables pay this read): a holder that handed the table
+			// over released the lease, and waiting for the expiry we
+			// remember would idle the table for up to a TTL.
+			if !full || h == nil {
+				return
+			}
+			cur, err := lm.Read(ctx, h.Bucket, leaseName)
+			s.mu.Lock()
+			if err == nil && !st.removed {
+				st.lease = cur
+			}
+			if err != nil || st.removed || st.owned || (cur.Holder != holder && cur.Live(now)) {
+				s.mu.Unlock()
+				return
+			}
 		}
 		st.owned = true
 		log().Debug("serving the table")

@@ -307,6 +307,10 @@ func TestHandOverWaitsForTheRunningJob(t *testing.T) {
 		return scheduler.Outcome{Version: 1}, nil
 	})
 	cfg := leaseConfig()
+	// A TTL of six rounds: a's lease always has more than two rounds left
+	// when c reads it, so that c serving t within two rounds of the
+	// hand-over shows it read the released lease again.
+	cfg.Lease.TTL = 60 * time.Second
 	newcomer := ""
 	for i := 0; newcomer == ""; i++ {
 		if n := fmt.Sprintf("c%d", i); lease.Assign([]string{"t"}, []string{"a", n})["t"] == n {
@@ -340,10 +344,29 @@ func TestHandOverWaitsForTheRunningJob(t *testing.T) {
 	if !a.status("t").Owned {
 		t.Fatal("a stopped serving t in the middle of its job")
 	}
+	// Let c remember a's lease with more than two rounds left (just after a
+	// renewed it), so that only reading it again lets c serve t sooner.
+	for i := 0; ; i++ {
+		if l := c.status("t").Lease; !c.status("t").Owned && l != nil && l.Expires.Sub(clk.Now()) > 2*cfg.Lease.RenewInterval {
+			break
+		}
+		if i == 10 {
+			t.Fatalf("c never saw a fresh lease of a: %+v", c.status("t"))
+		}
+		clk.Advance(cfg.Lease.RenewInterval)
+		parked(t, clk, 7)
+		if c.status("t").Owned {
+			_ = c.s.Trigger("t", scheduler.KindCompact)
+			eventually(t, "c finds a's lease", func() bool { return !c.status("t").Owned })
+		}
+	}
 	g.open()
 	eventually(t, "a's job ends", func() bool { return a.metric("compactord_workers_busy") == 0 })
+	// a releases the lease when it hands over; c, which reads a lease that
+	// fences it again every round, serves t within two rounds rather than
+	// when the record it remembers expires.
 	served := false
-	for range 10 {
+	for range 2 {
 		clk.Advance(cfg.Lease.RenewInterval)
 		a.idle(6)
 		if !a.status("t").Owned && c.status("t").Owned {
