@@ -76,7 +76,7 @@ func (s *Scheduler) leaseRound(ctx context.Context, full bool) {
 		l, err := m.Live(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
-				s.logger.Warn("cannot list live instances; keeping the last live set", zap.Error(err))
+				s.logger.Warn("cannot list live instances; keeping the last live set (none yet: serving every table, each job under its lease)", zap.Error(err))
 			}
 		} else {
 			live = l
@@ -86,14 +86,12 @@ func (s *Scheduler) leaseRound(ctx context.Context, full bool) {
 		}
 	}
 	var assign map[string]string
-	if s.deps.Members != nil {
-		if live == nil {
-			// Never listed: serve nothing rather than everything, until
-			// the first listing; a job still needs the lease.
-			live = []string{}
-		}
+	if s.deps.Members != nil && live != nil {
 		assign = lease.Assign(names, live)
 	}
+	// Never listed (the members bucket fails from the start): serve every
+	// table, as without membership; the lease of each job still keeps
+	// instances from running a table's jobs at once.
 	s.forEachTable(func(st *tableState) { s.leaseTable(ctx, st, assign, full) })
 }
 
