@@ -13,6 +13,11 @@
 // believe they hold one (a stalled holder whose lease expired and was taken
 // over); the commit loop is the arbiter of every change to a table. Leases
 // only keep instances from doing the same work twice.
+//
+// Leases are per table and cost a write per renewal, so the scheduler
+// holds one only while the table has jobs to run; which instance serves an
+// idle table follows from the heartbeats of Members (one write per
+// instance, whatever the number of tables) and Assign.
 package lease
 
 import (
@@ -42,16 +47,18 @@ type Config struct {
 	// Holder names this instance in lease records; empty means
 	// hostname-pid-random. Two live instances must not share a holder.
 	Holder string `yaml:"holder"`
-	// TTL is how long a lease lasts without renewal: how long a killed
-	// instance's tables wait before another instance takes them over.
+	// TTL is how long a lease or heartbeat lasts without renewal: how long
+	// a killed instance's tables wait before another instance takes them
+	// over.
 	TTL time.Duration `yaml:"ttl"`
-	// RenewInterval is how often leases are renewed and free ones looked
-	// for. At most TTL/3, so that a holder renews at least twice per TTL.
+	// RenewInterval is how often the heartbeat is written and the leases
+	// of busy tables renewed. At most TTL/3, so that a holder renews at
+	// least twice per TTL.
 	RenewInterval time.Duration `yaml:"renew_interval"`
 	// MembersURL is a bucket where instances publish heartbeats so that
 	// they can split the tables evenly. Empty: the discovery URL when
-	// there is one, otherwise instances take free tables first come,
-	// first served.
+	// there is one, otherwise every instance serves every table and the
+	// lease of each job decides, first come, first served.
 	MembersURL string `yaml:"members_url"`
 }
 

@@ -274,6 +274,44 @@ func TestMembersLiveAndExpiry(t *testing.T) {
 	}
 }
 
+// Instances split the tables only with those that publish the same table
+// list: an instance that lacks a table must not be assigned it. A
+// heartbeat without a list (an older build) counts as the same.
+func TestMembersLiveOnlyWithTheSameTables(t *testing.T) {
+	ctx := context.Background()
+	b := openStore(t, "mem://")
+	clk := clock.NewFake(time.Unix(1e9, 0))
+	ms := map[string]*lease.Members{}
+	for _, h := range []string{"a", "b", "c", "old"} {
+		m, err := lease.NewMembers(b, h, 30*time.Second, clk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms[h] = m
+	}
+	same := lease.Fingerprint([]string{"t2", "t1"})
+	if same != lease.Fingerprint([]string{"t1", "t2", "t1"}) || same == lease.Fingerprint([]string{"t1"}) {
+		t.Fatal("the fingerprint depends on order or duplicates, or ignores a table")
+	}
+	ms["a"].SetTables(same)
+	ms["b"].SetTables(same)
+	ms["c"].SetTables(lease.Fingerprint([]string{"t1"}))
+	for _, m := range ms {
+		if err := m.Heartbeat(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if live, err := ms["a"].Live(ctx); err != nil || fmt.Sprint(live) != "[a b old]" {
+		t.Fatalf("a sees %v %v, want [a b old]", live, err)
+	}
+	if live, err := ms["c"].Live(ctx); err != nil || fmt.Sprint(live) != "[c old]" {
+		t.Fatalf("c sees %v %v, want [c old]", live, err)
+	}
+	if live, err := ms["old"].Live(ctx); err != nil || fmt.Sprint(live) != "[a b c old]" {
+		t.Fatalf("an instance without a list sees %v %v, want everyone", live, err)
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	for _, c := range []lease.Config{
 		{Enabled: true, TTL: 0, RenewInterval: time.Second},

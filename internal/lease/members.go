@@ -2,11 +2,14 @@ package lease
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/compactord/compactord/internal/storage"
@@ -17,17 +20,56 @@ const MembersDir = LeasesDir + "_members/"
 
 // Members publishes this instance's heartbeat and lists the live
 // instances, so that instances can split the tables evenly (Assign) rather
-// than the first to start taking them all.
+// than the first to start taking them all. The heartbeat is the only
+// record an idle instance writes: which instance serves a table follows
+// from the live set, so idle tables cost no lease write (see the
+// scheduler's lease loop).
 type Members struct {
 	b      storage.Bucket
 	holder string
 	ttl    time.Duration
 	clock  Clock
+
+	mu     sync.Mutex
+	tables string
 }
 
 type heartbeat struct {
 	Holder  string    `json:"holder"`
 	Expires time.Time `json:"expires"`
+	// Tables fingerprints the table list the instance serves (Fingerprint).
+	// Instances split the tables only with those that see the same list:
+	// a table assigned to an instance that does not know it would be
+	// served by no one. Empty (an older build): taken to match.
+	Tables string `json:"tables,omitempty"`
+}
+
+// Fingerprint identifies a table list independently of its order: the
+// first 16 hex digits of a SHA-256 over the sorted, distinct keys.
+func Fingerprint(keys []string) string {
+	ks := slices.Clone(keys)
+	slices.Sort(ks)
+	ks = slices.Compact(ks)
+	h := sha256.New()
+	for _, k := range ks {
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// SetTables records the fingerprint of this instance's table list, which
+// the next heartbeats publish and Live compares the others' with.
+func (m *Members) SetTables(fingerprint string) {
+	m.mu.Lock()
+	m.tables = fingerprint
+	m.mu.Unlock()
+}
+
+func (m *Members) fingerprint() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.tables
 }
 
 // NewMembers checks its arguments; it does no I/O.
@@ -48,7 +90,7 @@ func (m *Members) key(holder string) string { return MembersDir + holder + ".jso
 
 // Heartbeat (re)writes this instance's record with a fresh expiry.
 func (m *Members) Heartbeat(ctx context.Context) error {
-	data, _ := json.Marshal(heartbeat{Holder: m.holder, Expires: m.clock.Now().Add(m.ttl).UTC()})
+	data, _ := json.Marshal(heartbeat{Holder: m.holder, Expires: m.clock.Now().Add(m.ttl).UTC(), Tables: m.fingerprint()})
 	if err := m.b.Put(ctx, m.key(m.holder), data); err != nil {
 		return fmt.Errorf("publish heartbeat: %w", err)
 	}
@@ -65,7 +107,9 @@ func (m *Members) Leave(ctx context.Context) error {
 }
 
 // Live lists the holders with an unexpired heartbeat, this one included,
-// sorted. Records expired for ten TTLs are removed.
+// sorted: those whose table list matches this instance's (SetTables), when
+// both published one. Records expired for ten TTLs are removed. It costs
+// one listing and one read per instance, whatever the number of tables.
 func (m *Members) Live(ctx context.Context) ([]string, error) {
 	var keys []string
 	if err := m.b.List(ctx, MembersDir, func(a storage.Attrs) error {
@@ -77,6 +121,7 @@ func (m *Members) Live(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("list members: %w", err)
 	}
 	now := m.clock.Now()
+	mine := m.fingerprint()
 	live := []string{m.holder}
 	for _, k := range keys {
 		data, err := m.b.Get(ctx, k)
@@ -92,7 +137,9 @@ func (m *Members) Live(ctx context.Context) ([]string, error) {
 		}
 		switch {
 		case now.Before(hb.Expires):
-			live = append(live, hb.Holder)
+			if mine == "" || hb.Tables == "" || hb.Tables == mine {
+				live = append(live, hb.Holder)
+			}
 		case now.Sub(hb.Expires) > 10*m.ttl:
 			_ = m.b.Delete(ctx, k) // a long-dead instance
 		}

@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"strings"
 	"sync"
@@ -60,43 +61,73 @@ func within(cond func() bool) bool {
 	return cond()
 }
 
-// Two instances over one bucket split four tables through leases: each
-// serves two, no job ever runs twice at once on a table, and when one
-// instance dies its tables move to the other once its leases expire.
-func TestTwoInstancesSplitTablesViaLeases(t *testing.T) {
-	sp := specs(t, "t1", "t2", "t3", "t4")
-	membersURL := memRoot(t)
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	jobs := newFakeJobs() // shared: counts overlap across both instances
-	cfg := testConfig()
-	cfg.Schedule.Merge = "@every 1s"
-	cfg.Schedule.Compact = "@every 3s"
-	cfg.Lease = lease.Config{Enabled: true, TTL: 30 * time.Second, RenewInterval: 10 * time.Second}
-
-	instance := func(holder string, f *faults) *harness {
+// leaseInstance starts one instance named holder over sp with leasing on
+// and, when membersURL is set, membership there. f (optional) lets the test
+// kill it; count (optional) counts its operations on every bucket.
+func leaseInstance(t *testing.T, holder string, cfg scheduler.Config, clk *clock.Fake, jobs *fakeJobs, membersURL string, f *faults, count *opCounter, sp []scheduler.TableSpec) *harness {
+	t.Helper()
+	wrap := func(name string, b storage.Bucket) storage.Bucket {
+		if count != nil {
+			b = &countingBucket{Bucket: b, c: count}
+		}
+		if f != nil {
+			b = f.wrap(name, b)
+		}
+		return b
+	}
+	var members storage.Bucket
+	if membersURL != "" {
 		mb, err := storage.Open(context.Background(), membersURL)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = mb.Close() })
-		var members storage.Bucket = mb
-		var wrap func(string, storage.Bucket) storage.Bucket
-		if f != nil {
-			members, wrap = f.wrap("members", mb), f.wrap
+		members = wrap("members", mb)
+	}
+	return start(t, harnessOpts{cfg: cfg, clk: clk, jobs: jobs, wrap: wrap, deps: func(d *scheduler.Deps) {
+		var err error
+		if d.Leases, err = lease.NewManager(holder, cfg.Lease.TTL, clk); err != nil {
+			t.Fatal(err)
 		}
-		return start(t, harnessOpts{cfg: cfg, clk: clk, jobs: jobs, wrap: wrap, deps: func(d *scheduler.Deps) {
-			var err error
-			if d.Leases, err = lease.NewManager(holder, cfg.Lease.TTL, clk); err != nil {
-				t.Fatal(err)
-			}
+		if members != nil {
 			if d.Members, err = lease.NewMembers(members, holder, cfg.Lease.TTL, clk); err != nil {
 				t.Fatal(err)
 			}
-		}}, sp...)
-	}
+		}
+	}}, sp...)
+}
+
+// parked waits until n timers are armed: every loop waits on the clock
+// (harness.idle, with an attempt running).
+func parked(t *testing.T, clk *clock.Fake, n int) {
+	t.Helper()
+	eventually(t, "loops parked", func() bool { return clk.Timers() >= n })
+}
+
+func leaseConfig() scheduler.Config {
+	cfg := testConfig()
+	cfg.Lease = lease.Config{Enabled: true, TTL: 30 * time.Second, RenewInterval: 10 * time.Second}
+	// Jobs held open over many lease rounds must not reach their budget.
+	cfg.Timeouts.Default = time.Hour
+	return cfg
+}
+
+// Two instances over one bucket split four tables through membership: each
+// serves two, no job ever runs twice at once on a table, and when one
+// instance dies its tables move to the other once its heartbeat expires,
+// within about a TTL.
+func TestTwoInstancesSplitTablesViaLeases(t *testing.T) {
+	sp := specs(t, "t1", "t2", "t3", "t4")
+	membersURL := memRoot(t)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	jobs := newFakeJobs() // shared: counts overlap across both instances
+	cfg := leaseConfig()
+	cfg.Schedule.Merge = "@every 1s"
+	cfg.Schedule.Compact = "@every 3s"
+
 	fa := &faults{}
-	a := instance("a", fa)
-	b := instance("b", nil)
+	a := leaseInstance(t, "a", cfg, clk, jobs, membersURL, fa, nil, sp)
+	b := leaseInstance(t, "b", cfg, clk, jobs, membersURL, nil, nil, sp)
 
 	split := false
 	for range 20 {
@@ -132,15 +163,10 @@ func TestTwoInstancesSplitTablesViaLeases(t *testing.T) {
 		t.Fatalf("%d jobs ran at once on one table across the instances", perTable)
 	}
 
-	// Kill a: its buckets fail from now on, so it can neither renew nor
-	// release its leases.
+	// Kill a: its buckets fail from now on, so it can neither heartbeat
+	// nor release its leases.
 	aTables := owned(a)
-	var expiry time.Time
-	for _, n := range aTables {
-		if l := b.status(n).Lease; l != nil && l.Expires.After(expiry) {
-			expiry = l.Expires
-		}
-	}
+	killed := clk.Now()
 	fa.kill()
 	_ = a.stop()
 	took := false
@@ -154,8 +180,10 @@ func TestTwoInstancesSplitTablesViaLeases(t *testing.T) {
 	if !took {
 		t.Fatalf("b did not take a's tables over: b owns %v", owned(b))
 	}
-	if clk.Now().Before(expiry) {
-		t.Fatalf("b took over at %v, before a's leases expired at %v", clk.Now(), expiry)
+	// a's last heartbeat is at most a round old at the kill: b must wait
+	// for it to expire, and not much longer.
+	if at := clk.Now().Sub(killed); at < cfg.Lease.TTL-cfg.Lease.RenewInterval || at > cfg.Lease.TTL+2*cfg.Lease.RenewInterval {
+		t.Fatalf("b took over %v after the kill; want about a TTL (%v)", at, cfg.Lease.TTL)
 	}
 	before := map[string]int{}
 	for _, n := range aTables {
@@ -169,7 +197,7 @@ func TestTwoInstancesSplitTablesViaLeases(t *testing.T) {
 		}
 		return true
 	}
-	for i := 0; i < 10 && !within(taken); i++ {
+	for i := 0; i < 40 && !within(taken); i++ {
 		clk.Advance(time.Second)
 	}
 	if !taken() {
@@ -180,6 +208,236 @@ func TestTwoInstancesSplitTablesViaLeases(t *testing.T) {
 	}
 	if got := b.metric("compactord_lease_owned", "table", aTables[0]); got != 1 {
 		t.Fatalf("lease_owned = %v", got)
+	}
+}
+
+// An instance killed in the middle of a job holds that table's lease: the
+// instance the table moves to serves it once the heartbeat expires, but
+// starts no job before the dead holder's lease has expired too.
+func TestTakeoverWaitsForTheDeadHoldersLease(t *testing.T) {
+	sp := specs(t, "t")
+	membersURL := memRoot(t)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	jobs := newFakeJobs()
+	g := newGate()
+	jobs.setBehave(func(ctx context.Context, c call) (scheduler.Outcome, error) {
+		if err := g.wait(ctx); err != nil {
+			return scheduler.Outcome{}, err
+		}
+		return scheduler.Outcome{Version: 1}, nil
+	})
+	cfg := leaseConfig()
+	// One table, two instances: the one Assign picks serves it, whichever
+	// started first.
+	want := lease.Assign([]string{"t"}, []string{"a", "b"})["t"]
+	other := map[string]string{"a": "b", "b": "a"}[want]
+	fa := &faults{}
+	owner := leaseInstance(t, want, cfg, clk, jobs, membersURL, fa, nil, sp)
+	spare := leaseInstance(t, other, cfg, clk, jobs, membersURL, nil, nil, sp)
+	eventually(t, "the assignee serves t", func() bool {
+		if !owner.status("t").Owned {
+			clk.Advance(cfg.Lease.RenewInterval)
+			owner.idle(6)
+			return false
+		}
+		return true
+	})
+	owner.waitSynced("t")
+	spare.idle(3)
+	if err := owner.s.Trigger("t", scheduler.KindMerge); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the job runs", func() bool { return jobs.count("t", "") == 1 })
+	l := owner.status("t").Lease
+	if l == nil || l.Holder != want {
+		t.Fatalf("lease while the job runs: %+v", l)
+	}
+	fa.kill()
+	// Its shutdown can release nothing: the lease outlives it.
+	_ = owner.stop()
+	// The dead instance's job lease is live for up to a TTL; its
+	// heartbeat expires about as soon. spare serves t then, and runs
+	// nothing before the lease is over.
+	expires := l.Expires
+	deadline := clk.Now().Add(3 * cfg.Lease.TTL)
+	ran := false
+	for clk.Now().Before(deadline) && !ran {
+		clk.Advance(cfg.Lease.RenewInterval)
+		spare.idle(3)
+		if spare.status("t").Owned && jobs.count("t", "") == 1 {
+			if err := spare.s.Trigger("t", scheduler.KindMerge); err == nil {
+				eventually(t, "the trigger is taken or dropped", func() bool {
+					st := spare.status("t")
+					return jobs.count("t", "") == 2 || !st.Owned || len(st.Pending) == 0 && spare.metric("compactord_workers_busy") == 0
+				})
+			}
+		}
+		if jobs.count("t", "") == 2 {
+			ran = true
+			if clk.Now().Before(expires) {
+				t.Fatalf("spare ran a job at %v, before the dead holder's lease expired at %v", clk.Now(), expires)
+			}
+		}
+	}
+	if !ran {
+		t.Fatalf("spare never ran a job on t (status %+v)", spare.status("t"))
+	}
+	if got := spare.status("t").Lease; got == nil || got.Holder != other {
+		t.Fatalf("lease after the takeover: %+v", got)
+	}
+	g.open()
+}
+
+// An instance that joins is assigned a table whose job is still running on
+// its old instance: the newcomer serves the table but starts nothing under
+// the old holder's lease; the old holder finishes, hands the table over and
+// the newcomer runs its jobs from then on.
+func TestHandOverWaitsForTheRunningJob(t *testing.T) {
+	sp := specs(t, "t")
+	membersURL := memRoot(t)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	jobs := newFakeJobs()
+	g := newGate()
+	jobs.setBehave(func(ctx context.Context, c call) (scheduler.Outcome, error) {
+		if c.trigger == scheduler.TriggerManual {
+			if err := g.wait(ctx); err != nil {
+				return scheduler.Outcome{}, err
+			}
+		}
+		return scheduler.Outcome{Version: 1}, nil
+	})
+	cfg := leaseConfig()
+	// A TTL of six rounds: a's lease always has more than two rounds left
+	// when c reads it, so that c serving t within two rounds of the
+	// hand-over shows it read the released lease again.
+	cfg.Lease.TTL = 60 * time.Second
+	newcomer := ""
+	for i := 0; newcomer == ""; i++ {
+		if n := fmt.Sprintf("c%d", i); lease.Assign([]string{"t"}, []string{"a", n})["t"] == n {
+			newcomer = n
+		}
+	}
+	a := leaseInstance(t, "a", cfg, clk, jobs, membersURL, nil, nil, sp)
+	a.waitSynced("t")
+	if err := a.s.Trigger("t", scheduler.KindMerge); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a's job runs", func() bool { return jobs.count("t", "") == 1 })
+	c := leaseInstance(t, newcomer, cfg, clk, jobs, membersURL, nil, nil, sp)
+	c.waitSynced()
+	// Rounds while a's job runs: c is assigned t, finds a's lease when it
+	// would start a job, and stays off the table.
+	for range 6 {
+		clk.Advance(cfg.Lease.RenewInterval)
+		parked(t, clk, 7) // both instances' loops and a's budget timer
+		if st := c.status("t"); st.Owned {
+			_ = c.s.Trigger("t", scheduler.KindCompact)
+			eventually(t, "c takes the lease or finds a's", func() bool {
+				st := c.status("t")
+				return !st.Owned || jobs.count("t", "") > 1
+			})
+		}
+		if got := jobs.count("t", ""); got != 1 {
+			t.Fatalf("%d jobs ran on t while a's was running", got)
+		}
+	}
+	if !a.status("t").Owned {
+		t.Fatal("a stopped serving t in the middle of its job")
+	}
+	// Let c remember a's lease with more than two rounds left (just after a
+	// renewed it), so that only reading it again lets c serve t sooner.
+	for i := 0; ; i++ {
+		if l := c.status("t").Lease; !c.status("t").Owned && l != nil && l.Expires.Sub(clk.Now()) > 2*cfg.Lease.RenewInterval {
+			break
+		}
+		if i == 10 {
+			t.Fatalf("c never saw a fresh lease of a: %+v", c.status("t"))
+		}
+		clk.Advance(cfg.Lease.RenewInterval)
+		parked(t, clk, 7)
+		if c.status("t").Owned {
+			_ = c.s.Trigger("t", scheduler.KindCompact)
+			eventually(t, "c finds a's lease", func() bool { return !c.status("t").Owned })
+		}
+	}
+	g.open()
+	eventually(t, "a's job ends", func() bool { return a.metric("compactord_workers_busy") == 0 })
+	// a releases the lease when it hands over; c, which reads a lease that
+	// fences it again every round, serves t within two rounds rather than
+	// when the record it remembers expires.
+	served := false
+	for range 2 {
+		clk.Advance(cfg.Lease.RenewInterval)
+		a.idle(6)
+		if !a.status("t").Owned && c.status("t").Owned {
+			served = true
+			break
+		}
+	}
+	if !served {
+		t.Fatalf("t not handed over: a serves %v, c serves %v", a.status("t").Owned, c.status("t").Owned)
+	}
+	if err := c.s.Trigger("t", scheduler.KindCompact); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "c runs a job on t", func() bool { return jobs.count("t", scheduler.KindCompact) == 1 })
+	if perTable, _ := jobs.maxima(); perTable > 1 {
+		t.Fatalf("%d jobs ran at once on t", perTable)
+	}
+}
+
+// Without membership every instance serves every table; the lease, taken
+// when a job is to start, keeps the second instance from running one at
+// the same time: it stops serving the table until that lease expires.
+func TestLeaseFencesJobsWithoutMembership(t *testing.T) {
+	sp := specs(t, "t")
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	jobs := newFakeJobs()
+	g := newGate()
+	jobs.setBehave(func(ctx context.Context, c call) (scheduler.Outcome, error) {
+		if err := g.wait(ctx); err != nil {
+			return scheduler.Outcome{}, err
+		}
+		return scheduler.Outcome{Version: 1}, nil
+	})
+	cfg := leaseConfig()
+	a := leaseInstance(t, "a", cfg, clk, jobs, "", nil, nil, sp)
+	b := leaseInstance(t, "b", cfg, clk, jobs, "", nil, nil, sp)
+	a.waitSynced("t")
+	b.waitSynced("t")
+	if err := a.s.Trigger("t", scheduler.KindMerge); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a runs the job", func() bool { return jobs.count("t", "") == 1 })
+	if err := b.s.Trigger("t", scheduler.KindMerge); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "b finds a's lease", func() bool { return !b.status("t").Owned })
+	if l := b.status("t").Lease; l == nil || l.Holder != "a" {
+		t.Fatalf("b's view of the lease: %+v", l)
+	}
+	// a renews while its job runs: b stays off the table.
+	for range 6 {
+		clk.Advance(cfg.Lease.RenewInterval)
+		parked(t, clk, 7) // a's budget timer besides both instances' loops
+		if b.status("t").Owned && jobs.count("t", "") > 1 {
+			t.Fatal("b ran a job while a's was running")
+		}
+	}
+	if got := jobs.count("t", ""); got != 1 {
+		t.Fatalf("%d jobs ran, want 1", got)
+	}
+	g.open()
+	eventually(t, "a's job ends", func() bool { return a.metric("compactord_workers_busy") == 0 })
+	// Idle, a no longer renews: its lease expires within a TTL and b
+	// serves the table again.
+	for range 5 {
+		clk.Advance(cfg.Lease.RenewInterval)
+		a.idle(6)
+	}
+	eventually(t, "b serves t again", func() bool { return b.status("t").Owned })
+	if perTable, _ := jobs.maxima(); perTable > 1 {
+		t.Fatalf("%d jobs ran at once on t", perTable)
 	}
 }
 
@@ -215,6 +473,11 @@ func (c *countingBucket) Get(ctx context.Context, key string) ([]byte, error) {
 	return c.Bucket.Get(ctx, key)
 }
 
+func (c *countingBucket) Put(ctx context.Context, key string, data []byte) error {
+	c.c.note("put", key)
+	return c.Bucket.Put(ctx, key, data)
+}
+
 func (c *countingBucket) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	c.c.note("put_if_absent", key)
 	return c.Bucket.PutIfAbsent(ctx, key, data)
@@ -230,37 +493,104 @@ func (c *countingBucket) Delete(ctx context.Context, key string) error {
 	return c.Bucket.Delete(ctx, key)
 }
 
-// A holder touches the store for its lease only to renew it, once half the
-// TTL has passed: the rounds in between cost no request.
-func TestLeaseRoundsBetweenRenewalsDoNoIO(t *testing.T) {
-	cfg := testConfig()
-	cfg.Lease = lease.Config{Enabled: true, TTL: 30 * time.Second, RenewInterval: 10 * time.Second}
-	cb := &opCounter{prefix: lease.Dir("table"), ops: map[string]int{}}
-	h := start(t, harnessOpts{cfg: cfg, wrap: func(_ string, b storage.Bucket) storage.Bucket {
-		return &countingBucket{Bucket: b, c: cb}
-	}, deps: func(d *scheduler.Deps) {
-		var err error
-		if d.Leases, err = lease.NewManager("a", cfg.Lease.TTL, d.Clock); err != nil {
-			t.Fatal(err)
+// Idle, an instance's lease traffic is its heartbeat: two instances over
+// forty idle tables write two records a round (one heartbeat each), and
+// no table lease is read or written.
+func TestIdleLeaseCostIsPerInstance(t *testing.T) {
+	names := make([]string, 40)
+	for i := range names {
+		names[i] = fmt.Sprintf("t%02d", i)
+	}
+	sp := specs(t, names...)
+	membersURL := memRoot(t)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	cfg := leaseConfig()
+	cb := &opCounter{prefix: lease.LeasesDir, ops: map[string]int{}}
+	a := leaseInstance(t, "a", cfg, clk, newFakeJobs(), membersURL, nil, cb, sp)
+	b := leaseInstance(t, "b", cfg, clk, newFakeJobs(), membersURL, nil, cb, sp)
+	a.waitSynced()
+	b.waitSynced()
+	eventually(t, "the tables split", func() bool {
+		if len(owned(a))+len(owned(b)) == len(names) && len(owned(a)) == len(names)/2 {
+			return true
 		}
-	}}, specs(t, "t")...)
+		clk.Advance(cfg.Lease.RenewInterval)
+		a.idle(6)
+		return false
+	})
+	a.idle(6)
+	before := cb.counts()
+	const rounds = 6
+	for range rounds {
+		clk.Advance(cfg.Lease.RenewInterval)
+		a.idle(6)
+	}
+	after := cb.counts()
+	writes := func(m map[string]int) int { return m["put"] + m["put_if_absent"] + m["delete"] }
+	if got := writes(after) - writes(before); got != 2*rounds {
+		t.Errorf("%d lease writes in %d idle rounds of 2 instances over %d tables, want %d (one heartbeat each a round): before %v, after %v",
+			got, rounds, len(names), 2*rounds, before, after)
+	}
+	// Reads: per round and instance one listing of the members and a read
+	// of each heartbeat; nothing per table.
+	if got, limit := after["get"]+after["list"]-before["get"]-before["list"], rounds*2*3; got > limit {
+		t.Errorf("%d lease reads in %d idle rounds, want at most %d: before %v, after %v", got, rounds, limit, before, after)
+	}
+}
+
+// A job takes the table's lease when it is to start and the lease is
+// renewed while jobs run; idle, the table costs no lease request at all.
+func TestLeaseTakenForJobsOnly(t *testing.T) {
+	cfg := leaseConfig()
+	cb := &opCounter{prefix: lease.Dir("table"), ops: map[string]int{}}
+	g := newGate()
+	jobs := newFakeJobs()
+	jobs.setBehave(func(ctx context.Context, c call) (scheduler.Outcome, error) {
+		if err := g.wait(ctx); err != nil {
+			return scheduler.Outcome{}, err
+		}
+		return scheduler.Outcome{Version: 1}, nil
+	})
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := leaseInstance(t, "a", cfg, clk, jobs, "", nil, cb, specs(t, "t"))
 	h.waitSynced("t")
 	h.idle(3)
-	before := cb.counts()
 	for range 6 {
 		h.clk.Advance(cfg.Lease.RenewInterval)
 		h.idle(3)
 	}
-	after := cb.counts()
-	// Six rounds, three renewals: each writes the next record, confirms with
-	// a listing that it is the newest, and deletes the one before the last
-	// (none before the second record).
-	for op, want := range map[string]int{"put_if_absent": 3, "list": 3, "get": 0, "delete": 2} {
-		if got := after[op] - before[op]; got != want {
-			t.Errorf("%s on the lease: %d in six rounds, want %d (all: before %v, after %v)", op, got, want, before, after)
-		}
+	if got := cb.counts(); len(got) != 0 {
+		t.Fatalf("lease requests of an idle table: %v", got)
+	}
+	if err := h.s.Trigger("t", scheduler.KindMerge); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the job runs", func() bool { return jobs.count("t", "") == 1 })
+	if l := h.status("t").Lease; l == nil || l.Holder != "a" {
+		t.Fatalf("lease while the job runs: %+v", l)
+	}
+	first := cb.counts()["put_if_absent"]
+	// Six rounds of a running job: renewed once half the TTL has passed,
+	// every other round.
+	for range 6 {
+		h.clk.Advance(cfg.Lease.RenewInterval)
+		parked(t, clk, 4) // the budget timer of the running attempt besides the loops
+	}
+	if got := cb.counts()["put_if_absent"] - first; got != 3 {
+		t.Fatalf("%d renewals in six rounds of a running job, want 3 (all: %v)", got, cb.counts())
+	}
+	g.open()
+	eventually(t, "the job ends", func() bool { return h.metric("compactord_workers_busy") == 0 })
+	h.idle(3)
+	done := cb.counts()
+	for range 6 {
+		h.clk.Advance(cfg.Lease.RenewInterval)
+		h.idle(3)
+	}
+	if got := cb.counts(); !maps.Equal(got, done) {
+		t.Fatalf("lease requests after the job: %v, then %v", done, got)
 	}
 	if !h.status("t").Owned {
-		t.Fatal("the lease was lost")
+		t.Fatal("the table is no longer served")
 	}
 }

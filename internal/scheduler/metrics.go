@@ -157,7 +157,7 @@ var (
 	descPaused = prometheus.NewDesc("compactord_table_paused",
 		"1 when an operator paused the table.", []string{"table"}, nil)
 	descLeaseOwned = prometheus.NewDesc("compactord_lease_owned",
-		"1 when this instance holds the table's lease (always 1 with leasing off).", []string{"table"}, nil)
+		"1 when this instance serves the table: assigned to it by membership (any instance without) and no other instance's lease on it live; always 1 with leasing off.", []string{"table"}, nil)
 	descVersion = prometheus.NewDesc("compactord_table_version",
 		"The newest table version seen by the last sync.", []string{"table"}, nil)
 	descLastSync = prometheus.NewDesc("compactord_table_last_sync_timestamp_seconds",

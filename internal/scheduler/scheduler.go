@@ -227,8 +227,10 @@ func (s *Scheduler) SetTables(specs []TableSpec) error {
 
 // REQUIRES: s.mu held.
 func (s *Scheduler) addLocked(sp TableSpec, now time.Time) {
-	st := &tableState{spec: sp, logger: s.logger.With(zap.String("table", sp.Name)),
-		jobLogger: s.deps.Logger.With(zap.String("table", sp.Name))}
+	// Lazy: a logger with fields holds an encoded copy of them (a 1 KiB
+	// buffer), which most idle tables never use.
+	st := &tableState{spec: sp, logger: s.logger.WithLazy(zap.String("table", sp.Name)),
+		jobLogger: s.deps.Logger.WithLazy(zap.String("table", sp.Name))}
 	for i := range Kinds {
 		if s.sched[i] != nil {
 			st.next[i] = s.sched[i].Next(now)
@@ -258,15 +260,15 @@ func (s *Scheduler) removeLocked(st *tableState) {
 // finalizeLocked releases a removed table's lease and bucket in the
 // background. REQUIRES: s.mu held; st.running == nil.
 func (s *Scheduler) finalizeLocked(st *tableState) {
-	h, owned := st.handle, st.owned
-	st.handle, st.owned = nil, false
+	h, held := st.handle, st.held && st.lease.Live(s.clock.Now())
+	st.handle, st.owned, st.held = nil, false, false
 	if h == nil {
 		return
 	}
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		if owned && s.deps.Leases != nil {
+		if held && s.deps.Leases != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			if err := s.deps.Leases.Release(ctx, h.Bucket, leaseName); err != nil {
 				s.logger.Warn("could not release the lease of a removed table", zap.String("table", st.spec.Name), zap.Error(err))
@@ -480,7 +482,7 @@ func (s *Scheduler) dispatchLocked(now time.Time) {
 				chosen = i
 			}
 		}
-		if chosen < 0 || st.running != nil || !s.eligibleLocked(st) || s.draining {
+		if chosen < 0 || st.running != nil || !s.eligibleLocked(st) || s.draining || !s.leaseReadyLocked(st) {
 			continue
 		}
 		cands = append(cands, cand{st, chosen, st.pendSince[chosen]})
@@ -514,8 +516,10 @@ func (s *Scheduler) startLocked(st *tableState, k Kind, now time.Time) {
 	s.metrics.busy.Set(float64(s.running))
 	h := *st.handle
 	scope := []zap.Field{zap.String("kind", string(k)), zap.Uint64("job_id", a.id), zap.String("trigger", string(a.trigger))}
-	h.Logger = st.jobLogger.With(scope...)
-	a.logger = st.logger.With(scope...)
+	// From the base loggers, so that the tables' lazy loggers stay unbuilt.
+	scoped := append([]zap.Field{zap.String("table", st.spec.Name)}, scope...)
+	h.Logger = s.deps.Logger.With(scoped...)
+	a.logger = s.logger.With(scoped...)
 	// Progress lines are debug in the daemon (the API shows the same
 	// numbers); the reporter runs on the scheduler's clock.
 	a.progress = progress.New(progress.Options{Clock: s.clock, Logger: a.logger, Level: zap.DebugLevel})
@@ -798,10 +802,10 @@ func (s *Scheduler) shutdownTables() {
 	var wg sync.WaitGroup
 	for _, st := range sts {
 		s.mu.Lock()
-		h, owned := st.handle, st.owned
+		h, held := st.handle, st.held && st.lease.Live(s.clock.Now())
 		st.handle = nil
 		if s.deps.Leases != nil {
-			st.owned = false
+			st.owned, st.held = false, false
 		}
 		s.mu.Unlock()
 		if h == nil {
@@ -810,7 +814,7 @@ func (s *Scheduler) shutdownTables() {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if owned && s.deps.Leases != nil {
+			if held && s.deps.Leases != nil {
 				if err := s.deps.Leases.Release(ctx, h.Bucket, leaseName); err != nil {
 					s.logger.Warn("could not release a lease; another instance takes the table when it expires",
 						zap.String("table", st.spec.Name), zap.Error(err))
@@ -911,7 +915,11 @@ func (s *Scheduler) Trigger(name string, kind Kind) error {
 	case st.markedLocked(kind):
 		return apiErr(409, "table %q is marked no-compact (%s); remove the mark first: compactord table mark URL no-compact --clear", name, st.marks[marker.NoCompact].Reason)
 	case !st.owned:
-		return apiErr(409, "table %q is served by another instance (%s)", name, st.lease.Holder)
+		by := st.assignee
+		if st.lease.Holder != "" && st.lease.Live(s.clock.Now()) {
+			by = st.lease.Holder // running its jobs now
+		}
+		return apiErr(409, "table %q is served by another instance (%s)", name, by)
 	}
 	st.pend(kind, TriggerManual, s.clock.Now())
 	st.logger.Info("job requested by an operator", zap.String("job", string(kind)))

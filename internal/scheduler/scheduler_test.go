@@ -494,7 +494,7 @@ compactord_job_failures_total{kind="compact",table="t"} 0
 compactord_job_failures_total{kind="index",table="t"} 0
 compactord_job_failures_total{kind="merge",table="t"} 0
 compactord_job_failures_total{kind="trim",table="t"} 0
-# HELP compactord_lease_owned 1 when this instance holds the table's lease (always 1 with leasing off).
+# HELP compactord_lease_owned 1 when this instance serves the table: assigned to it by membership (any instance without) and no other instance's lease on it live; always 1 with leasing off.
 # TYPE compactord_lease_owned gauge
 compactord_lease_owned{table="t"} 1
 `

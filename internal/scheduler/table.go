@@ -139,9 +139,15 @@ type tableState struct {
 	syncRetries      int
 	syncFailingSince time.Time
 
-	owned     bool
-	lease     lease.State
-	freeSince time.Time
+	// owned: this instance serves the table (leases.go); held: it holds
+	// lease, the newest record it knows, live; leaseWanted: a job waits
+	// for the lease loop to take or renew it; assignee: the instance
+	// membership assigns the table to ("" without membership).
+	owned       bool
+	assignee    string
+	held        bool
+	leaseWanted bool
+	lease       lease.State
 
 	history  []JobRecord
 	lastRuns [numKinds]*JobRecord
