@@ -56,21 +56,117 @@ type directPage struct {
 	offs  []int64 // variable: each chunk's n+1 offsets, one after another
 }
 
-func newDirectPage(k dkind, e *pb.CompressiveEncoding, total, chunks int) *directPage {
+func newDirectPage(k dkind, e *pb.CompressiveEncoding, total, chunks int, rb *decodeBufs) *directPage {
 	d := &directPage{kind: k, total: total}
 	switch k {
 	case directFlat:
 		d.bits = int(e.GetFlat().GetBitsPerValue())
-		d.data = alloc(total * d.bits / 8)
+		d.data = rb.bytes(total * d.bits / 8)
 	case directInline:
 		d.bits = int(e.GetInlineBitpacking().GetUncompressedBitsPerValue())
 		// unpackInline writes whole blocks of 1024 values.
-		d.data = alloc((total + 1024) * d.bits / 8)
+		d.data = rb.bytes((total + 1024) * d.bits / 8)
 	case directVariable:
 		d.bits, _ = flatBits(e.GetVariable().GetOffsets())
-		d.offs = make([]int64, 0, total+chunks)
+		d.offs = rb.int64s(total + chunks)[:0]
 	}
 	return d
+}
+
+// decodeBufs are buffers of a column's decoded windows that a Stream
+// handing out views gets back when the next window replaces them; the
+// decoder takes them instead of allocating (and zeroing) fresh ones.
+// Every byte of a taken buffer is overwritten before it is read. Only
+// buffers it lent out (the last few) are taken back, so memory that
+// belongs to anything else (file metadata, a constant page) never is.
+type decodeBufs struct {
+	b       [][]byte
+	i64     [][]int64
+	lentB   [][]byte
+	lentI64 [][]int64
+}
+
+const decodeBufsMax = 4
+
+// bytes is n bytes (8-byte aligned, contents undefined); nil rb: fresh.
+func (rb *decodeBufs) bytes(n int) []byte {
+	if rb == nil {
+		return alloc(n)
+	}
+	var out []byte
+	for i, b := range rb.b {
+		if cap(b) >= n {
+			rb.b = append(rb.b[:i], rb.b[i+1:]...)
+			out = b[:n]
+			break
+		}
+	}
+	if out == nil {
+		out = alloc(n + n/8)[:n]
+	}
+	if len(rb.lentB) >= 2*decodeBufsMax {
+		rb.lentB = append(rb.lentB[:0], rb.lentB[1:]...)
+	}
+	rb.lentB = append(rb.lentB, out)
+	return out
+}
+
+// int64s is n int64s, contents undefined; nil rb: fresh.
+func (rb *decodeBufs) int64s(n int) []int64 {
+	if rb == nil {
+		return make([]int64, n)
+	}
+	var out []int64
+	for i, b := range rb.i64 {
+		if cap(b) >= n {
+			rb.i64 = append(rb.i64[:i], rb.i64[i+1:]...)
+			out = b[:n]
+			break
+		}
+	}
+	if out == nil {
+		out = make([]int64, n, n+n/8)
+	}
+	if len(rb.lentI64) >= 2*decodeBufsMax {
+		rb.lentI64 = append(rb.lentI64[:0], rb.lentI64[1:]...)
+	}
+	rb.lentI64 = append(rb.lentI64, out)
+	return out
+}
+
+// give takes back the buffers of an array nothing else references, those
+// of them it lent.
+func (rb *decodeBufs) give(a *Array) {
+	if len(a.Values) > 0 {
+		for i, b := range rb.lentB {
+			if &b[:1][0] == &a.Values[:1][0] {
+				rb.lentB = append(rb.lentB[:i], rb.lentB[i+1:]...)
+				if len(rb.b) < decodeBufsMax {
+					rb.b = append(rb.b, b[:cap(b)])
+				}
+				break
+			}
+		}
+	}
+	if len(a.Offsets) > 0 {
+		rb.giveInt64s(a.Offsets)
+	}
+}
+
+// giveInt64s takes back o if it lent it.
+func (rb *decodeBufs) giveInt64s(o []int64) {
+	if rb == nil || len(o) == 0 {
+		return
+	}
+	for i, b := range rb.lentI64 {
+		if &b[:1][0] == &o[0] {
+			rb.lentI64 = append(rb.lentI64[:i], rb.lentI64[i+1:]...)
+			if len(rb.i64) < decodeBufsMax {
+				rb.i64 = append(rb.i64, b[:cap(b)])
+			}
+			return
+		}
+	}
 }
 
 // add decodes one chunk of n values from its value buffer b. Variable

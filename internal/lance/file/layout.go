@@ -149,12 +149,13 @@ func decodeMiniBlockPage(ml *pb.MiniBlockLayout, bufs [][]byte, rows int, leaf D
 	if len(bufs) > 2 {
 		dict = bufs[2]
 	}
-	return decodeMiniChunks(ml, chunks, bufs[1], 0, dict, rows, leaf)
+	return decodeMiniChunks(ml, chunks, bufs[1], 0, dict, rows, leaf, nil)
 }
 
 // decodeMiniChunks decodes the given chunks; data holds the chunk buffer
-// from byte base on.
-func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, base int, dictBuf []byte, rows int, leaf DataType) (*leafPage, error) {
+// from byte base on. Directly decoded values go into buffers from rb
+// (nil: fresh ones).
+func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, base int, dictBuf []byte, rows int, leaf DataType, rb *decodeBufs) (*leafPage, error) {
 	codes, err := defCodes(ml.GetLayers())
 	if err != nil {
 		return nil, err
@@ -193,7 +194,7 @@ func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, ba
 	}
 	var dst *directPage
 	if dk != directNone {
-		dst = newDirectPage(dk, venc, total, len(chunks))
+		dst = newDirectPage(dk, venc, total, len(chunks), rb)
 	}
 	vals := make([]*block, 0, len(chunks))
 	for c, ch := range chunks {
@@ -233,12 +234,15 @@ func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, ba
 	case dst != nil && dk != directVariable:
 		values = dst.fixed()
 	case fsstTab != nil:
-		values, err2 = unfsstBlocks(fsstTab, vals)
+		values, err2 = unfsstBlocksInto(fsstTab, vals, rb)
 	default:
 		values, err2 = concatBlocks(vals, leaf)
 	}
 	if err2 != nil {
 		return nil, err2
+	}
+	if dk == directVariable && len(dst.offs) > 0 && (len(values.offsets) == 0 || &values.offsets[0] != &dst.offs[0]) {
+		rb.giveInt64s(dst.offs) // the chunks' offsets were copied out
 	}
 	if d := ml.GetDictionary(); d != nil {
 		if dictBuf == nil {
