@@ -77,6 +77,10 @@ func compactChild(t *testing.T, path string) {
 			}
 		}()
 	}
+	if p := os.Getenv("LANCE_COMPACT_HEAPPROFILE"); p != "" {
+		stop := heapAtPeak(t, p)
+		defer stop()
+	}
 	t0 := time.Now()
 	res, err := Run(t.Context(), h, DefaultOptions(), Env{})
 	if err != nil {
@@ -88,6 +92,51 @@ func compactChild(t *testing.T, path string) {
 	s := res.Stats
 	fmt.Printf("COMPACT groups=%d in=%d out=%d copied=%d rewritten=%d dropped=%d read=%d written=%d secs=%g\n",
 		s.Groups, s.FragmentsIn, s.FragmentsOut, s.FragmentsCopied, s.RowsRewritten, s.RowsDropped, s.BytesRead, s.BytesWritten, time.Since(t0).Seconds())
+}
+
+// heapAtPeak samples the live heap after every GC cycle and writes the
+// heap profile of the largest one seen to path when stopped: what the
+// compaction holds at its peak.
+func heapAtPeak(t *testing.T, path string) (stop func()) {
+	runtime.MemProfileRate = 64 << 10
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	var best uint64
+	var prof []byte
+	go func() {
+		defer close(finished)
+		var last uint32
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			if ms.NumGC == last {
+				continue
+			}
+			last = ms.NumGC
+			// HeapAlloc right after a cycle is about the live heap; the
+			// profile shows the allocations live as of the last cycle.
+			if ms.HeapAlloc > best {
+				var b strings.Builder
+				if err := pprof.Lookup("heap").WriteTo(&b, 0); err == nil {
+					best, prof = ms.HeapAlloc, []byte(b.String())
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+		if err := os.WriteFile(path, prof, 0o644); err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 func runCompactChild(t *testing.T, table string) (usage, Stats) {
@@ -175,7 +224,8 @@ func syncTree(t *testing.T, dir string) time.Duration {
 //
 // Best of LANCE_BENCH_TRIALS (default 3) interleaved trials on fresh
 // copies. LANCE_COMPACT_CPUPROFILE=FILE profiles the compaction's CPU,
-// LANCE_COMPACT_MEMPROFILE=FILE its allocations (pprof -sample_index=alloc_space);
+// LANCE_COMPACT_MEMPROFILE=FILE its allocations (pprof -sample_index=alloc_space),
+// LANCE_COMPACT_HEAPPROFILE=FILE what is live at the largest heap seen;
 // LANCE_BENCH_DIR puts the tables there.
 func TestBenchCompaction(t *testing.T) {
 	if p := os.Getenv("LANCE_COMPACT_CHILD"); p != "" {

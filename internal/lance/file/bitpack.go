@@ -62,16 +62,27 @@ func unpackT[T word](bw int, src, dst []byte) {
 	if bw < w {
 		mask = T(1)<<uint(bw) - 1
 	}
-	for lane := 0; lane < lanes; lane++ {
-		bit := 0
-		for row := 0; row < w; row++ {
-			k, off := bit/w, bit%w
-			v := in[lanes*k+lane] >> uint(off)
-			if off+bw > w {
-				v |= in[lanes*(k+1)+lane] << uint(w-off)
+	// Row by row, every lane at once: a row's lanes are adjacent in the
+	// packed words and in the output, so the inner loops run over
+	// contiguous slices.
+	for row := 0; row < w; row++ {
+		bit := row * bw
+		k, off := bit/w, uint(bit%w)
+		base := flOrder[row/8]*16 + (row%8)*128
+		o := out[base : base+lanes]
+		lo := in[lanes*k : lanes*k+lanes]
+		if int(off)+bw > w {
+			hi := in[lanes*(k+1) : lanes*(k+1)+lanes]
+			hi = hi[:len(o)]
+			lo = lo[:len(o)]
+			for l := range o {
+				o[l] = (lo[l]>>off | hi[l]<<(uint(w)-off)) & mask
 			}
-			out[flOrder[row/8]*16+(row%8)*128+lane] = v & mask
-			bit += bw
+			continue
+		}
+		lo = lo[:len(o)]
+		for l := range o {
+			o[l] = lo[l] >> off & mask
 		}
 	}
 }

@@ -243,6 +243,20 @@ func chunkVariable(b []byte, n, ob int) (*block, error) {
 		return nil, errf("variable chunk of %d bytes cannot hold %d offsets", len(b), n+1)
 	}
 	offs := make([]int64, n+1)
+	data, err := chunkOffsets(b, n, ob, offs)
+	if err != nil {
+		return nil, err
+	}
+	return &block{n: n, isVar: true, offsets: offs, data: data}, nil
+}
+
+// chunkOffsets reads the n+1 offsets of a variable-width chunk buffer into
+// offs (made relative to the first) and returns the values' bytes.
+func chunkOffsets(b []byte, n, ob int, offs []int64) ([]byte, error) {
+	w := ob / 8
+	if uint64(len(b)) < uint64(n+1)*uint64(w) {
+		return nil, errf("variable chunk of %d bytes cannot hold %d offsets", len(b), n+1)
+	}
 	var base uint64
 	for i := 0; i <= n; i++ {
 		var o uint64
@@ -259,7 +273,7 @@ func chunkVariable(b []byte, n, ob int) (*block, error) {
 		}
 		offs[i] = int64(o - base)
 	}
-	return &block{n: n, isVar: true, offsets: offs, data: b[base : uint64(offs[n])+base]}, nil
+	return b[base : uint64(offs[n])+base], nil
 }
 
 // unpackInline decodes inline bitpacking: per 1024 values a header word
@@ -269,16 +283,29 @@ func unpackInline(w int, b []byte, n int) (*block, error) {
 	if w != 8 && w != 16 && w != 32 && w != 64 {
 		return nil, errf("inline bitpacking of %d-bit values", w)
 	}
-	bpv := w / 8
-	blocks := (n + 1023) / 1024
 	if err := checkCount(uint64(n), len(b)); err != nil {
 		return nil, err
 	}
-	out := alloc(blocks * 1024 * bpv)
+	bpv := w / 8
+	out := alloc((n + 1023) / 1024 * 1024 * bpv)
+	if err := unpackInlineInto(w, b, n, out); err != nil {
+		return nil, err
+	}
+	return &block{n: n, bits: w, data: out[:n*bpv]}, nil
+}
+
+// unpackInlineInto is unpackInline into out, which has room for n values
+// rounded up to whole blocks of 1024.
+func unpackInlineInto(w int, b []byte, n int, out []byte) error {
+	bpv := w / 8
+	blocks := (n + 1023) / 1024
+	if len(out) < blocks*1024*bpv {
+		return errf("internal: inline bitpacking output too small")
+	}
 	pos := 0
 	for k := 0; k < blocks; k++ {
 		if pos+bpv > len(b) {
-			return nil, errf("inline bitpacking truncated at block %d", k)
+			return errf("inline bitpacking truncated at block %d", k)
 		}
 		var bw uint64
 		switch bpv {
@@ -293,16 +320,16 @@ func unpackInline(w int, b []byte, n int) (*block, error) {
 		}
 		pos += bpv
 		if bw > uint64(w) {
-			return nil, errf("inline bitpacking width %d for %d-bit values", bw, w)
+			return errf("inline bitpacking width %d for %d-bit values", bw, w)
 		}
 		sz := int(bw) * 1024 / 8
 		if pos+sz > len(b) {
-			return nil, errf("inline bitpacking block %d truncated", k)
+			return errf("inline bitpacking block %d truncated", k)
 		}
 		unpackFL(w, int(bw), b[pos:pos+sz], out[k*1024*bpv:])
 		pos += sz
 	}
-	return &block{n: n, bits: w, data: out[:n*bpv]}, nil
+	return nil
 }
 
 // unpackOutOfLine decodes out-of-line bitpacking: whole 1024-value blocks

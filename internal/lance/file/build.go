@@ -96,12 +96,21 @@ func (c *colBuilder) grow(need int) {
 		want := max(need, c.hint/8)
 		if v, ok := valueBufs.Get().(*[]byte); ok && cap(*v) >= want {
 			c.values = (*v)[:cap(*v)]
+			if need <= len(c.values) {
+				return
+			}
+		} else {
+			c.values = alloc(want)
 			return
 		}
-		c.values = alloc(want)
-		return
 	}
-	nb := alloc(max(need, 2*len(c.values)))
+	// A page is flushed once it passes hint bytes, so growing straight to
+	// a page plus a batch's slack saves the copies of doubling up to it.
+	size := 2 * len(c.values)
+	if len(c.values) < c.hint {
+		size = c.hint + c.hint/4
+	}
+	nb := alloc(max(need, size))
 	copy(nb, c.values[:c.used()])
 	c.values = nb
 }
@@ -378,4 +387,39 @@ func (w *Writer) WriteRows(b *Batch, rows []int) error {
 	}
 	w.rows += uint64(n)
 	return nil
+}
+
+// encScratch holds the buffers a writer encodes its pages in: the chunk
+// buffer and chunk sizes of a mini-block page, one chunk's values, and
+// FSST's compressed copy of a page with its encoder. Pages are written
+// before the next is encoded, so one set serves every page of a writer,
+// and through scratchPool the files written after it.
+type encScratch struct {
+	chunks, meta, vals []byte
+	fsst               []byte
+	fsstOffs           []int64
+	fsstEnc            *fsstEncoder
+	fsstCounts         fsstCounts
+}
+
+var scratchPool sync.Pool // *encScratch
+
+// scratch is the writer's encoding buffers, taken from the pool on first
+// use and returned by Close.
+func (w *Writer) scratch() *encScratch {
+	if w.sc == nil {
+		if sc, ok := scratchPool.Get().(*encScratch); ok {
+			w.sc = sc
+		} else {
+			w.sc = &encScratch{}
+		}
+	}
+	return w.sc
+}
+
+func (w *Writer) releaseScratch() {
+	if w.sc != nil {
+		scratchPool.Put(w.sc)
+		w.sc = nil
+	}
 }

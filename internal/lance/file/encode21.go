@@ -75,7 +75,7 @@ func (w *Writer) encodePage21(leaf *Field, s *shredded) ([][]byte, *pb.PageLayou
 		if err != nil {
 			return nil, nil, err
 		}
-		return miniBlockPage(leaf, s, w.opts.Version, codec)
+		return miniBlockPage(leaf, s, w.opts.Version, codec, w.scratch())
 	}
 	if l := constantPage(leaf, s, w.opts.Version); l != nil {
 		return nil, l, nil
@@ -89,7 +89,7 @@ func (w *Writer) encodePage21(leaf *Field, s *shredded) ([][]byte, *pb.PageLayou
 	if mode == "fullzip" || wide && mode != "miniblock" {
 		return fullZipPage(leaf, s)
 	}
-	bufs, l, err := miniBlockPage(leaf, s, w.opts.Version, codec)
+	bufs, l, err := miniBlockPage(leaf, s, w.opts.Version, codec, w.scratch())
 	if errors.Is(err, errTooBig) {
 		return fullZipPage(leaf, s)
 	}
@@ -192,7 +192,7 @@ func fixedChunks(per int) func(lo, hi int) int {
 	return func(lo, hi int) int { return min(per, hi-lo) }
 }
 
-func newValueEncoder(leaf *Field, v *block) *valueEncoder {
+func newValueEncoder(leaf *Field, v *block, sc *encScratch) *valueEncoder {
 	switch {
 	case v.dim > 0:
 		cb := v.child.bits
@@ -215,17 +215,17 @@ func newValueEncoder(leaf *Field, v *block) *valueEncoder {
 		}
 		return e
 	case v.isVar:
-		if e := dictEncoder(v); e != nil {
+		if e := dictEncoder(v, sc); e != nil {
 			return e
 		}
 		if mode := strings.ToLower(leaf.Metadata[metaCompression]); mode != "none" {
-			if c, tab, ok := fsstBlock(v, mode == "fsst"); ok {
-				e := variableEncoder(leaf, c)
+			if c, tab, ok := fsstBlock(v, mode == "fsst", sc); ok {
+				e := variableEncoder(leaf, c, sc)
 				e.enc = &pb.CompressiveEncoding{Compression: &pb.CompressiveEncoding_Fsst{Fsst: &pb.Fsst{Values: e.enc, SymbolTable: tab}}}
 				return e
 			}
 		}
-		return variableEncoder(leaf, v)
+		return variableEncoder(leaf, v, sc)
 	case v.packed != nil:
 		bw := v.bits
 		return &valueEncoder{nbuf: 1, enc: packedFixedEnc(v.packed, flatEnc(bw)), perChunk: fixedChunks(max(2, flatChunk(bw))), encode: func(lo, hi int) [][]byte {
@@ -242,7 +242,8 @@ func newValueEncoder(leaf *Field, v *block) *valueEncoder {
 	if isIntLike(leaf.Type.Kind) && (bw == 8 || bw == 16 || bw == 32 || bw == 64) && v.n > 0 {
 		if inlineSize(bw, v.data, v.n) < v.n*bw/8*9/10 {
 			return &valueEncoder{nbuf: 1, enc: inlineEnc(bw), perChunk: fixedChunks(1024), encode: func(lo, hi int) [][]byte {
-				return [][]byte{packInline(nil, bw, v.data[lo*bw/8:hi*bw/8], hi-lo)}
+				sc.vals = packInline(sc.vals[:0], bw, v.data[lo*bw/8:hi*bw/8], hi-lo)
+				return [][]byte{sc.vals}
 			}}
 		}
 	}
@@ -253,7 +254,7 @@ func newValueEncoder(leaf *Field, v *block) *valueEncoder {
 
 // variableEncoder stores variable-width values as they are: per chunk
 // offsets (u32, or u64 for large types) then the bytes.
-func variableEncoder(leaf *Field, v *block) *valueEncoder {
+func variableEncoder(leaf *Field, v *block, sc *encScratch) *valueEncoder {
 	ob := 32
 	if v.offsets[v.n]-v.offsets[0] > 1<<31-1 || leaf.Type.Kind == KindLargeUtf8 || leaf.Type.Kind == KindLargeBinary {
 		ob = 64
@@ -274,7 +275,11 @@ func variableEncoder(leaf *Field, v *block) *valueEncoder {
 		m := hi - lo
 		w := ob / 8
 		base := v.offsets[lo]
-		out := make([]byte, 0, w*(m+1)+int(v.offsets[hi]-base))
+		need := w*(m+1) + int(v.offsets[hi]-base) + w
+		if cap(sc.vals) < need {
+			sc.vals = make([]byte, 0, max(need, 16<<10))
+		}
+		out := sc.vals[:0]
 		start := int64(w * (m + 1))
 		for i := lo; i <= hi; i++ {
 			o := start + v.offsets[i] - base
@@ -288,6 +293,7 @@ func variableEncoder(leaf *Field, v *block) *valueEncoder {
 		for len(out)%w != 0 {
 			out = append(out, 0) // Lance wants whole offset words
 		}
+		sc.vals = out
 		return [][]byte{out}
 	}
 	return e
@@ -306,31 +312,33 @@ func fixedRange(b *block, lo, hi int) []byte {
 // dictEncoder encodes low-cardinality strings as a dictionary (items in a
 // page buffer, bitpacked u32 indices in the chunks), as LanceDB does, or
 // returns nil when the values are too diverse.
-func dictEncoder(v *block) *valueEncoder {
+func dictEncoder(v *block, sc *encScratch) *valueEncoder {
 	if v.n < 100 {
 		return nil
 	}
 	limit := min(v.n/10, 4096)
 	ids := make(map[string]uint32)
-	idx := alloc(4 * v.n)
 	var items [][]byte
 	var itemBytes int
+	// The distinct values are counted before the indices are allocated:
+	// most string pages are too diverse and stop early.
 	for i := 0; i < v.n; i++ {
 		s := v.data[v.offsets[i]:v.offsets[i+1]]
-		id, ok := ids[string(s)]
-		if !ok {
+		if _, ok := ids[string(s)]; !ok {
 			if len(ids) >= limit {
 				return nil
 			}
-			id = uint32(len(items))
-			ids[string(s)] = id
+			ids[string(s)] = uint32(len(items))
 			items = append(items, s)
 			itemBytes += len(s)
 		}
-		le.PutUint32(idx[4*i:], id)
 	}
 	if itemBytes+len(items)*4 > int(v.offsets[v.n]-v.offsets[0])/2 {
 		return nil
+	}
+	idx := alloc(4 * v.n)
+	for i := 0; i < v.n; i++ {
+		le.PutUint32(idx[4*i:], ids[string(v.data[v.offsets[i]:v.offsets[i+1]])])
 	}
 	// Items: a variable block (u32 offset width, u32 start of the bytes,
 	// offsets, bytes).
@@ -349,17 +357,27 @@ func dictEncoder(v *block) *valueEncoder {
 		dict = append(dict, it...)
 	}
 	return &valueEncoder{nbuf: 1, enc: inlineEnc(32), perChunk: fixedChunks(1024),
-		encode: func(lo, hi int) [][]byte { return [][]byte{packInline(nil, 32, idx[4*lo:4*hi], hi-lo)} },
-		dict:   dict, ndict: nd, dictEnc: variableEnc(32)}
+		encode: func(lo, hi int) [][]byte {
+			sc.vals = packInline(sc.vals[:0], 32, idx[4*lo:4*hi], hi-lo)
+			return [][]byte{sc.vals}
+		},
+		dict: dict, ndict: nd, dictEnc: variableEnc(32)}
 }
 
 type chunkSpan struct{ vlo, vhi, slo, shi int }
 
 // miniBlockPage encodes a page as mini-block chunks: buffers [chunk sizes,
 // chunks, dictionary?, repetition index?].
-func miniBlockPage(leaf *Field, s *shredded, v Version, codec pb.CompressionScheme) ([][]byte, *pb.PageLayout, error) {
+//
+// The chunk buffer and the values' scratch come from sc and stay valid
+// until sc's next page (the writer writes a page before it encodes the
+// next).
+func miniBlockPage(leaf *Field, s *shredded, v Version, codec pb.CompressionScheme, sc *encScratch) ([][]byte, *pb.PageLayout, error) {
+	if sc == nil {
+		sc = &encScratch{}
+	}
 	vals := s.values
-	ve := newValueEncoder(leaf, vals)
+	ve := newValueEncoder(leaf, vals, sc)
 	n := vals.n
 	// Slot of each visible value (only needed with levels).
 	var visSlot []int
@@ -401,7 +419,6 @@ func miniBlockPage(leaf *Field, s *shredded, v Version, codec pb.CompressionSche
 		}
 	}
 	large := v != V2_1
-	var meta []byte
 	// Room for the values and the chunk headers, so the page is not
 	// copied while it grows.
 	est := 24 * len(spans)
@@ -418,7 +435,11 @@ func miniBlockPage(leaf *Field, s *shredded, v Version, codec pb.CompressionSche
 	if s.def != nil || s.rep != nil {
 		est += s.slots / 2
 	}
-	chunks := make([]byte, 0, est)
+	if cap(sc.chunks) < est {
+		sc.chunks = make([]byte, 0, est)
+	}
+	chunks := sc.chunks[:0]
+	meta := sc.meta[:0]
 	var repIndex []byte
 	for c, sp := range spans {
 		m := sp.vhi - sp.vlo
@@ -448,7 +469,8 @@ func miniBlockPage(leaf *Field, s *shredded, v Version, codec pb.CompressionSche
 		if s.def != nil {
 			defB = packLevels(s.def[sp.slo:sp.shi], levelBits(s.maxDef))
 		}
-		hdr := le.AppendUint16(nil, uint16(nlev))
+		var hb [80]byte
+		hdr := le.AppendUint16(hb[:0], uint16(nlev))
 		for _, b := range [][]byte{repB, defB} {
 			if b != nil {
 				if len(b) > 0xffff {
@@ -525,6 +547,7 @@ func miniBlockPage(leaf *Field, s *shredded, v Version, codec pb.CompressionSche
 	if s.def != nil {
 		ml.DefCompression = outOfLineEnc(16, levelBits(s.maxDef))
 	}
+	sc.chunks, sc.meta = chunks, meta
 	bufs := [][]byte{meta, chunks}
 	if ve.dict != nil {
 		ml.Dictionary = ve.dictEnc

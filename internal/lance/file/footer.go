@@ -247,12 +247,26 @@ func (f *File) checkColumn(i int, cm *lancefilepb.ColumnMetadata) error {
 
 // readRange reads a byte range already checked to lie inside the file.
 func (f *File) readRange(b Buffer) ([]byte, error) {
+	return f.readRangeInto(b, nil)
+}
+
+// readRangeInto is readRange into dst when it has room (its contents are
+// overwritten), else into a fresh buffer.
+func (f *File) readRangeInto(b Buffer, dst []byte) ([]byte, error) {
 	if b.Offset > f.size || b.Size > f.size-b.Offset {
 		return nil, errf("range %d+%d beyond the file", b.Offset, b.Size)
 	}
-	out := make([]byte, b.Size)
-	if _, err := f.r.ReadAt(out, int64(b.Offset)); err != nil && !(errors.Is(err, io.EOF) && b.Offset+b.Size == f.size) {
-		return nil, err
+	var out []byte
+	if uint64(cap(dst)) >= b.Size {
+		out = dst[:b.Size]
+	} else {
+		out = make([]byte, b.Size)
+	}
+	if n, err := f.r.ReadAt(out, int64(b.Offset)); err != nil {
+		if !(errors.Is(err, io.EOF) && b.Offset+b.Size == f.size) {
+			return nil, err
+		}
+		clear(out[n:]) // a reused buffer must read as a fresh one
 	}
 	return out, nil
 }

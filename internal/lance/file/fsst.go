@@ -138,6 +138,11 @@ func (t *fsstTable) decode(dst, src []byte) ([]byte, error) {
 // allocated once at its exact size; the second expands each block's bytes
 // in one run.
 func unfsstBlocks(table []byte, ins []*block) (*block, error) {
+	return unfsstBlocksInto(table, ins, nil)
+}
+
+// unfsstBlocksInto is unfsstBlocks with the output's buffers from rb.
+func unfsstBlocksInto(table []byte, ins []*block, rb *decodeBufs) (*block, error) {
 	t, err := parseFSST(table)
 	if err != nil {
 		return nil, err
@@ -152,7 +157,8 @@ func unfsstBlocks(table []byte, ins []*block) (*block, error) {
 	if t.raw && len(ins) > 0 {
 		return concatBlocks(ins, DataType{})
 	}
-	out := &block{n: n, isVar: true, offsets: make([]int64, n+1)}
+	out := &block{n: n, isVar: true, offsets: rb.int64s(n + 1)}
+	out.offsets[0] = 0
 	var total int64
 	at := 1
 	for _, in := range ins {
@@ -173,7 +179,7 @@ func unfsstBlocks(table []byte, ins []*block) (*block, error) {
 			at++
 		}
 	}
-	out.data = alloc(int(total))
+	out.data = rb.bytes(int(total))
 	pos := 0
 	for _, in := range ins {
 		if in.n == 0 {

@@ -279,7 +279,7 @@ func BenchmarkFSSTEncode(b *testing.B) {
 	b.SetBytes(int64(len(in.data)))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, _, ok := fsstBlock(in, false); !ok {
+		if _, _, ok := fsstBlock(in, false, nil); !ok {
 			b.Fatal("fsst did not pay")
 		}
 	}
@@ -300,7 +300,7 @@ func FuzzFSST(f *testing.F) {
 		enc := newFSSTEncoder()
 		enc.build(fsstSample(v))
 		c := &block{n: v.n, isVar: true, offsets: make([]int64, v.n+1)}
-		c.data = enc.compressAll(v, c.offsets)
+		c.data = enc.compressAll(v, c.offsets, nil)
 		out, err := unfsstBlocks(enc.table(), []*block{c})
 		if err != nil {
 			t.Fatal(err)

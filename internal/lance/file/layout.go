@@ -149,12 +149,13 @@ func decodeMiniBlockPage(ml *pb.MiniBlockLayout, bufs [][]byte, rows int, leaf D
 	if len(bufs) > 2 {
 		dict = bufs[2]
 	}
-	return decodeMiniChunks(ml, chunks, bufs[1], 0, dict, rows, leaf)
+	return decodeMiniChunks(ml, chunks, bufs[1], 0, dict, rows, leaf, nil)
 }
 
 // decodeMiniChunks decodes the given chunks; data holds the chunk buffer
-// from byte base on.
-func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, base int, dictBuf []byte, rows int, leaf DataType) (*leafPage, error) {
+// from byte base on. Directly decoded values go into buffers from rb
+// (nil: fresh ones).
+func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, base int, dictBuf []byte, rows int, leaf DataType, rb *decodeBufs) (*leafPage, error) {
 	codes, err := defCodes(ml.GetLayers())
 	if err != nil {
 		return nil, err
@@ -176,16 +177,49 @@ func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, ba
 		fsstTab, venc = f.GetSymbolTable(), f.GetValues()
 	}
 	var rep, def []uint16
-	vals := make([]*block, 0, len(chunks))
 	total := 0
+	for _, ch := range chunks {
+		total += ch.n
+	}
+	// Plain fixed-width and bitpacked values are decoded straight into one
+	// page buffer, variable-width offsets into one offset array, instead
+	// of a block per chunk that is then copied into the page.
+	dk := directOf(venc, nbuf)
+	if dk != directNone && ml.GetDictionary() == nil {
+		if err := checkCount(uint64(total), len(data)); err != nil {
+			return nil, err
+		}
+	} else {
+		dk = directNone
+	}
+	var dst *directPage
+	if dk != directNone {
+		dst = newDirectPage(dk, venc, total, len(chunks), rb)
+	}
+	vals := make([]*block, 0, len(chunks))
 	for c, ch := range chunks {
 		lo := ch.off - base
 		if lo < 0 || lo+ch.size > len(data) {
 			return nil, errf("mini-block chunk %d outside the bytes read", c)
 		}
-		cr, cd, cv, err := decodeChunk(ml, venc, data[lo:lo+ch.size], ch.n, hasRep, hasDef, nbuf, ws)
+		cr, cd, bufs, err := chunkParts(ml, data[lo:lo+ch.size], hasRep, hasDef, nbuf, ws)
 		if err != nil {
 			return nil, err
+		}
+		if dst != nil {
+			cv, err := dst.add(bufs[0], ch.n)
+			if err != nil {
+				return nil, err
+			}
+			if cv != nil {
+				vals = append(vals, cv)
+			}
+		} else {
+			cv, err := decodeMini(venc, bufs, ch.n)
+			if err != nil {
+				return nil, err
+			}
+			vals = append(vals, cv)
 		}
 		if hasRep {
 			rep = append(rep, cr...)
@@ -193,17 +227,22 @@ func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, ba
 		if hasDef {
 			def = append(def, cd...)
 		}
-		vals = append(vals, cv)
-		total += ch.n
 	}
 	var values *block
-	if fsstTab != nil {
-		values, err = unfsstBlocks(fsstTab, vals)
-	} else {
-		values, err = concatBlocks(vals, leaf)
+	var err2 error
+	switch {
+	case dst != nil && dk != directVariable:
+		values = dst.fixed()
+	case fsstTab != nil:
+		values, err2 = unfsstBlocksInto(fsstTab, vals, rb)
+	default:
+		values, err2 = concatBlocks(vals, leaf)
 	}
-	if err != nil {
-		return nil, err
+	if err2 != nil {
+		return nil, err2
+	}
+	if dk == directVariable && len(dst.offs) > 0 && (len(values.offsets) == 0 || &values.offsets[0] != &dst.offs[0]) {
+		rb.giveInt64s(dst.offs) // the chunks' offsets were copied out
 	}
 	if d := ml.GetDictionary(); d != nil {
 		if dictBuf == nil {
@@ -238,10 +277,24 @@ func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, ba
 	return lp, nil
 }
 
-// decodeChunk parses one chunk: u16 level count, u16 sizes of the rep and
-// def buffers present, a size per value buffer (u16, or u32 in large-chunk
-// pages), padding to 8, then each buffer padded to 8.
+// decodeChunk parses one chunk and decodes its values.
 func decodeChunk(ml *pb.MiniBlockLayout, venc *pb.CompressiveEncoding, chunk []byte, n int, hasRep, hasDef bool, nbuf, ws int) ([]uint16, []uint16, *block, error) {
+	rep, def, bufs, err := chunkParts(ml, chunk, hasRep, hasDef, nbuf, ws)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	v, err := decodeMini(venc, bufs, n)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return rep, def, v, nil
+}
+
+// chunkParts parses one chunk: u16 level count, u16 sizes of the rep and
+// def buffers present, a size per value buffer (u16, or u32 in large-chunk
+// pages), padding to 8, then each buffer padded to 8. It decodes the
+// levels and returns the value buffers as they are.
+func chunkParts(ml *pb.MiniBlockLayout, chunk []byte, hasRep, hasDef bool, nbuf, ws int) ([]uint16, []uint16, [][]byte, error) {
 	p := 0
 	rd := func(w int) (int, error) {
 		if p+w > len(chunk) {
@@ -271,7 +324,8 @@ func decodeChunk(ml *pb.MiniBlockLayout, venc *pb.CompressiveEncoding, chunk []b
 			return nil, nil, nil, err
 		}
 	}
-	sizes := make([]int, nbuf)
+	var sizesA [16]int
+	sizes := sizesA[:nbuf]
 	for i := range sizes {
 		if sizes[i], err = rd(ws); err != nil {
 			return nil, nil, nil, err
@@ -319,11 +373,7 @@ func decodeChunk(ml *pb.MiniBlockLayout, venc *pb.CompressiveEncoding, chunk []b
 			return nil, nil, nil, err
 		}
 	}
-	v, err := decodeMini(venc, bufs, n)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return rep, def, v, nil
+	return rep, def, bufs, nil
 }
 
 // undict replaces indices by dictionary items.

@@ -29,7 +29,8 @@ func packT[T word](dst []byte, bw int, src []byte) []byte {
 	}
 	at := len(dst)
 	dst = append(dst, make([]byte, n)...)
-	outWords := make([]T, n/(w/8))
+	var words [1024]T
+	outWords := words[:n/(w/8)]
 	var in []T
 	if uintptr(unsafe.Pointer(&src[0]))%uintptr(w/8) == 0 {
 		in = unsafe.Slice((*T)(unsafe.Pointer(&src[0])), 1024)
@@ -42,16 +43,23 @@ func packT[T word](dst []byte, bw int, src []byte) []byte {
 	if bw < w {
 		mask = T(1)<<uint(bw) - 1
 	}
-	for lane := 0; lane < lanes; lane++ {
-		bit := 0
-		for row := 0; row < w; row++ {
-			v := in[flOrder[row/8]*16+(row%8)*128+lane] & mask
-			k, off := bit/w, bit%w
-			outWords[lanes*k+lane] |= v << uint(off)
-			if off+bw > w {
-				outWords[lanes*(k+1)+lane] |= v >> uint(w-off)
+	// Row by row, every lane at once (see unpackT).
+	for row := 0; row < w; row++ {
+		bit := row * bw
+		k, off := bit/w, uint(bit%w)
+		base := flOrder[row/8]*16 + (row%8)*128
+		v := in[base : base+lanes]
+		lo := outWords[lanes*k : lanes*k+lanes]
+		lo = lo[:len(v)]
+		for l := range v {
+			lo[l] |= (v[l] & mask) << off
+		}
+		if int(off)+bw > w {
+			hi := outWords[lanes*(k+1) : lanes*(k+1)+lanes]
+			hi = hi[:len(v)]
+			for l := range v {
+				hi[l] |= (v[l] & mask) >> (uint(w) - off)
 			}
-			bit += bw
 		}
 	}
 	copy(dst[at:], unsafe.Slice((*byte)(unsafe.Pointer(&outWords[0])), n))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync"
 
 	pb "github.com/compactord/compactord/gen/lancefilepb"
 )
@@ -127,7 +128,7 @@ func (f *File) decodePage(p *pb.ColumnMetadata_Page, leaf *Field) (*leafPage, er
 // need (hi may lie past the page) and reports how many leading rows it
 // skipped. Only mini-block pages without repetition are cut (their rows
 // are their items, so chunk counts locate rows); others decode whole.
-func (f *File) decodePageWindow(p *pb.ColumnMetadata_Page, leaf *Field, lo, hi uint64) (*leafPage, uint64, error) {
+func (f *File) decodePageWindow(p *pb.ColumnMetadata_Page, leaf *Field, lo, hi uint64, rb *decodeBufs) (*leafPage, uint64, error) {
 	rows := p.GetLength()
 	hi = min(hi, rows)
 	if lo == 0 && hi == rows {
@@ -169,11 +170,16 @@ func (f *File) decodePageWindow(p *pb.ColumnMetadata_Page, leaf *Field, lo, hi u
 	}
 	sel := chunks[c0:c1]
 	var data []byte
+	var pooled *[]byte
 	base := 0
 	if len(sel) > 0 {
 		base = sel[0].off
 		endb := sel[len(sel)-1].off + sel[len(sel)-1].size
-		if data, err = f.readRange(Buffer{p.BufferOffsets[1] + uint64(base), uint64(endb - base)}); err != nil {
+		// The chunk bytes go into a pooled buffer; it is returned below
+		// unless the decoded page still points into it.
+		pooled = getReadBuf(endb - base)
+		if data, err = f.readRangeInto(Buffer{p.BufferOffsets[1] + uint64(base), uint64(endb - base)}, *pooled); err != nil {
+			readBufs.Put(pooled)
 			return nil, 0, err
 		}
 	}
@@ -187,14 +193,53 @@ func (f *File) decodePageWindow(p *pb.ColumnMetadata_Page, leaf *Field, lo, hi u
 	for _, ch := range sel {
 		n += ch.n
 	}
-	lp, err := decodeMiniChunks(ml, sel, data, base, dict, n, leaf.Type)
+	lp, err := decodeMiniChunks(ml, sel, data, base, dict, n, leaf.Type, rb)
+	if pooled != nil && (err != nil || !lp.aliases(data)) {
+		readBufs.Put(pooled)
+	}
 	return lp, skipped, err
+}
+
+// readBufs holds the buffers decodePageWindow reads chunk bytes into
+// (*[]byte), so reading a file window by window does not allocate and
+// fault in fresh memory per window.
+var readBufs sync.Pool
+
+func getReadBuf(n int) *[]byte {
+	if b, ok := readBufs.Get().(*[]byte); ok && cap(*b) >= n {
+		return b
+	}
+	b := make([]byte, n, n+n/4)
+	return &b
+}
+
+// aliases reports whether the page's values or levels may point into b
+// (only values decoded directly, without levels or a dictionary, are
+// known not to).
+func (lp *leafPage) aliases(b []byte) bool {
+	if lp.rep != nil || lp.def != nil || lp.values == nil {
+		return true
+	}
+	v := lp.values
+	if v.dim > 0 || v.fields != nil || v.child != nil {
+		return true
+	}
+	return overlaps(v.data, b)
+}
+
+// overlaps reports whether a's bytes lie within b's backing array.
+func overlaps(a, b []byte) bool {
+	if cap(a) == 0 || cap(b) == 0 {
+		return false
+	}
+	pa, pb := uintptrOf(a[:1]), uintptrOf(b[:1])
+	return pa >= pb && pa < pb+uintptr(cap(b))
 }
 
 // readPath decodes one leaf column over the pages covering [start, end)
 // and returns its path array trimmed to exactly those rows.
 func (f *File) readPath(path []*Field, start, end uint64) (*Array, error) {
-	arr, first, err := f.readPathSpan(path, start, end)
+	arr, first, err := f.readPathSpan(path, start, end, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +251,9 @@ func (f *File) readPath(path []*Field, start, end uint64) (*Array, error) {
 
 // readPathSpan decodes the pages of a leaf column covering [start, end)
 // into the path array of all their rows, which start at row first.
-func (f *File) readPathSpan(path []*Field, start, end uint64) (arr *Array, first uint64, err error) {
+//
+// rb, when not nil, lends buffers for the decoded values.
+func (f *File) readPathSpan(path []*Field, start, end uint64, rb *decodeBufs) (arr *Array, first uint64, err error) {
 	leaf := path[len(path)-1]
 	if f.Version() == V2_0 {
 		return nil, 0, errf("internal: 2.0 columns are read by readField20")
@@ -224,7 +271,7 @@ func (f *File) readPathSpan(path []*Field, start, end uint64) (arr *Array, first
 		// rows need.
 		if i == lo || i == hi-1 {
 			var skipped uint64
-			lp, skipped, err = f.decodePageWindow(pages[i], leaf, start-min(start, pageRow), end-pageRow)
+			lp, skipped, err = f.decodePageWindow(pages[i], leaf, start-min(start, pageRow), end-pageRow, rb)
 			if i == lo {
 				first += skipped
 			}
@@ -524,6 +571,9 @@ type Stream struct {
 	batchRows uint64
 	next      uint64
 	cache     map[int]*spanCache // by column
+	// bufs: the buffers of flat columns' replaced windows, by column
+	// (NextView only: a view is valid until the next call).
+	bufs map[int]*decodeBufs
 }
 
 type spanCache struct {
@@ -569,7 +619,22 @@ func (s *Stream) next1(view bool) (*Batch, error) {
 			col := p[len(p)-1].Column
 			c := s.cache[col]
 			if c == nil || start < c.first || end > c.last {
-				arr, first, err := f.readPathSpan(p, start, end)
+				var rb *decodeBufs
+				if view && len(p) == 1 && flatKind(fl.Type) && fl.Type.Kind != KindBool && len(fl.Children) == 0 {
+					if s.bufs == nil {
+						s.bufs = map[int]*decodeBufs{}
+					}
+					if rb = s.bufs[col]; rb == nil {
+						rb = &decodeBufs{}
+						s.bufs[col] = rb
+					}
+					if c != nil {
+						// Only the stream and the last view (now invalid)
+						// point at the window being replaced.
+						rb.give(c.arr)
+					}
+				}
+				arr, first, err := f.readPathSpan(p, start, end, rb)
 				if err != nil {
 					return nil, err
 				}

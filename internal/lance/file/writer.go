@@ -44,6 +44,7 @@ type Writer struct {
 	copied  bool // whole pages were copied in (CopyColumns)
 	err     error
 	closed  bool
+	sc      *encScratch // page encoding buffers (scratch)
 }
 
 type pendingField struct {
@@ -406,6 +407,7 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true
+	defer w.releaseScratch()
 	for i, p := range w.pending {
 		if err := w.flushField(i); err != nil {
 			w.err = err
