@@ -18,7 +18,7 @@ import (
 
 // LocalPather is implemented by buckets whose objects are plain local files.
 // Callers may os.Open the returned path to read an object without going
-// through the Bucket (Parquet readers want an *os.File for pread). The path
+// through the Bucket (the Lance file reader and the in-kernel copy want an *os.File for pread and copy_file_range). The path
 // must only be read: writes must go through the Bucket to stay atomic.
 type LocalPather interface {
 	// LocalPath returns the file that holds key, and false if the bucket has

@@ -8,7 +8,7 @@ import (
 	"sync"
 )
 
-// ReaderAt reads one object at arbitrary offsets, as Parquet readers need.
+// ReaderAt reads one object at arbitrary offsets, as the Lance file reader needs.
 // It also implements io.Closer: close it when done with a local object to
 // release its file descriptor promptly (os.File's finalizer releases it
 // otherwise).
