@@ -239,6 +239,8 @@ func (c *colBuilder) appendRows(a *Array, rows []int) int {
 			}
 		}
 		c.grow(c.nv + total)
+		// Room for the rows' offsets, written in place below.
+		c.offs = slices.Grow(c.offs, n)
 		if rows == nil {
 			o0 := a.Offsets[0]
 			copy(c.values[c.nv:], a.Values[o0:a.Offsets[a.Len]])
@@ -259,8 +261,11 @@ func (c *colBuilder) appendRows(a *Array, rows []int) int {
 				s := a.Offsets[r0]
 				d := int64(c.nv) - s
 				c.nv += copy(c.values[c.nv:], a.Values[s:a.Offsets[r1]])
-				for _, o := range a.Offsets[r0+1 : r1+1] {
-					c.offs = append(c.offs, o+d)
+				at := len(c.offs)
+				c.offs = c.offs[:at+r1-r0]
+				dst := c.offs[at:]
+				for k, o := range a.Offsets[r0+1 : r1+1] {
+					dst[k] = o + d
 				}
 				i = j
 			}

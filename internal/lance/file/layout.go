@@ -250,6 +250,8 @@ func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, ba
 		values = dst.fixed()
 	case fsstTab != nil && !keep:
 		values, err2 = unfsstBlocksInto(fsstTab, vals, rb)
+	case dk == directVariable && len(vals) > 1:
+		values = concatVarInto(vals, rb)
 	default:
 		values, err2 = concatBlocks(vals, leaf)
 	}
@@ -296,6 +298,30 @@ func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, ba
 		}
 	}
 	return lp, nil
+}
+
+// concatVarInto joins a page's variable-width chunk blocks (offsets from
+// 0 into each block's data) into one block in buffers from rb, which a
+// Stream handing out views recycles instead of allocating and zeroing.
+func concatVarInto(bs []*block, rb *decodeBufs) *block {
+	n, total := 0, 0
+	for _, b := range bs {
+		n += b.n
+		total += len(b.data)
+	}
+	out := &block{n: n, isVar: true, offsets: rb.int64s(n + 1), data: rb.bytes(total)}
+	out.offsets[0] = 0
+	at, pos := 1, 0
+	for _, b := range bs {
+		base := int64(pos)
+		pos += copy(out.data[pos:], b.data)
+		dst := out.offsets[at : at+b.n]
+		for i, o := range b.offsets[1 : b.n+1] {
+			dst[i] = base + o
+		}
+		at += b.n
+	}
+	return out
 }
 
 // decodeChunk parses one chunk and decodes its values.
