@@ -212,6 +212,10 @@ func rewriteRows(ctx context.Context, src *file.File, f *pb.DataFragment, dv *ro
 	if err != nil {
 		return fmt.Errorf("fragment %d: %w", f.GetId(), err)
 	}
+	// FSST compresses each value on its own against its page's symbol
+	// table, so dropping rows needs no expansion: the kept values are
+	// written still compressed, with their source page's table.
+	st.KeepFSST()
 	keep := make([]int, 0, decodeWindow)
 	del := dv.Iterator() // deleted rows ascending, walked once
 	for off := uint64(0); ; {

@@ -7,6 +7,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/compactord/compactord/gen/lancefilepb"
+	pb "github.com/compactord/compactord/gen/lancepb"
 
 	"github.com/compactord/compactord/internal/lance/commit"
 	"github.com/compactord/compactord/internal/lance/fri"
@@ -306,4 +311,117 @@ func TestRunRebasesLanceDBDeletes(t *testing.T) {
 		t.Errorf("countRows %d (%v), want %d", n, err, len(want))
 	}
 	check(6, want)
+}
+
+// fsstTables is the set of symbol tables of the FSST pages of column
+// name in the data files of frags ("" for a page without FSST).
+func fsstTables(t *testing.T, h *table.Handle, frags []*pb.DataFragment, name string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, fr := range frags {
+		src, _, done, err := openFile(t.Context(), h.Bucket, fr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := -1
+		for _, f := range src.Schema.Fields {
+			if f.Name == name {
+				col = f.Column
+			}
+		}
+		if col < 0 {
+			t.Fatalf("fragment %d has no column %s", fr.GetId(), name)
+		}
+		for _, p := range src.Columns[col].GetPages() {
+			a := &anypb.Any{}
+			if err := proto.Unmarshal(p.GetEncoding().GetDirect().GetEncoding(), a); err != nil {
+				t.Fatal(err)
+			}
+			pl := &lancefilepb.PageLayout{}
+			if err := a.UnmarshalTo(pl); err != nil {
+				t.Fatal(err)
+			}
+			out[string(pl.GetMiniBlockLayout().GetValueCompression().GetFsst().GetSymbolTable())]++
+		}
+		done()
+	}
+	return out
+}
+
+// TestRunKeepsFSSTWithLanceDB: LanceDB writes three fragments whose
+// string column it FSST-compresses, with nulls, and deletes a row in ten;
+// compactord's compaction writes that column's kept values still
+// compressed, under the source pages' symbol tables (no page of the output
+// has another), and LanceDB reads exactly the kept values and nulls.
+func TestRunKeepsFSSTWithLanceDB(t *testing.T) {
+	lancedb.Require(t)
+	const per = 12000
+	val := func(id int64) any {
+		if id%7 == 0 {
+			return nil
+		}
+		return fmt.Sprintf("https://example.com/users/%d/items/%d?session=%x", id%977, id, id*2654435761)
+	}
+	frag := func(k int64) []lancedb.Row {
+		var rows []lancedb.Row
+		for id := k * per; id < (k+1)*per; id++ {
+			rows = append(rows, lancedb.Row{"id": id, "s": val(id), "cat": int32(id % 4), "f": float64(id)})
+		}
+		return rows
+	}
+	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+	f.Dir = f.URI + "/t.lance"
+	f.Results = f.Run(t, lancedb.Create(lancedb.BasicSchema, frag(0)), lancedb.Add(frag(1)), lancedb.Add(frag(2)),
+		lancedb.Delete("id % 10 = 3"))
+	h := openHandle(t, f.Dir)
+	before, _, err := meta.ReadLatest(t.Context(), h.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcTabs := fsstTables(t, h, before.Manifest.GetFragments(), "s")
+	if srcTabs[""] > 0 || len(srcTabs) == 0 {
+		t.Fatalf("LanceDB's pages of s: %d without FSST, %d tables; want FSST pages only", srcTabs[""], len(srcTabs))
+	}
+	res, err := Run(t.Context(), h, DefaultOptions(), Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Commit == nil || res.Stats.RowsRewritten == 0 {
+		t.Fatalf("nothing rewritten: %+v", res.Stats)
+	}
+	head, _, err := meta.ReadLatest(t.Context(), h.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tab, n := range fsstTables(t, h, head.Manifest.GetFragments(), "s") {
+		if srcTabs[tab] == 0 {
+			t.Errorf("%d output pages of s have a symbol table no source page has (FSST %v)", n, tab != "")
+		}
+	}
+	out := f.Run(t, lancedb.ReadRows(lancedb.ReadOpts{}))
+	rows, err := out.Rows(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for id := int64(0); id < 3*per; id++ {
+		if id%10 != 3 {
+			want++
+		}
+	}
+	if len(rows) != want {
+		t.Fatalf("LanceDB read %d rows, want %d", len(rows), want)
+	}
+	bad := 0
+	for _, r := range rows {
+		id, ok := r.Int("id")
+		if !ok || id%10 == 3 {
+			t.Fatalf("row %v: deleted or without an id", r)
+		}
+		if w, g := val(id), r["s"]; (w == nil) != (g == nil) || w != nil && w.(string) != r.Str("s") {
+			if bad++; bad <= 5 {
+				t.Errorf("id %d: s = %v, want %v", id, g, w)
+			}
+		}
+	}
 }

@@ -26,6 +26,55 @@ type Array struct {
 	Values   []byte
 	Offsets  []int64
 	Children []*Array
+	// fsst (string and binary arrays of a Stream with KeepFSST only): the
+	// values are still FSST-compressed, rows from each segment's row on
+	// with its symbol table. Slice and Take expand them; WriteRows writes
+	// them as they are.
+	fsst []fsstSeg
+}
+
+// fsstSeg is a run of an array's rows compressed with one symbol table
+// (tab serialized, t parsed).
+type fsstSeg struct {
+	row int
+	tab []byte
+	t   *fsstTable
+}
+
+// segEnd is the row after segment k of a.
+func (a *Array) segEnd(k int) int {
+	if k+1 < len(a.fsst) {
+		return a.fsst[k+1].row
+	}
+	return a.Len
+}
+
+// expandFSST is a with its FSST-compressed values decoded (a itself when
+// they are not compressed). A value ending in an escape without its
+// literal byte (which the reader does not check on this path) loses the
+// dangling escape.
+func (a *Array) expandFSST() *Array {
+	if a.fsst == nil {
+		return a
+	}
+	out := &Array{Type: a.Type, Name: a.Name, Len: a.Len, Valid: a.Valid, Offsets: make([]int64, a.Len+1)}
+	var vals []byte
+	for k, sg := range a.fsst {
+		for i := sg.row; i < a.segEnd(k); i++ {
+			v := a.Values[a.Offsets[i]:a.Offsets[i+1]]
+			n, err := sg.t.expandedLen(v)
+			if err != nil {
+				v = v[:len(v)-1]
+				n, _ = sg.t.expandedLen(v)
+			}
+			pos := len(vals)
+			vals = append(vals, make([]byte, n)...)
+			sg.t.expand(vals, pos, v)
+			out.Offsets[i+1] = int64(len(vals))
+		}
+	}
+	out.Values = vals
+	return out
 }
 
 // IsValid reports whether value i is not null.
@@ -117,6 +166,9 @@ func copyBits(dst []byte, di int, src []byte, si int, n int) {
 
 // Slice copies rows [from, to) into a new array.
 func (a *Array) Slice(from, to int) *Array {
+	if a.fsst != nil {
+		return a.expandFSST().Slice(from, to)
+	}
 	n := to - from
 	out := &Array{Type: a.Type, Name: a.Name, Len: n}
 	if a.Valid != nil {
@@ -161,6 +213,9 @@ func (a *Array) Slice(from, to int) *Array {
 
 // Take gathers the given rows (any order, repeats allowed) into a new array.
 func (a *Array) Take(rows []int) *Array {
+	if a.fsst != nil {
+		return a.expandFSST().Take(rows)
+	}
 	n := len(rows)
 	out := &Array{Type: a.Type, Name: a.Name, Len: n}
 	if a.Valid != nil {

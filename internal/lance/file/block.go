@@ -26,6 +26,10 @@ type block struct {
 	// packed (writer only): the child widths in bits (packedVar: variable)
 	// of packed struct rows.
 	packed []int
+	// fsst (writer only): a variable block's values are FSST-compressed
+	// with this symbol table (fsstT parsed), to be written as they are.
+	fsst  []byte
+	fsstT *fsstTable
 	// zero: null placeholders (zeroBlock) whose shape is only a guess from
 	// the leaf type; concatBlocks reshapes them like the blocks with data.
 	zero bool

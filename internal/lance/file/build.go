@@ -1,7 +1,9 @@
 package file
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -36,6 +38,12 @@ func (a *Array) view(from, to int) *Array {
 	case a.Type.IsVariable():
 		out.Offsets = a.Offsets[from : to+1]
 		out.Values = a.Values
+		for k, sg := range a.fsst {
+			if a.segEnd(k) > from && sg.row < to || sg.row == from {
+				sg.row = max(0, sg.row-from)
+				out.fsst = append(out.fsst, sg)
+			}
+		}
 	default:
 		w := a.Type.ByteWidth()
 		out.Values = a.Values[from*w : to*w]
@@ -75,6 +83,10 @@ type colBuilder struct {
 	nv     int    // bytes of values used (variable types)
 	offs   []int64
 	hint   int // the writer's page bytes
+	// fsst: the symbol table the rows' values are compressed with (fsstT
+	// parsed), or nil.
+	fsst  []byte
+	fsstT *fsstTable
 }
 
 // valueBufs and offsetBufs hold the buffers of builders whose writer was
@@ -227,6 +239,8 @@ func (c *colBuilder) appendRows(a *Array, rows []int) int {
 			}
 		}
 		c.grow(c.nv + total)
+		// Room for the rows' offsets, written in place below.
+		c.offs = slices.Grow(c.offs, n)
 		if rows == nil {
 			o0 := a.Offsets[0]
 			copy(c.values[c.nv:], a.Values[o0:a.Offsets[a.Len]])
@@ -247,8 +261,11 @@ func (c *colBuilder) appendRows(a *Array, rows []int) int {
 				s := a.Offsets[r0]
 				d := int64(c.nv) - s
 				c.nv += copy(c.values[c.nv:], a.Values[s:a.Offsets[r1]])
-				for _, o := range a.Offsets[r0+1 : r1+1] {
-					c.offs = append(c.offs, o+d)
+				at := len(c.offs)
+				c.offs = c.offs[:at+r1-r0]
+				dst := c.offs[at:]
+				for k, o := range a.Offsets[r0+1 : r1+1] {
+					dst[k] = o + d
 				}
 				i = j
 			}
@@ -298,6 +315,9 @@ func (c *colBuilder) array() *Array {
 	case c.t.IsVariable():
 		out.Offsets = c.offs[:c.n+1]
 		out.Values = c.values[:c.nv]
+		if c.fsst != nil {
+			out.fsst = []fsstSeg{{tab: c.fsst, t: c.fsstT}}
+		}
 	default:
 		out.Values = c.values[:c.n*c.t.ByteWidth()]
 	}
@@ -307,6 +327,7 @@ func (c *colBuilder) array() *Array {
 // reset empties the builder and keeps its buffers.
 func (c *colBuilder) reset() {
 	c.n, c.nulls, c.nv = 0, 0, 0
+	c.fsst, c.fsstT = nil, nil
 	if c.valid != nil {
 		c.valid = c.valid[:0]
 	}
@@ -366,18 +387,26 @@ func (w *Writer) WriteRows(b *Batch, rows []int) error {
 			}
 			p.arrs = append(p.arrs, a)
 			p.bytes += arrayBytes(a)
+			p.rows += n
 		} else {
 			if p.build == nil {
 				p.build = &colBuilder{t: f.Type, name: f.Name, hint: w.opts.PageBytes}
 			}
-			// Rows buffered by Write go first, in the builder.
-			for _, x := range p.arrs {
-				p.build.appendRows(x, nil)
+			if a.fsst != nil || p.build.fsst != nil {
+				if err := w.appendFSST(i, a, rows); err != nil {
+					w.err = err
+					return err
+				}
+			} else {
+				// Rows buffered by Write go first, in the builder.
+				for _, x := range p.arrs {
+					p.build.appendRows(x, nil)
+				}
+				p.arrs = p.arrs[:0]
+				p.bytes += p.build.appendRows(a, rows)
+				p.rows += n
 			}
-			p.arrs = p.arrs[:0]
-			p.bytes += p.build.appendRows(a, rows)
 		}
-		p.rows += n
 		if p.bytes >= w.opts.PageBytes {
 			if err := w.flushField(i); err != nil {
 				w.err = err
@@ -386,6 +415,80 @@ func (w *Writer) WriteRows(b *Batch, rows []int) error {
 		}
 	}
 	w.rows += uint64(n)
+	return nil
+}
+
+// appendFSST is WriteRows' append of a flat string or binary column when
+// the rows or the builder's are FSST-compressed: a page holds rows of one
+// symbol table (or none), so the buffered page is written out whenever
+// the next rows' table differs, and the rows are appended as they are.
+// Rows not in ascending order across segments are expanded instead.
+func (w *Writer) appendFSST(i int, a *Array, rows []int) error {
+	p := w.pending[i]
+	type part struct {
+		a    *Array
+		rows []int
+		seg  *fsstSeg
+	}
+	var parts []part
+	switch {
+	case a.fsst == nil:
+		parts = []part{{a: a, rows: rows}}
+	case rows == nil:
+		for k := range a.fsst {
+			parts = append(parts, part{a: a.view(a.fsst[k].row, a.segEnd(k)), seg: &a.fsst[k]})
+		}
+	case len(a.fsst) == 1:
+		parts = []part{{a: a, rows: rows, seg: &a.fsst[0]}}
+	case slices.IsSorted(rows):
+		lo := 0
+		for k := range a.fsst {
+			end := a.segEnd(k)
+			hi := lo
+			for hi < len(rows) && rows[hi] < end {
+				hi++
+			}
+			if hi > lo {
+				parts = append(parts, part{a: a, rows: rows[lo:hi], seg: &a.fsst[k]})
+			}
+			lo = hi
+		}
+	default:
+		parts = []part{{a: a.expandFSST(), rows: rows}}
+	}
+	done := uint64(0)
+	for _, pt := range parts {
+		m := pt.a.Len
+		if pt.rows != nil {
+			m = len(pt.rows)
+		}
+		if m == 0 {
+			continue
+		}
+		var tab []byte
+		var t *fsstTable
+		if pt.seg != nil {
+			tab, t = pt.seg.tab, pt.seg.t
+		}
+		if p.rows > 0 && (len(p.arrs) > 0 || p.build.fsstT != t && !bytes.Equal(p.build.fsst, tab)) {
+			if err := w.flushField(i); err != nil {
+				return err
+			}
+		}
+		if p.rows == 0 {
+			p.first = w.rows + done
+		}
+		for _, x := range p.arrs {
+			p.build.appendRows(x, nil)
+		}
+		p.arrs = p.arrs[:0]
+		if p.build.n == 0 {
+			p.build.fsst, p.build.fsstT = tab, t
+		}
+		p.bytes += p.build.appendRows(pt.a, pt.rows)
+		p.rows += m
+		done += uint64(m)
+	}
 	return nil
 }
 

@@ -35,8 +35,13 @@ func writeFile(t *testing.T, src *File, pageBytes int, fill func(w *Writer)) *Fi
 func TestWriteRowsFromViews(t *testing.T) {
 	for _, p := range oracleFiles(t, "testdata") {
 		src := openFile(t, p[0])
-		for _, pb := range []int{0, 4096} {
-			t.Run(filepath.Base(p[0])+map[bool]string{true: "/small-pages", false: ""}[pb > 0], func(t *testing.T) {
+		for _, c := range []struct {
+			pb   int
+			keep bool
+		}{{0, false}, {4096, false}, {0, true}, {4096, true}} {
+			pb := c.pb
+			name := filepath.Base(p[0]) + map[bool]string{true: "/small-pages", false: ""}[pb > 0] + map[bool]string{true: "/keep-fsst", false: ""}[c.keep]
+			t.Run(name, func(t *testing.T) {
 				all, err := src.ReadAll(nil)
 				if err != nil {
 					t.Fatal(err)
@@ -62,6 +67,9 @@ func TestWriteRowsFromViews(t *testing.T) {
 					st, err := src.Stream(nil, batch)
 					if err != nil {
 						t.Fatal(err)
+					}
+					if c.keep {
+						st.KeepFSST()
 					}
 					for b := 0; ; b++ {
 						bt, err := st.NextView()

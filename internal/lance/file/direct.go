@@ -80,10 +80,13 @@ func newDirectPage(k dkind, e *pb.CompressiveEncoding, total, chunks int, rb *de
 // buffers it lent out (the last few) are taken back, so memory that
 // belongs to anything else (file metadata, a constant page) never is.
 type decodeBufs struct {
-	b       [][]byte
-	i64     [][]int64
-	lentB   [][]byte
-	lentI64 [][]int64
+	// keepFSST: the column's FSST-compressed pages stay compressed
+	// (Stream.KeepFSST).
+	keepFSST bool
+	b        [][]byte
+	i64      [][]int64
+	lentB    [][]byte
+	lentI64  [][]int64
 }
 
 const decodeBufsMax = 4

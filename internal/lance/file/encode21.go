@@ -87,13 +87,38 @@ func (w *Writer) encodePage21(leaf *Field, s *shredded) ([][]byte, *pb.PageLayou
 	}
 	wide := wideValues(leaf, s.values)
 	if mode == "fullzip" || wide && mode != "miniblock" {
-		return fullZipPage(leaf, s)
+		return fullZipPage(leaf, plainValues(s))
 	}
 	bufs, l, err := miniBlockPage(leaf, s, w.opts.Version, codec, w.scratch())
 	if errors.Is(err, errTooBig) {
-		return fullZipPage(leaf, s)
+		return fullZipPage(leaf, plainValues(s))
 	}
 	return bufs, l, err
+}
+
+// plainValues is s with FSST-compressed values expanded (full-zip pages
+// store values as they are).
+func plainValues(s *shredded) *shredded {
+	v := s.values
+	if v.fsst == nil {
+		return s
+	}
+	out := &block{n: v.n, isVar: true, offsets: make([]int64, v.n+1)}
+	for i := 0; i < v.n; i++ {
+		c := v.data[v.offsets[i]:v.offsets[i+1]]
+		l, err := v.fsstT.expandedLen(c)
+		if err != nil {
+			c = c[:len(c)-1] // a dangling escape expands to nothing
+			l, _ = v.fsstT.expandedLen(c)
+		}
+		pos := len(out.data)
+		out.data = append(out.data, make([]byte, l)...)
+		v.fsstT.expand(out.data, pos, c)
+		out.offsets[i+1] = int64(len(out.data))
+	}
+	c := *s
+	c.values = out
+	return &c
 }
 
 // fullZipBound reports whether encodePage21 will write the page full-zip.
@@ -213,6 +238,11 @@ func newValueEncoder(leaf *Field, v *block, sc *encScratch) *valueEncoder {
 			}
 			return append(out, fixedRange(v.child, lo*v.dim, hi*v.dim))
 		}
+		return e
+	case v.isVar && v.fsst != nil:
+		// Values compressed with a source page's table are kept so.
+		e := variableEncoder(leaf, v, sc)
+		e.enc = &pb.CompressiveEncoding{Compression: &pb.CompressiveEncoding_Fsst{Fsst: &pb.Fsst{Values: e.enc, SymbolTable: v.fsst}}}
 		return e
 	case v.isVar:
 		if e := dictEncoder(v, sc); e != nil {

@@ -2,7 +2,12 @@ package file
 
 import (
 	"slices"
+	"sync/atomic"
 )
+
+// fsstBuilds counts the symbol tables built, so tests can tell pages whose
+// compressed values were kept from pages compressed again.
+var fsstBuilds atomic.Int64
 
 // The FSST encoder: a symbol table built on a sample of the values (a few
 // rounds of compressing the sample with the current table, counting the
@@ -426,6 +431,7 @@ func fsstBlock(v *block, force bool, sc *encScratch) (out *block, table []byte, 
 	// one per page.
 	e := sc.fsstEnc
 	e.reset()
+	fsstBuilds.Add(1)
 	e.buildCounts(fsstSample(v), &sc.fsstCounts)
 	if cap(sc.fsstOffs) < v.n+1 {
 		sc.fsstOffs = make([]int64, v.n+1, v.n+1+v.n/4)

@@ -85,7 +85,8 @@ func FuzzMiniBlock(f *testing.F) {
 		}()
 		switch l := pl.GetLayout().(type) {
 		case *pb.PageLayout_MiniBlockLayout:
-			_, _ = decodeMiniBlockPage(l.MiniBlockLayout, bufs, int(rows), leaf)
+			_, _ = decodeMiniBlockPage(l.MiniBlockLayout, bufs, int(rows), leaf, false)
+			_, _ = decodeMiniBlockPage(l.MiniBlockLayout, bufs, int(rows), leaf, true)
 		case *pb.PageLayout_FullZipLayout:
 			_, _ = decodeFullZipPage(l.FullZipLayout, bufs, int(rows), leaf)
 		case *pb.PageLayout_ConstantLayout:

@@ -14,6 +14,11 @@ type leafPage struct {
 	rep    []uint16 // nil: no repetition, every slot starts a row
 	def    []uint16 // canonical codes; nil: nothing null or empty
 	values *block
+	// fsst: the symbol table the variable-width values are still
+	// compressed with (decodeMiniChunks with keep), else nil; fsstT is
+	// it parsed.
+	fsst  []byte
+	fsstT *fsstTable
 }
 
 // defCodes maps raw definition levels of a page to codes: 0 valid, 2j+1
@@ -137,7 +142,7 @@ func miniChunks(ml *pb.MiniBlockLayout, meta []byte, dataLen int) ([]chunkRef, e
 }
 
 // decodeMiniBlockPage undoes a mini-block layout.
-func decodeMiniBlockPage(ml *pb.MiniBlockLayout, bufs [][]byte, rows int, leaf DataType) (*leafPage, error) {
+func decodeMiniBlockPage(ml *pb.MiniBlockLayout, bufs [][]byte, rows int, leaf DataType, keep bool) (*leafPage, error) {
 	if len(bufs) < 2 {
 		return nil, errf("mini-block page has %d buffers", len(bufs))
 	}
@@ -149,13 +154,15 @@ func decodeMiniBlockPage(ml *pb.MiniBlockLayout, bufs [][]byte, rows int, leaf D
 	if len(bufs) > 2 {
 		dict = bufs[2]
 	}
-	return decodeMiniChunks(ml, chunks, bufs[1], 0, dict, rows, leaf, nil)
+	return decodeMiniChunks(ml, chunks, bufs[1], 0, dict, rows, leaf, nil, keep)
 }
 
 // decodeMiniChunks decodes the given chunks; data holds the chunk buffer
 // from byte base on. Directly decoded values go into buffers from rb
-// (nil: fresh ones).
-func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, base int, dictBuf []byte, rows int, leaf DataType, rb *decodeBufs) (*leafPage, error) {
+// (nil: fresh ones). With keep, FSST-compressed values of a page without
+// a dictionary stay compressed: the page's values are the compressed
+// bytes and its fsst the symbol table.
+func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, base int, dictBuf []byte, rows int, leaf DataType, rb *decodeBufs, keep bool) (*leafPage, error) {
 	codes, err := defCodes(ml.GetLayers())
 	if err != nil {
 		return nil, err
@@ -175,6 +182,14 @@ func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, ba
 	var fsstTab []byte
 	if f := venc.GetFsst(); f != nil {
 		fsstTab, venc = f.GetSymbolTable(), f.GetValues()
+	}
+	var fsstT *fsstTable
+	if keep = keep && fsstTab != nil && ml.GetDictionary() == nil; keep {
+		if fsstT, err = parseFSST(fsstTab); err != nil {
+			return nil, err
+		}
+		// A table with compression off stores the values as they are.
+		keep = !fsstT.raw
 	}
 	var rep, def []uint16
 	total := 0
@@ -233,8 +248,10 @@ func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, ba
 	switch {
 	case dst != nil && dk != directVariable:
 		values = dst.fixed()
-	case fsstTab != nil:
+	case fsstTab != nil && !keep:
 		values, err2 = unfsstBlocksInto(fsstTab, vals, rb)
+	case dk == directVariable && len(vals) > 1:
+		values = concatVarInto(vals, rb)
 	default:
 		values, err2 = concatBlocks(vals, leaf)
 	}
@@ -261,6 +278,12 @@ func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, ba
 		}
 	}
 	lp := &leafPage{rows: rows, values: values, rep: rep, slots: total}
+	if keep {
+		if !values.isVar {
+			return nil, errf("fsst over a fixed-width block")
+		}
+		lp.fsst, lp.fsstT = fsstTab, fsstT
+	}
 	if hasDef {
 		if err := mapDefs(def, codes); err != nil {
 			return nil, err
@@ -275,6 +298,30 @@ func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, ba
 		}
 	}
 	return lp, nil
+}
+
+// concatVarInto joins a page's variable-width chunk blocks (offsets from
+// 0 into each block's data) into one block in buffers from rb, which a
+// Stream handing out views recycles instead of allocating and zeroing.
+func concatVarInto(bs []*block, rb *decodeBufs) *block {
+	n, total := 0, 0
+	for _, b := range bs {
+		n += b.n
+		total += len(b.data)
+	}
+	out := &block{n: n, isVar: true, offsets: rb.int64s(n + 1), data: rb.bytes(total)}
+	out.offsets[0] = 0
+	at, pos := 1, 0
+	for _, b := range bs {
+		base := int64(pos)
+		pos += copy(out.data[pos:], b.data)
+		dst := out.offsets[at : at+b.n]
+		for i, o := range b.offsets[1 : b.n+1] {
+			dst[i] = base + o
+		}
+		at += b.n
+	}
+	return out
 }
 
 // decodeChunk parses one chunk and decodes its values.

@@ -98,7 +98,9 @@ func (f *File) pageBuffers(p *pb.ColumnMetadata_Page) ([][]byte, error) {
 }
 
 // decodePage undoes the layout of one 2.1+ page of a leaf column.
-func (f *File) decodePage(p *pb.ColumnMetadata_Page, leaf *Field) (*leafPage, error) {
+// With keep, a mini-block page's FSST-compressed values stay compressed
+// (decodeMiniChunks).
+func (f *File) decodePage(p *pb.ColumnMetadata_Page, leaf *Field, keep bool) (*leafPage, error) {
 	pl := &pb.PageLayout{}
 	if err := unwrapEncoding(p.GetEncoding(), "PageLayout", pl); err != nil {
 		return nil, err
@@ -113,7 +115,7 @@ func (f *File) decodePage(p *pb.ColumnMetadata_Page, leaf *Field) (*leafPage, er
 	}
 	switch l := pl.GetLayout().(type) {
 	case *pb.PageLayout_MiniBlockLayout:
-		return decodeMiniBlockPage(l.MiniBlockLayout, bufs, int(rows), leaf.Type)
+		return decodeMiniBlockPage(l.MiniBlockLayout, bufs, int(rows), leaf.Type, keep)
 	case *pb.PageLayout_FullZipLayout:
 		return decodeFullZipPage(l.FullZipLayout, bufs, int(rows), leaf.Type)
 	case *pb.PageLayout_ConstantLayout:
@@ -131,8 +133,9 @@ func (f *File) decodePage(p *pb.ColumnMetadata_Page, leaf *Field) (*leafPage, er
 func (f *File) decodePageWindow(p *pb.ColumnMetadata_Page, leaf *Field, lo, hi uint64, rb *decodeBufs) (*leafPage, uint64, error) {
 	rows := p.GetLength()
 	hi = min(hi, rows)
+	keep := rb != nil && rb.keepFSST
 	if lo == 0 && hi == rows {
-		lp, err := f.decodePage(p, leaf)
+		lp, err := f.decodePage(p, leaf, keep)
 		return lp, 0, err
 	}
 	pl := &pb.PageLayout{}
@@ -141,7 +144,7 @@ func (f *File) decodePageWindow(p *pb.ColumnMetadata_Page, leaf *Field, lo, hi u
 	}
 	ml := pl.GetMiniBlockLayout()
 	if ml == nil || ml.GetRepCompression() != nil || len(p.GetBufferOffsets()) < 2 || ml.GetNumItems() != rows {
-		lp, err := f.decodePage(p, leaf)
+		lp, err := f.decodePage(p, leaf, keep)
 		return lp, 0, err
 	}
 	meta, err := f.readRange(Buffer{p.BufferOffsets[0], p.BufferSizes[0]})
@@ -193,7 +196,7 @@ func (f *File) decodePageWindow(p *pb.ColumnMetadata_Page, leaf *Field, lo, hi u
 	for _, ch := range sel {
 		n += ch.n
 	}
-	lp, err := decodeMiniChunks(ml, sel, data, base, dict, n, leaf.Type, rb)
+	lp, err := decodeMiniChunks(ml, sel, data, base, dict, n, leaf.Type, rb, keep)
 	if pooled != nil && (err != nil || !lp.aliases(data)) {
 		readBufs.Put(pooled)
 	}
@@ -276,13 +279,35 @@ func (f *File) readPathSpan(path []*Field, start, end uint64, rb *decodeBufs) (a
 				first += skipped
 			}
 		} else {
-			lp, err = f.decodePage(pages[i], leaf)
+			lp, err = f.decodePage(pages[i], leaf, rb != nil && rb.keepFSST)
 		}
 		pageRow += pages[i].GetLength()
 		if err != nil {
 			return nil, 0, fmt.Errorf("column %d (%s) page %d: %w", leaf.Column, leaf.Name, i, err)
 		}
 		lps = append(lps, lp)
+	}
+	// Pages kept FSST-compressed become segments of the array, one per
+	// page (each with its own table), when every page of the span is one;
+	// otherwise they are expanded here.
+	var segs []fsstSeg
+	if n := keptFSST(lps); n > 0 {
+		if n == len(lps) && len(path) == 1 {
+			row := 0
+			for _, lp := range lps {
+				segs = append(segs, fsstSeg{row: row, tab: lp.fsst, t: lp.fsstT})
+				row += lp.rows
+			}
+		} else {
+			for _, lp := range lps {
+				if lp.fsst != nil {
+					if lp.values, err = unfsstBlocks(lp.fsst, []*block{lp.values}); err != nil {
+						return nil, 0, err
+					}
+					lp.fsst, lp.fsstT = nil, nil
+				}
+			}
+		}
 	}
 	var lp *leafPage
 	if len(lps) == 0 {
@@ -302,6 +327,7 @@ func (f *File) readPathSpan(path []*Field, start, end uint64, rb *decodeBufs) (a
 	if err != nil {
 		return nil, 0, err
 	}
+	arr.fsst = segs
 	return arr, first, nil
 }
 
@@ -573,7 +599,8 @@ type Stream struct {
 	cache     map[int]*spanCache // by column
 	// bufs: the buffers of flat columns' replaced windows, by column
 	// (NextView only: a view is valid until the next call).
-	bufs map[int]*decodeBufs
+	bufs     map[int]*decodeBufs
+	keepFSST bool
 }
 
 type spanCache struct {
@@ -591,6 +618,25 @@ func (f *File) Stream(fields []string, batchRows int) (*Stream, error) {
 		return nil, err
 	}
 	return &Stream{f: f, fields: fls, batchRows: uint64(batchRows), cache: map[int]*spanCache{}}, nil
+}
+
+// KeepFSST makes NextView hand out the FSST-compressed pages of string
+// and binary columns still compressed, for Writer.WriteRows to write as
+// they are with the same symbol tables instead of expanding and
+// compressing them again (it cuts the column's pages where the source
+// pages change tables). Call it before the first batch; only WriteRows
+// (or Slice and Take, which expand them) may consume such batches.
+func (s *Stream) KeepFSST() { s.keepFSST = true }
+
+// keptFSST counts the pages kept FSST-compressed.
+func keptFSST(lps []*leafPage) int {
+	n := 0
+	for _, lp := range lps {
+		if lp.fsst != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // Next returns the next batch, or io.EOF after the last.
@@ -625,7 +671,7 @@ func (s *Stream) next1(view bool) (*Batch, error) {
 						s.bufs = map[int]*decodeBufs{}
 					}
 					if rb = s.bufs[col]; rb == nil {
-						rb = &decodeBufs{}
+						rb = &decodeBufs{keepFSST: s.keepFSST && fl.Type.IsVariable()}
 						s.bufs[col] = rb
 					}
 					if c != nil {

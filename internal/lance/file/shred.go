@@ -228,7 +228,11 @@ func leafBlock(f *Field, a *Array, idx []int) (*block, error) {
 	case t.Kind == KindBool:
 		return &block{n: n, bits: 1, data: a.Values[:bitmapLen(n)]}, nil
 	case t.IsVariable():
-		return &block{n: n, isVar: true, offsets: a.Offsets, data: a.Values}, nil
+		b := &block{n: n, isVar: true, offsets: a.Offsets, data: a.Values}
+		if len(a.fsst) == 1 {
+			b.fsst, b.fsstT = a.fsst[0].tab, a.fsst[0].t
+		}
+		return b, nil
 	case t.Kind == KindStruct:
 		return packedBlock(f, a)
 	case t.Kind == KindFixedSizeList:

@@ -150,6 +150,15 @@ func (w *Writer) Write(b *Batch) error {
 		if len(p.arrs) == 0 {
 			p.first = w.rows
 		}
+		a = a.expandFSST()
+		if p.build != nil && p.build.n > 0 && p.build.fsst != nil {
+			// The builder's rows are FSST-compressed; a's are not.
+			if err := w.flushField(i); err != nil {
+				w.err = err
+				return err
+			}
+			p.first = w.rows
+		}
 		if p.build != nil && p.build.n > 0 {
 			p.bytes += p.build.appendRows(a, nil)
 		} else {
@@ -299,7 +308,7 @@ func (w *Writer) flushField(i int) error {
 		hi := min(all.Len, lo+per)
 		part := all
 		if lo != 0 || hi != all.Len {
-			part = all.Slice(lo, hi)
+			part = sliceKeepFSST(all, lo, hi)
 		}
 		if err := w.writeRows(f, part, first+uint64(lo)); err != nil {
 			return err
@@ -310,6 +319,10 @@ func (w *Writer) flushField(i int) error {
 
 // writeRows writes one page per column of the field's rows.
 func (w *Writer) writeRows(f *Field, a *Array, prio uint64) error {
+	if w.opts.Version == V2_0 || len(a.fsst) > 1 {
+		// Only a 2.1+ page of one symbol table takes compressed values.
+		a = a.expandFSST()
+	}
 	if w.opts.Version == V2_0 {
 		return w.writeField20(f, a, prio)
 	}
@@ -337,6 +350,19 @@ func (w *Writer) writeRows(f *Field, a *Array, prio uint64) error {
 		}
 	}
 	return nil
+}
+
+// sliceKeepFSST is a.Slice(lo, hi) that keeps a single-table array's
+// values compressed.
+func sliceKeepFSST(a *Array, lo, hi int) *Array {
+	if len(a.fsst) != 1 {
+		return a.Slice(lo, hi)
+	}
+	plain := *a
+	plain.fsst = nil
+	out := plain.Slice(lo, hi)
+	out.fsst = []fsstSeg{{tab: a.fsst[0].tab, t: a.fsst[0].t}}
+	return out
 }
 
 // addPage writes a page's buffers and records it in its column.
