@@ -28,7 +28,7 @@ import (
 // it, after its start-up.
 type benchCost struct {
 	Wall, CPU         time.Duration // whole process
-	MaxRSS            int64         // bytes, whole process
+	MaxRSS            int64         // bytes, whole process (its VmHWM)
 	WorkWall, WorkCPU time.Duration // the append, start-up left out
 	// LanceDB only: Node's start-up (to LanceDB's module loaded) and the
 	// JSON-to-Arrow parse, which is JavaScript, not LanceDB.
@@ -217,7 +217,7 @@ func appendChild(t *testing.T, path, input string) {
 	wall := time.Since(t0)
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
 	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
-	fmt.Printf("APPEND rows=%d wall=%d cpu=%d\n", n, wall.Nanoseconds(), cpu.Nanoseconds())
+	fmt.Printf("APPEND rows=%d wall=%d cpu=%d hwm=%d\n", n, wall.Nanoseconds(), cpu.Nanoseconds(), selfPeakRSS())
 }
 
 func runAppendChild(t *testing.T, path, input string, rows int) benchCost {
@@ -232,13 +232,12 @@ func runAppendChild(t *testing.T, path, input string, rows int) benchCost {
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		c.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		c.MaxRSS = ru.Maxrss << 10 // KiB on Linux
 	}
 	var n int
 	var wall, cpu int64
 	for _, l := range strings.Split(string(out), "\n") {
 		if i := strings.Index(l, "APPEND "); i >= 0 {
-			fmt.Sscanf(l[i:], "APPEND rows=%d wall=%d cpu=%d", &n, &wall, &cpu)
+			fmt.Sscanf(l[i:], "APPEND rows=%d wall=%d cpu=%d hwm=%d", &n, &wall, &cpu, &c.MaxRSS)
 		}
 	}
 	if n != rows {
@@ -261,10 +260,10 @@ func runAppendNode(t *testing.T, in lancedb.Install, path, input string, rows in
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		c.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		c.MaxRSS = ru.Maxrss << 10
 	}
 	var r struct {
 		Rows, Count                 int64
+		MaxRssKb                    int64
 		StartupWallMs, StartupCpuMs float64
 		StartupRssKb                int64
 		ParseWallMs, ParseCpuMs     float64
@@ -276,7 +275,7 @@ func runAppendNode(t *testing.T, in lancedb.Install, path, input string, rows in
 	if r.Rows != int64(rows) || r.Count != before+int64(rows) {
 		t.Fatalf("LanceDB added %d rows, counts %d, want %d and %d", r.Rows, r.Count, rows, before+int64(rows))
 	}
-	c.WorkWall, c.WorkCPU = ms(r.AddWallMs), ms(r.AddCpuMs)
+	c.WorkWall, c.WorkCPU, c.MaxRSS = ms(r.AddWallMs), ms(r.AddCpuMs), r.MaxRssKb<<10
 	c.StartWall, c.StartCPU, c.StartRSS = ms(r.StartupWallMs), ms(r.StartupCpuMs), r.StartupRssKb<<10
 	c.ParseWall, c.ParseCPU = ms(r.ParseWallMs), ms(r.ParseCpuMs)
 	return c
@@ -319,4 +318,24 @@ func linkTable(t *testing.T, src, dst string) {
 	if err != nil {
 		t.Fatalf("copy %s: %v", src, err)
 	}
+}
+
+// selfPeakRSS is this process's peak RSS in bytes (VmHWM of
+// /proc/self/status), or -1 where there is none. The parent's getrusage
+// of a child cannot give it: Linux carries the parent's peak across fork
+// and exec into the child's ru_maxrss, so a child of a large test process
+// reports at least the parent's peak.
+func selfPeakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmHWM:" && f[2] == "kB" {
+			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return -1
 }

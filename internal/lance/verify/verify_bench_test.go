@@ -27,7 +27,7 @@ import (
 // holds v-1 fragments (each its own data file), for each count in
 // LANCE_BENCH_VERIFY_VERSIONS (default 100,1000,3000,10000); verify runs in
 // a process of its own (this test binary re-run) and reports wall, CPU and
-// peak RSS. Its peer is LanceDB 0.39 reading the same history
+// peak RSS (the child's own VmHWM: see selfPeakRSS). Its peer is LanceDB 0.39 reading the same history
 // (testdata/bench_history.mjs: checkout and countRows of every version, in
 // a Node process of its own), which LanceDB has instead of a verify; it
 // runs for counts up to LANCE_BENCH_LANCEDB_VERSIONS (default 3000). It is
@@ -84,12 +84,11 @@ func TestBenchVerifyHistory(t *testing.T) {
 		var rss int64
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-			rss = ru.Maxrss << 10 // KiB on Linux
 		}
 		var versions, objects, violations int
 		for _, l := range strings.Split(string(out), "\n") {
 			if i := strings.Index(l, "VERIFY "); i >= 0 {
-				fmt.Sscanf(l[i:], "VERIFY versions=%d objects=%d violations=%d", &versions, &objects, &violations)
+				fmt.Sscanf(l[i:], "VERIFY versions=%d objects=%d violations=%d hwm=%d", &versions, &objects, &violations, &rss)
 			}
 		}
 		if versions != n || violations != 0 {
@@ -130,10 +129,10 @@ func walkHistoryNode(t *testing.T, in lancedb.Install, dir string, n int) nodeWa
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		w.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		w.rss = ru.Maxrss << 10 // KiB on Linux
 	}
 	var r struct {
 		Versions, Rows              int64
+		MaxRssKb                    int64
 		StartupWallMs, StartupCpuMs float64
 		StartupRssKb                int64
 		WalkWallMs, WalkCpuMs       float64
@@ -146,7 +145,7 @@ func walkHistoryNode(t *testing.T, in lancedb.Install, dir string, n int) nodeWa
 		t.Fatalf("LanceDB walked %d versions of %d rows in all, want %d and %d", r.Versions, r.Rows, n, want)
 	}
 	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
-	w.walkWall, w.walkCPU = ms(r.WalkWallMs), ms(r.WalkCpuMs)
+	w.walkWall, w.walkCPU, w.rss = ms(r.WalkWallMs), ms(r.WalkCpuMs), r.MaxRssKb<<10
 	w.startWall, w.startCPU, w.startRSS = ms(r.StartupWallMs), ms(r.StartupCpuMs), r.StartupRssKb<<10
 	return w
 }
@@ -174,7 +173,7 @@ func verifyChild(t *testing.T, dir string) {
 	for _, v := range rep.Violations {
 		t.Log(v)
 	}
-	fmt.Printf("VERIFY versions=%d objects=%d violations=%d\n", len(rep.Versions), rep.Objects, len(rep.Violations))
+	fmt.Printf("VERIFY versions=%d objects=%d violations=%d hwm=%d\n", len(rep.Versions), rep.Objects, len(rep.Violations), selfPeakRSS())
 }
 
 // buildAppendHistory writes an n-version table at dir with compactord's own
@@ -231,4 +230,24 @@ func buildAppendHistory(tb testing.TB, dir string, n int) int64 {
 		tb.Fatal(err)
 	}
 	return total
+}
+
+// selfPeakRSS is this process's peak RSS in bytes (VmHWM of
+// /proc/self/status), or -1 where there is none. The parent's getrusage
+// of a child cannot give it: Linux carries the parent's peak across fork
+// and exec into the child's ru_maxrss, so a child of a large test process
+// reports at least the parent's peak.
+func selfPeakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmHWM:" && f[2] == "kB" {
+			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return -1
 }

@@ -11,7 +11,7 @@
 // process up to LanceDB's module loaded: wall since the process began, CPU
 // and peak RSS at that point), parse (reading JSONL into Arrow: JavaScript,
 // not LanceDB) and add (connect, open and Table.add: LanceDB's own work).
-// maxRssKb is the process's peak, Node's baseline included.
+// maxRssKb is the process's peak RSS (VmHWM), Node's baseline included.
 //
 // LanceDB is found through $LANCEDB_NODE_MODULES, as oracle.mjs does.
 
@@ -24,9 +24,15 @@ const require = createRequire(path.join(process.env.LANCEDB_NODE_MODULES, "..", 
 const lancedb = require("@lancedb/lancedb");
 const arrow = require("apache-arrow");
 
+// usage is the process's wall time since it began, its CPU time and its
+// peak RSS so far. The peak is VmHWM of /proc/self/status, not
+// resourceUsage().maxRSS: Linux carries a parent's peak across fork and
+// exec into the child's getrusage, so a child of a large test process
+// would report the parent's peak.
 function usage() {
   const u = process.resourceUsage();
-  return { wallMs: performance.now(), cpuMs: (u.userCPUTime + u.systemCPUTime) / 1000, maxRssKb: u.maxRSS };
+  const m = /^VmHWM:\s*(\d+) kB$/m.exec(fs.readFileSync("/proc/self/status", "utf8"));
+  return { wallMs: performance.now(), cpuMs: (u.userCPUTime + u.systemCPUTime) / 1000, maxRssKb: m ? Number(m[1]) : -1 };
 }
 
 const startup = usage();

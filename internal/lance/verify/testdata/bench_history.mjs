@@ -16,15 +16,22 @@
 // LanceDB is found through $LANCEDB_NODE_MODULES, as oracle.mjs does.
 
 import { createRequire } from "node:module";
+import fs from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 
 const require = createRequire(path.join(process.env.LANCEDB_NODE_MODULES, "..", "package.json"));
 const lancedb = require("@lancedb/lancedb");
 
+// usage is the process's wall time since it began, its CPU time and its
+// peak RSS so far. The peak is VmHWM of /proc/self/status, not
+// resourceUsage().maxRSS: Linux carries a parent's peak across fork and
+// exec into the child's getrusage, so a child of a large test process
+// would report the parent's peak.
 function usage() {
   const u = process.resourceUsage();
-  return { wallMs: performance.now(), cpuMs: (u.userCPUTime + u.systemCPUTime) / 1000, maxRssKb: u.maxRSS };
+  const m = /^VmHWM:\s*(\d+) kB$/m.exec(fs.readFileSync("/proc/self/status", "utf8"));
+  return { wallMs: performance.now(), cpuMs: (u.userCPUTime + u.systemCPUTime) / 1000, maxRssKb: m ? Number(m[1]) : -1 };
 }
 
 const startup = usage();
