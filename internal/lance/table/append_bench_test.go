@@ -19,8 +19,6 @@ import (
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/lance/commit"
-	"github.com/compactord/compactord/internal/lance/file"
-	"github.com/compactord/compactord/internal/lance/jsonl"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/testutil/lancedb"
 )
@@ -32,12 +30,10 @@ type benchCost struct {
 	Wall, CPU         time.Duration // whole process
 	MaxRSS            int64         // bytes, whole process (its VmHWM)
 	WorkWall, WorkCPU time.Duration // the append, start-up left out
-	// LanceDB only: Node's start-up (to LanceDB's module loaded).
+	// LanceDB only: Node's start-up (to LanceDB's module loaded) and the
+	// JSON-to-Arrow parse, which is JavaScript, not LanceDB.
 	StartWall, StartCPU time.Duration
 	StartRSS            int64
-	// The rows' JSON parsed into columns. LanceDB's is JavaScript before
-	// Table.add, outside WorkWall and WorkCPU; compactord's is inside
-	// AppendJSON, measured again on its own after it (parseOnly).
 	ParseWall, ParseCPU time.Duration
 }
 
@@ -45,10 +41,8 @@ func (c benchCost) String() string {
 	s := fmt.Sprintf("append wall %.2f s, CPU %.2f s; process wall %.2f s, CPU %.2f s, peak RSS %.0f MiB",
 		c.WorkWall.Seconds(), c.WorkCPU.Seconds(), c.Wall.Seconds(), c.CPU.Seconds(), float64(c.MaxRSS)/(1<<20))
 	if c.StartWall > 0 {
-		s += fmt.Sprintf(" (Node start-up wall %.2f s, CPU %.2f s, RSS %.0f MiB; JSON parse in JavaScript before add: wall %.2f s, CPU %.2f s)",
+		s += fmt.Sprintf(" (Node start-up wall %.2f s, CPU %.2f s, RSS %.0f MiB; JSON parse wall %.2f s, CPU %.2f s)",
 			c.StartWall.Seconds(), c.StartCPU.Seconds(), float64(c.StartRSS)/(1<<20), c.ParseWall.Seconds(), c.ParseCPU.Seconds())
-	} else {
-		s += fmt.Sprintf(" (of which JSON parse, timed again alone: wall %.2f s, CPU %.2f s)", c.ParseWall.Seconds(), c.ParseCPU.Seconds())
 	}
 	return s
 }
@@ -194,10 +188,9 @@ func TestBenchAppendGrowth(t *testing.T) {
 	}{{"an empty table", ce, le}, {fmt.Sprintf("%d x %d rows", baseFrags, rows), cb, lb}} {
 		t.Logf("  into %s: compactord %s", r.into, r.c)
 		t.Logf("  into %s: LanceDB    %s", r.into, r.l)
-		t.Logf("  into %s: compactord/LanceDB: JSON file to commit CPU %.2fx, wall %.2fx; without the JSON parse (compactord's append less its parse, against Table.add) CPU %.2fx, wall %.2fx; as run (compactord's append, against Table.add alone) CPU %.2fx, wall %.2fx; peak RSS %.2fx",
-			r.into, r.c.WorkCPU.Seconds()/(r.l.WorkCPU+r.l.ParseCPU).Seconds(), r.c.WorkWall.Seconds()/(r.l.WorkWall+r.l.ParseWall).Seconds(),
-			(r.c.WorkCPU-r.c.ParseCPU).Seconds()/r.l.WorkCPU.Seconds(), (r.c.WorkWall-r.c.ParseWall).Seconds()/r.l.WorkWall.Seconds(),
-			r.c.WorkCPU.Seconds()/r.l.WorkCPU.Seconds(), r.c.WorkWall.Seconds()/r.l.WorkWall.Seconds(),
+		t.Logf("  into %s: compactord/LanceDB: append CPU %.2fx, wall %.2fx (against LanceDB's add and parse: CPU %.2fx, wall %.2fx); peak RSS %.2fx",
+			r.into, r.c.WorkCPU.Seconds()/r.l.WorkCPU.Seconds(), r.c.WorkWall.Seconds()/r.l.WorkWall.Seconds(),
+			r.c.WorkCPU.Seconds()/(r.l.WorkCPU+r.l.ParseCPU).Seconds(), r.c.WorkWall.Seconds()/(r.l.WorkWall+r.l.ParseWall).Seconds(),
 			float64(r.c.MaxRSS)/float64(r.l.MaxRSS))
 	}
 	t.Logf("  big/empty: compactord CPU %.2fx, wall %.2fx, peak RSS %.2fx; LanceDB CPU %.2fx, wall %.2fx, peak RSS %.2fx",
@@ -224,64 +217,7 @@ func appendChild(t *testing.T, path, input string) {
 	wall := time.Since(t0)
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
 	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
-	hwm := selfPeakRSS()
-	pwall, pcpu := parseOnly(t, h, input, n)
-	fmt.Printf("APPEND rows=%d wall=%d cpu=%d hwm=%d parsewall=%d parsecpu=%d\n", n, wall.Nanoseconds(), cpu.Nanoseconds(), hwm, pwall.Nanoseconds(), pcpu.Nanoseconds())
-}
-
-// parseOnly times the JSON half of AppendJSON on its own, after the
-// append: the lines of input read and built into batches of the table's
-// schema as AppendJSON builds them, then dropped unwritten. It is what
-// compactord's figure holds that LanceDB's Table.add, handed Arrow, does
-// not.
-func parseOnly(t *testing.T, h *Handle, input string, want uint64) (wall, cpu time.Duration) {
-	read, _, err := h.ReadForWrite(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := FileVersion(read.Manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fw, err := file.NewWriter(io.Discard, read.Manifest.GetFields(), file.WriterOptions{Version: v})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(input)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var ru0, ru1 syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
-	t0 := time.Now()
-	b, err := jsonl.NewBuilder(fw.Schema().Fields)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows uint64
-	sc := bufio.NewScanner(bufio.NewReaderSize(f, 1<<16))
-	sc.Buffer(make([]byte, 1<<16), 1<<24)
-	for sc.Scan() {
-		if err := b.AddLine(sc.Bytes()); err != nil {
-			t.Fatal(err)
-		}
-		if b.Rows() >= appendBatchRows || b.Bytes() >= appendBatchBytes {
-			rows += uint64(b.Rows())
-			b.Flush()
-		}
-	}
-	rows += uint64(b.Rows())
-	b.Flush()
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	wall = time.Since(t0)
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	if rows != want {
-		t.Fatalf("parsed %d rows, appended %d", rows, want)
-	}
-	return wall, time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
+	fmt.Printf("APPEND rows=%d wall=%d cpu=%d hwm=%d\n", n, wall.Nanoseconds(), cpu.Nanoseconds(), selfPeakRSS())
 }
 
 func runAppendChild(t *testing.T, path, input string, rows int) benchCost {
@@ -301,9 +237,7 @@ func runAppendChild(t *testing.T, path, input string, rows int) benchCost {
 	var wall, cpu int64
 	for _, l := range strings.Split(string(out), "\n") {
 		if i := strings.Index(l, "APPEND "); i >= 0 {
-			var pw, pc int64
-			fmt.Sscanf(l[i:], "APPEND rows=%d wall=%d cpu=%d hwm=%d parsewall=%d parsecpu=%d", &n, &wall, &cpu, &c.MaxRSS, &pw, &pc)
-			c.ParseWall, c.ParseCPU = time.Duration(pw), time.Duration(pc)
+			fmt.Sscanf(l[i:], "APPEND rows=%d wall=%d cpu=%d hwm=%d", &n, &wall, &cpu, &c.MaxRSS)
 		}
 	}
 	if n != rows {
