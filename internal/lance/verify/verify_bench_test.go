@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/table"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testutil/lancedb"
 )
 
 // TestBenchVerifyHistory (LANCE_BENCH=1) is docs/benchmarks.md's "Lance:
@@ -25,9 +27,14 @@ import (
 // holds v-1 fragments (each its own data file), for each count in
 // LANCE_BENCH_VERIFY_VERSIONS (default 100,1000,3000,10000); verify runs in
 // a process of its own (this test binary re-run) and reports wall, CPU and
-// peak RSS. LANCE_BENCH_DIR puts the tables there instead of the test's
-// temporary directory; LANCE_VERIFY_CPUPROFILE=FILE writes verify's CPU
-// profile.
+// peak RSS (the child's own VmHWM: see selfPeakRSS). Its peer is LanceDB 0.39 reading the same history
+// (testdata/bench_history.mjs: checkout and countRows of every version, in
+// a Node process of its own), which LanceDB has instead of a verify; it
+// runs for counts up to LANCE_BENCH_LANCEDB_VERSIONS (default 3000). It is
+// not the same check: verify also lists every object and checks each
+// version against them. LANCE_BENCH_DIR puts the tables there instead of
+// the test's temporary directory; LANCE_VERIFY_CPUPROFILE=FILE writes
+// verify's CPU profile.
 //
 //	LANCE_BENCH=1 go test ./internal/lance/verify -run TestBenchVerifyHistory -v -timeout 60m
 func TestBenchVerifyHistory(t *testing.T) {
@@ -37,6 +44,11 @@ func TestBenchVerifyHistory(t *testing.T) {
 	}
 	if os.Getenv("LANCE_BENCH") == "" {
 		t.Skip("set LANCE_BENCH=1")
+	}
+	in := lancedb.Require(t)
+	peerMax := 3000
+	if v, err := strconv.Atoi(os.Getenv("LANCE_BENCH_LANCEDB_VERSIONS")); err == nil && v >= 0 {
+		peerMax = v
 	}
 	counts := []int{100, 1000, 3000, 10_000}
 	if s := os.Getenv("LANCE_BENCH_VERIFY_VERSIONS"); s != "" {
@@ -72,12 +84,11 @@ func TestBenchVerifyHistory(t *testing.T) {
 		var rss int64
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-			rss = ru.Maxrss << 10 // KiB on Linux
 		}
 		var versions, objects, violations int
 		for _, l := range strings.Split(string(out), "\n") {
 			if i := strings.Index(l, "VERIFY "); i >= 0 {
-				fmt.Sscanf(l[i:], "VERIFY versions=%d objects=%d violations=%d", &versions, &objects, &violations)
+				fmt.Sscanf(l[i:], "VERIFY versions=%d objects=%d violations=%d hwm=%d", &versions, &objects, &violations, &rss)
 			}
 		}
 		if versions != n || violations != 0 {
@@ -85,8 +96,58 @@ func TestBenchVerifyHistory(t *testing.T) {
 		}
 		t.Logf("%6d versions (%5.0f MiB of manifests, built in %4.1f s): verify wall %6.2f s, CPU %6.2f s, peak RSS %4.0f MiB, %d objects",
 			n, float64(bytes)/(1<<20), built.Seconds(), wall.Seconds(), cpu.Seconds(), float64(rss)/(1<<20), objects)
+		if n <= peerMax {
+			l := walkHistoryNode(t, in, dir, n)
+			t.Logf("%6d versions: LanceDB checkout+countRows of every version: walk wall %6.2f s, CPU %6.2f s; process wall %6.2f s, CPU %6.2f s, peak RSS %4.0f MiB (Node start-up wall %.2f s, CPU %.2f s, RSS %.0f MiB)",
+				n, l.walkWall.Seconds(), l.walkCPU.Seconds(), l.wall.Seconds(), l.cpu.Seconds(), float64(l.rss)/(1<<20),
+				l.startWall.Seconds(), l.startCPU.Seconds(), float64(l.startRSS)/(1<<20))
+			t.Logf("%6d versions: compactord verify / LanceDB walk: CPU %.2fx (against the walk's whole process %.2fx), wall %.2fx, peak RSS %.2fx",
+				n, cpu.Seconds()/l.walkCPU.Seconds(), cpu.Seconds()/l.cpu.Seconds(), wall.Seconds()/l.walkWall.Seconds(), float64(rss)/float64(l.rss))
+		}
 		os.RemoveAll(dir)
 	}
+}
+
+// nodeWalk is one LanceDB history walk: the whole Node process as its
+// parent sees it, and the walk alone (connect, open, every version) as the
+// process measures it after its start-up (to LanceDB's module loaded).
+type nodeWalk struct {
+	wall, cpu, walkWall, walkCPU, startWall, startCPU time.Duration
+	rss, startRSS                                     int64
+}
+
+func walkHistoryNode(t *testing.T, in lancedb.Install, dir string, n int) nodeWalk {
+	t.Helper()
+	cmd := exec.Command(in.Node, filepath.Join("testdata", "bench_history.mjs"), filepath.Dir(dir), strings.TrimSuffix(filepath.Base(dir), ".lance"))
+	cmd.Env = append(os.Environ(), "LANCEDB_NODE_MODULES="+in.NodeModules, "RUST_LOG=error", "LANCEDB_LOG=error")
+	cmd.Stderr = os.Stderr
+	start := time.Now()
+	out, err := cmd.Output()
+	w := nodeWalk{wall: time.Since(start)}
+	if err != nil {
+		t.Fatalf("bench_history.mjs: %v\n%s", err, out)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		w.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	var r struct {
+		Versions, Rows              int64
+		MaxRssKb                    int64
+		StartupWallMs, StartupCpuMs float64
+		StartupRssKb                int64
+		WalkWallMs, WalkCpuMs       float64
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("bench_history.mjs: %q: %v", out, err)
+	}
+	// Version v holds v-1 fragments of 100 rows.
+	if want := int64(100) * int64(n) * int64(n-1) / 2; r.Versions != int64(n) || r.Rows != want {
+		t.Fatalf("LanceDB walked %d versions of %d rows in all, want %d and %d", r.Versions, r.Rows, n, want)
+	}
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	w.walkWall, w.walkCPU, w.rss = ms(r.WalkWallMs), ms(r.WalkCpuMs), r.MaxRssKb<<10
+	w.startWall, w.startCPU, w.startRSS = ms(r.StartupWallMs), ms(r.StartupCpuMs), r.StartupRssKb<<10
+	return w
 }
 
 func verifyChild(t *testing.T, dir string) {
@@ -112,7 +173,7 @@ func verifyChild(t *testing.T, dir string) {
 	for _, v := range rep.Violations {
 		t.Log(v)
 	}
-	fmt.Printf("VERIFY versions=%d objects=%d violations=%d\n", len(rep.Versions), rep.Objects, len(rep.Violations))
+	fmt.Printf("VERIFY versions=%d objects=%d violations=%d hwm=%d\n", len(rep.Versions), rep.Objects, len(rep.Violations), selfPeakRSS())
 }
 
 // buildAppendHistory writes an n-version table at dir with compactord's own
@@ -169,4 +230,24 @@ func buildAppendHistory(tb testing.TB, dir string, n int) int64 {
 		tb.Fatal(err)
 	}
 	return total
+}
+
+// selfPeakRSS is this process's peak RSS in bytes (VmHWM of
+// /proc/self/status), or -1 where there is none. The parent's getrusage
+// of a child cannot give it: Linux carries the parent's peak across fork
+// and exec into the child's ru_maxrss, so a child of a large test process
+// reports at least the parent's peak.
+func selfPeakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmHWM:" && f[2] == "kB" {
+			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return -1
 }
