@@ -18,6 +18,7 @@ import (
 	"github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/lance/file"
 	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/testutil/peakrss"
 )
 
 // TestBenchLanceDB (LANCE_BENCH=1, LANCE_BENCH_ROWS, LANCE_BENCH_TRIALS)
@@ -280,12 +281,5 @@ func streamChild(t *testing.T, p string) {
 		}
 		rows += int64(b.NumRows)
 	}
-	status, _ := os.ReadFile("/proc/self/status")
-	var hwm int64
-	for _, l := range strings.Split(string(status), "\n") {
-		if strings.HasPrefix(l, "VmHWM:") {
-			hwm, _ = strconv.ParseInt(strings.Fields(l)[1], 10, 64)
-		}
-	}
-	fmt.Printf("STREAM rows=%d hwm_kb=%d secs=%g\n", rows, hwm, time.Since(t0).Seconds())
+	fmt.Printf("STREAM rows=%d hwm_kb=%d secs=%g\n", rows, peakrss.Self()>>10, time.Since(t0).Seconds())
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/compactord/compactord/internal/lance/commit"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/testutil/peakrss"
 )
 
 // benchCost is one measured append: the whole child process as its parent
@@ -217,7 +218,7 @@ func appendChild(t *testing.T, path, input string) {
 	wall := time.Since(t0)
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
 	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
-	fmt.Printf("APPEND rows=%d wall=%d cpu=%d hwm=%d\n", n, wall.Nanoseconds(), cpu.Nanoseconds(), selfPeakRSS())
+	fmt.Printf("APPEND rows=%d wall=%d cpu=%d hwm=%d\n", n, wall.Nanoseconds(), cpu.Nanoseconds(), peakrss.Self())
 }
 
 func runAppendChild(t *testing.T, path, input string, rows int) benchCost {
@@ -318,24 +319,4 @@ func linkTable(t *testing.T, src, dst string) {
 	if err != nil {
 		t.Fatalf("copy %s: %v", src, err)
 	}
-}
-
-// selfPeakRSS is this process's peak RSS in bytes (VmHWM of
-// /proc/self/status), or -1 where there is none. The parent's getrusage
-// of a child cannot give it: Linux carries the parent's peak across fork
-// and exec into the child's ru_maxrss, so a child of a large test process
-// reports at least the parent's peak.
-func selfPeakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmHWM:" && f[2] == "kB" {
-			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-				return kb << 10
-			}
-		}
-	}
-	return -1
 }

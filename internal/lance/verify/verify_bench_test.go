@@ -20,6 +20,7 @@ import (
 	"github.com/compactord/compactord/internal/lance/table"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/testutil/peakrss"
 )
 
 // TestBenchVerifyHistory (LANCE_BENCH=1) is docs/benchmarks.md's "Lance:
@@ -27,7 +28,7 @@ import (
 // holds v-1 fragments (each its own data file), for each count in
 // LANCE_BENCH_VERIFY_VERSIONS (default 100,1000,3000,10000); verify runs in
 // a process of its own (this test binary re-run) and reports wall, CPU and
-// peak RSS (the child's own VmHWM: see selfPeakRSS). Its peer is LanceDB 0.39 reading the same history
+// peak RSS (the child's own VmHWM: see package peakrss). Its peer is LanceDB 0.39 reading the same history
 // (testdata/bench_history.mjs: checkout and countRows of every version, in
 // a Node process of its own), which LanceDB has instead of a verify; it
 // runs for counts up to LANCE_BENCH_LANCEDB_VERSIONS (default 3000). It is
@@ -173,7 +174,7 @@ func verifyChild(t *testing.T, dir string) {
 	for _, v := range rep.Violations {
 		t.Log(v)
 	}
-	fmt.Printf("VERIFY versions=%d objects=%d violations=%d hwm=%d\n", len(rep.Versions), rep.Objects, len(rep.Violations), selfPeakRSS())
+	fmt.Printf("VERIFY versions=%d objects=%d violations=%d hwm=%d\n", len(rep.Versions), rep.Objects, len(rep.Violations), peakrss.Self())
 }
 
 // buildAppendHistory writes an n-version table at dir with compactord's own
@@ -230,24 +231,4 @@ func buildAppendHistory(tb testing.TB, dir string, n int) int64 {
 		tb.Fatal(err)
 	}
 	return total
-}
-
-// selfPeakRSS is this process's peak RSS in bytes (VmHWM of
-// /proc/self/status), or -1 where there is none. The parent's getrusage
-// of a child cannot give it: Linux carries the parent's peak across fork
-// and exec into the child's ru_maxrss, so a child of a large test process
-// reports at least the parent's peak.
-func selfPeakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmHWM:" && f[2] == "kB" {
-			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-				return kb << 10
-			}
-		}
-	}
-	return -1
 }
