@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/testutil/peakrss"
 )
 
 func envInt(name string, def int) int {
@@ -90,8 +91,10 @@ func compactChild(t *testing.T, path string) {
 		t.Fatal("nothing compacted")
 	}
 	s := res.Stats
-	fmt.Printf("COMPACT groups=%d in=%d out=%d copied=%d rewritten=%d dropped=%d read=%d written=%d secs=%g\n",
-		s.Groups, s.FragmentsIn, s.FragmentsOut, s.FragmentsCopied, s.RowsRewritten, s.RowsDropped, s.BytesRead, s.BytesWritten, time.Since(t0).Seconds())
+	// The child's own peak: its ru_maxrss, as the parent sees it, would
+	// carry the parent test's peak (see package peakrss).
+	fmt.Printf("COMPACT groups=%d in=%d out=%d copied=%d rewritten=%d dropped=%d read=%d written=%d secs=%g hwm=%d\n",
+		s.Groups, s.FragmentsIn, s.FragmentsOut, s.FragmentsCopied, s.RowsRewritten, s.RowsDropped, s.BytesRead, s.BytesWritten, time.Since(t0).Seconds(), peakrss.Self())
 }
 
 // heapAtPeak samples the live heap after every GC cycle and writes the
@@ -151,14 +154,13 @@ func runCompactChild(t *testing.T, table string) (usage, Stats) {
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		u.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		u.MaxRSS = ru.Maxrss << 10 // KiB on Linux
 	}
 	var s Stats
 	var secs float64
 	for _, l := range strings.Split(string(out), "\n") {
 		if i := strings.Index(l, "COMPACT "); i >= 0 {
-			fmt.Sscanf(l[i:], "COMPACT groups=%d in=%d out=%d copied=%d rewritten=%d dropped=%d read=%d written=%d secs=%g",
-				&s.Groups, &s.FragmentsIn, &s.FragmentsOut, &s.FragmentsCopied, &s.RowsRewritten, &s.RowsDropped, &s.BytesRead, &s.BytesWritten, &secs)
+			fmt.Sscanf(l[i:], "COMPACT groups=%d in=%d out=%d copied=%d rewritten=%d dropped=%d read=%d written=%d secs=%g hwm=%d",
+				&s.Groups, &s.FragmentsIn, &s.FragmentsOut, &s.FragmentsCopied, &s.RowsRewritten, &s.RowsDropped, &s.BytesRead, &s.BytesWritten, &secs, &u.MaxRSS)
 		}
 	}
 	if s.Groups == 0 {
