@@ -261,23 +261,39 @@ func chunkOffsets(b []byte, n, ob int, offs []int64) ([]byte, error) {
 	if uint64(len(b)) < uint64(n+1)*uint64(w) {
 		return nil, errf("variable chunk of %d bytes cannot hold %d offsets", len(b), n+1)
 	}
-	var base uint64
-	for i := 0; i <= n; i++ {
-		var o uint64
-		if w == 4 {
-			o = uint64(le.Uint32(b[i*4:]))
-		} else {
-			o = le.Uint64(b[i*8:])
+	// Offsets must not decrease, so none is below the first and only the
+	// last can pass the chunk's end: one comparison per offset.
+	offs = offs[:n+1]
+	var base, prev uint64
+	if w == 4 {
+		src := b[:4*(n+1)]
+		base = uint64(le.Uint32(src))
+		prev = base
+		for i := range offs {
+			o := uint64(le.Uint32(src[4*i:]))
+			if o < prev {
+				return nil, errf("variable chunk offset %d out of order or range", o)
+			}
+			offs[i] = int64(o - base)
+			prev = o
 		}
-		if i == 0 {
-			base = o
+	} else {
+		src := b[:8*(n+1)]
+		base = le.Uint64(src)
+		prev = base
+		for i := range offs {
+			o := le.Uint64(src[8*i:])
+			if o < prev {
+				return nil, errf("variable chunk offset %d out of order or range", o)
+			}
+			offs[i] = int64(o - base)
+			prev = o
 		}
-		if o < base || o > uint64(len(b)) || (i > 0 && o < uint64(offs[i-1])+base) {
-			return nil, errf("variable chunk offset %d out of order or range", o)
-		}
-		offs[i] = int64(o - base)
 	}
-	return b[base : uint64(offs[n])+base], nil
+	if prev > uint64(len(b)) {
+		return nil, errf("variable chunk offset %d out of order or range", prev)
+	}
+	return b[base:prev], nil
 }
 
 // unpackInline decodes inline bitpacking: per 1024 values a header word

@@ -1,6 +1,8 @@
 package file
 
 import (
+	"sync"
+
 	pb "github.com/compactord/compactord/gen/lancefilepb"
 )
 
@@ -105,6 +107,9 @@ func (rb *decodeBufs) bytes(n int) []byte {
 		}
 	}
 	if out == nil {
+		out = sparePool.bytes(n)
+	}
+	if out == nil {
 		out = alloc(n + n/8)[:n]
 	}
 	if len(rb.lentB) >= 2*decodeBufsMax {
@@ -128,6 +133,9 @@ func (rb *decodeBufs) int64s(n int) []int64 {
 		}
 	}
 	if out == nil {
+		out = sparePool.int64s(n)
+	}
+	if out == nil {
 		out = make([]int64, n, n+n/8)
 	}
 	if len(rb.lentI64) >= 2*decodeBufsMax {
@@ -135,6 +143,94 @@ func (rb *decodeBufs) int64s(n int) []int64 {
 	}
 	rb.lentI64 = append(rb.lentI64, out)
 	return out
+}
+
+// release hands every buffer rb holds to sparePool, the window it lent
+// last included (a: the stream's cached window, whose view is no longer
+// valid): the stream has ended.
+func (rb *decodeBufs) release(a *Array) {
+	if a != nil {
+		rb.give(a)
+	}
+	for _, b := range rb.b {
+		sparePool.putBytes(b)
+	}
+	for _, b := range rb.i64 {
+		sparePool.putInt64s(b)
+	}
+	rb.b, rb.i64, rb.lentB, rb.lentI64 = nil, nil, nil, nil
+}
+
+// sparePool keeps the decode buffers of ended streams for the next
+// stream's columns: a compaction reads its source files one after
+// another, and fresh buffers for each are page faults (first touch of
+// new heap) and zeroing, a large part of the system time. It holds at
+// most spareMax bytes.
+var sparePool spares
+
+const spareMax = 64 << 20
+
+type spares struct {
+	mu   sync.Mutex
+	b    [][]byte
+	i64  [][]int64
+	held int
+}
+
+func (p *spares) bytes(n int) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	best := -1
+	for i, b := range p.b {
+		if cap(b) >= n && (best < 0 || cap(b) < cap(p.b[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	b := p.b[best]
+	p.b = append(p.b[:best], p.b[best+1:]...)
+	p.held -= cap(b)
+	return b[:n]
+}
+
+func (p *spares) int64s(n int) []int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	best := -1
+	for i, b := range p.i64 {
+		if cap(b) >= n && (best < 0 || cap(b) < cap(p.i64[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	b := p.i64[best]
+	p.i64 = append(p.i64[:best], p.i64[best+1:]...)
+	p.held -= 8 * cap(b)
+	return b[:n]
+}
+
+func (p *spares) putBytes(b []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cap(b) == 0 || p.held+cap(b) > spareMax {
+		return
+	}
+	p.b = append(p.b, b[:cap(b)])
+	p.held += cap(b)
+}
+
+func (p *spares) putInt64s(b []int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cap(b) == 0 || p.held+8*cap(b) > spareMax {
+		return
+	}
+	p.i64 = append(p.i64, b[:cap(b)])
+	p.held += 8 * cap(b)
 }
 
 // give takes back the buffers of an array nothing else references, those

@@ -68,24 +68,40 @@ func packT[T word](dst []byte, bw int, src []byte) []byte {
 
 // blockWidth is the bit width the values of one block need (unsigned).
 func blockWidth(w int, src []byte, n int) int {
-	var or uint64
+	// Four independent accumulators over 8-byte words: the OR of all
+	// values is the OR of their bytes' words whatever the value width,
+	// so the narrow widths share the wide loop and only its tail differs.
+	b := src[:n*w/8]
+	var o0, o1, o2, o3 uint64
+	for len(b) >= 32 {
+		o0 |= le.Uint64(b)
+		o1 |= le.Uint64(b[8:])
+		o2 |= le.Uint64(b[16:])
+		o3 |= le.Uint64(b[24:])
+		b = b[32:]
+	}
+	for len(b) >= 8 {
+		o0 |= le.Uint64(b)
+		b = b[8:]
+	}
+	for i, v := range b {
+		o1 |= uint64(v) << (8 * i)
+	}
+	or := o0 | o1 | o2 | o3
+	// Fold the word's lanes onto one value of w bits.
 	switch w {
 	case 8:
-		for _, v := range src[:n] {
-			or |= uint64(v)
-		}
+		or |= or >> 32
+		or |= or >> 16
+		or |= or >> 8
+		or &= 0xff
 	case 16:
-		for i := 0; i < n; i++ {
-			or |= uint64(le.Uint16(src[2*i:]))
-		}
+		or |= or >> 32
+		or |= or >> 16
+		or &= 0xffff
 	case 32:
-		for i := 0; i < n; i++ {
-			or |= uint64(le.Uint32(src[4*i:]))
-		}
-	default:
-		for i := 0; i < n; i++ {
-			or |= le.Uint64(src[8*i:])
-		}
+		or |= or >> 32
+		or &= 0xffffffff
 	}
 	return bits.Len64(or)
 }

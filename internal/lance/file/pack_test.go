@@ -35,3 +35,30 @@ func TestPackInlineRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockWidth checks the word-wise OR against value by value, for
+// every width, lengths around the unrolled loop's steps and a single
+// high bit at each position.
+func TestBlockWidth(t *testing.T) {
+	for _, w := range []int{8, 16, 32, 64} {
+		bpv := w / 8
+		for n := 0; n <= 70; n++ {
+			for pos := -1; pos < n; pos++ {
+				for bit := 0; bit < w; bit += 7 {
+					src := make([]byte, n*bpv+3) // bytes past n must not count
+					for i := range src[n*bpv:] {
+						src[n*bpv+i] = 0xff
+					}
+					want := 0
+					if pos >= 0 {
+						src[pos*bpv+bit/8] |= 1 << (bit % 8)
+						want = bit + 1
+					}
+					if got := blockWidth(w, src, n); got != want {
+						t.Fatalf("w=%d n=%d bit %d of value %d: width %d, want %d", w, n, bit, pos, got, want)
+					}
+				}
+			}
+		}
+	}
+}

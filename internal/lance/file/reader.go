@@ -647,6 +647,17 @@ func (s *Stream) Next() (*Batch, error) {
 func (s *Stream) next1(view bool) (*Batch, error) {
 	f := s.f
 	if s.next >= f.NumRows() {
+		// The last view is invalid now: the stream's buffers go to the
+		// next stream.
+		for col, rb := range s.bufs {
+			var a *Array
+			if c := s.cache[col]; c != nil {
+				a = c.arr
+				delete(s.cache, col)
+			}
+			rb.release(a)
+		}
+		s.bufs = nil
 		return nil, io.EOF
 	}
 	start, end := s.next, min(s.next+s.batchRows, f.NumRows())
