@@ -14,6 +14,7 @@ import (
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/lance/commit"
 	"github.com/compactord/compactord/internal/lance/deletion"
+	"github.com/compactord/compactord/internal/lance/file"
 	"github.com/compactord/compactord/internal/lance/fri"
 	"github.com/compactord/compactord/internal/lance/index"
 	"github.com/compactord/compactord/internal/lance/meta"
@@ -65,6 +66,9 @@ func Run(ctx context.Context, h *table.Handle, o Options, env Env) (*Result, err
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	// The decode buffers the run's streams pass on to each other are not
+	// kept for the daemon's idle time after it.
+	defer file.DropSpareBuffers()
 	if env.Now == nil {
 		env.Now = time.Now
 	}

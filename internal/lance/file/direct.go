@@ -223,6 +223,23 @@ func (p *spares) putBytes(b []byte) {
 	p.held += cap(b)
 }
 
+// DropSpareBuffers lets the garbage collector have the decode buffers
+// kept for the next stream. A long-lived process calls it when a batch of
+// reads (a compaction) is over, so that up to spareMax bytes do not stay
+// resident while it idles; a stream running meanwhile only loses reuse.
+func DropSpareBuffers() {
+	sparePool.mu.Lock()
+	defer sparePool.mu.Unlock()
+	sparePool.b, sparePool.i64, sparePool.held = nil, nil, 0
+}
+
+// spareHeld is the bytes sparePool keeps (tests).
+func spareHeld() int {
+	sparePool.mu.Lock()
+	defer sparePool.mu.Unlock()
+	return sparePool.held
+}
+
 func (p *spares) putInt64s(b []int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
