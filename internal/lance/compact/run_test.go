@@ -5,39 +5,24 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/compactord/compactord/gen/lancefilepb"
 	pb "github.com/compactord/compactord/gen/lancepb"
 
-	"github.com/compactord/compactord/internal/lance/commit"
 	"github.com/compactord/compactord/internal/lance/fri"
 	"github.com/compactord/compactord/internal/lance/index"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/table"
-	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/testutil/lancetable"
 )
 
+// openHandle opens the Lance table in dir (see package lancetable).
 func openHandle(t testing.TB, dir string) *table.Handle {
 	t.Helper()
-	b, err := storage.Open(t.Context(), "file://"+dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	c, err := commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := table.New(b, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return lancetable.Open(t, dir)
 }
 
 // indexedWithDeletes is a table LanceDB builds with five fragments of ten

@@ -5,32 +5,17 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
-
 	"github.com/compactord/compactord/internal/lance/commit"
 	"github.com/compactord/compactord/internal/lance/meta"
 	"github.com/compactord/compactord/internal/lance/table"
-	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/testutil/lancetable"
 )
 
-func openHandle(t *testing.T, dir string) *table.Handle {
+// openHandle opens the Lance table in dir (see package lancetable).
+func openHandle(t testing.TB, dir string) *table.Handle {
 	t.Helper()
-	b, err := storage.Open(t.Context(), "file://"+dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	c, err := commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := table.New(b, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return lancetable.Open(t, dir)
 }
 
 // mergeAll plans and runs every job once, against the latest version.
