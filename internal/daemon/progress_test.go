@@ -104,16 +104,7 @@ func TestRunningShowsProgress(t *testing.T) {
 	}
 	eventually(t, "the compaction to block on its third fragment", fired)
 
-	var prog map[string]any
-	eventually(t, "running.progress with rows done", func() bool {
-		doc := decode(t, do(t, "GET", r.base+"/api/v1/tables/t", "").body)
-		run, _ := doc["running"].(map[string]any)
-		if run == nil || run["kind"] != "compact" {
-			return false
-		}
-		prog, _ = run["progress"].(map[string]any)
-		return prog != nil && prog["rows_done"].(float64) > 0
-	})
+	prog := runningProgress(t, r.base, "compact")
 	done, total := prog["rows_done"].(float64), prog["rows_total"].(float64)
 	// Two fragments read, the third held.
 	if prog["phase"] != "compact" || total != 50 || done != 20 || prog["bytes_done"].(float64) <= 0 ||
@@ -218,16 +209,7 @@ func TestRunningShowsMergeProgress(t *testing.T) {
 		}
 		return false
 	})
-	var prog map[string]any
-	eventually(t, "running.progress with rows done", func() bool {
-		doc := decode(t, do(t, "GET", r.base+"/api/v1/tables/t", "").body)
-		run, _ := doc["running"].(map[string]any)
-		if run == nil || run["kind"] != "merge" {
-			return false
-		}
-		prog, _ = run["progress"].(map[string]any)
-		return prog != nil && prog["rows_done"].(float64) > 0
-	})
+	prog := runningProgress(t, r.base, "merge")
 	if prog["phase"] != "merge" || prog["rows_total"].(float64) != 80 || prog["rows_done"].(float64) != 10 ||
 		prog["bytes_done"].(float64) <= 0 || prog["eta_seconds"] == nil {
 		t.Fatalf("running.progress while blocked: %v", prog)
@@ -245,4 +227,21 @@ func TestRunningShowsMergeProgress(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// runningProgress polls table t's API document until its running job is
+// of kind and reports some rows done, and returns that progress.
+func runningProgress(t *testing.T, base, kind string) map[string]any {
+	t.Helper()
+	var prog map[string]any
+	eventually(t, "running.progress with rows done", func() bool {
+		doc := decode(t, do(t, "GET", base+"/api/v1/tables/t", "").body)
+		run, _ := doc["running"].(map[string]any)
+		if run == nil || run["kind"] != kind {
+			return false
+		}
+		prog, _ = run["progress"].(map[string]any)
+		return prog != nil && prog["rows_done"].(float64) > 0
+	})
+	return prog
 }
