@@ -122,3 +122,38 @@ func TestPlanSkipsAndErrors(t *testing.T) {
 		t.Error("target 0: no error")
 	}
 }
+
+func TestWorkers(t *testing.T) {
+	frag := func(size uint64, deleted bool) Candidate {
+		f := &pb.DataFragment{Files: []*pb.DataFile{{FileSizeBytes: size}}}
+		if deleted {
+			f.DeletionFile = &pb.DeletionFile{NumDeletedRows: 1}
+		}
+		return Candidate{Fragment: f}
+	}
+	plan := func(gs ...[]Candidate) *Plan {
+		p := &Plan{}
+		for _, g := range gs {
+			p.Groups = append(p.Groups, Group{Candidates: g})
+		}
+		return p
+	}
+	const mib = 1 << 20
+	for _, c := range []struct {
+		name string
+		p    *Plan
+		par  int
+		want int
+	}{
+		{"small rewrite runs one group at a time", plan([]Candidate{frag(80*mib, true)}, []Candidate{frag(72*mib, true)}), 4, 1},
+		{"one worker per BytesPerWorker", plan([]Candidate{frag(300*mib, true)}, []Candidate{frag(300*mib, true)}, []Candidate{frag(10*mib, true)}), 8, 3},
+		{"capped by par", plan([]Candidate{frag(4096*mib, true)}, []Candidate{frag(4096*mib, true)}), 2, 2},
+		{"copies do not count", plan([]Candidate{frag(1024*mib, false), frag(10*mib, true)}, []Candidate{frag(1024*mib, false)}), 4, 1},
+		{"copy only: all of par", plan([]Candidate{frag(10*mib, false)}, []Candidate{frag(10*mib, false)}), 4, 4},
+		{"unknown size: all of par", plan([]Candidate{frag(0, true)}, []Candidate{frag(10*mib, true)}), 3, 3},
+	} {
+		if got := workers(c.p, c.par); got != c.want {
+			t.Errorf("%s: workers = %d, want %d", c.name, got, c.want)
+		}
+	}
+}

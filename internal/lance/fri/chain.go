@@ -100,7 +100,7 @@ func compile(versions []Version) (*Chain, error) {
 		if i > 0 && pv.DatasetVersion < versions[i-1].DatasetVersion {
 			return nil, corruptf("version %d: dataset_version %d precedes %d", i, pv.DatasetVersion, versions[i-1].DatasetVersion)
 		}
-		v, err := compileVersion(pv)
+		v, err := compileVersion(pv, true)
 		if err != nil {
 			return nil, wrapf(err, "fri version %d (dataset_version %d)", i, pv.DatasetVersion)
 		}
@@ -109,7 +109,10 @@ func compile(versions []Version) (*Chain, error) {
 	return c, nil
 }
 
-func compileVersion(pv *Version) (version, error) {
+// compileVersion checks pv and, when build is set, builds its lookup
+// tables (a check alone skips the rank blocks and lists, which cost as much
+// as the compaction's own row bookkeeping on a large version).
+func compileVersion(pv *Version, build bool) (version, error) {
 	v := version{datasetVersion: pv.DatasetVersion, removed: roaring.New()}
 	if pv.Removed != nil {
 		v.removed.Or(pv.Removed)
@@ -118,7 +121,7 @@ func compileVersion(pv *Version) (version, error) {
 	newIDs := roaring.New()
 	for gi := range pv.Groups {
 		pg := &pv.Groups[gi]
-		g, err := v.compileGroup(pg, slot, v.removed)
+		g, err := v.compileGroup(pg, slot, v.removed, build)
 		if err != nil {
 			return v, wrapf(err, "group %d", gi)
 		}
@@ -144,13 +147,15 @@ func compileVersion(pv *Version) (version, error) {
 	if uint64(len(v.blocks)) > 1<<32-1 || uint64(len(v.lists)) > 1<<32-1 || uint64(len(v.dirs)) > 1<<32-1 {
 		return v, corruptf("version too large to compile")
 	}
-	v.buildLookup(slot)
+	if build {
+		v.buildLookup(slot)
+	}
 	return v, nil
 }
 
 // compileGroup appends the group's old fragments to v.frags (recording them
 // in slot) and its new fragments to v.splits.
-func (v *version) compileGroup(pg *Group, slot map[uint32]int32, removed *roaring.Bitmap) (group, error) {
+func (v *version) compileGroup(pg *Group, slot map[uint32]int32, removed *roaring.Bitmap, build bool) (group, error) {
 	g := group{oldSet: roaring.New(), newSet: roaring.New()}
 	if len(pg.Old) == 0 {
 		return g, corruptf("no old fragments")
@@ -229,14 +234,15 @@ func (v *version) compileGroup(pg *Group, slot map[uint32]int32, removed *roarin
 		if (t.kind == kindDeletedList || t.kind == kindSurvivorList) && uint64(len(v.dirs))+rows>>bucketBits > maxDirSlots {
 			return g, corruptf("version covers more than %d physical rows", uint64(maxDirSlots)<<bucketBits)
 		}
-		switch t.kind {
-		case kindDense:
+		switch {
+		case !build:
+		case t.kind == kindDense:
 			t.at = uint32(len(v.blocks))
 			v.blocks = appendBlocks(v.blocks, rows, surv)
-		case kindDeletedList:
+		case t.kind == kindDeletedList:
 			t.at = uint32(len(v.dirs))
 			v.lists, v.dirs = appendList(v.lists, v.dirs, rows, roaring.Flip(surv, 0, rows).ToArray())
-		case kindSurvivorList:
+		case t.kind == kindSurvivorList:
 			t.at = uint32(len(v.dirs))
 			v.lists, v.dirs = appendList(v.lists, v.dirs, rows, surv.ToArray())
 		}

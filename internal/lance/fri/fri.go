@@ -182,7 +182,8 @@ func AppendVersion(ctx context.Context, b storage.Bucket, prev *Index, prevMeta 
 		return nil, nil, fmt.Errorf("fri: new version at dataset version %d precedes version %d", v.DatasetVersion, versions[n-1].DatasetVersion)
 	}
 	versions = append(versions, v)
-	if _, err := compile(versions); err != nil {
+	// prev's versions were checked when it was compiled; only v is new.
+	if _, err := compileVersion(&versions[len(versions)-1], false); err != nil {
 		return nil, nil, fmt.Errorf("fri: new version: %w", err)
 	}
 	return buildMeta(ctx, b, prevMeta, versions, v.DatasetVersion, NewFragments(v), now)
