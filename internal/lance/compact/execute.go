@@ -22,8 +22,10 @@ import (
 )
 
 // decodeWindow is the rows decoded at once on the re-encode path; the
-// writer cuts pages by bytes, so it bounds memory, not the output.
-const decodeWindow = 64 << 10
+// writer cuts pages by bytes, so it bounds memory, not the output. On the
+// compaction benchmark 32 Ki rows took the same CPU as 64 Ki and 10 MB
+// less peak RSS (59-62 MB against 64-79).
+const decodeWindow = 32 << 10
 
 // Stats count what a compaction did.
 type Stats struct {
