@@ -53,7 +53,7 @@ func newCompactCmd(e *env) *cobra.Command {
 	f.BoolVar(&deferRemap, "defer-remap", true, "record a fragment-reuse version instead of rewriting the indices now")
 	f.Uint64Var(&cfg.TargetRowsPerFragment, "target-rows", cfg.TargetRowsPerFragment, "fragments with fewer live rows are small; outputs hold at most this many")
 	f.Float64Var(&cfg.DeletionThreshold, "deletion-threshold", cfg.DeletionThreshold, "deleted share of a fragment's rows from which it is rewritten")
-	f.IntVar(&cfg.Parallelism, "parallelism", cfg.Parallelism, "groups rewritten at once")
+	f.IntVar(&cfg.Parallelism, "parallelism", cfg.Parallelism, "at most this many groups rewritten at once (one per 256 MiB of input to re-encode)")
 	f.StringVar(&fragments, "fragments", "", "only consider these fragment ids (comma separated)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan as JSON and change nothing")
 	lf = addLanceCompactFlags(cmd)

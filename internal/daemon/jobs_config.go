@@ -32,7 +32,8 @@ type CompactConfig struct {
 	// DeletionThreshold: deleted share of physical rows from which a
 	// fragment is rewritten.
 	DeletionThreshold float64 `yaml:"deletion_threshold"`
-	// Parallelism is how many groups are rewritten at once.
+	// Parallelism bounds the groups rewritten at once (compact.BytesPerWorker
+	// of input to re-encode per group in flight).
 	Parallelism int `yaml:"parallelism"`
 	// InlineRemap rewrites affected index segments in the compaction's own
 	// commit instead of deferring them to the fragment-reuse index.
