@@ -284,7 +284,7 @@ func TestBenchCompaction(t *testing.T) {
 		// and LanceDB's optimize (which does not fsync its files), would
 		// otherwise be written back during the next side's run. The sides
 		// take turns going first: a side run right after the other's
-		// seconds of work on both cores measured up to 1.8x the CPU time
+		// seconds of work on both cores measured 1.6-2.4x the CPU time
 		// for the same work (user and system alike) on this VM.
 		var l, o usage
 		var s Stats
