@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -248,4 +250,135 @@ func TestExecuteLocalCopyMatchesStreamed(t *testing.T) {
 			t.Errorf("file %d: %d bytes written on file://, %d streamed, and they differ", i, len(a), len(b))
 		}
 	}
+}
+
+// writersBucket counts the data files being written at once. With
+// overlap set, a data file is not closed before two were open at once (or
+// ctx ends): proof that the groups run concurrently.
+type writersBucket struct {
+	storage.Bucket
+	ctx       context.Context
+	overlap   bool
+	mu        sync.Mutex
+	open, max int
+	grew      chan struct{} // closed when max reaches 2
+}
+
+func (b *writersBucket) NewWriter(ctx context.Context, key string) (io.WriteCloser, error) {
+	w, err := b.Bucket.NewWriter(ctx, key)
+	if err != nil || !strings.HasPrefix(key, "data/") {
+		return w, err
+	}
+	b.mu.Lock()
+	b.open++
+	if b.open > b.max {
+		if b.max = b.open; b.max == 2 {
+			close(b.grew)
+		}
+	}
+	b.mu.Unlock()
+	return &countedWriter{WriteCloser: w, b: b}, nil
+}
+
+type countedWriter struct {
+	io.WriteCloser
+	b    *writersBucket
+	once sync.Once
+}
+
+func (w *countedWriter) Close() error {
+	if w.b.overlap {
+		select {
+		case <-w.b.grew:
+		case <-w.b.ctx.Done():
+		}
+	}
+	err := w.WriteCloser.Close()
+	w.once.Do(func() {
+		w.b.mu.Lock()
+		w.b.open--
+		w.b.mu.Unlock()
+	})
+	return err
+}
+
+// TestMemoryBudgetBoundsGroups: four groups at parallelism 4 write files
+// at once (the first file waits for a second to open); with a budget of
+// one group's working memory, or less, they write one at a time, and give
+// the whole budget back.
+func TestMemoryBudgetBoundsGroups(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		budget func(m *pb.Manifest) *MemoryBudget
+		atMost int
+	}{
+		{"unbounded", func(*pb.Manifest) *MemoryBudget { return nil }, 4},
+		{"one group's worth", func(m *pb.Manifest) *MemoryBudget { return NewMemoryBudget(groupMemory(m)) }, 1},
+		{"less than one group's worth", func(m *pb.Manifest) *MemoryBudget { return NewMemoryBudget(1) }, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := smallTableN(t, 8, 0)
+			o := DefaultOptions()
+			o.TargetRowsPerFragment = 16
+			p, read, _, err := PlanLatest(t.Context(), h, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Groups) != 4 {
+				t.Fatalf("%d groups, want 4", len(p.Groups))
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			wb := &writersBucket{Bucket: h.Bucket, ctx: ctx, overlap: c.atMost > 1, grew: make(chan struct{})}
+			hb := *h
+			hb.Bucket = wb
+			budget := c.budget(read.Manifest)
+			outs, err := executeAll(ctx, &hb, read.Manifest, p, o, 4, budget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(outs) != 4 || wb.open != 0 {
+				t.Fatalf("%d outputs, %d writers still open", len(outs), wb.open)
+			}
+			if c.atMost == 1 && wb.max != 1 || c.atMost > 1 && (wb.max < 2 || wb.max > c.atMost) {
+				t.Fatalf("%d data files written at once, want %s", wb.max, map[bool]string{true: "1", false: fmt.Sprintf("2 to %d", c.atMost)}[c.atMost == 1])
+			}
+			if budget != nil && !budget.sem.TryAcquire(budget.Size()) {
+				t.Fatal("the groups did not give the budget back")
+			}
+		})
+	}
+}
+
+func TestMemoryBudget(t *testing.T) {
+	b := NewMemoryBudget(10)
+	got, err := b.acquire(t.Context(), 25)
+	if err != nil || got != 10 {
+		t.Fatalf("acquire(25) of 10 took %d (%v): want all 10", got, err)
+	}
+	done := make(chan int64)
+	go func() {
+		n, _ := b.acquire(t.Context(), 4)
+		done <- n
+	}()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := b.acquire(ctx, 1); err == nil {
+		t.Fatal("acquire with a canceled context while the budget is spent succeeded")
+	}
+	select {
+	case n := <-done:
+		t.Fatalf("a waiter took %d while the budget was spent", n)
+	default:
+	}
+	b.release(got)
+	if n := <-done; n != 4 {
+		t.Fatalf("waiter took %d, want 4", n)
+	}
+	b.release(4)
+	var nilBudget *MemoryBudget
+	if n, err := nilBudget.acquire(t.Context(), 1<<40); n != 0 || err != nil {
+		t.Fatalf("nil budget: %d, %v", n, err)
+	}
+	nilBudget.release(5)
 }

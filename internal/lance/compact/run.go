@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"golang.org/x/sync/semaphore"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
@@ -32,6 +33,10 @@ type Env struct {
 	// Parallelism bounds the groups executed at once (default GOMAXPROCS;
 	// a compaction smaller than BytesPerWorker per group runs fewer).
 	Parallelism int
+	// Memory, when set, is shared by every compaction of the process: a
+	// group starts only once its working memory (groupMemory) fits in
+	// what the groups running meanwhile left of it.
+	Memory *MemoryBudget
 	// BeforeCommit, when set, runs after the new files are written and
 	// before the Rewrite commits (tests use it to land a concurrent
 	// writer's commit in between).
@@ -129,7 +134,7 @@ func runOnce(ctx context.Context, h *table.Handle, o Options, env Env) (*Result,
 		return res, nil
 	}
 	progress.From(ctx).Start("compact", planTotal(p))
-	outs, err := executeAll(ctx, h, read.Manifest, p, o, workers(p, env.Parallelism))
+	outs, err := executeAll(ctx, h, read.Manifest, p, o, workers(p, env.Parallelism), env.Memory)
 	var files []string
 	for _, out := range outs {
 		if out != nil {
@@ -373,7 +378,68 @@ func workers(p *Plan, par int) int {
 	return int(min((rewrite+BytesPerWorker-1)/BytesPerWorker, int64(par)))
 }
 
-func executeAll(ctx context.Context, h *table.Handle, m *pb.Manifest, p *Plan, o Options, par int) ([]*Output, error) {
+// MemoryBudget bounds the working memory of the groups the compactions
+// sharing it execute at once. Each group takes its estimate
+// (groupMemory, at most the whole budget) before it starts and gives it
+// back when it ends, so N tables compacting at parallelism P on a wide
+// schema wait for each other instead of holding N*P groups' pages. nil
+// is no bound.
+type MemoryBudget struct {
+	size int64
+	sem  *semaphore.Weighted
+}
+
+// NewMemoryBudget is a budget of bytes (at least 1).
+func NewMemoryBudget(bytes int64) *MemoryBudget {
+	bytes = max(bytes, 1)
+	return &MemoryBudget{size: bytes, sem: semaphore.NewWeighted(bytes)}
+}
+
+// Size is the budget's bytes.
+func (b *MemoryBudget) Size() int64 { return b.size }
+
+// acquire takes n bytes (at most the whole budget, so that a group wider
+// than the budget still runs, alone) and returns what it took.
+func (b *MemoryBudget) acquire(ctx context.Context, n int64) (int64, error) {
+	if b == nil {
+		return 0, nil
+	}
+	n = min(n, b.size)
+	if err := b.sem.Acquire(ctx, n); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+func (b *MemoryBudget) release(n int64) {
+	if b != nil && n > 0 {
+		b.sem.Release(n)
+	}
+}
+
+// groupMemory estimates a group's working memory on m's schema: per leaf
+// column, the page being built for the file being written (pageBytes,
+// plus slack for the batch that crosses it) and the decoded window and
+// its read buffer (about as much again); plus the output's write buffer
+// and the encoder's scratch. It is the live heap, not the RSS, which the
+// garbage collector's headroom makes up to about twice that.
+func groupMemory(m *pb.Manifest) int64 {
+	parents := map[int32]bool{}
+	for _, f := range m.GetFields() {
+		if f.GetParentId() >= 0 {
+			parents[f.GetParentId()] = true
+		}
+	}
+	leaves := 0
+	for _, f := range m.GetFields() {
+		if !parents[f.GetId()] {
+			leaves++
+		}
+	}
+	return int64(leaves)*2*pageBytes + 2<<20
+}
+
+func executeAll(ctx context.Context, h *table.Handle, m *pb.Manifest, p *Plan, o Options, par int, budget *MemoryBudget) ([]*Output, error) {
 	outs := make([]*Output, len(p.Groups))
 	errs := make([]error, len(p.Groups))
 	ctx, cancel := context.WithCancel(ctx)
@@ -382,13 +448,21 @@ func executeAll(ctx context.Context, h *table.Handle, m *pb.Manifest, p *Plan, o
 	// below, before anything can name them.
 	ctx, dirs := storage.DeferDirSyncs(ctx)
 	sem := make(chan struct{}, par)
+	need := groupMemory(m)
 	var wg sync.WaitGroup
 	for i, g := range p.Groups {
-		wg.Add(1)
 		sem <- struct{}{}
+		held, err := budget.acquire(ctx, need)
+		if err != nil {
+			<-sem
+			errs[i] = err
+			break
+		}
+		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			defer budget.release(held)
 			outs[i], errs[i] = Execute(ctx, h.Bucket, m, g, o)
 			if errs[i] != nil {
 				cancel()
