@@ -45,6 +45,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad listen", "http:\n  listen: nowhere\n", 2, []string{"http.listen", "host:port"}},
 		{"bad log level", "log:\n  level: loud\n", 2, []string{"log.level", "loud"}},
 		{"job validation", "jobs:\n  trim:\n    keep_shard_manifests: 1\n", 2, []string{"jobs.trim", "keep_shard_manifests"}},
+		{"negative memory budget", "jobs:\n  compact:\n    memory_budget_mib: -1\n", 2, []string{"jobs.compact", "memory_budget_mib must not be negative"}},
 		{"syntax error", "schedule: [\n", 0, []string{"config bad.yaml"}},
 		{"wrong shape", "tables: mem://x\n", 1, []string{"tables must be a list"}},
 	} {

@@ -41,6 +41,10 @@ type CompactConfig struct {
 	// Replans is how many times a compaction plans again after a
 	// retryable conflict (another compaction took the same fragments).
 	Replans int `yaml:"replans"`
+	// MemoryBudgetMiB bounds the working memory of the groups all of the
+	// daemon's compactions rewrite at once (compact.MemoryBudget): a
+	// group waits until its estimate fits. 0: no bound.
+	MemoryBudgetMiB int `yaml:"memory_budget_mib"`
 }
 
 // Validate checks the configuration.
@@ -54,6 +58,8 @@ func (c CompactConfig) Validate() error {
 		return fmt.Errorf("parallelism must be at least 1, got %d", c.Parallelism)
 	case c.Replans < 0:
 		return fmt.Errorf("replans must not be negative, got %d", c.Replans)
+	case c.MemoryBudgetMiB < 0:
+		return fmt.Errorf("memory_budget_mib must not be negative, got %d", c.MemoryBudgetMiB)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 
 	"go.uber.org/zap"
 
@@ -179,6 +180,21 @@ func lanceMergeJob(cfg func() JobsConfig) scheduler.JobFunc {
 // replans bounding the re-plans after a retryable conflict. A landed
 // compaction leaves the index job its FRI version to absorb.
 func lanceCompactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc {
+	// One budget for every table's compactions, made again when a reload
+	// changes its size (groups running meanwhile give back to the old one).
+	var mu sync.Mutex
+	var budget *lcompact.MemoryBudget
+	budgetOf := func(mib int) *lcompact.MemoryBudget {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case mib <= 0:
+			budget = nil
+		case budget == nil || budget.Size() != int64(mib)<<20:
+			budget = lcompact.NewMemoryBudget(int64(mib) << 20)
+		}
+		return budget
+	}
 	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
 		cc := cfg().Compact
 		o := lcompact.DefaultOptions()
@@ -189,7 +205,7 @@ func lanceCompactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc
 			o.DeletionThreshold = cc.DeletionThreshold
 		}
 		o.DeferRemap = !cc.InlineRemap
-		res, err := lcompact.Run(ctx, t.Lance, o, lcompact.Env{Now: t.Now, Attempts: cc.Replans + 1, Parallelism: cc.Parallelism})
+		res, err := lcompact.Run(ctx, t.Lance, o, lcompact.Env{Now: t.Now, Attempts: cc.Replans + 1, Parallelism: cc.Parallelism, Memory: budgetOf(cc.MemoryBudgetMiB)})
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
