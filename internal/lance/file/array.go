@@ -50,9 +50,9 @@ func (a *Array) segEnd(k int) int {
 }
 
 // expandFSST is a with its FSST-compressed values decoded (a itself when
-// they are not compressed). A value ending in an escape without its
-// literal byte (which the reader does not check on this path) loses the
-// dangling escape.
+// they are not compressed). The reader checked the values when it kept
+// them compressed (checkFSSTValues), so none ends in a dangling escape;
+// were one to, the escape would expand to nothing.
 func (a *Array) expandFSST() *Array {
 	if a.fsst == nil {
 		return a

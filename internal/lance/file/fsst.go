@@ -9,6 +9,8 @@ package file
 // byte: the symbol count n; bit 24: compression on; high 32 bits: the magic
 // "FSST"), n symbols as little-endian u64s, then their n lengths.
 
+import "bytes"
+
 const (
 	fsstMagic      = 0x46535354
 	fsstEscape     = 255
@@ -81,6 +83,54 @@ func (t *fsstTable) expandedLen(src []byte) (int, error) {
 		n += int(lens[c])
 	}
 	return n, nil
+}
+
+// checkFSSTValues reports a value of b (FSST codes, one value per
+// offset range) that ends in an escape code without the literal byte it
+// escapes: expansion would have to drop it or fail. Only values holding an
+// escape byte at all are walked code by code; the search for one is
+// bytes.IndexByte's.
+func checkFSSTValues(b *block) error {
+	data, offs := b.data, b.offsets
+	if len(offs) < b.n+1 {
+		return errf("fsst: %d offsets for %d values", len(offs), b.n)
+	}
+	prev := int64(0)
+	if b.n > 0 {
+		prev = offs[0]
+	}
+	for i := 1; i <= b.n; i++ {
+		if offs[i] < prev || offs[i] > int64(len(data)) {
+			return errf("fsst: value %d has offsets %d..%d of %d bytes", i-1, prev, offs[i], len(data))
+		}
+		prev = offs[i]
+	}
+	if b.n == 0 {
+		return nil
+	}
+	i := 0 // the value holding position pos
+	for pos := offs[0]; pos < offs[b.n]; {
+		k := bytes.IndexByte(data[pos:offs[b.n]], fsstEscape)
+		if k < 0 {
+			return nil
+		}
+		at := pos + int64(k)
+		for offs[i+1] <= at {
+			i++
+		}
+		j, end := offs[i], offs[i+1]
+		for j < end {
+			if data[j] == fsstEscape {
+				j++
+			}
+			j++
+		}
+		if j > end {
+			return errf("fsst: value %d ends in an escape without its byte", i)
+		}
+		pos = end
+	}
+	return nil
 }
 
 // expand decodes src (already checked by expandedLen) into out from pos and

@@ -310,3 +310,36 @@ func FuzzFSST(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckFSSTValues(t *testing.T) {
+	vals := func(vs ...[]byte) *block {
+		b := &block{n: len(vs), isVar: true, offsets: []int64{0}}
+		for _, v := range vs {
+			b.data = append(b.data, v...)
+			b.offsets = append(b.offsets, int64(len(b.data)))
+		}
+		return b
+	}
+	long := []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	for _, c := range []struct {
+		name string
+		b    *block
+		err  string
+	}{
+		{"codes only", vals([]byte{1, 2}, long, nil), ""},
+		{"escaped bytes", vals([]byte{fsstEscape, 'x'}, []byte{fsstEscape, fsstEscape}, append(append([]byte{}, long...), fsstEscape, 0)), ""},
+		{"an escape ends a value", vals([]byte{1, 2}, []byte{3, fsstEscape}, []byte{4}), "value 1 ends in an escape"},
+		{"an escaped escape, then a dangling one", vals([]byte{fsstEscape, fsstEscape, fsstEscape}), "value 0 ends in an escape"},
+		{"after eight codes at a time", vals(append(append([]byte{}, long...), fsstEscape)), "value 0 ends in an escape"},
+		{"offsets past the data", &block{n: 1, isVar: true, data: []byte{1}, offsets: []int64{0, 5}}, "offsets 0..5 of 1 bytes"},
+		{"offsets going back", &block{n: 2, isVar: true, data: []byte{1, 2}, offsets: []int64{0, 2, 1}}, "offsets 2..1"},
+	} {
+		err := checkFSSTValues(c.b)
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s: error %v, want %q", c.name, err, c.err)
+		}
+	}
+}

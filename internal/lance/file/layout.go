@@ -282,6 +282,11 @@ func decodeMiniChunks(ml *pb.MiniBlockLayout, chunks []chunkRef, data []byte, ba
 		if !values.isVar {
 			return nil, errf("fsst over a fixed-width block")
 		}
+		// Values that stay compressed are not expanded here, which is
+		// where a corrupt one would be found: check them now.
+		if err := checkFSSTValues(values); err != nil {
+			return nil, err
+		}
 		lp.fsst, lp.fsstT = fsstTab, fsstT
 	}
 	if hasDef {
