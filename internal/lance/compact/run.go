@@ -144,7 +144,9 @@ func runOnce(ctx context.Context, h *table.Handle, o Options, env Env) (*Result,
 	}
 	if err != nil {
 		removeQuietly(h, files)
-		return res, err
+		// A cleanup that removed the read version took files being read:
+		// a lost race, which Run re-plans.
+		return res, table.ReadCleanedUp(ctx, b, naming, read, "compact", err)
 	}
 	// Reserve the new fragments' ids first, as Lance's compaction does:
 	// the row map names the new fragments by id before the Rewrite lands.

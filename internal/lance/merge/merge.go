@@ -62,6 +62,13 @@ type winner struct {
 // A merge that loses to another merger of the same shard fails with
 // commit.ErrIncompatible: the caller skips it, never retries it.
 func Execute(ctx context.Context, h *table.Handle, read *meta.ManifestFile, naming meta.Naming, job Job) (*Result, error) {
+	res, err := execute(ctx, h, read, naming, job)
+	// A cleanup that removed the read version took files this job reads:
+	// a lost race, retried on the latest version.
+	return res, table.ReadCleanedUp(ctx, h.Bucket, naming, read, "merge", err)
+}
+
+func execute(ctx context.Context, h *table.Handle, read *meta.ManifestFile, naming meta.Naming, job Job) (*Result, error) {
 	b := h.Bucket
 	if read.Manifest.GetVersion() != job.ReadVersion {
 		return nil, fmt.Errorf("merge: read state is version %d, job planned at %d", read.Manifest.GetVersion(), job.ReadVersion)

@@ -67,14 +67,19 @@ func PlanLatest(ctx context.Context, h *table.Handle, env Env, exclude map[strin
 	return &Planned{Read: read, Naming: naming, Jobs: jobs, Skips: skips}, nil
 }
 
+// cleanedReplans bounds RunAll's re-plans after a cleanup removed the
+// version a job read (table.ErrReadCleanedUp).
+const cleanedReplans = 3
+
 // RunAll plans against the latest version and runs one job at a time,
 // replanning after every commit (a commit changes the read version every
 // other job was planned at), until no shard has a flushed generation left
 // above its compacted position. A job that loses to another merger
 // (commit.ErrIncompatible) is recorded as skipped and its shard is not
 // planned again in this run: the other merger's commit moved it, and a
-// lost merge is never retried. Any other error stops the run; what landed
-// before it stays landed and is in the outcome.
+// lost merge is never retried. A job whose read version a cleanup removed
+// meanwhile plans again (up to cleanedReplans times). Any other error stops
+// the run; what landed before it stays landed and is in the outcome.
 func RunAll(ctx context.Context, h *table.Handle, env Env) (*Outcome, error) {
 	out := &Outcome{Landed: []*Result{}, Skipped: []Skip{}}
 	// One phase for the run; every job adds its generations' rows to the
@@ -87,6 +92,7 @@ func RunAll(ctx context.Context, h *table.Handle, env Env) (*Outcome, error) {
 			out.Skipped = append(out.Skipped, s)
 		}
 	}
+	cleaned := 0 // re-plans after a cleanup removed the version read
 	for {
 		if err := ctx.Err(); err != nil {
 			return out, err
@@ -105,6 +111,10 @@ func RunAll(ctx context.Context, h *table.Handle, env Env) (*Outcome, error) {
 		res, err := Execute(ctx, h, p.Read, p.Naming, job)
 		if errors.Is(err, commit.ErrIncompatible) {
 			skip(Skip{Shard: job.Shard, Reason: fmt.Sprintf("lost to another merger: %v", err)})
+			continue
+		}
+		if errors.Is(err, table.ErrReadCleanedUp) && cleaned < cleanedReplans {
+			cleaned++
 			continue
 		}
 		if err != nil {
