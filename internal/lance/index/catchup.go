@@ -115,11 +115,14 @@ type Job struct {
 	Rebuild  bool
 }
 
-func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (*Result, error) {
+func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (_ *Result, retErr error) {
 	read, naming, err := h.ReadForWrite(ctx)
 	if err != nil {
 		return nil, err
 	}
+	// A cleanup that removed the read version took files being read: a
+	// lost race, which CatchUp re-plans.
+	defer func() { retErr = table.ReadCleanedUp(ctx, h.Bucket, naming, read, "index catch-up", retErr) }()
 	m := read.Manifest
 	res := &Result{ReadVersion: m.GetVersion(), Indices: []IndexResult{}}
 	if o.FRI, err = fri.Load(ctx, h.Bucket, read); err != nil {

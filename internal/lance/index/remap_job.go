@@ -194,11 +194,14 @@ func remapNames(read *meta.ManifestFile, want []string) ([]string, error) {
 
 // remapIndexOnce plans and commits the remap of one logical index on the
 // latest version: nil, nil when no segment needs it.
-func remapIndexOnce(ctx context.Context, h *table.Handle, name string, o RemapJobOptions) (*RemappedIndex, *Skip, error) {
+func remapIndexOnce(ctx context.Context, h *table.Handle, name string, o RemapJobOptions) (_ *RemappedIndex, _ *Skip, retErr error) {
 	read, naming, err := h.ReadForWrite(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
+	// A cleanup that removed the read version took files being read: a
+	// lost race, which the remap re-plans.
+	defer func() { retErr = table.ReadCleanedUp(ctx, h.Bucket, naming, read, "index remap", retErr) }()
 	m := read.Manifest
 	if m.GetReaderFeatureFlags()&meta.FlagStableRowIDs != 0 {
 		return nil, nil, errors.New("tables with stable row ids are not supported (their indexes hold row ids, which compaction keeps)")
