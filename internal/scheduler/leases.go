@@ -141,14 +141,18 @@ func (s *Scheduler) leaseTable(ctx context.Context, st *tableState, assign map[s
 		log().Info("table handed over", zap.String("to", assign[st.spec.Name]))
 		return
 	case !st.owned && mine:
-		if st.lease.Holder != "" && st.lease.Holder != holder && st.lease.Live(now) {
-			h := st.handle
+		if st.lease.Holder != "" && st.lease.Holder != holder && (st.lease.Live(now) || st.handle != nil) {
+			h, live := st.handle, st.lease.Live(now)
 			s.mu.Unlock()
-			// Another instance runs its jobs. Look again each round (only
-			// fenced tables pay this read): a holder that handed the table
-			// over released the lease, and waiting for the expiry we
-			// remember would idle the table for up to a TTL.
-			if !full || h == nil {
+			// Another instance held the lease when we last looked: look
+			// again before serving (only fenced tables pay this read),
+			// each round while the record we remember is live: a holder
+			// that handed the table over released the lease, and waiting
+			// for the expiry we remember would idle the table for up to a
+			// TTL. Once it has expired, look once more: a holder that kept
+			// renewing (an older build renews the lease of every table it
+			// serves, busy or not) wrote a newer record meanwhile.
+			if h == nil || (!full && live) {
 				return
 			}
 			cur, err := lm.Read(ctx, h.Bucket, leaseName)
