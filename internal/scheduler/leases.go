@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -33,18 +34,25 @@ import (
 // leaseLoop publishes the heartbeat, recomputes the assignment and renews
 // the leases of busy tables every RenewInterval; in between, a kick
 // (a table wants a lease, tables were added) runs the per-table pass alone
-// on the last live set.
+// on the last live set. Kicks never postpone the full round: tables whose
+// leases fall due at different times can kick more often than every
+// RenewInterval, and a full round put off each time would let the
+// heartbeat and the leases of running jobs expire.
 func (s *Scheduler) leaseLoop(ctx context.Context) {
 	if s.deps.Leases == nil {
 		return
 	}
 	full := true
+	var due time.Time
 	for {
 		s.leaseRound(ctx, full)
-		s.mu.Lock()
-		iv := s.cfg.Lease.RenewInterval
-		s.mu.Unlock()
-		t := s.clock.NewTimer(iv)
+		if full {
+			s.mu.Lock()
+			iv := s.cfg.Lease.RenewInterval
+			s.mu.Unlock()
+			due = s.clock.Now().Add(iv)
+		}
+		t := s.clock.NewTimer(due.Sub(s.clock.Now()))
 		select {
 		case <-ctx.Done():
 			t.Stop()

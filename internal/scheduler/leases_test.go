@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"strings"
@@ -818,5 +819,91 @@ func rollingUpgrade(t *testing.T, withMembers bool, phase time.Duration) {
 		if l := nw.status(n).Lease; l == nil || l.Holder != "new" {
 			t.Fatalf("lease of %s after the takeover: %+v", n, l)
 		}
+	}
+}
+
+// The lease loop's full round (heartbeat, assignment, renewal of the leases
+// of running jobs) comes every renew interval even while lease requests of
+// other tables wake the loop more often than that: three tables whose
+// leases fall due for renewal five seconds apart must not starve it, or
+// the lease of a long job would expire under it (another instance could
+// then start a job on the table) and the heartbeat with it.
+func TestLeaseRequestsDoNotPostponeTheFullRound(t *testing.T) {
+	sp := specs(t, "long", "t2", "t3", "t4")
+	membersURL := memRoot(t)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	cfg := leaseConfig()
+	cfg.Schedule.Merge = "@every 1s"
+	jobs := newFakeJobs()
+	g := newGate()
+	defer g.open()
+	jobs.setBehave(func(ctx context.Context, c call) (scheduler.Outcome, error) {
+		if c.table == "long" {
+			if err := g.wait(ctx); err != nil {
+				return scheduler.Outcome{}, err
+			}
+		}
+		return scheduler.Outcome{Version: 1}, nil
+	})
+	h := leaseInstance(t, "a", cfg, clk, jobs, membersURL, nil, nil, sp)
+	mb, err := storage.Open(context.Background(), membersURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mb.Close() })
+	heartbeat := func() time.Time {
+		data, err := mb.Get(context.Background(), lease.MembersDir+"a.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hb struct{ Expires time.Time }
+		if err := json.Unmarshal(data, &hb); err != nil {
+			t.Fatal(err)
+		}
+		return hb.Expires
+	}
+	h.waitSynced("long", "t2", "t3", "t4")
+	// t3 and t4 start later, so that the three short tables' leases fall
+	// due for renewal at different times.
+	ctx := context.Background()
+	for _, n := range []string{"t3", "t4"} {
+		if err := h.s.Pause(ctx, n, "staggered start"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	busy := func() int { return int(h.metric("compactord_workers_busy")) }
+	settle := func() {
+		// The four loops, and the budget timer of each running attempt.
+		eventually(t, "scheduler settled", func() bool { b := busy(); return b <= 1 && clk.Timers() >= 4+b })
+	}
+	settle()
+	for i := 1; i <= 120; i++ {
+		clk.Advance(time.Second)
+		settle()
+		switch i {
+		case 5:
+			_ = h.s.Resume(ctx, "t3")
+		case 10:
+			_ = h.s.Resume(ctx, "t4")
+		}
+		now := clk.Now()
+		if left := heartbeat().Sub(now); left < cfg.Lease.TTL-cfg.Lease.RenewInterval {
+			t.Fatalf("at %ds the heartbeat has %v left: not written for more than a renew interval", i, left)
+		}
+		if i < 2 {
+			continue // the long job starts at 1s
+		}
+		if l := h.status("long").Lease; l == nil || l.Holder != "a" || !l.Expires.After(now) {
+			t.Fatalf("at %ds the lease of the running job's table is %+v: not renewed", i, l)
+		}
+		jobs.mu.Lock()
+		running := jobs.running["long"]
+		jobs.mu.Unlock()
+		if running != 1 || jobs.count("long", "") != 1 {
+			t.Fatalf("at %ds: %d jobs on long, %d running; want the first, still running", i, jobs.count("long", ""), running)
+		}
+	}
+	if got := jobs.count("t4", ""); got < 100 {
+		t.Fatalf("%d jobs on t4: the short tables did not keep requesting their leases", got)
 	}
 }
