@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -33,18 +34,25 @@ import (
 // leaseLoop publishes the heartbeat, recomputes the assignment and renews
 // the leases of busy tables every RenewInterval; in between, a kick
 // (a table wants a lease, tables were added) runs the per-table pass alone
-// on the last live set.
+// on the last live set. Kicks never postpone the full round: tables whose
+// leases fall due at different times can kick more often than every
+// RenewInterval, and a full round put off each time would let the
+// heartbeat and the leases of running jobs expire.
 func (s *Scheduler) leaseLoop(ctx context.Context) {
 	if s.deps.Leases == nil {
 		return
 	}
 	full := true
+	var due time.Time
 	for {
 		s.leaseRound(ctx, full)
-		s.mu.Lock()
-		iv := s.cfg.Lease.RenewInterval
-		s.mu.Unlock()
-		t := s.clock.NewTimer(iv)
+		if full {
+			s.mu.Lock()
+			iv := s.cfg.Lease.RenewInterval
+			s.mu.Unlock()
+			due = s.clock.Now().Add(iv)
+		}
+		t := s.clock.NewTimer(due.Sub(s.clock.Now()))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -141,14 +149,18 @@ func (s *Scheduler) leaseTable(ctx context.Context, st *tableState, assign map[s
 		log().Info("table handed over", zap.String("to", assign[st.spec.Name]))
 		return
 	case !st.owned && mine:
-		if st.lease.Holder != "" && st.lease.Holder != holder && st.lease.Live(now) {
-			h := st.handle
+		if st.lease.Holder != "" && st.lease.Holder != holder && (st.lease.Live(now) || st.handle != nil) {
+			h, live := st.handle, st.lease.Live(now)
 			s.mu.Unlock()
-			// Another instance runs its jobs. Look again each round (only
-			// fenced tables pay this read): a holder that handed the table
-			// over released the lease, and waiting for the expiry we
-			// remember would idle the table for up to a TTL.
-			if !full || h == nil {
+			// Another instance held the lease when we last looked: look
+			// again before serving (only fenced tables pay this read),
+			// each round while the record we remember is live: a holder
+			// that handed the table over released the lease, and waiting
+			// for the expiry we remember would idle the table for up to a
+			// TTL. Once it has expired, look once more: a holder that kept
+			// renewing (an older build renews the lease of every table it
+			// serves, busy or not) wrote a newer record meanwhile.
+			if h == nil || (!full && live) {
 				return
 			}
 			cur, err := lm.Read(ctx, h.Bucket, leaseName)

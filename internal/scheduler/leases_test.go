@@ -2,12 +2,17 @@ package scheduler_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/compactord/compactord/internal/lease"
 	"github.com/compactord/compactord/internal/scheduler"
@@ -592,5 +597,313 @@ func TestLeaseTakenForJobsOnly(t *testing.T) {
 	}
 	if !h.status("t").Owned {
 		t.Fatal("the table is no longer served")
+	}
+}
+
+// oldBuild stands in for a build that predates membership: it writes no
+// heartbeat, and every round it takes or renews the lease of each table it
+// serves, whether or not the table has work, as those builds did (a record
+// with more than half its TTL left is kept; one it holds is renewed from
+// memory; otherwise it tries to take it).
+type oldBuild struct {
+	m       *lease.Manager
+	buckets map[string]storage.Bucket
+	held    map[string]lease.State
+}
+
+func newOldBuild(t *testing.T, holder string, ttl time.Duration, clk *clock.Fake, sp []scheduler.TableSpec) *oldBuild {
+	t.Helper()
+	m, err := lease.NewManager(holder, ttl, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &oldBuild{m: m, buckets: map[string]storage.Bucket{}, held: map[string]lease.State{}}
+	for _, s := range sp {
+		b, err := storage.Open(context.Background(), s.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		o.buckets[s.Name] = b
+	}
+	return o
+}
+
+// round is one lease round of the old build; it must keep every lease.
+func (o *oldBuild) round(t *testing.T) {
+	t.Helper()
+	for name, b := range o.buckets {
+		cur, ok := o.held[name]
+		if ok && o.m.Fresh(cur) {
+			continue
+		}
+		var st lease.State
+		var held bool
+		var err error
+		if ok {
+			st, held, err = o.m.Renew(context.Background(), b, "table", cur)
+		} else {
+			st, held, err = o.m.TryAcquire(context.Background(), b, "table")
+		}
+		if err != nil || !held {
+			t.Fatalf("the old build lost the lease of %s: %+v %v", name, st, err)
+		}
+		o.held[name] = st
+	}
+}
+
+// expires is when the old build's last records expire.
+func (o *oldBuild) expires() time.Time {
+	var last time.Time
+	for _, st := range o.held {
+		if st.Expires.After(last) {
+			last = st.Expires
+		}
+	}
+	return last
+}
+
+// During a rolling upgrade a build that predates membership (it renews the
+// lease of every table it serves, forever) runs beside a current one over
+// one bucket. The current build stays off the tables whose lease the old
+// build keeps renewing: it does not serve them (owned false, not even for a
+// moment) and starts no job on them, while it serves the others. Once the
+// old build is killed it takes those tables over, starting no job before
+// the old build's last record has expired and within a round or two after.
+// The old build's rounds run at every phase relative to the current
+// build's, with and without membership.
+func TestRollingUpgradeFromPerTableLeases(t *testing.T) {
+	for _, withMembers := range []bool{true, false} {
+		for _, phase := range []time.Duration{0, 3 * time.Second, 5 * time.Second, 9 * time.Second} {
+			t.Run(fmt.Sprintf("members=%v/phase=%v", withMembers, phase), func(t *testing.T) {
+				rollingUpgrade(t, withMembers, phase)
+			})
+		}
+	}
+}
+
+func rollingUpgrade(t *testing.T, withMembers bool, phase time.Duration) {
+	sp := specs(t, "t1", "t2", "t3", "t4")
+	oldTables, newTables := []string{"t1", "t2"}, []string{"t3", "t4"}
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	start0 := clk.Now()
+	cfg := leaseConfig()
+	cfg.Schedule.Merge = "@every 1s"
+	// The old build was configured with t1 and t2 only: one that served
+	// every table would also take the leases the current build leaves to
+	// expire on its idle tables.
+	old := newOldBuild(t, "old", cfg.Lease.TTL, clk, sp[:2])
+	old.round(t)
+
+	jobs := newFakeJobs()
+	var mu sync.Mutex
+	started := map[string][]time.Time{}
+	jobs.setBehave(func(ctx context.Context, c call) (scheduler.Outcome, error) {
+		mu.Lock()
+		started[c.table] = append(started[c.table], clk.Now())
+		mu.Unlock()
+		return scheduler.Outcome{Version: 1}, nil
+	})
+	starts := func(name string) []time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]time.Time(nil), started[name]...)
+	}
+	// Every change of serving is logged ("serving the table" when it
+	// starts): the status and gauge alone would miss a table served for a
+	// moment between two polls.
+	core, logs := observer.New(zap.DebugLevel)
+	servings := func(name string) int {
+		return logs.FilterMessage("serving the table").FilterField(zap.String("table", name)).Len()
+	}
+	var members *lease.Members
+	if withMembers {
+		mb, err := storage.Open(context.Background(), memRoot(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = mb.Close() })
+		if members, err = lease.NewMembers(mb, "new", cfg.Lease.TTL, clk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nw := start(t, harnessOpts{cfg: cfg, clk: clk, jobs: jobs, deps: func(d *scheduler.Deps) {
+		var err error
+		if d.Leases, err = lease.NewManager("new", cfg.Lease.TTL, clk); err != nil {
+			t.Fatal(err)
+		}
+		d.Members = members
+		d.Logger = zap.New(zapcore.NewTee(d.Logger.Core(), core))
+	}}, sp...)
+	const loops = 4 // main (a merge is always scheduled), sync, poll, lease
+	eventually(t, "ready", nw.s.Ready)
+	nw.idle(loops)
+
+	// step advances the clock a second and lets the current build settle;
+	// the old build's rounds come every renew interval, at its own phase.
+	step := func(oldRenews bool) {
+		clk.Advance(time.Second)
+		nw.idle(loops)
+		if oldRenews && clk.Now().Sub(start0.Add(phase))%cfg.Lease.RenewInterval == 0 {
+			old.round(t)
+		}
+	}
+	// Until a job is due on them the current build has read none of these
+	// leases (an idle table costs no request); the first due job finds the
+	// old build's lease and fences the table.
+	fencedAt := -1
+	for i := 0; i < 90; i++ {
+		step(true)
+		if fencedAt < 0 {
+			if !nw.status("t1").Owned && !nw.status("t2").Owned {
+				fencedAt = i
+				for _, n := range oldTables {
+					if l := nw.status(n).Lease; l == nil || l.Holder != "old" {
+						t.Fatalf("%s fenced by %+v, want the old build's lease", n, l)
+					}
+				}
+			} else if i > 3 {
+				t.Fatalf("t1 and t2 still served %ds after start: the old build's leases did not fence them", i+1)
+			}
+		}
+		for _, n := range oldTables {
+			if got := len(starts(n)); got != 0 {
+				t.Fatalf("%d jobs started on %s at %v while the old build renews its lease", got, n, starts(n))
+			}
+			if fencedAt >= 0 {
+				if nw.status(n).Owned || nw.metric("compactord_lease_owned", "table", n) != 0 {
+					t.Fatalf("%s served at %v while the old build renews its lease (until %v)", n, clk.Now().Sub(start0), old.expires().Sub(start0))
+				}
+			}
+		}
+		for _, n := range newTables {
+			if !nw.status(n).Owned || nw.metric("compactord_lease_owned", "table", n) != 1 {
+				t.Fatalf("%s not served at %v", n, clk.Now().Sub(start0))
+			}
+		}
+	}
+	for _, n := range oldTables {
+		// At most once: from the start until the first due job found the
+		// lease (an idle table's lease is not read).
+		if got := servings(n); got > 1 {
+			t.Fatalf("%s was served %d times while the old build renewed its lease, want at most once, before the first job found it", n, got)
+		}
+	}
+	for _, n := range newTables {
+		if got := len(starts(n)); got < 80 {
+			t.Fatalf("%d jobs on %s in 90s with a merge every second", got, n)
+		}
+	}
+
+	// The old build is killed: its leases are never renewed again.
+	expires := old.expires()
+	for clk.Now().Before(expires.Add(3*cfg.Lease.RenewInterval)) && (len(starts("t1")) == 0 || len(starts("t2")) == 0) {
+		step(false)
+	}
+	for _, n := range oldTables {
+		s := starts(n)
+		if len(s) == 0 {
+			t.Fatalf("%s not taken over %v after the old build's lease expired (status %+v)", n, clk.Now().Sub(expires), nw.status(n))
+		}
+		if s[0].Before(expires) {
+			t.Fatalf("a job started on %s at %v, before the old build's lease expired at %v", n, s[0].Sub(start0), expires.Sub(start0))
+		}
+		// A fenced table reads its lease again every full round: it is
+		// served within a round or two of the expiry.
+		if late := s[0].Sub(expires); late > 2*cfg.Lease.RenewInterval {
+			t.Fatalf("%s taken over %v after the old build's lease expired, want within two rounds", n, late)
+		}
+		if !nw.status(n).Owned || nw.metric("compactord_lease_owned", "table", n) != 1 {
+			t.Fatalf("%s runs jobs but is not reported served", n)
+		}
+		if l := nw.status(n).Lease; l == nil || l.Holder != "new" {
+			t.Fatalf("lease of %s after the takeover: %+v", n, l)
+		}
+	}
+}
+
+// The lease loop's full round (heartbeat, assignment, renewal of the leases
+// of running jobs) comes every renew interval even while lease requests of
+// other tables wake the loop more often than that: three tables whose
+// leases fall due for renewal five seconds apart must not starve it, or
+// the lease of a long job would expire under it (another instance could
+// then start a job on the table) and the heartbeat with it.
+func TestLeaseRequestsDoNotPostponeTheFullRound(t *testing.T) {
+	sp := specs(t, "long", "t2", "t3", "t4")
+	membersURL := memRoot(t)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	cfg := leaseConfig()
+	cfg.Schedule.Merge = "@every 1s"
+	jobs := newFakeJobs()
+	g := newGate()
+	defer g.open()
+	jobs.setBehave(func(ctx context.Context, c call) (scheduler.Outcome, error) {
+		if c.table == "long" {
+			if err := g.wait(ctx); err != nil {
+				return scheduler.Outcome{}, err
+			}
+		}
+		return scheduler.Outcome{Version: 1}, nil
+	})
+	h := leaseInstance(t, "a", cfg, clk, jobs, membersURL, nil, nil, sp)
+	mb, err := storage.Open(context.Background(), membersURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mb.Close() })
+	heartbeat := func() time.Time {
+		data, err := mb.Get(context.Background(), lease.MembersDir+"a.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hb struct{ Expires time.Time }
+		if err := json.Unmarshal(data, &hb); err != nil {
+			t.Fatal(err)
+		}
+		return hb.Expires
+	}
+	h.waitSynced("long", "t2", "t3", "t4")
+	// t3 and t4 start later, so that the three short tables' leases fall
+	// due for renewal at different times.
+	ctx := context.Background()
+	for _, n := range []string{"t3", "t4"} {
+		if err := h.s.Pause(ctx, n, "staggered start"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	busy := func() int { return int(h.metric("compactord_workers_busy")) }
+	settle := func() {
+		// The four loops, and the budget timer of each running attempt.
+		eventually(t, "scheduler settled", func() bool { b := busy(); return b <= 1 && clk.Timers() >= 4+b })
+	}
+	settle()
+	for i := 1; i <= 120; i++ {
+		clk.Advance(time.Second)
+		settle()
+		switch i {
+		case 5:
+			_ = h.s.Resume(ctx, "t3")
+		case 10:
+			_ = h.s.Resume(ctx, "t4")
+		}
+		now := clk.Now()
+		if left := heartbeat().Sub(now); left < cfg.Lease.TTL-cfg.Lease.RenewInterval {
+			t.Fatalf("at %ds the heartbeat has %v left: not written for more than a renew interval", i, left)
+		}
+		if i < 2 {
+			continue // the long job starts at 1s
+		}
+		if l := h.status("long").Lease; l == nil || l.Holder != "a" || !l.Expires.After(now) {
+			t.Fatalf("at %ds the lease of the running job's table is %+v: not renewed", i, l)
+		}
+		jobs.mu.Lock()
+		running := jobs.running["long"]
+		jobs.mu.Unlock()
+		if running != 1 || jobs.count("long", "") != 1 {
+			t.Fatalf("at %ds: %d jobs on long, %d running; want the first, still running", i, jobs.count("long", ""), running)
+		}
+	}
+	if got := jobs.count("t4", ""); got < 100 {
+		t.Fatalf("%d jobs on t4: the short tables did not keep requesting their leases", got)
 	}
 }
