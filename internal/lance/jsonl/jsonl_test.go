@@ -450,6 +450,32 @@ func benchLines(n int) ([]*file.Field, [][]byte) {
 	return fields, lines
 }
 
+// TestAddLineAllocs: a row of ints, floats, bools, strings (escaped ones
+// too) and timestamps allocates nothing beyond the columns' amortised
+// growth.
+func TestAddLineAllocs(t *testing.T) {
+	fields, _ := benchLines(0)
+	fields = append(fields, leaf("ok", file.KindBool, true), leaf("n", file.KindUint8, true))
+	b, err := NewBuilder(fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := [][]byte{
+		[]byte(`{"id":1,"cat":"c1","val":1.25,"at":1700000000000000,"ok":true,"n":"7"}` + "\n"),
+		[]byte(`{ "at" : 5, "val" : "NaN", "cat" : "tab\tand \u00e9", "id" : "-3", "ok":null }`),
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(2000, func() {
+		if err := b.AddLine(lines[i%2]); err != nil {
+			t.Fatal(err)
+		}
+		i++
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per row", allocs)
+	}
+}
+
 // BenchmarkAddLine is the cost per row of the scanner and, for
 // comparison, of the encoding/json decoder it replaced. Flushes every
 // 64 Ki rows as `table append` batches.
