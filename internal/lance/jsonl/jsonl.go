@@ -100,7 +100,7 @@ func (b *Builder) AddLine(line []byte) error {
 		return errMore
 	}
 	if unknown != nil {
-		return fmt.Errorf("unknown column %q", unknown)
+		return fmt.Errorf("unknown column %q", *unknown)
 	}
 	for i, c := range b.cols {
 		if err := c.add(b.vals[b.slot[i]]); err != nil {
@@ -146,9 +146,10 @@ func describe(c byte) string {
 }
 
 // scanRow checks the object at line[i] and notes each known key's value
-// in b.vals. It returns the end of the object and the first unknown key.
-func (b *Builder) scanRow(line []byte, i int) (int, []byte, error) {
-	var unknown []byte
+// in b.vals. It returns the end of the object and the first unknown key
+// (nil if none).
+func (b *Builder) scanRow(line []byte, i int) (int, *string, error) {
+	var unknown *string
 	next := 0 // keys usually come in schema order
 	i = skipSpace(line, i+1)
 	if i < len(line) && line[i] == '}' {
@@ -174,7 +175,8 @@ func (b *Builder) scanRow(line []byte, i int) (int, []byte, error) {
 		} else if j, ok := b.index[string(key)]; ok {
 			f = j
 		} else if unknown == nil {
-			unknown = append([]byte(nil), key...)
+			k := string(key)
+			unknown = &k
 		}
 		if i = skipSpace(line, ke); i >= len(line) || line[i] != ':' {
 			return i, nil, errAt(line, i, "after object key")
@@ -406,7 +408,7 @@ func (c *column) addValue(raw []byte) error {
 			return fmt.Errorf("%s is not an object: %v", raw, err)
 		}
 		if unknown != nil {
-			return fmt.Errorf("unknown struct field %q", unknown)
+			return fmt.Errorf("unknown struct field %q", *unknown)
 		}
 		for k, ch := range c.children {
 			if err := ch.add(c.vals[c.slot[k]]); err != nil {
@@ -444,8 +446,8 @@ func appendItems(items [][]byte, raw []byte) ([][]byte, error) {
 
 // scanMembers notes the values of the object raw in c.vals by child
 // slot, the last of a repeated key winning, and returns the first key no
-// child has.
-func (c *column) scanMembers(raw []byte) ([]byte, error) {
+// child has (nil if none).
+func (c *column) scanMembers(raw []byte) (*string, error) {
 	if c.vals == nil {
 		c.vals = make([][]byte, len(c.children))
 		for _, ch := range c.children {
@@ -453,7 +455,7 @@ func (c *column) scanMembers(raw []byte) ([]byte, error) {
 		}
 	}
 	clear(c.vals)
-	var unknown []byte
+	var unknown *string
 	i := skipSpace(raw, 1)
 	if i < len(raw) && raw[i] == '}' {
 		return nil, nil
@@ -479,7 +481,8 @@ func (c *column) scanMembers(raw []byte) ([]byte, error) {
 			}
 		}
 		if f < 0 && unknown == nil {
-			unknown = append([]byte(nil), key...)
+			k := string(key)
+			unknown = &k
 		}
 		if i = skipSpace(raw, ke); i >= len(raw) || raw[i] != ':' {
 			return nil, errAt(raw, i, "after object key")
