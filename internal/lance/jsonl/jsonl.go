@@ -124,12 +124,11 @@ func (b *Builder) Flush() *file.Batch {
 
 var errMore = errors.New("more than one JSON value on the line")
 
-// more reports whether another value follows the first: json.Decoder's
-// More, which takes a '}' or ']' for the end of an enclosing value and so
-// lets a line end in stray closing brackets.
+// more reports anything but white space after the object that ends at
+// end: a second value, or stray characters such as a closing bracket
+// (which json.Decoder.More let through).
 func more(line []byte, end int) bool {
-	i := skipSpace(line, end)
-	return i < len(line) && line[i] != '}' && line[i] != ']'
+	return skipSpace(line, end) < len(line)
 }
 
 // describe names the JSON value that starts with c.

@@ -410,19 +410,19 @@ func TestAddLineValues(t *testing.T) {
 	}
 }
 
-// TestAddLineTrailingCloseBracket pins a leniency kept from
-// json.Decoder.More: stray '}' or ']' after the object are not a second
-// value, anything else is.
+// TestAddLineTrailingCloseBracket: stray '}' or ']' after the object,
+// which json.Decoder.More let through, are an error like any other text
+// after it.
 func TestAddLineTrailingCloseBracket(t *testing.T) {
-	for _, l := range []string{`{"nn":1}}`, `{"nn":1} ]`, `{"nn":1}}x`} {
+	for _, l := range []string{`{"nn":1}}`, `{"nn":1} ]`, `{"nn":1}}x`, `{"nn":1} x}`} {
 		b, _ := NewBuilder(testFields())
-		if err := b.AddLine([]byte(l)); err != nil {
-			t.Errorf("%s: %v", l, err)
+		if err := b.AddLine([]byte(l)); err != errMore {
+			t.Errorf("%s: %v, want %v", l, err, errMore)
 		}
 	}
 	b, _ := NewBuilder(testFields())
-	if err := b.AddLine([]byte(`{"nn":1} x}`)); err != errMore {
-		t.Errorf("trailing x: %v", err)
+	if err := b.AddLine([]byte("{\"nn\":1} \t\r")); err != nil {
+		t.Errorf("trailing white space: %v", err)
 	}
 }
 

@@ -60,7 +60,9 @@ func (b *refBuilder) AddLine(line []byte) error {
 	if err := d.Decode(&m); err != nil {
 		return fmt.Errorf("not a JSON object: %v", err)
 	}
-	if d.More() {
+	// Unlike json.Decoder.More, stray closing brackets after the object
+	// are not let through either: anything but white space is an error.
+	if len(bytes.TrimLeft(line[d.InputOffset():], " \t\r\n")) > 0 {
 		return fmt.Errorf("more than one JSON value on the line")
 	}
 	if m == nil {
