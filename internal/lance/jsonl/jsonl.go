@@ -8,12 +8,12 @@
 package jsonl
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"unsafe"
 
@@ -25,7 +25,13 @@ type Builder struct {
 	fields []*file.Field
 	cols   []*column
 	index  map[string]int
-	rows   int
+	// slot is the vals entry of each field: the last field of its name
+	// (a duplicate name reads the same key, as a map lookup would).
+	slot []int
+	rows int
+	// Per line: each slot's value, nil when the key is missing.
+	vals [][]byte
+	key  []byte // a key with escapes, decoded
 }
 
 // NewBuilder starts an empty batch of the given top-level fields.
@@ -39,6 +45,10 @@ func NewBuilder(fields []*file.Field) (*Builder, error) {
 		b.cols = append(b.cols, c)
 		b.index[f.Name] = i
 	}
+	for _, f := range fields {
+		b.slot = append(b.slot, b.index[f.Name])
+	}
+	b.vals = make([][]byte, len(fields))
 	return b, nil
 }
 
@@ -56,31 +66,45 @@ func (b *Builder) Bytes() int {
 
 // AddLine parses one JSON object and adds it as a row. After an error the
 // builder may hold part of the line: callers stop at the first error.
+//
+// One pass over the line checks its syntax and notes where each key's
+// value is (the last one of a repeated key wins); then each column parses
+// its value's bytes. What it accepts and rejects, and in which order the
+// errors come, is what decoding the line with encoding/json into a
+// map[string]json.RawMessage did: a syntax error anywhere first, then a
+// second value on the line, then a null line, then an unknown key, then
+// the columns' values in schema order.
 func (b *Builder) AddLine(line []byte) error {
-	d := json.NewDecoder(bytes.NewReader(line))
-	d.UseNumber()
-	var m map[string]json.RawMessage
-	if err := d.Decode(&m); err != nil {
-		return fmt.Errorf("not a JSON object: %v", err)
+	clear(b.vals)
+	i := skipSpace(line, 0)
+	if i >= len(line) {
+		return fmt.Errorf("not a JSON object: empty line")
 	}
-	if d.More() {
-		return fmt.Errorf("more than one JSON value on the line")
-	}
-	if m == nil {
+	if line[i] != '{' {
+		end, err := scanValue(line, i, 0)
+		switch {
+		case err != nil:
+			return fmt.Errorf("not a JSON object: %v", err)
+		case line[i] != 'n':
+			return fmt.Errorf("not a JSON object: %s", describe(line[i]))
+		case more(line, end):
+			return errMore
+		}
 		return fmt.Errorf("not a JSON object: null")
 	}
-	for k := range m {
-		if _, ok := b.index[k]; !ok {
-			return fmt.Errorf("unknown column %q", k)
-		}
+	end, unknown, err := b.scanRow(line, i)
+	if err != nil {
+		return fmt.Errorf("not a JSON object: %v", err)
 	}
-	for i, f := range b.fields {
-		raw, ok := m[f.Name]
-		if !ok {
-			raw = nil
-		}
-		if err := b.cols[i].add(raw); err != nil {
-			return fmt.Errorf("column %q: %v", f.Name, err)
+	if more(line, end) {
+		return errMore
+	}
+	if unknown != nil {
+		return fmt.Errorf("unknown column %q", *unknown)
+	}
+	for i, c := range b.cols {
+		if err := c.add(b.vals[b.slot[i]]); err != nil {
+			return fmt.Errorf("column %q: %v", b.fields[i].Name, err)
 		}
 	}
 	b.rows++
@@ -98,6 +122,84 @@ func (b *Builder) Flush() *file.Batch {
 	return out
 }
 
+var errMore = errors.New("more than one JSON value on the line")
+
+// more reports anything but white space after the object that ends at
+// end: a second value, or stray characters such as a closing bracket
+// (which json.Decoder.More let through).
+func more(line []byte, end int) bool {
+	return skipSpace(line, end) < len(line)
+}
+
+// describe names the JSON value that starts with c.
+func describe(c byte) string {
+	switch c {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "a number"
+}
+
+// scanRow checks the object at line[i] and notes each known key's value
+// in b.vals. It returns the end of the object and the first unknown key
+// (nil if none).
+func (b *Builder) scanRow(line []byte, i int) (int, *string, error) {
+	var unknown *string
+	next := 0 // keys usually come in schema order
+	i = skipSpace(line, i+1)
+	if i < len(line) && line[i] == '}' {
+		return i + 1, nil, nil
+	}
+	for {
+		if i >= len(line) || line[i] != '"' {
+			return i, nil, errAt(line, i, "looking for beginning of object key string")
+		}
+		ks := i
+		ke, special, err := scanString(line, i)
+		if err != nil {
+			return ke, nil, err
+		}
+		key := line[ks+1 : ke-1]
+		if special && !plainString(key) {
+			b.key = appendUnquoted(b.key[:0], key)
+			key = b.key
+		}
+		f := -1
+		if next < len(b.fields) && string(key) == b.fields[next].Name && b.slot[next] == next {
+			f = next
+		} else if j, ok := b.index[string(key)]; ok {
+			f = j
+		} else if unknown == nil {
+			k := string(key)
+			unknown = &k
+		}
+		if i = skipSpace(line, ke); i >= len(line) || line[i] != ':' {
+			return i, nil, errAt(line, i, "after object key")
+		}
+		vs := skipSpace(line, i+1)
+		ve, err := scanValue(line, vs, 1)
+		if err != nil {
+			return ve, nil, err
+		}
+		if f >= 0 {
+			b.vals[f] = line[vs:ve:ve]
+			next = f + 1
+		}
+		if i = skipSpace(line, ve); i < len(line) && line[i] == ',' {
+			i = skipSpace(line, i+1)
+			continue
+		}
+		if i < len(line) && line[i] == '}' {
+			return i + 1, unknown, nil
+		}
+		return i, nil, errAt(line, i, "after object key:value pair")
+	}
+}
+
 type column struct {
 	f        *file.Field
 	t        file.DataType
@@ -107,6 +209,13 @@ type column struct {
 	values   []byte
 	offsets  []int64
 	children []*column
+	// Scratch reused value to value: a decoded string; a list's items; a
+	// struct's member values (by child slot) and a decoded key.
+	text  []byte
+	items [][]byte
+	slot  []int
+	vals  [][]byte
+	key   []byte
 }
 
 func newColumn(f *file.Field) (*column, error) {
@@ -149,10 +258,6 @@ func (c *column) setValid(ok bool) {
 	c.n++
 }
 
-func isNull(raw json.RawMessage) bool {
-	return len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null"
-}
-
 // addNull adds a null slot (zero bytes, empty ranges, null children for
 // fixed-size lists and structs).
 func (c *column) addNull() {
@@ -181,27 +286,33 @@ func (c *column) addNull() {
 	c.setValid(false)
 }
 
-func (c *column) add(raw json.RawMessage) error {
-	if isNull(raw) {
+// add adds one value: v is its JSON text as the scanner checked it, nil
+// for a missing key.
+func (c *column) add(v []byte) error {
+	if len(v) == 0 || string(v) == "null" {
 		if !c.f.Nullable {
 			return fmt.Errorf("null in a non-nullable field")
 		}
 		c.addNull()
 		return nil
 	}
-	if err := c.addValue(raw); err != nil {
+	if err := c.addValue(v); err != nil {
 		return err
 	}
 	c.setValid(true)
 	return nil
 }
 
-func (c *column) addValue(raw json.RawMessage) error {
+func (c *column) addValue(raw []byte) error {
 	t := c.t
 	switch t.Kind {
 	case file.KindBool:
 		var v bool
-		if err := json.Unmarshal(raw, &v); err != nil {
+		switch string(raw) {
+		case "true":
+			v = true
+		case "false":
+		default:
 			return fmt.Errorf("%s is not a boolean", raw)
 		}
 		if c.n>>3 >= len(c.values) {
@@ -212,26 +323,26 @@ func (c *column) addValue(raw json.RawMessage) error {
 		}
 	case file.KindInt8, file.KindInt16, file.KindInt32, file.KindInt64, file.KindDate32, file.KindTime32, file.KindTime64, file.KindTimestamp, file.KindDuration:
 		bits := 8 * t.ByteWidth()
-		v, err := strconv.ParseInt(numberText(raw), 10, bits)
+		v, err := strconv.ParseInt(c.numberText(raw), 10, bits)
 		if err != nil {
 			return fmt.Errorf("%s is not a %d-bit integer", raw, bits)
 		}
 		c.putInt(uint64(v))
 	case file.KindDate64:
-		v, err := strconv.ParseInt(numberText(raw), 10, 64)
+		v, err := strconv.ParseInt(c.numberText(raw), 10, 64)
 		if err != nil || v > math.MaxInt64/86_400_000 || v < math.MinInt64/86_400_000 {
 			return fmt.Errorf("%s is not a date (days since 1970-01-01)", raw)
 		}
 		c.putInt(uint64(v * 86_400_000))
 	case file.KindUint8, file.KindUint16, file.KindUint32, file.KindUint64:
 		bits := 8 * t.ByteWidth()
-		v, err := strconv.ParseUint(numberText(raw), 10, bits)
+		v, err := strconv.ParseUint(c.numberText(raw), 10, bits)
 		if err != nil {
 			return fmt.Errorf("%s is not an unsigned %d-bit integer", raw, bits)
 		}
 		c.putInt(v)
 	case file.KindFloat32, file.KindFloat64:
-		f, err := parseFloat(raw, 8*t.ByteWidth())
+		f, err := c.parseFloat(raw, 8*t.ByteWidth())
 		if err != nil {
 			return err
 		}
@@ -241,34 +352,40 @@ func (c *column) addValue(raw json.RawMessage) error {
 			c.values = binary.LittleEndian.AppendUint64(c.values, math.Float64bits(f))
 		}
 	case file.KindUtf8, file.KindLargeUtf8:
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if raw[0] != '"' {
 			return fmt.Errorf("%s is not a string", raw)
 		}
-		c.values = append(c.values, s...)
+		c.values = appendUnquoted(c.values, raw[1:len(raw)-1])
 		c.offsets = append(c.offsets, int64(len(c.values)))
 	case file.KindBinary, file.KindLargeBinary, file.KindFixedSizeBinary:
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if raw[0] != '"' {
 			return fmt.Errorf("%s is not a base64 string", raw)
 		}
-		v, err := base64.StdEncoding.DecodeString(s)
+		s := c.unquote(raw)
+		at := len(c.values)
+		c.values = slices.Grow(c.values, base64.StdEncoding.DecodedLen(len(s)))
+		n, err := base64.StdEncoding.Decode(c.values[at:at+base64.StdEncoding.DecodedLen(len(s))], s)
 		if err != nil {
+			c.values = c.values[:at]
 			return fmt.Errorf("%s is not base64: %v", raw, err)
 		}
+		c.values = c.values[:at+n]
 		if t.Kind == file.KindFixedSizeBinary {
-			if len(v) != t.Size {
-				return fmt.Errorf("%d bytes for a %d-byte fixed-size binary", len(v), t.Size)
+			if n != t.Size {
+				c.values = c.values[:at]
+				return fmt.Errorf("%d bytes for a %d-byte fixed-size binary", n, t.Size)
 			}
-			c.values = append(c.values, v...)
 			break
 		}
-		c.values = append(c.values, v...)
 		c.offsets = append(c.offsets, int64(len(c.values)))
 	case file.KindList, file.KindLargeList, file.KindFixedSizeList:
-		var items []json.RawMessage
-		if err := json.Unmarshal(raw, &items); err != nil {
+		if raw[0] != '[' {
 			return fmt.Errorf("%s is not an array", raw)
+		}
+		items, err := appendItems(c.items[:0], raw)
+		c.items = items
+		if err != nil {
+			return fmt.Errorf("%s is not an array: %v", raw, err)
 		}
 		if t.Kind == file.KindFixedSizeList && len(items) != t.Size {
 			return fmt.Errorf("%d items for a fixed-size list of %d", len(items), t.Size)
@@ -282,21 +399,18 @@ func (c *column) addValue(raw json.RawMessage) error {
 			c.offsets = append(c.offsets, int64(c.children[0].n))
 		}
 	case file.KindStruct:
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		if raw[0] != '{' {
 			return fmt.Errorf("%s is not an object", raw)
 		}
-		for k := range m {
-			found := false
-			for _, ch := range c.children {
-				found = found || ch.f.Name == k
-			}
-			if !found {
-				return fmt.Errorf("unknown struct field %q", k)
-			}
+		unknown, err := c.scanMembers(raw)
+		if err != nil {
+			return fmt.Errorf("%s is not an object: %v", raw, err)
 		}
-		for _, ch := range c.children {
-			if err := ch.add(m[ch.f.Name]); err != nil {
+		if unknown != nil {
+			return fmt.Errorf("unknown struct field %q", *unknown)
+		}
+		for k, ch := range c.children {
+			if err := ch.add(c.vals[c.slot[k]]); err != nil {
 				return fmt.Errorf("field %q: %v", ch.f.Name, err)
 			}
 		}
@@ -304,6 +418,91 @@ func (c *column) addValue(raw json.RawMessage) error {
 		return fmt.Errorf("values of type %s are not supported", t)
 	}
 	return nil
+}
+
+// appendItems appends the items of the array raw to items.
+func appendItems(items [][]byte, raw []byte) ([][]byte, error) {
+	i := skipSpace(raw, 1)
+	if i < len(raw) && raw[i] == ']' {
+		return items, nil
+	}
+	for {
+		end, err := scanValue(raw, i, 0)
+		if err != nil {
+			return items, err
+		}
+		items = append(items, raw[i:end:end])
+		if i = skipSpace(raw, end); i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+			continue
+		}
+		if i < len(raw) && raw[i] == ']' {
+			return items, nil
+		}
+		return items, errAt(raw, i, "after array element")
+	}
+}
+
+// scanMembers notes the values of the object raw in c.vals by child
+// slot, the last of a repeated key winning, and returns the first key no
+// child has (nil if none).
+func (c *column) scanMembers(raw []byte) (*string, error) {
+	if c.vals == nil {
+		c.vals = make([][]byte, len(c.children))
+		for _, ch := range c.children {
+			c.slot = append(c.slot, slices.IndexFunc(c.children, func(o *column) bool { return o.f.Name == ch.f.Name }))
+		}
+	}
+	clear(c.vals)
+	var unknown *string
+	i := skipSpace(raw, 1)
+	if i < len(raw) && raw[i] == '}' {
+		return nil, nil
+	}
+	for {
+		if i >= len(raw) || raw[i] != '"' {
+			return nil, errAt(raw, i, "looking for beginning of object key string")
+		}
+		ke, special, err := scanString(raw, i)
+		if err != nil {
+			return nil, err
+		}
+		key := raw[i+1 : ke-1]
+		if special && !plainString(key) {
+			c.key = appendUnquoted(c.key[:0], key)
+			key = c.key
+		}
+		f := -1
+		for k, ch := range c.children {
+			if ch.f.Name == string(key) {
+				f = k
+				break
+			}
+		}
+		if f < 0 && unknown == nil {
+			k := string(key)
+			unknown = &k
+		}
+		if i = skipSpace(raw, ke); i >= len(raw) || raw[i] != ':' {
+			return nil, errAt(raw, i, "after object key")
+		}
+		vs := skipSpace(raw, i+1)
+		ve, err := scanValue(raw, vs, 0)
+		if err != nil {
+			return nil, err
+		}
+		if f >= 0 {
+			c.vals[f] = raw[vs:ve:ve]
+		}
+		if i = skipSpace(raw, ve); i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+			continue
+		}
+		if i < len(raw) && raw[i] == '}' {
+			return unknown, nil
+		}
+		return nil, errAt(raw, i, "after object key:value pair")
+	}
 }
 
 func (c *column) putInt(v uint64) {
@@ -319,20 +518,30 @@ func (c *column) putInt(v uint64) {
 	}
 }
 
-// numberText is a JSON number's text, or a JSON string's content (64-bit
-// integers are often quoted to survive JavaScript).
-func numberText(raw json.RawMessage) string {
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return s
-		}
+// unquote is the decoded content of the JSON string raw, in c.text when
+// it has escapes or bytes to coerce.
+func (c *column) unquote(raw []byte) []byte {
+	s := raw[1 : len(raw)-1]
+	if plainString(s) {
+		return s
 	}
-	return string(raw)
+	c.text = appendUnquoted(c.text[:0], s)
+	return c.text
 }
 
-func parseFloat(raw json.RawMessage, bits int) (float64, error) {
-	s := numberText(raw)
+// numberText is a JSON number's text, or a JSON string's content (64-bit
+// integers are often quoted to survive JavaScript). It aliases raw or
+// c.text: strconv, which copies what it keeps, may read it.
+func (c *column) numberText(raw []byte) string {
+	s := raw
+	if raw[0] == '"' {
+		s = c.unquote(raw)
+	}
+	return unsafe.String(unsafe.SliceData(s), len(s))
+}
+
+func (c *column) parseFloat(raw []byte, bits int) (float64, error) {
+	s := c.numberText(raw)
 	if raw[0] == '"' {
 		switch s {
 		case "NaN":

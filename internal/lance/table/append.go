@@ -2,6 +2,7 @@ package table
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -139,11 +140,26 @@ func (h *Handle) AppendJSON(ctx context.Context, r io.Reader) (*commit.Result, u
 		rep.Add(int64(n), 0)
 		return nil
 	}
+	// A line is read in place in br's buffer (AddLine copies what it
+	// keeps); one longer than the buffer is gathered in long.
+	var long []byte
+	readLine := func() ([]byte, error) {
+		line, err := br.ReadSlice('\n')
+		if err != bufio.ErrBufferFull {
+			return line, err
+		}
+		long = append(long[:0], line...)
+		for err == bufio.ErrBufferFull {
+			line, err = br.ReadSlice('\n')
+			long = append(long, line...)
+		}
+		return long, err
+	}
 	for {
-		line, rerr := br.ReadBytes('\n')
+		line, rerr := readLine()
 		if len(line) > 0 {
 			lineNo++
-			if s := strings.TrimSpace(string(line)); s != "" {
+			if len(bytes.TrimSpace(line)) > 0 {
 				if err := b.AddLine(line); err != nil {
 					abandon()
 					return nil, 0, &LineError{Line: lineNo, Err: err}

@@ -136,6 +136,36 @@ func TestAppendMalformed(t *testing.T) {
 	}
 }
 
+// TestAppendLongAndOddLines: lines longer than the input reader's buffer,
+// CRLF endings, blank lines and a last line without a newline are read
+// whole, each once, with the right line numbers.
+func TestAppendLongAndOddLines(t *testing.T) {
+	dir := t.TempDir()
+	b := open(t, dir)
+	if _, err := Create(t.Context(), b, createFields(t), "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h := handle(t, b, commit.DefaultConfig())
+	long := strings.Repeat("x", 200_000)
+	in := `{"id":1,"cat":"` + long + `"}` + "\n \t\r\n" + `{"id":2,"cat":"b"}` + "\r\n" + `{"id":3,"cat":"` + long + `y"}` + "\n" + `{"id":4}`
+	if _, n, err := h.AppendJSON(t.Context(), strings.NewReader(in)); err != nil || n != 4 {
+		t.Fatalf("appended %d rows: %v", n, err)
+	}
+	rows := scanLines(t, dir)
+	if len(rows) != 4 {
+		t.Fatalf("scan reads %d rows, want 4", len(rows))
+	}
+	for i, want := range []string{`"cat":"` + long + `"`, `"cat":"b"`, `"cat":"` + long + `y"`, `"cat":null`} {
+		if !strings.Contains(rows[i], fmt.Sprintf(`"id":%d`, i+1)) || !strings.Contains(rows[i], want) {
+			t.Errorf("row %d: %.100s", i, rows[i])
+		}
+	}
+	_, _, err := h.AppendJSON(t.Context(), strings.NewReader(`{"id":1,"cat":"`+long+`"}`+"\n\n"+`{"id":2,"cat":"`+long+`"`))
+	if err == nil || !strings.HasPrefix(err.Error(), "line 3: not a JSON object") {
+		t.Errorf("a long bad last line: %.200v", err)
+	}
+}
+
 // TestAppendAcrossLanceDBCleanup: LanceDB's cleanup (optimize with every
 // version but the newest old) runs between compactord's appends. Each
 // append lands on the head the cleanup left (the version after the newest
