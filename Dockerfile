@@ -5,7 +5,7 @@
 #
 #   docker build -t compactord:dev --build-arg VERSION=$(git describe --always --dirty) .
 #
-# internal/e2e (TestDockerfile) checks the structure of this file and runs its
+# internal/testing/e2e (TestDockerfile) checks the structure of this file and runs its
 # build command to prove the result is a static binary.
 
 # ---- build stage ----------------------------------------------------------

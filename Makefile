@@ -20,7 +20,7 @@ tools: $(TOOLS)/versitygw $(TOOLS)/fake-gcs-server
 $(TOOLS)/versitygw:
 	GOBIN=$(TOOLS) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 
-# The Cloud Storage emulator the gs:// tests start (internal/testutil/gcsserver).
+# The Cloud Storage emulator the gs:// tests start (internal/testing/gcsserver).
 $(TOOLS)/fake-gcs-server:
 	GOBIN=$(TOOLS) $(GO) install github.com/fsouza/fake-gcs-server@$(FAKE_GCS_SERVER_VERSION)
 
@@ -50,11 +50,11 @@ bench: lancedb
 # LANCE_BENCH_ROWS, LANCE_BENCH_UPSERTS, LANCE_BENCH_TRIALS scale it.
 .PHONY: bench-lance-merge
 bench-lance-merge: lancedb
-	LANCE_BENCH=1 $(GO) test -count=1 -timeout 60m -run '^TestBenchMemWALMerge$$' -v ./internal/lance/merge
+	LANCE_BENCH=1 $(GO) test -count=1 -timeout 60m -run '^TestBenchMemWALMerge$$' -v ./internal/merge
 
 .PHONY: bench-lance-compact
 bench-lance-compact: lancedb
-	LANCE_BENCH=1 $(GO) test -count=1 -timeout 60m -run '^TestBenchCompaction$$' -v ./internal/lance/compact
+	LANCE_BENCH=1 $(GO) test -count=1 -timeout 60m -run '^TestBenchCompaction$$' -v ./internal/compact
 
 # The daemon with its demo workload on ./var/compactord-demo; status page on
 # http://127.0.0.1:9464/. Ctrl-C drains and exits 0. scripts/demo.sh is the
@@ -69,10 +69,10 @@ demo-cli: build
 clean:
 	rm -rf bin var
 
-# ---- Deployment artifacts and integration servers (internal/e2e) ----------
+# ---- Deployment artifacts and integration servers (internal/testing/e2e) ----------
 
 AZURITE_DIR := $(TOOLS)/azurite
-AZURITE_SRC := internal/e2e/testdata/azurite
+AZURITE_SRC := internal/testing/e2e/testdata/azurite
 
 .PHONY: azurite deploy-check
 
@@ -90,13 +90,13 @@ $(AZURITE_DIR)/node_modules/.bin/azurite-blob: $(AZURITE_SRC)/package.json $(AZU
 # tools target above without changing its rule.
 tools: azurite
 
-# LanceDB 0.39.0, the test oracle for the Lance code (internal/testutil/lancedb),
+# LanceDB 0.39.0, the test oracle for the Lance code (internal/testing/lancedb),
 # from npm into tools/lancedb, pinned by its lockfile. npm ci refuses this lock
 # (the registry does not serve the other platforms' builds to this one), so it
 # is npm install with the optional packages (other platforms, embeddings) left
 # out; the linux-x64-gnu build is a direct dependency and stays.
 LANCEDB_DIR := $(TOOLS)/lancedb
-LANCEDB_SRC := internal/testutil/lancedb/node
+LANCEDB_SRC := internal/testing/lancedb/node
 
 .PHONY: lancedb
 lancedb: $(LANCEDB_DIR)/node_modules/@lancedb/lancedb/package.json
@@ -112,13 +112,13 @@ tools: lancedb
 # The deployment artifacts alone, validated with the real tools (promtool,
 # systemd-analyze, the Dockerfile's build, the daemon's /metrics).
 deploy-check:
-	$(GO) test $(TEST_FLAGS) -run 'Test(Systemd|Kubernetes|Prometheus|RuleIntervals|Runbooks|Grafana|MetricsExist|Docker|ExampleConfigs)' ./internal/e2e
+	$(GO) test $(TEST_FLAGS) -run 'Test(Systemd|Kubernetes|Prometheus|RuleIntervals|Runbooks|Grafana|MetricsExist|Docker|ExampleConfigs)' ./internal/testing/e2e
 
 # Reliability soak (docs/reliability.md): the Lance campaigns, one after
-# another, for DURATION in all: the Lance crash campaign (internal/lancecrash:
+# another, for DURATION in all: the Lance crash campaign (internal/testing/crash:
 # SIGKILL in merge, index catch-up and trim, 10%), the Lance model test
-# (internal/lancemodel, 50%) and the Lance concurrency campaign
-# (internal/lanceconcurrency: LanceDB writers against two daemons and CLI
+# (internal/testing/model, 50%) and the Lance concurrency campaign
+# (internal/testing/concurrency: LanceDB writers against two daemons and CLI
 # jobs, 40%). The binaries are built first, so the run tests one build even
 # if the tree changes meanwhile. The full log goes to SOAK_LOG; the summary
 # sums operations, injected faults, crashes survived and violations, which
@@ -130,11 +130,11 @@ SOAK_LOG ?= $(SOAK_DIR)/soak.log
 soak: tools
 	@mkdir -p $(SOAK_DIR) $(dir $(SOAK_LOG))
 	$(GO) build -o $(SOAK_DIR)/compactord ./cmd/compactord
-	@for p in lancecrash lancemodel lanceconcurrency; do $(GO) test -c -o $(SOAK_DIR)/$$p.test ./internal/$$p || exit 1; done
+	@for p in crash model concurrency; do $(GO) test -c -o $(SOAK_DIR)/$$p.test ./internal/testing/$$p || exit 1; done
 	@echo "soak for $(DURATION); log in $(SOAK_LOG)"
 	@: > $(SOAK_LOG); status=0; \
-	for p in lancecrash lancemodel lanceconcurrency; do \
-		(cd internal/$$p && COMPACTORD_SOAK=$(DURATION) COMPACTORD_BINARY=$(abspath $(SOAK_DIR))/compactord \
+	for p in crash model concurrency; do \
+		(cd internal/testing/$$p && COMPACTORD_SOAK=$(DURATION) COMPACTORD_BINARY=$(abspath $(SOAK_DIR))/compactord \
 			$(abspath $(SOAK_DIR))/$$p.test -test.v -test.count=1 -test.timeout=0 -test.run '^TestSoak') >> $(SOAK_LOG) 2>&1 || status=1; \
 	done; \
 	grep -E '^(SOAK |--- FAIL|FAIL|PASS)|violation:' $(SOAK_LOG); \

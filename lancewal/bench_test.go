@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
 func benchEnv(name string, def int) int {

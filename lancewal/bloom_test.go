@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
-	"github.com/compactord/compactord/internal/lance/file"
-	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/format/file"
+	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
 // TestBloomMatchesLanceDB: the bloom filter of the keys LanceDB 0.39

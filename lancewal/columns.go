@@ -8,8 +8,8 @@ import (
 	"time"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
-	"github.com/compactord/compactord/internal/lance/arrowipc"
-	"github.com/compactord/compactord/internal/lance/file"
+	"github.com/compactord/compactord/internal/format/arrowipc"
+	"github.com/compactord/compactord/internal/format/file"
 )
 
 // TombstoneColumn is the column a WAL entry and a generation carry beside

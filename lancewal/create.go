@@ -9,12 +9,12 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
-	"github.com/compactord/compactord/internal/lance/commit"
-	"github.com/compactord/compactord/internal/lance/index"
-	"github.com/compactord/compactord/internal/lance/meta"
-	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
 )
 
 // Column describes a column of a new table. Type is a Lance logical type:

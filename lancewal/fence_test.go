@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
 func lanceRows(rows []Row) []lancedb.Row {

@@ -13,12 +13,12 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
-	lcommit "github.com/compactord/compactord/internal/lance/commit"
-	"github.com/compactord/compactord/internal/lance/file"
-	"github.com/compactord/compactord/internal/lance/index"
-	"github.com/compactord/compactord/internal/lance/meta"
-	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/format/file"
+	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
 )
 
 // Generation is a flushed MemTable.
@@ -237,7 +237,7 @@ func (w *Writer) writeGeneration(ctx context.Context, gb storage.Bucket, gen uin
 		Version:       1,
 		Timestamp:     timestamppb.New(now),
 		MaxFragmentId: proto.Uint32(0),
-		WriterVersion: &pb.Manifest_WriterVersion{Library: lcommit.WriterLibrary, Version: lcommit.WriterVersion},
+		WriterVersion: &pb.Manifest_WriterVersion{Library: commit.WriterLibrary, Version: commit.WriterVersion},
 		DataFormat:    proto.Clone(st.read.Manifest.GetDataFormat()).(*pb.Manifest_DataStorageFormat),
 	}
 	meta.RecomputeFlags(m, 0, 0)

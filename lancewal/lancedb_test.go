@@ -6,7 +6,7 @@ import (
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 
-	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
 func goRows(lo, hi int64, tag string) []Row {

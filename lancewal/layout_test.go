@@ -15,10 +15,10 @@ import (
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 
-	"github.com/compactord/compactord/internal/lance/arrowipc"
-	"github.com/compactord/compactord/internal/lance/file"
-	"github.com/compactord/compactord/internal/lance/meta"
-	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/format/arrowipc"
+	"github.com/compactord/compactord/internal/format/file"
+	"github.com/compactord/compactord/internal/meta"
+	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
 // gen1Rows are the rows LanceDB wrote into the corpus memwal_1's first

@@ -6,8 +6,8 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/compactord/compactord/internal/lance/arrowipc"
-	"github.com/compactord/compactord/internal/lance/file"
+	"github.com/compactord/compactord/internal/format/arrowipc"
+	"github.com/compactord/compactord/internal/format/file"
 )
 
 // memtable buffers the rows written since the last flush, in WAL order,

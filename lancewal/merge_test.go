@@ -6,10 +6,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/compactord/compactord/internal/lance/commit"
-	"github.com/compactord/compactord/internal/lance/merge"
-	"github.com/compactord/compactord/internal/lance/table"
-	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/merge"
+	"github.com/compactord/compactord/internal/table"
+	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
 // TestMergeGoGenerations: compactord's merge lands the Go writer's

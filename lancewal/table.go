@@ -13,8 +13,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
-	"github.com/compactord/compactord/internal/lance/commit"
-	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 )
 

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
 // corpusTable opens a private copy of a LanceDB corpus table (no node

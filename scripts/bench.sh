@@ -14,11 +14,11 @@ cd "$(dirname "$0")/.."
 
 GO=${GO:-go}
 declare -A tests=(
-  [merge]='./internal/lance/merge ^TestBench(MemWALMerge|MergeGenerations)$'
-  [compact]='./internal/lance/compact ^TestBenchCompaction$'
-  [append]='./internal/lance/table ^TestBenchAppendGrowth$'
-  [scan]='./internal/lance/scan ^TestBenchLanceDB'
-  [verify]='./internal/lance/verify ^TestBenchVerifyHistory$'
+  [merge]='./internal/merge ^TestBench(MemWALMerge|MergeGenerations)$'
+  [compact]='./internal/compact ^TestBenchCompaction$'
+  [append]='./internal/table ^TestBenchAppendGrowth$'
+  [scan]='./internal/scan ^TestBenchLanceDB'
+  [verify]='./internal/verify ^TestBenchVerifyHistory$'
   [wal]='./lancewal ^TestBenchWriter$'
 )
 only=${BENCH_ONLY:-merge,compact,append,scan,verify,wal}

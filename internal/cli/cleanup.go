@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	lcleanup "github.com/compactord/compactord/internal/lance/cleanup"
+	"github.com/compactord/compactord/internal/cleanup"
 )
 
 func init() { extraCommands = append(extraCommands, newCleanupCmd) }
@@ -36,7 +36,7 @@ func (f durationFlag) Set(s string) error {
 var cleanupNow = time.Now
 
 func newCleanupCmd(e *env) *cobra.Command {
-	opts := lcleanup.Options{RetainVersions: 10, OlderThan: 24 * time.Hour, MinAge: lcleanup.DefaultMinAge}
+	opts := cleanup.Options{RetainVersions: 10, OlderThan: 24 * time.Hour, MinAge: cleanup.DefaultMinAge}
 	concurrency, dryRun := 16, false
 	cmd := &cobra.Command{
 		Use:   "cleanup URL [--retain-versions N] [--older-than D] [--min-age D] [--concurrency C] [--dry-run]",
@@ -61,7 +61,7 @@ every version and file with delete/keep and a reason.`,
 				return err
 			}
 			defer b.Close()
-			res, err := lcleanup.Run(cmd.Context(), b, lcleanup.Config{Options: opts, Concurrency: concurrency, DryRun: dryRun}, cleanupNow())
+			res, err := cleanup.Run(cmd.Context(), b, cleanup.Config{Options: opts, Concurrency: concurrency, DryRun: dryRun}, cleanupNow())
 			if err != nil {
 				return err
 			}
@@ -73,7 +73,7 @@ every version and file with delete/keep and a reason.`,
 				"version": res.Plan.Latest, "operation": "cleanup", "format": "lance",
 				"deleted_versions": res.DeletedVersions, "deleted_files": res.DeletedFiles,
 				"bytes_reclaimed": res.BytesReclaimed, "kept_versions": kept,
-				"kept_unreferenced_young_files": res.Plan.Kept[lcleanup.ReasonUnrefYoung] + res.Plan.Kept[lcleanup.ReasonUnrefInFlight],
+				"kept_unreferenced_young_files": res.Plan.Kept[cleanup.ReasonUnrefYoung] + res.Plan.Kept[cleanup.ReasonUnrefInFlight],
 				"tagged_old_versions":           res.Plan.TaggedOld, "spared_files": len(res.Spared),
 			})
 		},

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/compactord/compactord/internal/lance/meta"
-	"github.com/compactord/compactord/internal/testutil"
+	"github.com/compactord/compactord/internal/meta"
+	"github.com/compactord/compactord/internal/testing/stores"
 )
 
 // The test binary doubles as the compactord binary: with COMPACTORD_CLI_CHILD
@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("COMPACTORD_CLI_CHILD") == "1" {
 		os.Exit(Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	testutil.Main(m)
+	stores.Main(m)
 }
 
 type result struct {

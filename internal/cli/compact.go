@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	lcompact "github.com/compactord/compactord/internal/lance/compact"
+	"github.com/compactord/compactord/internal/compact"
 )
 
 func init() { extraCommands = append(extraCommands, newCompactCmd) }
@@ -40,7 +40,7 @@ func newCompactCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			lo := lcompact.DefaultOptions()
+			lo := compact.DefaultOptions()
 			lo.TargetRowsPerFragment, lo.DeletionThreshold, lo.DeferRemap = cfg.TargetRowsPerFragment, cfg.DeletionThreshold, deferRemap
 			for _, id := range only {
 				lo.Fragments = append(lo.Fragments, uint64(id))

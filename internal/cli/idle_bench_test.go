@@ -15,9 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	lcommit "github.com/compactord/compactord/internal/lance/commit"
-	ltable "github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
 )
 
 // TestIdleDaemonFootprintLance measures the idle footprint of the daemon:
@@ -60,7 +60,7 @@ func TestIdleDaemonFootprintLance(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	ctx := context.Background()
-	fields, err := ltable.ParseFields("id:int64,cat:string,val:float64", []string{"id"})
+	fields, err := table.ParseFields("id:int64,cat:string,val:float64", []string{"id"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,14 +76,14 @@ func TestIdleDaemonFootprintLance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ltable.Create(ctx, b, fields, "", time.Now()); err != nil {
+		if _, err := table.Create(ctx, b, fields, "", time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		c, err := lcommit.NewCommitter(lcommit.DefaultConfig(), b, lcommit.RealClock{}, lcommit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
+		c, err := commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := ltable.New(b, c)
+		h, err := table.New(b, c)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/lancewal"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {

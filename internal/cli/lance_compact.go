@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	lcompact "github.com/compactord/compactord/internal/lance/compact"
+	"github.com/compactord/compactord/internal/compact"
 )
 
 // lanceCompactHelp is appended to compact's help.
@@ -31,7 +31,7 @@ type lanceCompactFlags struct {
 func addLanceCompactFlags(cmd *cobra.Command) *lanceCompactFlags {
 	lf := &lanceCompactFlags{}
 	f := cmd.Flags()
-	d := lcompact.DefaultOptions()
+	d := compact.DefaultOptions()
 	f.Uint64Var(&lf.maxRowsPerGroup, "max-rows-per-group", d.MaxRowsPerGroup, "Lance tables: Lance's max_rows_per_group (accepted; compactord sizes pages by bytes)")
 	f.Uint64Var(&lf.maxBytesPerFile, "max-bytes-per-file", 0, "Lance tables: cut a new data file at this size (0: Lance's 90 GB)")
 	f.BoolVar(&lf.noMaterialize, "no-materialize-deletions", false, "Lance tables: do not rewrite a fragment for its deletions alone")
@@ -44,7 +44,7 @@ type lanceCompactPlanLine struct {
 	DryRun      bool             `json:"dry_run"`
 	ReadVersion uint64           `json:"read_version"`
 	Groups      []lanceGroupLine `json:"groups"`
-	Skipped     []lcompact.Skip  `json:"skipped"`
+	Skipped     []compact.Skip   `json:"skipped"`
 }
 
 type lanceGroupLine struct {
@@ -55,14 +55,14 @@ type lanceGroupLine struct {
 }
 
 // runLanceCompact runs compact when url is a Lance dataset.
-func runLanceCompact(cmd *cobra.Command, e *env, url string, o lcompact.Options, lf *lanceCompactFlags, dryRun bool, targetSet bool) (handled bool, err error) {
+func runLanceCompact(cmd *cobra.Command, e *env, url string, o compact.Options, lf *lanceCompactFlags, dryRun bool, targetSet bool) (handled bool, err error) {
 	ctx := cmd.Context()
 	h, ok, done, err := openLanceHandle(ctx, e, url)
 	if err != nil || !ok {
 		return err != nil, err
 	}
 	defer done()
-	d := lcompact.DefaultOptions()
+	d := compact.DefaultOptions()
 	if !targetSet {
 		o.TargetRowsPerFragment = d.TargetRowsPerFragment
 	}
@@ -70,13 +70,13 @@ func runLanceCompact(cmd *cobra.Command, e *env, url string, o lcompact.Options,
 	o.MaxBytesPerFile = lf.maxBytesPerFile
 	o.MaterializeDeletions = !lf.noMaterialize
 	if dryRun {
-		p, _, _, err := lcompact.PlanLatest(ctx, h, o)
+		p, _, _, err := compact.PlanLatest(ctx, h, o)
 		if err != nil {
 			return true, err
 		}
 		line := lanceCompactPlanLine{Operation: "compact", DryRun: true, ReadVersion: p.ReadVersion, Groups: []lanceGroupLine{}, Skipped: p.Skips}
 		if line.Skipped == nil {
-			line.Skipped = []lcompact.Skip{}
+			line.Skipped = []compact.Skip{}
 		}
 		for _, g := range p.Groups {
 			gl := lanceGroupLine{LiveRows: g.LiveRows(), Indexes: g.Indexes}
@@ -91,7 +91,7 @@ func runLanceCompact(cmd *cobra.Command, e *env, url string, o lcompact.Options,
 		}
 		return true, printJSON(e.stdout, line)
 	}
-	res, err := lcompact.Run(ctx, h, o, lcompact.Env{})
+	res, err := compact.Run(ctx, h, o, compact.Env{})
 	if err != nil {
 		return true, err
 	}

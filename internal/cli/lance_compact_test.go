@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
 // TestLanceCompactCLI: --dry-run prints the groups and changes nothing;

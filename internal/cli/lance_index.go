@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	lindex "github.com/compactord/compactord/internal/lance/index"
-	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/meta"
 )
 
 // lanceCatchupHelp is appended to index catchup's help.
@@ -26,7 +26,7 @@ func runLanceCatchup(cmd *cobra.Command, e *env, url, names string) (handled boo
 		return err != nil, err
 	}
 	defer done()
-	o := lindex.Options{}
+	o := index.Options{}
 	if names != "" {
 		for _, n := range strings.Split(names, ",") {
 			if n = strings.TrimSpace(n); n != "" {
@@ -40,7 +40,7 @@ func runLanceCatchup(cmd *cobra.Command, e *env, url, names string) (handled boo
 	if o.MaxSegments, err = cmd.Flags().GetInt("max-segments"); err != nil {
 		return true, err
 	}
-	res, err := lindex.CatchUp(cmd.Context(), h, o)
+	res, err := index.CatchUp(cmd.Context(), h, o)
 	if err != nil {
 		return true, err
 	}
@@ -52,7 +52,7 @@ func runLanceCatchup(cmd *cobra.Command, e *env, url, names string) (handled boo
 func addLanceCatchupFlags(cmd *cobra.Command) {
 	cmd.Long = cmd.Short + "." + lanceCatchupHelp
 	cmd.Flags().Bool("rebuild", false, "Lance: rebuild each lagging index into one segment instead of adding a delta")
-	cmd.Flags().Int("max-segments", lindex.DefaultMaxSegments, "Lance: rebuild an index whose delta would give it more segments than this (negative: never)")
+	cmd.Flags().Int("max-segments", index.DefaultMaxSegments, "Lance: rebuild an index whose delta would give it more segments than this (negative: never)")
 }
 
 // lanceRemapHelp is appended to index remap's help.
@@ -72,7 +72,7 @@ func runLanceRemap(cmd *cobra.Command, e *env, url, names string) (handled bool,
 		return err != nil, err
 	}
 	defer done()
-	o := lindex.RemapJobOptions{}
+	o := index.RemapJobOptions{}
 	for _, n := range strings.Split(names, ",") {
 		if n = strings.TrimSpace(n); n != "" {
 			o.Indices = append(o.Indices, n)
@@ -81,7 +81,7 @@ func runLanceRemap(cmd *cobra.Command, e *env, url, names string) (handled bool,
 	if o.NoTrim, err = cmd.Flags().GetBool("no-trim"); err != nil {
 		return true, err
 	}
-	res, err := lindex.RemapIndexes(cmd.Context(), h, o)
+	res, err := index.RemapIndexes(cmd.Context(), h, o)
 	if err != nil {
 		return true, err
 	}
@@ -120,7 +120,7 @@ version. The FRI is replaced by one with the kept versions, or removed when none
 				return fmt.Errorf("%s is not a Lance dataset: trim-fri trims Lance's fragment-reuse index (index remap trims compactord's)", args[0])
 			}
 			defer done()
-			tr, err := lindex.TrimFRI(cmd.Context(), h, lindex.RemapJobOptions{})
+			tr, err := index.TrimFRI(cmd.Context(), h, index.RemapJobOptions{})
 			if err != nil {
 				return err
 			}
@@ -156,9 +156,9 @@ func runLanceLookup(cmd *cobra.Command, e *env, url, name, key string, version u
 	if err != nil {
 		return true, err
 	}
-	res, err := lindex.Lookup(ctx, b, read, name, key, lindex.LookupOptions{IndexOnly: indexOnly})
+	res, err := index.Lookup(ctx, b, read, name, key, index.LookupOptions{IndexOnly: indexOnly})
 	if err != nil {
 		return true, err
 	}
-	return true, lindex.WriteRows(ctx, b, read, res.Addrs, e.stdout, addrs)
+	return true, index.WriteRows(ctx, b, read, res.Addrs, e.stdout, addrs)
 }

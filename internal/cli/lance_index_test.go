@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
 // TestLanceIndexCatchupCLI: index catchup on LanceDB's indexed table adds

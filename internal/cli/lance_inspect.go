@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/compactord/compactord/internal/lance/inspect"
-	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/inspect"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 )
 

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	lmerge "github.com/compactord/compactord/internal/lance/merge"
-	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/merge"
+	"github.com/compactord/compactord/internal/table"
 )
 
 // lanceMergeHelp is appended to merge's help.
@@ -56,14 +56,14 @@ func runLanceMerge(cmd *cobra.Command, e *env, url, shard string, dryRun bool, m
 		return err != nil, err
 	}
 	defer done()
-	env := lmerge.Env{MaxGenerations: maxGens, Shard: shard}
+	env := merge.Env{MaxGenerations: maxGens, Shard: shard}
 	if maxGens == 0 {
 		env.MaxGenerations = math.MaxInt
 	}
 	if dryRun {
 		return true, lanceMergeDryRun(cmd, e, h, env)
 	}
-	out, err := lmerge.RunAll(ctx, h, env)
+	out, err := merge.RunAll(ctx, h, env)
 	// What landed before an error stays landed: print it either way.
 	if out != nil {
 		for _, r := range out.Landed {
@@ -82,8 +82,8 @@ func runLanceMerge(cmd *cobra.Command, e *env, url, shard string, dryRun bool, m
 	return true, err
 }
 
-func lanceMergeDryRun(cmd *cobra.Command, e *env, h *table.Handle, env lmerge.Env) error {
-	p, err := lmerge.PlanLatest(cmd.Context(), h, env, nil)
+func lanceMergeDryRun(cmd *cobra.Command, e *env, h *table.Handle, env merge.Env) error {
+	p, err := merge.PlanLatest(cmd.Context(), h, env, nil)
 	if err != nil {
 		return err
 	}

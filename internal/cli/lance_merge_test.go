@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
 func lsmRows(t *testing.T, f *lancedb.Fixture, lsm bool) map[int64]string {

@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
-	"github.com/compactord/compactord/internal/lance/commit"
-	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
 )
 
 // openLanceHandle opens rawURL as a Lance table with a commit loop (see

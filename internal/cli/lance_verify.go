@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/compactord/compactord/internal/lance/verify"
+	"github.com/compactord/compactord/internal/verify"
 )
 
 // lanceVerify runs `verify` on a Lance dataset. The report goes to stdout (one line per violation and

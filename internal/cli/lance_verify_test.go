@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
 // newest returns the path of the one file under dir matching pattern

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/compactord/compactord/internal/scheduler/clock"
+	"github.com/compactord/compactord/internal/clock"
 )
 
 // tickClock moves step forward at every reading: each batch a job reports

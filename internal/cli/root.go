@@ -19,12 +19,12 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/compactord/compactord/internal/buildinfo"
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/daemon"
 	"github.com/compactord/compactord/internal/inflight"
-	lancetable "github.com/compactord/compactord/internal/lance/table"
 	"github.com/compactord/compactord/internal/progress"
-	"github.com/compactord/compactord/internal/scheduler/clock"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
 )
 
 // Version is set at build time with -ldflags; without it the version
@@ -243,7 +243,7 @@ const inFlightTTL = 6 * time.Hour
 // runs, so that a concurrent `compactord cleanup` (or a daemon's) never
 // deletes its output before the commit. Read-only commands use openLance:
 // they must work with read-only credentials.
-func openLanceWriter(ctx context.Context, e *env, rawURL, job string) (*lancetable.Handle, func(), error) {
+func openLanceWriter(ctx context.Context, e *env, rawURL, job string) (*table.Handle, func(), error) {
 	h, _, done, err := openLanceHandle(ctx, e, rawURL)
 	if err != nil {
 		return nil, nil, err

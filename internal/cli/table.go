@@ -16,10 +16,10 @@ import (
 	"github.com/spf13/cobra"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
-	"github.com/compactord/compactord/internal/lance/scan"
-	"github.com/compactord/compactord/internal/lance/table"
 	"github.com/compactord/compactord/internal/progress"
+	"github.com/compactord/compactord/internal/scan"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
 )
 
 func newTableCmd(e *env) *cobra.Command {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
 func scanIDs(t *testing.T, dir string) map[float64]bool {

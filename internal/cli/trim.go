@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	ltrim "github.com/compactord/compactord/internal/lance/trim"
+	"github.com/compactord/compactord/internal/trim"
 )
 
 func init() { extraCommands = append(extraCommands, newTrimCmd) }
@@ -15,7 +15,7 @@ func init() { extraCommands = append(extraCommands, newTrimCmd) }
 var trimNow = time.Now
 
 func newTrimCmd(e *env) *cobra.Command {
-	cfg := ltrim.Config{ReaderGrace: time.Minute, KeepShardManifests: 10, Concurrency: 16}
+	cfg := trim.Config{ReaderGrace: time.Minute, KeepShardManifests: 10, Concurrency: 16}
 	cmd := &cobra.Command{
 		Use:   "trim URL [--dry-run] [--concurrency C] [--keep-shard-manifests K] [--reader-grace D]",
 		Short: "Delete merged, caught-up MemWAL generations and covered WAL entries",
@@ -40,7 +40,7 @@ fence_sentinel). It never writes a shard manifest: the MemWAL writer owns that c
 				return err
 			}
 			defer b.Close()
-			res, err := ltrim.Run(cmd.Context(), b, cfg, trimNow())
+			res, err := trim.Run(cmd.Context(), b, cfg, trimNow())
 			if err != nil {
 				return err
 			}

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/demo"
-	"github.com/compactord/compactord/internal/lance/commit"
 	"github.com/compactord/compactord/internal/scheduler"
 )
 

@@ -12,10 +12,10 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/compactord/compactord/internal/daemon"
-	"github.com/compactord/compactord/internal/testutil"
+	"github.com/compactord/compactord/internal/testing/stores"
 )
 
-func TestMain(m *testing.M) { testutil.Main(m) }
+func TestMain(m *testing.M) { stores.Main(m) }
 
 // Every way a configuration can be wrong gets one clear sentence naming
 // the key and, when there is one, its line.

@@ -20,11 +20,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/compactord/compactord/internal/buildinfo"
+	"github.com/compactord/compactord/internal/clock"
+	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/demo"
-	lancecommit "github.com/compactord/compactord/internal/lance/commit"
 	"github.com/compactord/compactord/internal/lease"
 	"github.com/compactord/compactord/internal/scheduler"
-	"github.com/compactord/compactord/internal/scheduler/clock"
 	"github.com/compactord/compactord/internal/storage"
 )
 
@@ -67,7 +67,7 @@ type Daemon struct {
 	token       atomic.Pointer[string]
 
 	storeMetrics  *storage.Metrics
-	commitMetrics *lancecommit.Metrics
+	commitMetrics *commit.Metrics
 	sched         *scheduler.Scheduler
 	members       storage.Bucket
 
@@ -130,7 +130,7 @@ func New(cfg Config, deps Deps) (*Daemon, error) {
 	d.reloadOK.Set(1)
 	d.reloadSuccess.Set(float64(d.started.UnixMilli()) / 1e3)
 	d.storeMetrics = storage.NewMetrics(reg)
-	d.commitMetrics = lancecommit.NewMetrics(reg)
+	d.commitMetrics = commit.NewMetrics(reg)
 	promauto.With(reg).NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_build_info",
 		Help: "Always 1; the labels say which build runs: version, the VCS revision (unknown when the build recorded none) and the Go version."},
 		[]string{"version", "revision", "goversion"}).WithLabelValues(deps.Build.Version, deps.Build.Revision, deps.Build.GoVersion).Set(1)

@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
 )

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/daemon"
 	"github.com/compactord/compactord/internal/scheduler"
-	"github.com/compactord/compactord/internal/scheduler/clock"
 	"github.com/compactord/compactord/internal/storage"
 )
 

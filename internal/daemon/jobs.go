@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	lcompact "github.com/compactord/compactord/internal/lance/compact"
+	"github.com/compactord/compactord/internal/compact"
 	"github.com/compactord/compactord/internal/scheduler"
 )
 
@@ -48,7 +48,7 @@ func newCompactMetrics(reg prometheus.Registerer) *compactMetrics {
 	}
 }
 
-func (m *compactMetrics) add(s lcompact.Stats) {
+func (m *compactMetrics) add(s compact.Stats) {
 	if m == nil {
 		return
 	}

@@ -14,11 +14,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/compactord/compactord/internal/daemon"
-	"github.com/compactord/compactord/internal/lance/meta"
-	"github.com/compactord/compactord/internal/lance/verify"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/testing/lancedb"
+	"github.com/compactord/compactord/internal/verify"
 )
 
 // lanceWriteDuration is how long LanceDB's writers write while the daemon

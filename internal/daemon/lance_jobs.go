@@ -10,25 +10,25 @@ import (
 
 	"go.uber.org/zap"
 
-	lcleanup "github.com/compactord/compactord/internal/lance/cleanup"
-	lcommit "github.com/compactord/compactord/internal/lance/commit"
-	lcompact "github.com/compactord/compactord/internal/lance/compact"
-	lindex "github.com/compactord/compactord/internal/lance/index"
-	lmerge "github.com/compactord/compactord/internal/lance/merge"
-	"github.com/compactord/compactord/internal/lance/meta"
-	lancetable "github.com/compactord/compactord/internal/lance/table"
-	ltrim "github.com/compactord/compactord/internal/lance/trim"
+	"github.com/compactord/compactord/internal/cleanup"
+	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/compact"
+	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/merge"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
+	"github.com/compactord/compactord/internal/trim"
 )
 
-// The daemon's jobs on Lance tables. They read the jobs: section
+// The daemon's jobs on Lance table. They read the jobs: section
 // (jobs_config.go), mapped onto the Lance packages' options.
 
 // lanceErr gives Lance's error classes the scheduler's meaning: corrupt
 // metadata quarantines the table (the commit loop's classes,
-// lcommit.ErrRetryable and lcommit.ErrIncompatible, scheduler.Classify
+// commit.ErrRetryable and commit.ErrIncompatible, scheduler.Classify
 // knows).
 func lanceErr(err error) error {
 	if err != nil && errors.Is(err, meta.ErrCorrupt) {
@@ -49,7 +49,7 @@ func lanceJob(job scheduler.JobFunc) scheduler.JobFunc {
 // yet is opened too; one whose manifests are not Lance's (a table of
 // compactord's retired private format) is an error, and nothing stays
 // open.
-func (d *Daemon) openLance(ctx context.Context, spec scheduler.TableSpec, cc lcommit.Config) (*scheduler.TableHandle, error) {
+func (d *Daemon) openLance(ctx context.Context, spec scheduler.TableSpec, cc commit.Config) (*scheduler.TableHandle, error) {
 	b, err := storage.Open(ctx, spec.URL)
 	if err != nil {
 		return nil, err
@@ -64,12 +64,12 @@ func (d *Daemon) openLance(ctx context.Context, spec scheduler.TableSpec, cc lco
 		return nil, fmt.Errorf("table %s (%s): %w", spec.Name, spec.URL, err)
 	}
 	logger := d.deps.Logger.With(zap.String("table", spec.Name))
-	c, err := lcommit.NewCommitter(cc, ib, lcommit.RealClock{}, d.commitMetrics, logger)
+	c, err := commit.NewCommitter(cc, ib, commit.RealClock{}, d.commitMetrics, logger)
 	if err != nil {
 		_ = b.Close()
 		return nil, err
 	}
-	lh, err := lancetable.New(ib, c)
+	lh, err := table.New(ib, c)
 	if err != nil {
 		_ = b.Close()
 		return nil, err
@@ -91,7 +91,7 @@ func lanceMergeJob(cfg func() JobsConfig) scheduler.JobFunc {
 		if maxGen <= 0 {
 			maxGen = math.MaxInt32 // 0: no bound
 		}
-		env := lmerge.Env{MaxGenerations: maxGen}
+		env := merge.Env{MaxGenerations: maxGen}
 		h := t.Lance
 		var out scheduler.Outcome
 		// done: the shards merged (one job each per attempt), lost or
@@ -106,7 +106,7 @@ func lanceMergeJob(cfg func() JobsConfig) scheduler.JobFunc {
 			if err := ctx.Err(); err != nil {
 				return out, err
 			}
-			p, err := lmerge.PlanLatest(ctx, h, env, done)
+			p, err := merge.PlanLatest(ctx, h, env, done)
 			if err != nil {
 				return out, err
 			}
@@ -124,15 +124,15 @@ func lanceMergeJob(cfg func() JobsConfig) scheduler.JobFunc {
 			}
 			job := p.Jobs[0]
 			done[job.Shard] = true
-			res, err := lmerge.Execute(ctx, h, p.Read, p.Naming, job)
-			if errors.Is(err, lcommit.ErrIncompatible) {
+			res, err := merge.Execute(ctx, h, p.Read, p.Naming, job)
+			if errors.Is(err, commit.ErrIncompatible) {
 				lost++
 				t.Logger.Info("merge lost to another merger; skipped", zap.String("shard", job.Shard), zap.Error(err))
 				continue
 			}
 			if err != nil {
 				err = fmt.Errorf("merge shard %s generations %d..%d: %w", job.Shard, job.Generations[0].GetGeneration(), job.Through(), err)
-				if gens == 0 || !errors.Is(err, lcommit.ErrRetryable) {
+				if gens == 0 || !errors.Is(err, commit.ErrRetryable) {
 					return out, err
 				}
 				// Merges landed before this conflict: report them (their
@@ -174,7 +174,7 @@ func lanceMergeJob(cfg func() JobsConfig) scheduler.JobFunc {
 	}
 }
 
-// lanceCompactJob compacts a Lance table (internal/lance/compact): Lance's
+// lanceCompactJob compacts a Lance table (internal/compact): Lance's
 // candidacy with jobs.compact's target rows and deletion threshold, a
 // deferred remap through the fragment-reuse index unless inline_remap,
 // replans bounding the re-plans after a retryable conflict. A landed
@@ -183,21 +183,21 @@ func lanceCompactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc
 	// One budget for every table's compactions, made again when a reload
 	// changes its size (groups running meanwhile give back to the old one).
 	var mu sync.Mutex
-	var budget *lcompact.MemoryBudget
-	budgetOf := func(mib int) *lcompact.MemoryBudget {
+	var budget *compact.MemoryBudget
+	budgetOf := func(mib int) *compact.MemoryBudget {
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
 		case mib <= 0:
 			budget = nil
 		case budget == nil || budget.Size() != int64(mib)<<20:
-			budget = lcompact.NewMemoryBudget(int64(mib) << 20)
+			budget = compact.NewMemoryBudget(int64(mib) << 20)
 		}
 		return budget
 	}
 	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
 		cc := cfg().Compact
-		o := lcompact.DefaultOptions()
+		o := compact.DefaultOptions()
 		if cc.TargetRowsPerFragment > 0 {
 			o.TargetRowsPerFragment = cc.TargetRowsPerFragment
 		}
@@ -205,7 +205,7 @@ func lanceCompactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc
 			o.DeletionThreshold = cc.DeletionThreshold
 		}
 		o.DeferRemap = !cc.InlineRemap
-		res, err := lcompact.Run(ctx, t.Lance, o, lcompact.Env{Now: t.Now, Attempts: cc.Replans + 1, Parallelism: cc.Parallelism, Memory: budgetOf(cc.MemoryBudgetMiB)})
+		res, err := compact.Run(ctx, t.Lance, o, compact.Env{Now: t.Now, Attempts: cc.Replans + 1, Parallelism: cc.Parallelism, Memory: budgetOf(cc.MemoryBudgetMiB)})
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
@@ -221,9 +221,9 @@ func lanceCompactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc
 
 // lanceIndexJob first remaps, through the fragment-reuse index, the btree
 // and bitmap segments a deferred compaction left with old row addresses and
-// trims the FRI of the versions no index needs (lindex.RemapIndexes), then
+// trims the FRI of the versions no index needs (index.RemapIndexes), then
 // catches the indices up with the fragments they do not cover
-// (internal/lance/index: delta segments, or a rebuild past
+// (internal/index: delta segments, or a rebuild past
 // DefaultMaxSegments), in one CreateIndex whose catch-up positions the
 // commit loop derives from the read version. The remap comes first: it
 // moves the stored bitmaps onto the compactions' new fragments, which the
@@ -235,7 +235,7 @@ func lanceCompactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc
 func lanceIndexJob(cfg func() JobsConfig) scheduler.JobFunc {
 	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
 		ic := cfg().Index
-		rm, err := lindex.RemapIndexes(ctx, t.Lance, lindex.RemapJobOptions{Indices: ic.Indices, Now: t.Now, Attempts: ic.Replans})
+		rm, err := index.RemapIndexes(ctx, t.Lance, index.RemapJobOptions{Indices: ic.Indices, Now: t.Now, Attempts: ic.Replans})
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
@@ -254,7 +254,7 @@ func lanceIndexJob(cfg func() JobsConfig) scheduler.JobFunc {
 		if n := len(rm.Versions); n > 0 {
 			remapVersion = rm.Versions[n-1]
 		}
-		o := lindex.Options{Indices: ic.Indices, Now: t.Now, Attempts: ic.Replans}
+		o := index.Options{Indices: ic.Indices, Now: t.Now, Attempts: ic.Replans}
 		if ic.OnlyMaintained && len(o.Indices) == 0 {
 			read, _, err := t.Lance.ReadForWrite(ctx)
 			if err != nil {
@@ -275,7 +275,7 @@ func lanceIndexJob(cfg func() JobsConfig) scheduler.JobFunc {
 				return scheduler.Outcome{Summary: "no maintained index", NothingToDo: true}, nil
 			}
 		}
-		res, err := lindex.CatchUp(ctx, t.Lance, o)
+		res, err := index.CatchUp(ctx, t.Lance, o)
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
@@ -307,16 +307,16 @@ func lanceIndexJob(cfg func() JobsConfig) scheduler.JobFunc {
 func lanceTrimJob(cfg func() JobsConfig) scheduler.JobFunc {
 	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
 		tc := cfg().Trim
-		res, err := ltrim.Run(ctx, t.Bucket, ltrim.Config{ReaderGrace: tc.ReaderGrace, KeepShardManifests: tc.KeepShardManifests, Concurrency: tc.Concurrency}, t.Now())
+		res, err := trim.Run(ctx, t.Bucket, trim.Config{ReaderGrace: tc.ReaderGrace, KeepShardManifests: tc.KeepShardManifests, Concurrency: tc.Concurrency}, t.Now())
 		if res == nil {
 			return scheduler.Outcome{}, err
 		}
-		lag := res.Plan.Retained[ltrim.ReasonIndexLag]
+		lag := res.Plan.Retained[trim.ReasonIndexLag]
 		out := scheduler.Outcome{
 			Summary: fmt.Sprintf("deleted %d generations (%d bytes), %d WAL entries and %d shard manifests; kept %d bytes unmerged, %d bytes index-lagged",
-				res.DeletedGenerations, res.BytesTrimmed, res.DeletedWAL, res.DeletedManifests, res.Plan.Retained[ltrim.ReasonNotMerged], lag),
+				res.DeletedGenerations, res.BytesTrimmed, res.DeletedWAL, res.DeletedManifests, res.Plan.Retained[trim.ReasonNotMerged], lag),
 			Stats:       scheduler.Stats{BytesTrimmed: uint64(max(res.BytesTrimmed, 0))},
-			Waiting:     res.Plan.Retained[ltrim.ReasonPinnedVersion] > 0,
+			Waiting:     res.Plan.Retained[trim.ReasonPinnedVersion] > 0,
 			NothingToDo: res.DeletedGenerations == 0 && res.DeletedWAL == 0 && res.DeletedManifests == 0 && res.DeletedObjects == 0,
 		}
 		return out, err
@@ -328,8 +328,8 @@ func lanceTrimJob(cfg func() JobsConfig) scheduler.JobFunc {
 func lanceCleanupJob(cfg func() JobsConfig) scheduler.JobFunc {
 	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
 		cc := cfg().Cleanup
-		opts := lcleanup.Options{RetainVersions: cc.Policy.RetainVersions, OlderThan: cc.Policy.OlderThan, MinAge: cc.Policy.MinAge}
-		res, err := lcleanup.Run(ctx, t.Bucket, lcleanup.Config{Options: opts, Concurrency: cc.Concurrency}, t.Now())
+		opts := cleanup.Options{RetainVersions: cc.Policy.RetainVersions, OlderThan: cc.Policy.OlderThan, MinAge: cc.Policy.MinAge}
+		res, err := cleanup.Run(ctx, t.Bucket, cleanup.Config{Options: opts, Concurrency: cc.Concurrency}, t.Now())
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}

@@ -12,14 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/daemon"
-	"github.com/compactord/compactord/internal/lance/fri"
-	lindex "github.com/compactord/compactord/internal/lance/index"
-	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/fri"
+	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/scheduler"
-	"github.com/compactord/compactord/internal/scheduler/clock"
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
 // unindexedFragments is what compactord's catch-up finds the latest
@@ -37,7 +37,7 @@ func unindexedFragments(t *testing.T, b storage.Bucket, name string) (frags []ui
 	if err != nil {
 		t.Fatal(err)
 	}
-	plans, _, err := lindex.Plan(read, lindex.Options{Indices: []string{name}, FRI: ix})
+	plans, _, err := index.Plan(read, index.Options{Indices: []string{name}, FRI: ix})
 	if err != nil {
 		t.Fatal(err)
 	}

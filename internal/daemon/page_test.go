@@ -9,11 +9,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/daemon"
-	"github.com/compactord/compactord/internal/lance/commit"
-	lmerge "github.com/compactord/compactord/internal/lance/merge"
-	lancetable "github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/merge"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
 )
 
 // mergeNow merges every flushed generation of the Lance table at url, as
@@ -31,11 +31,11 @@ func mergeNow(t *testing.T, url string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := lancetable.New(b, c)
+	h, err := table.New(b, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := lmerge.RunAll(ctx, h, lmerge.Env{MaxGenerations: 1 << 20})
+	out, err := merge.RunAll(ctx, h, merge.Env{MaxGenerations: 1 << 20})
 	if err != nil || len(out.Landed) == 0 {
 		t.Fatalf("merge: %+v, %v", out, err)
 	}

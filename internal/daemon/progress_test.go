@@ -11,11 +11,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/daemon"
-	"github.com/compactord/compactord/internal/lance/commit"
-	"github.com/compactord/compactord/internal/lance/meta"
-	lancetable "github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
 	"github.com/compactord/compactord/lancewal"
 )
 
@@ -34,7 +34,7 @@ func appendFragments(t *testing.T, url string, n, rows int) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := lancetable.New(b, c)
+	h, err := table.New(b, c)
 	if err != nil {
 		t.Fatal(err)
 	}

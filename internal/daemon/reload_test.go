@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/daemon"
-	"github.com/compactord/compactord/internal/scheduler/clock"
 )
 
 func names(d *daemon.Daemon) []string {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/compactord/compactord/internal/daemon"
-	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 )
 

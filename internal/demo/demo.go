@@ -26,10 +26,10 @@ import (
 	"go.uber.org/zap"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
-	"github.com/compactord/compactord/internal/lance/commit"
-	"github.com/compactord/compactord/internal/lance/meta"
-	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
 	"github.com/compactord/compactord/lancewal"
 )
 

@@ -11,12 +11,12 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/demo"
-	"github.com/compactord/compactord/internal/lance/commit"
-	"github.com/compactord/compactord/internal/lance/merge"
-	"github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/merge"
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/table"
+	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
 func fastConfig(dir string) demo.Config {

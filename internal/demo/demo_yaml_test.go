@@ -14,7 +14,7 @@ import (
 
 	"github.com/compactord/compactord/internal/daemon"
 	"github.com/compactord/compactord/internal/scheduler"
-	"github.com/compactord/compactord/internal/testutil/lancedb"
+	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
 var trimmed = regexp.MustCompile(`deleted (\d+) generations`)

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/lease"
-	"github.com/compactord/compactord/internal/scheduler/clock"
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/testutil"
+	"github.com/compactord/compactord/internal/testing/stores"
 )
 
-func TestMain(m *testing.M) { testutil.Main(m) }
+func TestMain(m *testing.M) { stores.Main(m) }
 
 func manager(t *testing.T, holder string, clk lease.Clock) *lease.Manager {
 	t.Helper()
@@ -56,7 +56,7 @@ func acquireFree(t *testing.T, m *lease.Manager, b storage.Bucket) lease.State {
 // Acquire, renewal, refusal while live, takeover after expiry with an
 // injected clock, and the old holder learning it lost the lease.
 func TestTakeoverAfterExpiry(t *testing.T) {
-	testutil.ForEachStore(t, func(t *testing.T, url string) {
+	stores.ForEachStore(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		b := openStore(t, url)
 		clk, a, c := twoHolders(t)
@@ -110,7 +110,7 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 // lease lost meanwhile (taken over, even several epochs ahead) is reported
 // lost, and the new holder's record stays the newest.
 func TestRenewFromMemory(t *testing.T) {
-	testutil.ForEachStore(t, func(t *testing.T, url string) {
+	stores.ForEachStore(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		b := openStore(t, url)
 		clk, a, c := twoHolders(t)
@@ -162,7 +162,7 @@ func same(x, y lease.State) bool {
 
 // Of many instances racing for a free lease, exactly one wins.
 func TestRacingAcquireOneWinner(t *testing.T) {
-	testutil.ForEachStore(t, func(t *testing.T, url string) {
+	stores.ForEachStore(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		b := openStore(t, url)
 		clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))

@@ -20,7 +20,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/compactord/compactord/internal/scheduler/clock"
+	"github.com/compactord/compactord/internal/clock"
 )
 
 // DefaultInterval is the least time between two progress lines.

@@ -10,8 +10,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/progress"
-	"github.com/compactord/compactord/internal/scheduler/clock"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

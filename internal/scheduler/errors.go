@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/compactord/compactord/internal/lance/commit"
-	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/lease"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 )
 

@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"testing"
 
-	lcommit "github.com/compactord/compactord/internal/lance/commit"
-	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
 )
@@ -32,10 +32,10 @@ func TestClassify(t *testing.T) {
 		{"shutdown disguised as corruption", corruptCanceled, scheduler.ErrShutdown, scheduler.ClassCanceled, ""},
 		{"budget", context.Canceled, scheduler.ErrBudget, scheduler.ClassRetry, ""},
 		{"deadline inside the job", fmt.Errorf("commit: %w", context.DeadlineExceeded), nil, scheduler.ClassRetry, ""},
-		{"retryable conflict", &lcommit.ConflictError{Class: lcommit.ErrRetryable}, nil, scheduler.ClassRetry, ""},
-		{"ambiguous commit", &lcommit.AmbiguousError{Version: 3, Err: errors.New("reset")}, nil, scheduler.ClassRetry, ""},
+		{"retryable conflict", &commit.ConflictError{Class: commit.ErrRetryable}, nil, scheduler.ClassRetry, ""},
+		{"ambiguous commit", &commit.AmbiguousError{Version: 3, Err: errors.New("reset")}, nil, scheduler.ClassRetry, ""},
 		{"network timeout", fmt.Errorf("get: %w", storage.ErrInjectedTimeout), nil, scheduler.ClassRetry, ""},
-		{"already merged elsewhere", fmt.Errorf("merge: %w", &lcommit.ConflictError{Class: lcommit.ErrIncompatible}), nil, scheduler.ClassSkipped, ""},
+		{"already merged elsewhere", fmt.Errorf("merge: %w", &commit.ConflictError{Class: commit.ErrIncompatible}), nil, scheduler.ClassSkipped, ""},
 		{"corrupt", fmt.Errorf("manifest 3: %w", meta.ErrCorrupt), nil, scheduler.ClassError, scheduler.ReasonCorrupt},
 		{"anything else", errors.New("boom"), nil, scheduler.ClassError, scheduler.ReasonFailing},
 		// syscall.Errno has the methods of net.Error; a missing or

@@ -14,16 +14,16 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	lcommit "github.com/compactord/compactord/internal/lance/commit"
-	lancetable "github.com/compactord/compactord/internal/lance/table"
+	"github.com/compactord/compactord/internal/clock"
+	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/scheduler"
-	"github.com/compactord/compactord/internal/scheduler/clock"
 	"github.com/compactord/compactord/internal/storage"
-	tu "github.com/compactord/compactord/internal/testutil"
+	"github.com/compactord/compactord/internal/table"
+	"github.com/compactord/compactord/internal/testing/stores"
 	"github.com/compactord/compactord/lancewal"
 )
 
-func TestMain(m *testing.M) { tu.Main(m) }
+func TestMain(m *testing.M) { stores.Main(m) }
 
 var bucketSeq atomic.Int64
 
@@ -72,11 +72,11 @@ func opener(wrap func(name string, b storage.Bucket) storage.Bucket) scheduler.O
 		if wrap != nil {
 			b = wrap(spec.Name, raw)
 		}
-		c, err := lcommit.NewCommitter(lcommit.DefaultConfig(), b, lcommit.RealClock{}, lcommit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
+		c, err := commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
 		if err != nil {
 			return nil, err
 		}
-		lh, err := lancetable.New(b, c)
+		lh, err := table.New(b, c)
 		if err != nil {
 			return nil, err
 		}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	lpb "github.com/compactord/compactord/gen/lancepb"
-	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 )
 

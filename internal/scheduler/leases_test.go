@@ -14,9 +14,9 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/lease"
 	"github.com/compactord/compactord/internal/scheduler"
-	"github.com/compactord/compactord/internal/scheduler/clock"
 	"github.com/compactord/compactord/internal/storage"
 )
 

@@ -14,11 +14,11 @@ import (
 	"github.com/robfig/cron/v3"
 	"go.uber.org/zap"
 
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/inflight"
 	"github.com/compactord/compactord/internal/lease"
 	"github.com/compactord/compactord/internal/marker"
 	"github.com/compactord/compactord/internal/progress"
-	"github.com/compactord/compactord/internal/scheduler/clock"
 )
 
 // leaseName is the lease of a whole table, `_leases/table/` under its root.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	lcommit "github.com/compactord/compactord/internal/lance/commit"
-	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/lancewal"
@@ -169,7 +169,7 @@ func TestRetryableErrorsBackOffAndNeverQuarantine(t *testing.T) {
 	h := start(t, harnessOpts{cfg: cfg}, specs(t, "t")...)
 	h.waitSynced("t")
 	h.jobs.setBehave(func(ctx context.Context, c call) (scheduler.Outcome, error) {
-		return scheduler.Outcome{}, &lcommit.ConflictError{Class: lcommit.ErrRetryable, Ours: "update", Reason: "injected"}
+		return scheduler.Outcome{}, &commit.ConflictError{Class: commit.ErrRetryable, Ours: "update", Reason: "injected"}
 	})
 	if err := h.s.Trigger("t", scheduler.KindMerge); err != nil {
 		t.Fatal(err)
@@ -198,13 +198,13 @@ func TestRetryableErrorsBackOffAndNeverQuarantine(t *testing.T) {
 	}
 }
 
-// lcommit.ErrIncompatible (another instance merged first) is skipped, not a
+// commit.ErrIncompatible (another instance merged first) is skipped, not a
 // failure.
 func TestIncompatibleIsSkipped(t *testing.T) {
 	h := start(t, harnessOpts{cfg: testConfig()}, specs(t, "t")...)
 	h.waitSynced("t")
 	h.jobs.setBehave(func(ctx context.Context, c call) (scheduler.Outcome, error) {
-		return scheduler.Outcome{}, &lcommit.ConflictError{Class: lcommit.ErrIncompatible, Ours: "update", Reason: "merged elsewhere"}
+		return scheduler.Outcome{}, &commit.ConflictError{Class: commit.ErrIncompatible, Ours: "update", Reason: "merged elsewhere"}
 	})
 	if err := h.s.Trigger("t", scheduler.KindMerge); err != nil {
 		t.Fatal(err)

@@ -7,11 +7,11 @@ import (
 
 	"go.uber.org/zap"
 
-	lancetable "github.com/compactord/compactord/internal/lance/table"
 	"github.com/compactord/compactord/internal/lease"
 	"github.com/compactord/compactord/internal/marker"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
 )
 
 // TableSpec names a table to maintain.
@@ -29,7 +29,7 @@ type TableHandle struct {
 	Bucket storage.Bucket
 	// Lance is the handle of the Lance dataset: the bucket and the commit
 	// loop, counting into the shared commit metrics.
-	Lance *lancetable.Handle
+	Lance *table.Handle
 	// Logger is scoped to the table, the job kind and the attempt.
 	Logger *zap.Logger
 	// Now is the scheduler's clock.

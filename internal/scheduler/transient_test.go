@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/compactord/compactord/internal/lance/meta"
+	"github.com/compactord/compactord/internal/meta"
 )
 
 // An object-store outage retries; it never quarantines (found by the e2e

@@ -11,11 +11,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/testutil"
+	"github.com/compactord/compactord/internal/testing/stores"
 )
 
 func TestFirst(t *testing.T) {
-	testutil.ForEachStore(t, func(t *testing.T, url string) {
+	stores.ForEachStore(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		b := open(t, url)
 		for _, k := range []string{"v/003", "v/001", "v/002", "w/000", "u/999"} {
@@ -48,7 +48,7 @@ func TestFirst(t *testing.T) {
 // ordered listing: a subdirectory ("v/0/", which sorts before "v/001") comes
 // first, temporary files of writes in progress are not objects.
 func TestFirstAgreesWithList(t *testing.T) {
-	testutil.ForEachStore(t, func(t *testing.T, url string) {
+	stores.ForEachStore(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		b := open(t, url)
 		check := func(prefix string) {

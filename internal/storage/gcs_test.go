@@ -12,14 +12,14 @@ import (
 	"gocloud.dev/gcerrors"
 
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/testutil"
+	"github.com/compactord/compactord/internal/testing/stores"
 )
 
 // The package INVARIANT through the gs:// driver: ifGenerationMatch=0 and
 // the 412 classification (putIfAbsentRace, shared with TestGCSEmulator).
 func TestGCSPutIfAbsentRace(t *testing.T) {
 	storage.NewFakeGCS(t)
-	putIfAbsentRace(t, open(t, "gs://bucket/"+testutil.UniqueName(t)), 8, 50)
+	putIfAbsentRace(t, open(t, "gs://bucket/"+stores.UniqueName(t)), 8, 50)
 }
 
 // A conditional write whose response is lost is not retried by the driver:

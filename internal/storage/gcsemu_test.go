@@ -15,8 +15,8 @@ import (
 	"testing"
 
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/testutil"
-	"github.com/compactord/compactord/internal/testutil/gcsserver"
+	"github.com/compactord/compactord/internal/testing/gcsserver"
+	"github.com/compactord/compactord/internal/testing/stores"
 )
 
 // TestGCSEmulator runs the gs:// driver against a real Cloud Storage
@@ -54,7 +54,7 @@ func TestGCSEmulator(t *testing.T) {
 		out.CloseIdleConnections()
 	})
 	t.Setenv("STORAGE_EMULATOR_HOST", strings.TrimPrefix(proxy.URL, "http://"))
-	url := "gs://" + bucket + "/" + testutil.UniqueName(t)
+	url := "gs://" + bucket + "/" + stores.UniqueName(t)
 
 	t.Run("conformance", func(t *testing.T) {
 		conformance(t, url+"/conformance")
@@ -115,7 +115,7 @@ func TestGCSEmulator(t *testing.T) {
 		// token to the end, in order. (Bucket.List takes 1000 a page;
 		// the driver is asked for 3 here.)
 		ctx := t.Context()
-		name := testutil.UniqueName(t)
+		name := stores.UniqueName(t)
 		b := open(t, "gs://"+bucket+"/"+name)
 		var want []string
 		for i := range 7 {

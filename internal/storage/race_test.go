@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/testutil"
+	"github.com/compactord/compactord/internal/testing/stores"
 )
 
 // TestPutIfAbsentRace checks the package INVARIANT on every backend: in each
@@ -25,7 +25,7 @@ func TestPutIfAbsentRace(t *testing.T) {
 	if testing.Short() {
 		rounds = 100
 	}
-	testutil.ForEachStore(t, func(t *testing.T, url string) {
+	stores.ForEachStore(t, func(t *testing.T, url string) {
 		putIfAbsentRace(t, open(t, url), writers, rounds)
 	})
 }

@@ -12,14 +12,14 @@ import (
 	"testing"
 
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/testutil"
+	"github.com/compactord/compactord/internal/testing/stores"
 )
 
 func TestMain(m *testing.M) {
 	if os.Getenv(raceChildEnv) != "" {
 		os.Exit(raceChild())
 	}
-	testutil.Main(m)
+	stores.Main(m)
 }
 
 func open(t *testing.T, url string) storage.Bucket {
@@ -35,10 +35,10 @@ func open(t *testing.T, url string) storage.Bucket {
 // TestConformance checks the Bucket contract on every backend; gs:// runs
 // against the in-process JSON API fake (gcsfake_test.go).
 func TestConformance(t *testing.T) {
-	testutil.ForEachStore(t, conformance)
+	stores.ForEachStore(t, conformance)
 	t.Run("gs", func(t *testing.T) {
 		storage.NewFakeGCS(t)
-		conformance(t, "gs://bucket/"+testutil.UniqueName(t))
+		conformance(t, "gs://bucket/"+stores.UniqueName(t))
 	})
 }
 
@@ -233,7 +233,7 @@ func TestOpenBadURL(t *testing.T) {
 
 func TestMemRegistry(t *testing.T) {
 	ctx := t.Context()
-	name := "mem://" + testutil.UniqueName(t)
+	name := "mem://" + stores.UniqueName(t)
 	a := open(t, name)
 	if err := a.Put(ctx, "k", []byte("v")); err != nil {
 		t.Fatal(err)

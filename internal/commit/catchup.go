@@ -1,0 +1,184 @@
+package commit
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"slices"
+	"sort"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/meta"
+)
+
+// deriveMemWal recomputes index_catchup in the MemWAL index of the version
+// being built, from the state at the transaction's read version.
+//
+// For each maintained index N that exists in the published list, per shard s:
+//
+//	C[s]          the compacted generation the new version records
+//	creditable[s] min(compacted[s] at the read version, C[s])
+//	proven        the read version has a fragment, every segment of N has a
+//	              bitmap, and the read version's fragments ⊆ ∪ N's bitmaps
+//	prior[s]      the head's entry when N's segments are unchanged, else 0
+//	catchup[N][s] = min(max(prior[s], proven ? creditable[s] : 0), C[s])
+//
+// An index that covers every fragment live at the read version holds every
+// row merged by then, and a rewrite moves rows between fragments without
+// losing them, so the credit stays true. Two rules that look simpler are
+// wrong: judging coverage against the fragments live at commit time never
+// fires while writers append, and a max-fragment-id watermark is unsafe
+// once compaction turns fragments 1 and 2 into 3.
+//
+// Every index is written for every shard, 0 included: an absent entry reads
+// as "not caught up" to compactord and LanceDB, and as nothing else. Entries
+// of indexes that no longer exist are dropped. When nothing changes, the
+// MemWAL index stays byte-identical (same uuid).
+func deriveMemWal(read, head *meta.ManifestFile, next []*pb.IndexMetadata, txn *pb.Transaction) ([]*pb.IndexMetadata, error) {
+	i := indexPos(next, meta.MemWalIndexName)
+	if i < 0 {
+		return next, nil
+	}
+	d, err := meta.MemWalDetails(next[i])
+	if err != nil {
+		return nil, err
+	}
+	C := meta.Compacted(d)
+	readCompacted := map[string]uint64{}
+	var readFrags *roaring.Bitmap
+	if read != nil {
+		if ri := meta.MemWalIndex(read.Indices); ri != nil {
+			rd, err := meta.MemWalDetails(ri)
+			if err != nil {
+				return nil, err
+			}
+			readCompacted = meta.Compacted(rd)
+		}
+		readFrags = fragmentSet(read.Manifest)
+	}
+	var headPrior map[string]map[string]uint64
+	if hi := meta.MemWalIndex(head.Indices); hi != nil {
+		hd, err := meta.MemWalDetails(hi)
+		if err != nil {
+			return nil, err
+		}
+		headPrior = meta.Catchup(hd)
+	}
+	sets := []map[string]uint64{C, readCompacted}
+	for _, byShard := range headPrior {
+		sets = append(sets, byShard)
+	}
+	shards := sortedShards(sets...)
+
+	var progress []*pb.IndexCatchupProgress
+	for _, name := range sortedUnique(d.GetMaintainedIndexes()) {
+		segsNext := meta.FindIndex(next, name)
+		if len(segsNext) == 0 {
+			continue // dropped: its entry goes
+		}
+		proven, err := covers(segsNext, readFrags)
+		if err != nil {
+			return nil, err
+		}
+		unchanged := sameSegments(meta.FindIndex(head.Indices, name), segsNext)
+		p := &pb.IndexCatchupProgress{IndexName: name}
+		for _, s := range shards {
+			prior := uint64(0)
+			if unchanged {
+				prior = headPrior[name][s]
+			}
+			credit := uint64(0)
+			if proven {
+				credit = min(readCompacted[s], C[s])
+			}
+			g := min(max(prior, credit), C[s])
+			u, err := meta.ParseUUID(s)
+			if err != nil {
+				return nil, err
+			}
+			p.CaughtUpGenerations = append(p.CaughtUpGenerations, &pb.CompactedSsTable{ShardId: u, Generation: g})
+		}
+		progress = append(progress, p)
+	}
+	nd := proto.Clone(d).(*pb.MemWalIndexDetails)
+	nd.IndexCatchup = progress
+	before, err := marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	after, err := marshal(nd)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(before, after) {
+		return next, nil
+	}
+	return replaceMemWal(next, i, nd)
+}
+
+func marshal(m proto.Message) ([]byte, error) {
+	return proto.MarshalOptions{Deterministic: true}.Marshal(m)
+}
+
+func sortedUnique(ss []string) []string {
+	return slices.Compact(slices.Sorted(slices.Values(ss)))
+}
+
+// covers reports whether the segments provably hold every row of the read
+// version's fragments. An empty read version proves nothing (the empty set
+// is a subset of everything, and says nothing about merged rows).
+func covers(segs []*pb.IndexMetadata, readFrags *roaring.Bitmap) (bool, error) {
+	if readFrags == nil || readFrags.IsEmpty() {
+		return false, nil
+	}
+	union := roaring.New()
+	for _, s := range segs {
+		bm, known, err := meta.FragmentBitmap(s)
+		if err != nil {
+			return false, err
+		}
+		if !known {
+			return false, nil
+		}
+		union.Or(bm)
+	}
+	return readFrags.AndCardinality(union) == readFrags.GetCardinality(), nil
+}
+
+// sameSegments: the same uuids with the same bitmaps. A bitmap narrowed in
+// place under an old uuid is a change (the uuid alone would miss it).
+func sameSegments(a, b []*pb.IndexMetadata) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	key := func(ix *pb.IndexMetadata) string {
+		return meta.UUIDString(ix.GetUuid()) + "\x00" + string(ix.GetFragmentBitmap())
+	}
+	ka := make([]string, len(a))
+	kb := make([]string, len(b))
+	for i := range a {
+		ka[i], kb[i] = key(a[i]), key(b[i])
+	}
+	sort.Strings(ka)
+	sort.Strings(kb)
+	for i := range ka {
+		if ka[i] != kb[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// derivedUUID is a name-based UUID from a parent uuid and new content, so
+// that a system index rebuilt from the same inputs gets the same uuid.
+func derivedUUID(parent *pb.UUID, content []byte) *pb.UUID {
+	ns, err := uuid.FromBytes(parent.GetUuid())
+	if err != nil {
+		ns = uuid.NameSpaceOID
+	}
+	id := uuid.NewHash(sha1.New(), ns, content, 5)
+	return &pb.UUID{Uuid: id[:]}
+}

@@ -1,0 +1,338 @@
+// Package compact compacts Lance tables as Lance's optimize does: adjacent
+// small or deletion-heavy fragments are rewritten into fewer, larger ones
+// with their deleted rows dropped, and the Rewrite commits either with a
+// fragment-reuse index version (deferred remap, the default) or with every
+// affected index remapped in place.
+//
+// Plan is pure (a manifest and options in, groups out); Execute writes the
+// new data files; Run reserves fragment ids, executes, and commits.
+package compact
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/meta"
+)
+
+// Options are Lance's CompactionOptions, with its defaults.
+type Options struct {
+	// TargetRowsPerFragment: fragments with fewer physical rows are small;
+	// a new fragment holds at most this many rows. Lance: 1 Mi.
+	TargetRowsPerFragment uint64
+	// MaxRowsPerGroup is Lance's max_rows_per_group, accepted so that
+	// Lance's options carry over; it changes nothing here: compactord's
+	// writer cuts pages by bytes (8 MiB).
+	MaxRowsPerGroup uint64
+	// MaxBytesPerFile cuts a new data file once it reaches this size
+	// (Lance's max_bytes_per_file; 0 is Lance's default of 90 GB).
+	MaxBytesPerFile uint64
+	// MaterializeDeletions rewrites a fragment whose deleted share is above
+	// DeletionThreshold even when it has no small neighbour.
+	MaterializeDeletions bool
+	DeletionThreshold    float64
+	// DeferRemap commits a fragment-reuse index version instead of
+	// remapping the indexes in the same commit.
+	DeferRemap bool
+	// Fragments, when not empty, limits the candidates to these ids.
+	Fragments []uint64
+}
+
+// DefaultOptions are Lance's defaults, with the remap deferred.
+func DefaultOptions() Options {
+	return Options{TargetRowsPerFragment: 1 << 20, MaxRowsPerGroup: 1024, MaterializeDeletions: true,
+		DeletionThreshold: 0.1, DeferRemap: true}
+}
+
+// DefaultMaxBytesPerFile is Lance's max_bytes_per_file default.
+const DefaultMaxBytesPerFile = 90 << 30
+
+// Validate checks the options.
+func (o Options) Validate() error {
+	if o.TargetRowsPerFragment == 0 || o.TargetRowsPerFragment > 1<<32-1 {
+		return fmt.Errorf("target rows per fragment must be in [1, %d], got %d", uint64(1<<32-1), o.TargetRowsPerFragment)
+	}
+	if o.MaxRowsPerGroup == 0 {
+		return fmt.Errorf("max rows per group must be positive")
+	}
+	if o.DeletionThreshold < 0 {
+		return fmt.Errorf("deletion threshold must not be negative, got %v", o.DeletionThreshold)
+	}
+	return nil
+}
+
+// Reason is why a fragment is in a group.
+type Reason string
+
+// Lance's two candidacies.
+const (
+	// Deletions: the fragment's deleted share is above the threshold.
+	Deletions Reason = "deletions"
+	// Small: the fragment has fewer rows than the target.
+	Small Reason = "small"
+)
+
+// Candidate is one fragment of a group.
+type Candidate struct {
+	Fragment *pb.DataFragment
+	Reason   Reason
+	// Live rows (physical minus deleted).
+	Live uint64
+}
+
+// Group is one task: adjacent fragments of the manifest, covered by the
+// same index segments, rewritten together. Their rows land in ascending
+// fragment id order, which the fragment-reuse index's row map requires.
+type Group struct {
+	Candidates []Candidate
+	// Indexes are the uuids of the non-system index segments covering the
+	// group (all of its fragments, or none).
+	Indexes []string
+}
+
+// Old returns the group's fragments in ascending id order.
+func (g Group) Old() []*pb.DataFragment {
+	out := make([]*pb.DataFragment, len(g.Candidates))
+	for i, c := range g.Candidates {
+		out[i] = c.Fragment
+	}
+	slices.SortFunc(out, func(a, b *pb.DataFragment) int { return cmpU64(a.GetId(), b.GetId()) })
+	return out
+}
+
+// LiveRows is the rows the group's new fragments hold.
+func (g Group) LiveRows() uint64 {
+	n := uint64(0)
+	for _, c := range g.Candidates {
+		n += c.Live
+	}
+	return n
+}
+
+// Skip is a fragment the planner left out although it would qualify.
+type Skip struct {
+	Fragment uint64
+	Reason   string
+}
+
+// Plan is the groups of one read version.
+type Plan struct {
+	ReadVersion uint64
+	Groups      []Group
+	Skips       []Skip
+}
+
+// ReuseGroup is one group of a fragment-reuse index version, by fragment
+// id: an index bitmap naming its old fragments reads as naming its new
+// ones (Lance remaps index bitmaps so at load).
+type ReuseGroup struct{ Old, New []uint64 }
+
+// PlanCompaction groups the fragments of read as Lance's plan_compaction
+// does: a fragment is a candidate when its deleted share is above the
+// threshold (it is rewritten even alone) or when it has fewer physical rows
+// than the target (only together with another candidate); runs of adjacent
+// candidates covered by the same index segments form bins, which are split
+// into groups of at least the target's live rows.
+//
+// reuse is the table's fragment-reuse index, oldest version first, by
+// which index bitmaps are read as LanceDB reads them. Pure.
+func PlanCompaction(read *meta.ManifestFile, reuse []ReuseGroup, o Options) (*Plan, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	m := read.Manifest
+	p := &Plan{ReadVersion: m.GetVersion()}
+	var bitmaps []*roaring.Bitmap
+	var uuids []string
+	for _, ix := range read.Indices {
+		if meta.IsSystemIndex(ix) {
+			continue
+		}
+		bm, known, err := meta.FragmentBitmap(ix)
+		if err != nil {
+			return nil, err
+		}
+		if !known {
+			// Lance reads a bitmap-less segment as covering every
+			// fragment up to the max id of its version; every fragment
+			// of ours is newer than none of them, so treat it as all.
+			bm = roaring.New()
+			bm.AddRange(0, uint64(m.GetMaxFragmentId())+1)
+		}
+		bitmaps = append(bitmaps, EffectiveBitmap(bm, reuse))
+		uuids = append(uuids, meta.UUIDString(ix.GetUuid()))
+	}
+	only := map[uint64]bool{}
+	for _, id := range o.Fragments {
+		only[id] = true
+	}
+	type bin struct {
+		cands []Candidate
+		key   string
+		idx   []string
+	}
+	var bins []bin
+	var cur *bin
+	flush := func() {
+		if cur != nil {
+			bins = append(bins, *cur)
+			cur = nil
+		}
+	}
+	for _, f := range m.GetFragments() {
+		id := f.GetId()
+		phys := f.GetPhysicalRows()
+		del := f.GetDeletionFile().GetNumDeletedRows()
+		if f.GetDeletionFile() == nil {
+			del = 0
+		}
+		if del > phys {
+			return nil, fmt.Errorf("fragment %d: %d deleted rows of %d", id, del, phys)
+		}
+		var reason Reason
+		switch {
+		case o.MaterializeDeletions && o.DeletionThreshold < 1 && phys > 0 && float64(del)/float64(phys) > o.DeletionThreshold:
+			reason = Deletions
+		case phys < o.TargetRowsPerFragment:
+			reason = Small
+		}
+		if reason != "" && len(only) > 0 && !only[id] {
+			reason = ""
+		}
+		if reason != "" {
+			if why := unsupported(f); why != "" {
+				p.Skips = append(p.Skips, Skip{Fragment: id, Reason: why})
+				reason = ""
+			}
+		}
+		if reason == "" {
+			flush()
+			continue
+		}
+		var idx []string
+		for i, bm := range bitmaps {
+			if bm.Contains(uint32(id)) {
+				idx = append(idx, uuids[i])
+			}
+		}
+		slices.Sort(idx)
+		key := strings.Join(idx, ",")
+		c := Candidate{Fragment: f, Reason: reason, Live: phys - del}
+		if cur != nil && cur.key != key {
+			flush()
+		}
+		if cur == nil {
+			cur = &bin{key: key, idx: idx}
+		}
+		cur.cands = append(cur.cands, c)
+	}
+	flush()
+	for _, b := range bins {
+		if len(b.cands) == 1 && b.cands[0].Reason == Small {
+			continue // nothing to merge it with
+		}
+		for _, part := range splitForSize(b.cands, o.TargetRowsPerFragment) {
+			p.Groups = append(p.Groups, Group{Candidates: part, Indexes: b.idx})
+		}
+	}
+	return p, nil
+}
+
+// splitForSize cuts a bin into parts of at least target live rows each,
+// the remainder joining the last part, as Lance's split_for_size.
+func splitForSize(cs []Candidate, target uint64) [][]Candidate {
+	var out [][]Candidate
+	for {
+		n, rows := 0, uint64(0)
+		for rows < target && n < len(cs) {
+			rows += cs[n].Live
+			n++
+		}
+		rest := uint64(0)
+		for _, c := range cs[n:] {
+			rest += c.Live
+		}
+		if rest >= target {
+			out = append(out, cs[:n:n])
+			cs = cs[n:]
+			continue
+		}
+		return append(out, cs)
+	}
+}
+
+// unsupported says why compactord cannot rewrite a fragment ("" if it can).
+func unsupported(f *pb.DataFragment) string {
+	if len(f.GetFiles()) != 1 {
+		return fmt.Sprintf("%d data files (added columns); compactord rewrites single-file fragments only", len(f.GetFiles()))
+	}
+	if f.GetFiles()[0].BaseId != nil {
+		return "data file in another base path"
+	}
+	if f.GetDeletionFile() != nil && f.GetDeletionFile().BaseId != nil {
+		return "deletion file in another base path"
+	}
+	if f.GetPhysicalRows() == 0 {
+		return "physical row count unknown"
+	}
+	return ""
+}
+
+// EffectiveBitmap is an index bitmap as Lance reads it through the
+// fragment-reuse index: each group whose old fragments it holds reads as
+// holding the new ones instead.
+func EffectiveBitmap(bm *roaring.Bitmap, reuse []ReuseGroup) *roaring.Bitmap {
+	out := bm.Clone()
+	for _, g := range reuse {
+		hit := false
+		for _, id := range g.Old {
+			if out.Contains(uint32(id)) {
+				out.Remove(uint32(id))
+				hit = true
+			}
+		}
+		if hit {
+			for _, id := range g.New {
+				out.Add(uint32(id))
+			}
+		}
+	}
+	return out
+}
+
+// ReuseGroups lists the groups of a fragment-reuse index's content, oldest
+// version first.
+func ReuseGroups(in *pb.FragmentReuseIndexDetails_InlineContent) []ReuseGroup {
+	vs := slices.Clone(in.GetVersions())
+	slices.SortStableFunc(vs, func(a, b *pb.FragmentReuseIndexDetails_Version) int {
+		return cmpU64(a.GetDatasetVersion(), b.GetDatasetVersion())
+	})
+	var out []ReuseGroup
+	for _, v := range vs {
+		for _, g := range v.GetGroups() {
+			var rg ReuseGroup
+			for _, d := range g.GetOldFragments() {
+				rg.Old = append(rg.Old, d.GetId())
+			}
+			for _, d := range g.GetNewFragments() {
+				rg.New = append(rg.New, d.GetId())
+			}
+			out = append(out, rg)
+		}
+	}
+	return out
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,159 @@
+package compact
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/meta"
+)
+
+// frag is a fragment of physical rows with deleted rows.
+type frag struct{ id, rows, deleted uint64 }
+
+func manifestOf(frags []frag, indexes map[string][]uint32) *meta.ManifestFile {
+	m := &pb.Manifest{Version: 7}
+	for _, f := range frags {
+		df := &pb.DataFragment{Id: f.id, PhysicalRows: f.rows, Files: []*pb.DataFile{{Path: fmt.Sprintf("%d.lance", f.id)}}}
+		if f.deleted > 0 {
+			df.DeletionFile = &pb.DeletionFile{NumDeletedRows: f.deleted}
+		}
+		m.Fragments = append(m.Fragments, df)
+	}
+	out := &meta.ManifestFile{Manifest: m}
+	for name, ids := range indexes {
+		u, _ := meta.NewUUID()
+		out.Indices = append(out.Indices, &pb.IndexMetadata{Uuid: u, Name: name, FragmentBitmap: meta.EncodeBitmap(roaring.BitmapOf(ids...))})
+	}
+	return out
+}
+
+// groupsOf renders a plan as "0,1 2" (groups by space, ids by comma).
+func groupsOf(p *Plan) string {
+	var gs []string
+	for _, g := range p.Groups {
+		var ids []string
+		for _, f := range g.Old() {
+			ids = append(ids, fmt.Sprint(f.GetId()))
+		}
+		gs = append(gs, strings.Join(ids, ","))
+	}
+	return strings.Join(gs, " ")
+}
+
+func TestPlanCompaction(t *testing.T) {
+	small := func(id uint64) frag { return frag{id, 100, 0} }
+	big := func(id uint64) frag { return frag{id, 1000, 0} }
+	o := DefaultOptions()
+	o.TargetRowsPerFragment = 1000
+	cases := []struct {
+		name    string
+		frags   []frag
+		indexes map[string][]uint32
+		reuse   []ReuseGroup
+		opts    func(*Options)
+		want    string
+	}{
+		{name: "empty", want: ""},
+		{name: "one small fragment has no neighbour", frags: []frag{small(0)}, want: ""},
+		{name: "small neighbours merge", frags: []frag{small(0), small(1), small(2)}, want: "0,1,2"},
+		{name: "a big fragment splits runs", frags: []frag{small(0), small(1), big(2), small(3), small(4)}, want: "0,1 3,4"},
+		{name: "a lone small fragment between big ones stays", frags: []frag{big(0), small(1), big(2)}, want: ""},
+		{name: "deletions above the threshold rewrite a fragment alone", frags: []frag{big(0), {1, 1000, 101}, big(2)}, want: "1"},
+		{name: "deletions at the threshold do not", frags: []frag{big(0), {1, 1000, 100}, big(2)}, want: ""},
+		{name: "materialize off ignores deletions", frags: []frag{big(0), {1, 1000, 500}, big(2)},
+			opts: func(o *Options) { o.MaterializeDeletions = false }, want: ""},
+		{name: "deleted big fragment joins small neighbours", frags: []frag{{0, 1000, 500}, small(1)}, want: "0,1"},
+		{name: "split for size", frags: []frag{{0, 600, 0}, {1, 600, 0}, {2, 600, 0}, {3, 600, 0}, {4, 100, 0}}, want: "0,1 2,3,4"},
+		{name: "the remainder joins the last group", frags: []frag{{0, 900, 0}, {1, 900, 0}, {2, 200, 0}}, want: "0,1,2"},
+		{name: "split uses live rows", frags: []frag{{0, 500, 0}, {1, 990, 890}, {2, 500, 0}, {3, 950, 0}}, want: "0,1,2,3"},
+		{name: "index sets split bins", frags: []frag{small(0), small(1), small(2), small(3)},
+			indexes: map[string][]uint32{"a": {0, 1}}, want: "0,1 2,3"},
+		{name: "two indexes, the same coverage", frags: []frag{small(0), small(1), small(2)},
+			indexes: map[string][]uint32{"a": {0, 1, 2}, "b": {0, 1}}, want: "0,1"},
+		{name: "system indexes do not count", frags: []frag{small(0), small(1)},
+			indexes: map[string][]uint32{meta.FragReuseIndexName: {0}}, want: "0,1"},
+		{name: "bitmaps read through the FRI", frags: []frag{small(5), small(6), small(7)},
+			indexes: map[string][]uint32{"a": {0, 1, 6}}, reuse: []ReuseGroup{{Old: []uint64{0, 1}, New: []uint64{5}}}, want: "5,6"},
+		{name: "only the chosen fragments", frags: []frag{small(0), small(1), small(2), small(3)},
+			opts: func(o *Options) { o.Fragments = []uint64{1, 2} }, want: "1,2"},
+		{name: "manifest order, ids ascending in a group", frags: []frag{small(9), small(3), small(4)}, want: "3,4,9"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			oo := o
+			if tc.opts != nil {
+				tc.opts(&oo)
+			}
+			p, err := PlanCompaction(manifestOf(tc.frags, tc.indexes), tc.reuse, oo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := groupsOf(p); got != tc.want {
+				t.Errorf("groups %q, want %q", got, tc.want)
+			}
+			if p.ReadVersion != 7 {
+				t.Errorf("read version %d", p.ReadVersion)
+			}
+		})
+	}
+}
+
+func TestPlanSkipsAndErrors(t *testing.T) {
+	o := DefaultOptions()
+	mf := manifestOf([]frag{{0, 10, 0}, {1, 10, 0}, {2, 10, 0}}, nil)
+	mf.Manifest.Fragments[1].Files = append(mf.Manifest.Fragments[1].Files, &pb.DataFile{Path: "x.lance"})
+	p, err := PlanCompaction(mf, nil, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if groupsOf(p) != "" || len(p.Skips) != 1 || p.Skips[0].Fragment != 1 {
+		t.Fatalf("plan %q skips %+v: want fragment 1 skipped, which leaves 0 and 2 apart", groupsOf(p), p.Skips)
+	}
+	bad := manifestOf([]frag{{0, 10, 11}}, nil)
+	if _, err := PlanCompaction(bad, nil, o); err == nil {
+		t.Error("more deleted than physical rows: no error")
+	}
+	o.TargetRowsPerFragment = 0
+	if _, err := PlanCompaction(mf, nil, o); err == nil {
+		t.Error("target 0: no error")
+	}
+}
+
+func TestWorkers(t *testing.T) {
+	frag := func(size uint64, deleted bool) Candidate {
+		f := &pb.DataFragment{Files: []*pb.DataFile{{FileSizeBytes: size}}}
+		if deleted {
+			f.DeletionFile = &pb.DeletionFile{NumDeletedRows: 1}
+		}
+		return Candidate{Fragment: f}
+	}
+	plan := func(gs ...[]Candidate) *Plan {
+		p := &Plan{}
+		for _, g := range gs {
+			p.Groups = append(p.Groups, Group{Candidates: g})
+		}
+		return p
+	}
+	const mib = 1 << 20
+	for _, c := range []struct {
+		name string
+		p    *Plan
+		par  int
+		want int
+	}{
+		{"small rewrite runs one group at a time", plan([]Candidate{frag(80*mib, true)}, []Candidate{frag(72*mib, true)}), 4, 1},
+		{"one worker per BytesPerWorker", plan([]Candidate{frag(300*mib, true)}, []Candidate{frag(300*mib, true)}, []Candidate{frag(10*mib, true)}), 8, 3},
+		{"capped by par", plan([]Candidate{frag(4096*mib, true)}, []Candidate{frag(4096*mib, true)}), 2, 2},
+		{"copies do not count", plan([]Candidate{frag(1024*mib, false), frag(10*mib, true)}, []Candidate{frag(1024*mib, false)}), 4, 1},
+		{"copy only: all of par", plan([]Candidate{frag(10*mib, false)}, []Candidate{frag(10*mib, false)}), 4, 4},
+		{"unknown size: all of par", plan([]Candidate{frag(0, true)}, []Candidate{frag(10*mib, true)}), 3, 3},
+	} {
+		if got := workers(c.p, c.par); got != c.want {
+			t.Errorf("%s: workers = %d, want %d", c.name, got, c.want)
+		}
+	}
+}

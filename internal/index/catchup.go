@@ -1,0 +1,313 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/fri"
+	"github.com/compactord/compactord/internal/meta"
+	"github.com/compactord/compactord/internal/progress"
+	"github.com/compactord/compactord/internal/table"
+)
+
+// DefaultMaxSegments is the segments an index may have before catch-up
+// rebuilds it into one instead of adding a delta.
+const DefaultMaxSegments = 8
+
+// Options configure CatchUp.
+type Options struct {
+	// Indices are the logical indexes to catch up; nil means every btree
+	// and bitmap index.
+	Indices []string
+	// Rebuild replaces every segment of an index that lags with one
+	// segment over the whole version instead of adding a delta.
+	Rebuild bool
+	// MaxSegments: an index whose delta would make more segments than this
+	// is rebuilt (0: DefaultMaxSegments; negative: never).
+	MaxSegments int
+	// Now is the clock of created_at (time.Now if nil).
+	Now func() time.Time
+	// Attempts bounds the re-plans after a retryable conflict (0: 3).
+	Attempts int
+	// FRI is the read version's fragment-reuse index (nil: none). CatchUp
+	// loads it; Plan judges coverage through its load-time remap.
+	FRI *fri.Index
+}
+
+// IndexResult is what catch-up did to one index.
+type IndexResult struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	// Fragments are the fragments the new segment covers that no segment
+	// covered before.
+	Fragments []uint32 `json:"fragments"`
+	// Rows are the entries of the new segment.
+	Rows    int    `json:"rows"`
+	Segment string `json:"segment"`
+	// Rebuilt: the new segment replaced Removed (every old segment).
+	Rebuilt bool     `json:"rebuilt"`
+	Removed []string `json:"removed,omitempty"`
+}
+
+// Skip is an index catch-up left alone, and why.
+type Skip struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// Result is a catch-up's outcome.
+type Result struct {
+	// ReadVersion is the version planned from; Version the one committed
+	// (0 when nothing needed committing).
+	ReadVersion uint64        `json:"read_version"`
+	Version     uint64        `json:"version"`
+	Committed   bool          `json:"committed"`
+	Indices     []IndexResult `json:"indices"`
+	Skipped     []Skip        `json:"skipped,omitempty"`
+	Attempts    int           `json:"attempts"`
+}
+
+// CatchUp builds, for every btree and bitmap index that does not cover
+// every fragment of the latest version, a segment over the fragments it
+// lacks (or a rebuilt one) and commits them in one CreateIndex. The new
+// segments' dataset_version is the read version, so the commit earns the
+// MemWAL catch-up the read version's merged generations allow.
+func CatchUp(ctx context.Context, h *table.Handle, o Options) (*Result, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxSegments == 0 {
+		o.MaxSegments = DefaultMaxSegments
+	}
+	attempts := o.Attempts
+	if attempts <= 0 {
+		attempts = 3
+	}
+	var last error
+	for i := 1; i <= attempts; i++ {
+		res, err := catchUpOnce(ctx, h, o)
+		if res != nil {
+			res.Attempts = i
+		}
+		if err == nil || !errors.Is(err, commit.ErrRetryable) {
+			return res, err
+		}
+		last = err
+	}
+	return nil, fmt.Errorf("index catch-up: gave up after %d conflicting attempts: %w", attempts, last)
+}
+
+// Job is the catch-up of one index: the fragments of the read version no
+// segment names, and whether the index is rebuilt instead.
+type Job struct {
+	Name     string
+	Kind     string
+	Field    *pb.Field
+	Segments []*pb.IndexMetadata
+	Missing  *roaring.Bitmap
+	Rebuild  bool
+}
+
+func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (_ *Result, retErr error) {
+	read, naming, err := h.ReadForWrite(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// A cleanup that removed the read version took files being read: a
+	// lost race, which CatchUp re-plans.
+	defer func() { retErr = table.ReadCleanedUp(ctx, h.Bucket, naming, read, "index catch-up", retErr) }()
+	m := read.Manifest
+	res := &Result{ReadVersion: m.GetVersion(), Indices: []IndexResult{}}
+	if o.FRI, err = fri.Load(ctx, h.Bucket, read); err != nil {
+		return nil, err
+	}
+	plans, skipped, err := Plan(read, o)
+	if err != nil {
+		return nil, err
+	}
+	res.Skipped = skipped
+	if len(plans) == 0 {
+		return res, nil
+	}
+	live := roaring.New()
+	for _, f := range m.GetFragments() {
+		live.Add(uint32(f.GetId()))
+	}
+	op := &pb.Transaction_CreateIndex{}
+	var keys []string
+	cleanup := func() {
+		for _, k := range keys {
+			_ = h.Bucket.Delete(context.WithoutCancel(ctx), k)
+		}
+	}
+	covers := func(p Job) *roaring.Bitmap {
+		if p.Rebuild {
+			return live
+		}
+		return p.Missing
+	}
+	// Progress: the rows every index's new segment indexes (Collect
+	// counts them per batch read).
+	var total int64
+	for _, p := range plans {
+		total += LiveRows(m, covers(p))
+	}
+	progress.From(ctx).Start("index catchup", progress.Units{Rows: total})
+	for _, p := range plans {
+		frags := covers(p)
+		e, err := Collect(ctx, h.Bucket, m.GetVersion(), p.Field, frags)
+		if err != nil {
+			cleanup()
+			return nil, fmt.Errorf("index %s: %w", p.Name, err)
+		}
+		w, err := WriteSegment(ctx, h.Bucket, p.Kind, p.Field, e)
+		if w != nil {
+			keys = append(keys, w.Keys...)
+		}
+		if err != nil {
+			cleanup()
+			return nil, fmt.Errorf("index %s: %w", p.Name, err)
+		}
+		ix, err := SegmentMetadata(p.Name, p.Segments[0].GetFields(), p.Kind, p.Segments[0], m.GetVersion(), frags, w, o.Now())
+		if err != nil {
+			cleanup()
+			return nil, err
+		}
+		op.NewIndices = append(op.NewIndices, ix)
+		ir := IndexResult{Name: p.Name, Kind: p.Kind, Fragments: p.Missing.ToArray(), Rows: e.Len(), Segment: meta.UUIDString(w.UUID), Rebuilt: p.Rebuild}
+		if p.Rebuild {
+			op.RemovedIndices = append(op.RemovedIndices, p.Segments...)
+			for _, s := range p.Segments {
+				ir.Removed = append(ir.Removed, meta.UUIDString(s.GetUuid()))
+			}
+		}
+		res.Indices = append(res.Indices, ir)
+	}
+	txn := commit.NewTransaction(m.GetVersion())
+	txn.Operation = &pb.Transaction_CreateIndex_{CreateIndex: op}
+	cr, err := h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn, Files: keys})
+	if err != nil {
+		return nil, fmt.Errorf("index catch-up: %w", err)
+	}
+	res.Version, res.Committed = cr.Version, true
+	return res, nil
+}
+
+// LiveRows is the rows of the fragments frags of m that no deletion vector
+// masks: what Collect reads of them.
+func LiveRows(m *pb.Manifest, frags *roaring.Bitmap) int64 {
+	var n int64
+	for _, f := range m.GetFragments() {
+		if frags.Contains(uint32(f.GetId())) {
+			n += int64(f.GetPhysicalRows() - min(f.GetDeletionFile().GetNumDeletedRows(), f.GetPhysicalRows()))
+		}
+	}
+	return n
+}
+
+// Plan decides, from a read version, which indexes lag and how each is
+// caught up: the fragments of the version no segment of the index names,
+// and whether to rebuild.
+func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
+	m := read.Manifest
+	if m.GetReaderFeatureFlags()&meta.FlagStableRowIDs != 0 {
+		return nil, nil, errors.New("index catch-up: tables with stable row ids are not supported (their indexes hold row ids, not addresses)")
+	}
+	maxSegs := o.MaxSegments
+	if maxSegs == 0 {
+		maxSegs = DefaultMaxSegments
+	}
+	hasFRI := len(meta.FindIndex(read.Indices, meta.FragReuseIndexName)) > 0
+	if hasFRI && o.FRI == nil {
+		return nil, nil, errors.New("index catch-up: the version has a fragment-reuse index; plan with it loaded (Options.FRI)")
+	}
+	var names []string
+	for _, ix := range read.Indices {
+		if !meta.IsSystemIndex(ix) && !slices.Contains(names, ix.GetName()) {
+			names = append(names, ix.GetName())
+		}
+	}
+	if o.Indices != nil {
+		for _, n := range o.Indices {
+			if !slices.Contains(names, n) {
+				return nil, nil, fmt.Errorf("no index %q in version %d (indexes: %v)", n, m.GetVersion(), names)
+			}
+		}
+		names = slices.Clone(o.Indices)
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	byID := map[int32]*pb.Field{}
+	for _, f := range m.GetFields() {
+		byID[f.GetId()] = f
+	}
+	live := roaring.New()
+	for _, f := range m.GetFragments() {
+		live.Add(uint32(f.GetId()))
+	}
+	var plans []Job
+	var skips []Skip
+	for _, name := range names {
+		segs := meta.FindIndex(read.Indices, name)
+		kind := meta.IndexKind(segs[0])
+		if kind != KindBTree && kind != KindBitmap {
+			skips = append(skips, Skip{name, fmt.Sprintf("a %s index (compactord catches up btree and bitmap indexes)", kind)})
+			continue
+		}
+		fields := segs[0].GetFields()
+		if len(fields) != 1 {
+			skips = append(skips, Skip{name, fmt.Sprintf("indexes %d fields", len(fields))})
+			continue
+		}
+		f := byID[fields[0]]
+		if f == nil || f.GetParentId() != -1 {
+			skips = append(skips, Skip{name, fmt.Sprintf("field %d is not a top-level field of the schema", fields[0])})
+			continue
+		}
+		union := roaring.New()
+		unknown := false
+		for _, s := range segs {
+			if meta.IndexKind(s) != kind {
+				return nil, nil, fmt.Errorf("index %q has segments of kinds %s and %s", name, kind, meta.IndexKind(s))
+			}
+			bm, known, err := meta.FragmentBitmap(s)
+			if err != nil {
+				return nil, nil, err
+			}
+			unknown = unknown || !known
+			// Coverage as a reader sees it: through the FRI's load-time
+			// remap, a deferred compaction's new fragments are covered
+			// by the segments that covered its old ones.
+			if known && o.FRI != nil {
+				bm = o.FRI.RemapBitmap(s)
+			}
+			union.Or(bm)
+		}
+		if unknown {
+			skips = append(skips, Skip{name, "a segment has no fragment bitmap: its coverage is unknown"})
+			continue
+		}
+		missing := roaring.AndNot(live, union)
+		if missing.IsEmpty() {
+			continue
+		}
+		if _, err := fieldType(f); err != nil {
+			skips = append(skips, Skip{name, err.Error()})
+			continue
+		}
+		// Coverage is judged through the FRI, so the missing fragments
+		// hold no row a segment already indexes under an old address: a
+		// delta indexes each row once even while segments wait for their
+		// physical remap.
+		rebuild := o.Rebuild || (maxSegs > 0 && len(segs)+1 > maxSegs)
+		plans = append(plans, Job{Name: name, Kind: kind, Field: f, Segments: segs, Missing: missing, Rebuild: rebuild})
+	}
+	return plans, skips, nil
+}

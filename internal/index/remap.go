@@ -1,0 +1,139 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/meta"
+	"github.com/compactord/compactord/internal/storage"
+)
+
+// ReadSegment reads the entries of a btree or bitmap segment. full gives
+// the physical rows of a fragment a bitmap segment holds whole (nil: such
+// a segment is an error).
+func ReadSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, full func(frag uint32) (uint64, bool)) (*Entries, error) {
+	dir := meta.IndexDir(meta.UUIDString(m.GetUuid()))
+	open := func(name string) (Reader, error) {
+		key := dir + name
+		a, err := b.Attributes(ctx, key)
+		if err != nil {
+			return Reader{}, fmt.Errorf("index %s (%s): %w", m.GetName(), meta.UUIDString(m.GetUuid()), err)
+		}
+		return Reader{R: storage.NewReaderAt(ctx, b, key, a.Size), Size: a.Size}, nil
+	}
+	switch kind := meta.IndexKind(m); kind {
+	case KindBTree:
+		d, err := open(BTreeDataFile)
+		if err != nil {
+			return nil, err
+		}
+		l, err := open(BTreeLookupFile)
+		if err != nil {
+			return nil, err
+		}
+		bt, err := ReadBTree(d, l)
+		if err != nil {
+			return nil, err
+		}
+		return bt.Entries, nil
+	case KindBitmap:
+		r, err := open(BitmapLookupFile)
+		if err != nil {
+			return nil, err
+		}
+		bm, err := ReadBitmap(r)
+		if err != nil {
+			return nil, err
+		}
+		return bm.Entries(full)
+	default:
+		return nil, fmt.Errorf("index %s: compactord reads btree and bitmap segments, not %s", m.GetName(), kind)
+	}
+}
+
+// RemapOptions say what a remapped segment becomes.
+type RemapOptions struct {
+	// Field is the table field the index is on (the type of the values
+	// written).
+	Field *pb.Field
+	// DatasetVersion of the new segment: the version whose addresses it
+	// holds (the head the remap read).
+	DatasetVersion uint64
+	// Bitmap is the new segment's fragment bitmap: the old one through the
+	// load-time remap (fri.Index.RemapBitmap), which for an inline remap
+	// is that of an FRI of the one rewrite. Required.
+	Bitmap *roaring.Bitmap
+	// Full gives the physical rows of a fragment a bitmap segment holds
+	// whole (live fragments and the FRI's old fragments).
+	Full func(frag uint32) (uint64, bool)
+	// Now stamps created_at (time.Now if zero).
+	Now time.Time
+}
+
+// RemapStats count what a remap did to a segment's entries.
+type RemapStats struct {
+	Entries, Kept, Dropped int
+}
+
+// Remap rebuilds the btree or bitmap segment m with every row address
+// passed through remap: a row remap reports deleted is dropped. The new
+// segment gets a new uuid, dataset_version and fragment_bitmap from o, and
+// m's name, fields, details and index version. It returns the segment's
+// metadata and the objects written (also on error, for cleanup); the
+// caller commits it (a CreateIndex replacing m, or a Rewrite's
+// rewritten_indices).
+//
+// For a deferred compaction's FRI, remap is fri.Index.Remapper(0); for an
+// inline remap, that of an fri.Index holding the one Rewrite's version.
+func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), o RemapOptions) (*pb.IndexMetadata, []string, RemapStats, error) {
+	var st RemapStats
+	if o.Field == nil || o.Bitmap == nil {
+		return nil, nil, st, fmt.Errorf("index %s: remap needs the table field and the new fragment bitmap", m.GetName())
+	}
+	kind := meta.IndexKind(m)
+	e, err := ReadSegment(ctx, b, m, o.Full)
+	if err != nil {
+		return nil, nil, st, err
+	}
+	st.Entries = e.Len()
+	keep := make([]int, 0, e.Len())
+	addrs := make([]uint64, 0, e.Len())
+	for i, a := range e.Addrs {
+		if na, ok := remap(a); ok {
+			keep = append(keep, i)
+			addrs = append(addrs, na)
+		}
+	}
+	st.Kept, st.Dropped = len(keep), e.Len()-len(keep)
+	out := &Entries{Values: e.Values, Addrs: addrs}
+	if len(keep) != e.Len() {
+		out.Values = e.Values.Take(keep)
+	}
+	w, err := WriteSegment(ctx, b, kind, o.Field, out)
+	var keys []string
+	if w != nil {
+		keys = w.Keys
+	}
+	if err != nil {
+		return nil, keys, st, fmt.Errorf("index %s: %w", m.GetName(), err)
+	}
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	nm, err := SegmentMetadata(m.GetName(), m.GetFields(), kind, m, o.DatasetVersion, o.Bitmap, w, now)
+	if err != nil {
+		return nil, keys, st, err
+	}
+	// Lance's remap keeps the segment's creation time: the data is the
+	// same index, only its addresses moved.
+	if m.CreatedAt != nil {
+		nm.CreatedAt = proto.Uint64(m.GetCreatedAt())
+	}
+	return nm, keys, st, nil
+}

@@ -1,0 +1,944 @@
+package concurrency
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/compactord/compactord/internal/cli"
+	"github.com/compactord/compactord/internal/daemon"
+	"github.com/compactord/compactord/internal/meta"
+	"github.com/compactord/compactord/internal/scheduler"
+	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testing/faults"
+	"github.com/compactord/compactord/internal/testing/lancedb"
+	"github.com/compactord/compactord/internal/testing/model"
+	"github.com/compactord/compactord/internal/testing/stores"
+	"github.com/compactord/compactord/internal/verify"
+)
+
+// The test binary doubles as the compactord binary (COMPACTORD_CLI_CHILD),
+// unless COMPACTORD_BINARY names one (a soak pins the build it tests).
+func TestMain(m *testing.M) {
+	if os.Getenv("COMPACTORD_CLI_CHILD") == "1" {
+		os.Exit(cli.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	stores.Main(m)
+}
+
+func compactord() (string, []string) {
+	if p := os.Getenv("COMPACTORD_BINARY"); p != "" {
+		return p, os.Environ()
+	}
+	return os.Args[0], append(os.Environ(), "COMPACTORD_CLI_CHILD=1")
+}
+
+// tableSpec is one table of the campaign's database.
+type tableSpec struct {
+	name   string
+	shards int
+	// maintained: the LSM spec maintains id_idx, so trim must wait for
+	// its catch-up before deleting a merged generation.
+	maintained bool
+}
+
+var tableSpecs = []tableSpec{{"a", 2, true}, {"b", 3, false}}
+
+// Key ranges: each writer owns its range, so what it was told is exactly
+// what its keys must read as.
+const (
+	lsmKeyMin, lsmKeyMax     = 100, 199   // LanceDB through the MemWAL
+	plainKeyMin, plainKeyMax = 1000, 1099 // LanceDB appends, deletes, plain merge-inserts
+	appendKeys               = 5000       // compactord `table append`, per worker above
+	cliWorkers               = 2
+	daemons                  = 2
+	procTimeout              = 2 * time.Minute
+)
+
+// Stats is what a round did.
+type Stats struct {
+	// Jobs counts CLI jobs by kind and outcome (ok, failed); Daemon the
+	// daemons' job runs by kind/result.
+	Jobs, Daemon map[string]int
+	// Writes counts the LanceDB writers' acknowledged operations by kind;
+	// WriterFailed those LanceDB refused or gave up on.
+	Writes       map[string]int
+	WriterFailed int
+	// Observations: checks of one table while everything ran.
+	Observations int
+	// CatchupWithdrawn: readings where a shard's floor fell (a LanceDB
+	// delete dropped the MemWAL index's catch-up record).
+	CatchupWithdrawn int
+	// LostGenerations: generations the observer found deleted while still
+	// needed (each is also a violation).
+	LostGenerations int
+	// Merged: generations merged over all tables (their final merged
+	// positions minus the fixture's).
+	Merged     uint64
+	Violations int
+}
+
+func (s Stats) ops() int {
+	n := s.Observations
+	for _, v := range s.Jobs {
+		n += v
+	}
+	for _, v := range s.Writes {
+		n += v
+	}
+	for _, v := range s.Daemon {
+		n += v
+	}
+	return n
+}
+
+func (s Stats) String() string {
+	return fmt.Sprintf("LanceDB wrote %v (%d refused), CLI jobs %v, daemon jobs %v, %d observations (%d saw a catch-up record withdrawn), %d generations merged, %d violations",
+		s.Writes, s.WriterFailed, s.Jobs, s.Daemon, s.Observations, s.CatchupWithdrawn, s.Merged, s.Violations)
+}
+
+type tab struct {
+	spec  tableSpec
+	dir   string
+	url   string
+	b     storage.Bucket
+	prior map[int64]string
+	// fixtureCompacted is zero: the fixture merges nothing.
+	mu sync.Mutex
+	// What compactord's `table append` wrote: acknowledged, or failed
+	// (which may or may not have landed).
+	appended, maybe map[int64]string
+	// The observer's last reading.
+	lastVersion   uint64
+	lastCompacted map[string]uint64
+	lastWAL       map[string][]uint64
+	lastFloor     map[string]uint64
+	// maxFloor: shard → the highest floor of any version read: trim may
+	// have deleted the generations up to it.
+	maxFloor map[string]uint64
+	// cleanVersion: the last version the observer scanned without a key
+	// twice; dupSeen: a duplicate was reported.
+	cleanVersion uint64
+	dupSeen      bool
+	// indexClean: the last version whose indexes agreed with its scan;
+	// indexBad: a disagreement was reported (once, with its diagnosis).
+	indexClean uint64
+	indexBad   bool
+}
+
+func (tb *tab) raiseFloor(m model.MemWAL) {
+	for shard := range m.Compacted {
+		tb.maxFloor[shard] = max(tb.maxFloor[shard], m.Floor(shard))
+	}
+}
+
+type campaign struct {
+	t    *testing.T
+	seed uint64
+	dir  string
+	bin  string
+	env  []string
+	tabs []*tab
+
+	mu    sync.Mutex
+	rng   *rand.Rand
+	stats Stats
+	fails []string // the first failed CLI jobs' messages
+	// damage, when set, is done once to the first table by the first
+	// worker, behind compactord's back: the test proving the checks fire
+	// sets it, and violations are then logged, not failures.
+	damage  func(tb *tab) bool
+	damaged bool
+}
+
+func newCampaign(t *testing.T, seed uint64) *campaign {
+	lancedb.Require(t)
+	bin, env := compactord()
+	c := &campaign{t: t, seed: seed, dir: t.TempDir(), bin: bin, env: env, rng: rand.New(rand.NewPCG(seed, 0xc0c0)),
+		stats: Stats{Jobs: map[string]int{}, Daemon: map[string]int{}, Writes: map[string]int{}}}
+	var steps []lancedb.Step
+	for _, sp := range tableSpecs {
+		maintained := []string{}
+		if sp.maintained {
+			maintained = []string{"id_idx"}
+		}
+		base := lancedb.BasicRows(0, 20)
+		first := lancedb.TaggedRows(lsmKeyMin, lsmKeyMin+10, "g1-")
+		steps = append(steps, lancedb.Create(lancedb.BasicSchema, base).On(sp.name), lancedb.CreateIndex("id", "btree", "id_idx").On(sp.name),
+			lancedb.CreateIndex("cat", "bitmap", "cat_idx").On(sp.name), lancedb.SetPrimaryKey("id").On(sp.name),
+			lancedb.SetLsmWriteSpec(lancedb.LsmWriteSpec{SpecType: "bucket", Column: "id", NumBuckets: sp.shards, MaintainedIndexes: maintained}).On(sp.name),
+			lancedb.MergeInsert("id", first).On(sp.name), lancedb.CloseLsmWriters().On(sp.name))
+		prior, _ := lancedb.RowsByID(base)
+		p2, _ := lancedb.RowsByID(first)
+		maps.Copy(prior, p2)
+		dir := filepath.Join(c.dir, sp.name+".lance")
+		c.tabs = append(c.tabs, &tab{spec: sp, dir: dir, url: "file://" + dir, prior: prior, appended: map[int64]string{}, maybe: map[int64]string{},
+			lastCompacted: map[string]uint64{}, lastWAL: map[string][]uint64{}, lastFloor: map[string]uint64{}, maxFloor: map[string]uint64{}})
+	}
+	lancedb.MustRun(t, lancedb.Program{URI: c.dir, Steps: steps})
+	for _, tb := range c.tabs {
+		b, err := storage.Open(context.Background(), tb.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		tb.b = b
+	}
+	return c
+}
+
+func (c *campaign) violation(format string, args ...any) {
+	c.t.Helper()
+	c.mu.Lock()
+	c.stats.Violations++
+	c.mu.Unlock()
+	if c.damage != nil {
+		c.t.Logf("seed %d: violation (expected: the table was damaged): %s", c.seed, fmt.Sprintf(format, args...))
+		return
+	}
+	c.t.Errorf("seed %d: violation: %s", c.seed, fmt.Sprintf(format, args...))
+}
+
+func (c *campaign) intn(n int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rng.IntN(n)
+}
+
+// run runs compactord with args; the error carries its stderr.
+func (c *campaign) run(ctx context.Context, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, procTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.bin, args...)
+	cmd.Env = c.env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("compactord %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), nil
+}
+
+// worker runs random CLI jobs on random tables until ctx ends.
+func (c *campaign) worker(ctx context.Context, w int) {
+	seq := 0
+	for ctx.Err() == nil {
+		if w == 0 && c.damage != nil && !c.damaged {
+			c.damaged = c.damage(c.tabs[0])
+		}
+		tb := c.tabs[c.intn(len(c.tabs))]
+		var args []string
+		kinds := []string{"merge", "merge", "catchup", "trim", "cleanup", "append", "compact", "remap", "delete"}
+		kind := kinds[c.intn(len(kinds))]
+		var rows map[int64]string
+		var deleting []int64
+		if kind == "delete" {
+			// A range of this worker's own appended keys (no other writer
+			// writes them), so whether each must be live afterwards is
+			// known.
+			lo := int64(appendKeys + w*1_000_000 + 1 + c.intn(max(seq, 1)))
+			hi := lo + int64(c.intn(4))
+			tb.mu.Lock()
+			for k := range tb.appended {
+				if k >= lo && k <= hi {
+					deleting = append(deleting, k)
+				}
+			}
+			for k := range tb.maybe {
+				if k >= lo && k <= hi {
+					deleting = append(deleting, k)
+				}
+			}
+			tb.mu.Unlock()
+			if len(deleting) == 0 {
+				kind = "append"
+			} else {
+				args = []string{"table", "delete", tb.url, "--where", fmt.Sprintf("id >= %d AND id <= %d", lo, hi)}
+			}
+		}
+		switch kind {
+		case "merge":
+			args = []string{"merge", tb.url}
+			if n := c.intn(3); n > 0 {
+				args = append(args, "--max-generations", fmt.Sprint(n))
+			}
+		case "catchup":
+			args = []string{"index", "catchup", tb.url}
+		case "compact":
+			args = []string{"compact", tb.url, fmt.Sprintf("--defer-remap=%v", c.intn(2) == 0)}
+		case "remap":
+			args = []string{"index", "remap", tb.url}
+		case "trim":
+			args = []string{"trim", tb.url, "--reader-grace", "0s", "--keep-shard-manifests", "2"}
+		case "cleanup":
+			// Young unreferenced files are a writer's commit in flight:
+			// --min-age keeps them.
+			args = []string{"cleanup", tb.url, "--retain-versions", fmt.Sprint(1 + c.intn(3)), "--older-than", "0s", "--min-age", "30s"}
+		case "append":
+			rows = map[int64]string{}
+			var buf bytes.Buffer
+			for range 1 + c.intn(3) {
+				seq++
+				k := int64(appendKeys + w*1_000_000 + seq)
+				rows[k] = fmt.Sprintf("cli%d-%d", w, seq)
+				fmt.Fprintf(&buf, `{"id":%d,"s":%q,"cat":%d,"f":%v}`+"\n", k, rows[k], k%4, float64(k)/2)
+			}
+			f := filepath.Join(c.t.TempDir(), "rows.jsonl")
+			if err := os.WriteFile(f, buf.Bytes(), 0o644); err != nil {
+				c.t.Error(err)
+				return
+			}
+			args = []string{"table", "append", tb.url, "--jsonl", f}
+		}
+		_, err := c.run(context.Background(), args...)
+		if err != nil && !retryable(err) {
+			c.violation("a CLI job failed for another reason than a lost race: %v", err)
+		}
+		c.mu.Lock()
+		if err != nil {
+			c.stats.Jobs[kind+"/failed"]++
+			if len(c.fails) < 5 {
+				c.fails = append(c.fails, err.Error())
+			}
+		} else {
+			c.stats.Jobs[kind+"/ok"]++
+		}
+		c.mu.Unlock()
+		if kind == "delete" {
+			tb.mu.Lock()
+			for _, k := range deleting {
+				if err != nil {
+					// A failed delete may still have committed.
+					if v, ok := tb.appended[k]; ok {
+						tb.maybe[k] = v
+					}
+				} else {
+					delete(tb.maybe, k)
+				}
+				delete(tb.appended, k)
+			}
+			tb.mu.Unlock()
+		}
+		if rows != nil {
+			tb.mu.Lock()
+			if err == nil {
+				maps.Copy(tb.appended, rows)
+			} else {
+				// A failed append may still have committed.
+				maps.Copy(tb.maybe, rows)
+			}
+			tb.mu.Unlock()
+		}
+	}
+}
+
+// startDaemon runs a daemon over the database directory until ctx ends.
+func (c *campaign) startDaemon(ctx context.Context, i int) (*daemon.Daemon, <-chan error) {
+	cfg := daemon.DefaultConfig()
+	cfg.HTTP.Listen = "127.0.0.1:0"
+	cfg.Scheduler.Lease.Enabled = false // both daemons run every job: they race
+	cfg.Scheduler.ShutdownGrace = 10 * time.Second
+	cfg.Discover.URL = "file://" + c.dir
+	cfg.Discover.Interval = time.Second
+	cfg.Scheduler.PollInterval = 200 * time.Millisecond
+	cfg.Scheduler.SyncInterval = time.Second
+	cfg.Scheduler.Schedule = scheduler.Schedules{Merge: "@every 3s", Compact: "@every 2s", Index: "@every 2s", Trim: "@every 1s", Cleanup: "@every 2s"}
+	cfg.Jobs.Merge.MaxGenerations = 1 + i
+	cfg.Scheduler.Retry.BaseBackoff = 50 * time.Millisecond
+	cfg.Scheduler.Retry.MaxBackoff = 500 * time.Millisecond
+	cfg.Jobs.Trim.ReaderGrace = time.Duration(i) * time.Second
+	cfg.Jobs.Cleanup.Policy.RetainVersions = 2
+	cfg.Jobs.Cleanup.Policy.OlderThan = time.Second
+	cfg.Jobs.Cleanup.Policy.MinAge = 30 * time.Second
+	d, err := daemon.New(cfg, daemon.Deps{Logger: zap.NewNop()})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	return d, done
+}
+
+func (c *campaign) daemonRuns(d *daemon.Daemon) {
+	mfs, err := d.Registry().Gather()
+	if err != nil {
+		c.t.Error(err)
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, mf := range mfs {
+		if mf.GetName() != "compactord_job_runs_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if n := int(m.GetCounter().GetValue()); n > 0 {
+				c.stats.Daemon[l["kind"]+"/"+l["result"]] += n
+			}
+		}
+	}
+}
+
+// round writes for dur while the daemons and CLI workers maintain the
+// tables and the observer checks them, then drains and checks the end
+// state.
+func (c *campaign) round(dur time.Duration) {
+	t := c.t
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var ds []*daemon.Daemon
+	var dones []<-chan error
+	for i := range daemons {
+		d, done := c.startDaemon(ctx, i)
+		ds, dones = append(ds, d), append(dones, done)
+	}
+	var lsmW, plainW []*lancedb.Writer
+	for i, tb := range c.tabs {
+		lsmW = append(lsmW, lancedb.StartWriter(t, lancedb.WriterOpts{URI: c.dir, Table: tb.spec.name, Duration: dur, KeyMin: lsmKeyMin, KeyMax: lsmKeyMax,
+			ID: "lsm" + tb.spec.name, Seed: uint32(c.seed) + uint32(2*i), Weights: map[string]int{"lsmMerge": 1}, CloseEvery: 2}))
+		plainW = append(plainW, lancedb.StartWriter(t, lancedb.WriterOpts{URI: c.dir, Table: tb.spec.name, Duration: dur, KeyMin: plainKeyMin, KeyMax: plainKeyMax,
+			ID: "plain" + tb.spec.name, Seed: uint32(c.seed) + uint32(2*i+1), Weights: map[string]int{"append": 3, "delete": 2, "merge": 1}}))
+	}
+	wctx, wstop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for w := range cliWorkers {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.worker(wctx, w) }()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			for _, tb := range c.tabs {
+				c.observe(tb)
+			}
+			select {
+			case <-wctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	var lsmOps, plainOps [][]lancedb.WriterOp
+	for i := range c.tabs {
+		<-lsmW[i].Done()
+		<-plainW[i].Done()
+		lo, err := lsmW[i].Stop()
+		if err != nil {
+			c.violation("table %s: LanceDB's MemWAL writer: %v", c.tabs[i].spec.name, err)
+		}
+		po, err := plainW[i].Stop()
+		if err != nil {
+			c.violation("table %s: LanceDB's plain writer: %v", c.tabs[i].spec.name, err)
+		}
+		lsmOps, plainOps = append(lsmOps, lo), append(plainOps, po)
+	}
+	wstop()
+	wg.Wait()
+	stop()
+	for i, d := range ds {
+		if err := <-dones[i]; err != nil && !errors.Is(err, context.Canceled) {
+			c.violation("daemon %d: %v", i, err)
+		}
+		c.daemonRuns(d)
+		for _, tb := range c.tabs {
+			ts, _ := d.Scheduler().Table(tb.spec.name)
+			for _, rec := range ts.Recent {
+				if rec.Result == "error" {
+					c.violation("daemon %d: table %s: %s attempt %d failed for another reason than a lost race: %s", i, tb.spec.name, rec.Kind, rec.ID, rec.Error)
+				}
+			}
+			if ts.Halted != nil {
+				c.violation("daemon %d quarantined table %s: %+v", i, tb.spec.name, ts.Halted)
+			}
+		}
+		d.Close()
+	}
+	for i := range c.tabs {
+		for _, op := range append(lancedb.Acknowledged(lsmOps[i]), lancedb.Acknowledged(plainOps[i])...) {
+			c.stats.Writes[op.Op]++
+		}
+		c.stats.WriterFailed += len(lancedb.Failed(lsmOps[i])) + len(lancedb.Failed(plainOps[i]))
+	}
+	c.drainAndCheck(lsmOps, plainOps)
+}
+
+// drainAndCheck runs every job to completion on each table, then checks
+// the end state against the writers' acknowledged operations.
+func (c *campaign) drainAndCheck(lsmOps, plainOps [][]lancedb.WriterOp) {
+	t := c.t
+	t.Helper()
+	ctx := context.Background()
+	for _, tb := range c.tabs {
+		for _, args := range [][]string{{"merge", tb.url}, {"compact", tb.url}, {"index", "remap", tb.url}, {"index", "catchup", tb.url}, {"trim", tb.url, "--reader-grace", "0s", "--keep-shard-manifests", "2"},
+			{"cleanup", tb.url, "--retain-versions", "1", "--older-than", "0s", "--min-age", "0s"}} {
+			if _, err := c.run(ctx, args...); err != nil {
+				c.violation("table %s: the drain: %v", tb.spec.name, err)
+			}
+		}
+	}
+	var steps []lancedb.Step
+	for _, tb := range c.tabs {
+		n := tb.spec.name
+		steps = append(steps, lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(true)}).On(n), lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(false)}).On(n),
+			lancedb.IndexStats("id_idx").On(n), lancedb.IndexStats("cat_idx").On(n))
+	}
+	res, err := lancedb.Run(t, lancedb.Program{URI: c.dir, Steps: steps})
+	if err != nil {
+		c.violation("LanceDB reads the tables after the drain: %v", err)
+		return
+	}
+	for i, tb := range c.tabs {
+		n := tb.spec.name
+		want := lancedb.Expected(tb.prior, lsmOps[i])
+		maps.Copy(want, lancedb.Expected(nil, plainOps[i]))
+		maps.Copy(want, tb.appended)
+		for j, view := range []string{"LSM view", "base view"} {
+			rows, err := res.Rows(4*i + j)
+			if err != nil {
+				c.violation("table %s: LanceDB's %s: %v", n, view, err)
+				continue
+			}
+			got, err := lancedb.RowsByID(rows)
+			if err != nil {
+				c.violation("table %s: LanceDB's %s: %v", n, view, err) // a key twice
+				continue
+			}
+			if d := c.diff(tb, got, want); d != "" {
+				c.violation("table %s: LanceDB's %s vs the acknowledged writes:\n%s", n, view, d)
+			}
+		}
+		for j, name := range []string{"id_idx", "cat_idx"} {
+			if st, err := res.IndexStats(4*i + 2 + j); err != nil || st == nil || st.NumUnindexedRows != 0 {
+				c.violation("table %s: LanceDB's indexStats(%s) after the drain: %+v, %v", n, name, st, err)
+			}
+		}
+		snap, err := model.ReadSnapshot(ctx, tb.b, 0)
+		if err != nil {
+			c.violation("table %s: compactord's scan after the drain: %v", n, err)
+			continue
+		}
+		if d := c.diff(tb, snap.Rows, want); d != "" {
+			c.violation("table %s: compactord's scan vs the acknowledged writes:\n%s", n, d)
+		}
+		if bad, err := model.CheckIndices(ctx, tb.b, snap); err != nil || len(bad) > 0 {
+			c.violation("table %s: indexes after the drain: %v %v", n, err, bad)
+		}
+		for _, name := range []string{"id_idx", "cat_idx"} {
+			if u, err := model.Unindexed(ctx, tb.b, snap, name); err != nil || u > 0 {
+				c.violation("table %s: %d rows outside %s after the drain (%v)", n, u, name, err)
+			}
+		}
+		if rep, err := verify.Run(ctx, tb.b, verify.Options{Deep: true}); err != nil || !rep.OK() {
+			c.violation("table %s: verify after the drain: %v %+v", n, err, rep)
+		}
+		c.checkDrained(tb, snap)
+	}
+}
+
+// diff is lancedb.DiffByID, where a key of a failed compactord append may
+// be present (with its value) or absent.
+func (c *campaign) diff(tb *tab, got, want map[int64]string) string {
+	got = maps.Clone(got)
+	for k, v := range tb.maybe {
+		if got[k] == v {
+			delete(got, k)
+		}
+	}
+	return lancedb.DiffByID(got, want)
+}
+
+// checkDrained: every flushed generation merged, every maintained index
+// caught up to it, and the merged, caught-up generations deleted.
+func (c *campaign) checkDrained(tb *tab, snap *model.Snapshot) {
+	ctx := context.Background()
+	mw, err := model.MemWALOf(snap.File)
+	if err != nil {
+		c.violation("table %s: %v", tb.spec.name, err)
+		return
+	}
+	ids, err := meta.ListShards(ctx, tb.b)
+	if err != nil {
+		c.violation("table %s: %v", tb.spec.name, err)
+		return
+	}
+	for _, id := range ids {
+		ss, err := meta.ReadShard(ctx, tb.b, id)
+		if err != nil || ss.Manifest == nil {
+			c.violation("table %s shard %s: %v", tb.spec.name, id, err)
+			continue
+		}
+		top := ss.Manifest.GetCurrentGeneration() - 1
+		if mw.Compacted[id] != top || mw.Floor(id) != top {
+			c.violation("table %s shard %s: flushed up to %d, merged %d, caught up (maintained %v) %d after the drain", tb.spec.name, id, top, mw.Compacted[id], mw.Maintained, mw.Floor(id))
+		}
+		c.stats.Merged += mw.Compacted[id]
+		err = tb.b.List(ctx, meta.ShardDir(id), func(a storage.Attrs) error {
+			rest := strings.TrimPrefix(a.Key, meta.ShardDir(id))
+			dir, _, _ := strings.Cut(rest, "/")
+			if g, ok := meta.ParseGenerationDir(dir); ok && g <= mw.Floor(id) {
+				return fmt.Errorf("generation %d is merged and caught up but %s is still there", g, a.Key)
+			}
+			return nil
+		})
+		if err != nil {
+			c.violation("table %s shard %s after the drain: %v", tb.spec.name, id, err)
+		}
+	}
+}
+
+// retryable: a job that lost a commit race to another writer (LanceDB,
+// the daemons, the other CLI workers) and gave up after its attempts; it
+// changed nothing and a later run does the work.
+//
+// A compaction with inline remap also refuses, changing nothing, while a
+// deferred compaction's fragment-reuse versions are not absorbed into
+// every index (lance/compact): the remap jobs absorb them.
+func retryable(err error) bool {
+	m := err.Error()
+	return strings.Contains(m, "retryable") || strings.Contains(m, "lost to another") ||
+		strings.Contains(m, "fragment-reuse versions it has not absorbed")
+}
+
+// stillThere reports whether version v is still on disk.
+func stillThere(ctx context.Context, b storage.Bucket, v uint64) bool {
+	vs, _, err := meta.ListVersions(ctx, b)
+	return err != nil || slices.Contains(vs, v)
+}
+
+// observe checks what must hold at every instant (see the package doc).
+func (c *campaign) observe(tb *tab) {
+	ctx := context.Background()
+	n := tb.spec.name
+	c.mu.Lock()
+	c.stats.Observations++
+	c.mu.Unlock()
+	f1, _, err := meta.ReadLatest(ctx, tb.b)
+	if err != nil {
+		c.violation("table %s: read the latest version: %v", n, err)
+		return
+	}
+	v := f1.Manifest.GetVersion()
+	mw1, err := model.MemWALOf(f1)
+	if err != nil {
+		c.violation("table %s version %d: the MemWAL index: %v", n, v, err)
+		return
+	}
+	if v < tb.lastVersion {
+		c.violation("table %s: the latest version went back from %d to %d", n, tb.lastVersion, v)
+	}
+	for shard, was := range tb.lastCompacted {
+		if mw1.Compacted[shard] < was {
+			c.violation("table %s shard %s: merged position went back from %d to %d (version %d)", n, shard, was, mw1.Compacted[shard], v)
+		}
+	}
+	for name, per := range mw1.Catchup {
+		for shard, g := range per {
+			if g > mw1.Compacted[shard] {
+				c.violation("table %s version %d: %s caught up to generation %d of shard %s, above its merged position %d", n, v, name, g, shard, mw1.Compacted[shard])
+			}
+		}
+	}
+	// The floor (min(merged, catch-up of the maintained indexes)) is not
+	// monotone: LanceDB 0.39's delete commit drops the MemWAL index's
+	// catch-up records. Trim may have deleted up to the highest floor of
+	// any version since the last reading: read those still on disk.
+	vs, naming, err := meta.ListVersions(ctx, tb.b)
+	if err != nil {
+		c.violation("table %s: list versions: %v", n, err)
+		return
+	}
+	for _, pv := range vs {
+		if pv <= tb.lastVersion || pv >= v {
+			continue
+		}
+		if f, err := meta.ReadVersion(ctx, tb.b, naming, pv); err == nil {
+			if m, err := model.MemWALOf(f); err == nil {
+				tb.raiseFloor(m)
+			}
+		}
+	}
+	for shard := range mw1.Compacted {
+		if mw1.Floor(shard) < tb.maxFloor[shard] && tb.lastFloor[shard] > mw1.Floor(shard) {
+			c.mu.Lock()
+			c.stats.CatchupWithdrawn++
+			c.mu.Unlock()
+		}
+		tb.lastFloor[shard] = mw1.Floor(shard)
+	}
+	tb.raiseFloor(mw1)
+	tb.lastVersion, tb.lastCompacted = v, maps.Clone(mw1.Compacted)
+
+	// Generations and WAL entries: a file found gone is a violation only
+	// if it is still needed after a second reading (a trim that ran in
+	// between may have deleted it legitimately).
+	ids, err := meta.ListShards(ctx, tb.b)
+	if err != nil {
+		c.violation("table %s: list shards: %v", n, err)
+		return
+	}
+	type gone struct {
+		shard string
+		gen   uint64
+	}
+	var lost []gone
+	wal := map[string]map[uint64]bool{}
+	for _, id := range ids {
+		ss, err := meta.ReadShard(ctx, tb.b, id)
+		if err != nil || ss.Manifest == nil {
+			c.violation("table %s shard %s: %v", n, id, err)
+			continue
+		}
+		for _, st := range ss.Manifest.GetSstables() {
+			if st.GetGeneration() <= mw1.Floor(id) {
+				continue
+			}
+			found := false
+			err := tb.b.List(ctx, meta.GenerationDir(id, st.GetPath())+meta.VersionsDir, func(storage.Attrs) error { found = true; return nil })
+			if err != nil || !found {
+				lost = append(lost, gone{id, st.GetGeneration()})
+			}
+		}
+		ps, err := meta.ListWAL(ctx, tb.b, id)
+		if err != nil {
+			c.violation("table %s shard %s: list the WAL: %v", n, id, err)
+			continue
+		}
+		wal[id] = map[uint64]bool{}
+		for _, p := range ps {
+			wal[id][p] = true
+		}
+	}
+	if len(lost) > 0 {
+		f2, _, err := meta.ReadLatest(ctx, tb.b)
+		var mw2 model.MemWAL
+		if err == nil {
+			mw2, err = model.MemWALOf(f2)
+		}
+		if err != nil {
+			c.violation("table %s: read the latest version again: %v", n, err)
+			return
+		}
+		tb.raiseFloor(mw2)
+		for _, g := range lost {
+			if g.gen > mw2.Compacted[g.shard] || g.gen > tb.maxFloor[g.shard] {
+				c.mu.Lock()
+				c.stats.LostGenerations++
+				c.mu.Unlock()
+			}
+			switch {
+			case g.gen > mw2.Compacted[g.shard]:
+				c.violation("table %s shard %s: generation %d lost its manifest while the LSM view still reads it (merged %d at version %d)",
+					n, g.shard, g.gen, mw2.Compacted[g.shard], f2.Manifest.GetVersion())
+			case g.gen > tb.maxFloor[g.shard]:
+				c.violation("table %s shard %s: generation %d lost its manifest before every maintained index caught up to it (highest floor seen %d, merged %d at version %d)",
+					n, g.shard, g.gen, tb.maxFloor[g.shard], mw2.Compacted[g.shard], f2.Manifest.GetVersion())
+			}
+		}
+	}
+	for id, prev := range tb.lastWAL {
+		var missing []uint64
+		for _, p := range prev {
+			if !wal[id][p] {
+				missing = append(missing, p)
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		ss, err := meta.ReadShard(ctx, tb.b, id)
+		if err != nil || ss.Manifest == nil {
+			continue
+		}
+		cursor := ss.Manifest.GetReplayAfterWalEntryPosition()
+		for _, p := range missing {
+			if p > cursor {
+				c.violation("table %s shard %s: WAL entry %d deleted above the replay cursor %d", n, id, p, cursor)
+			}
+		}
+	}
+	tb.lastWAL = map[string][]uint64{}
+	for id, ps := range wal {
+		tb.lastWAL[id] = slices.Sorted(maps.Keys(ps))
+	}
+
+	// The base of version v: no key twice, indexes agree with it, verify
+	// clean, unless a cleanup removed the version meanwhile.
+	snap, err := model.ReadSnapshot(ctx, tb.b, v)
+	if err != nil {
+		var dup int64
+		if _, perr := fmt.Sscanf(err.Error()[strings.Index(err.Error(), "key ")+4:], "%d is live twice", &dup); perr == nil && strings.Contains(err.Error(), "live twice") {
+			if tb.dupSeen {
+				return // reported once, with its diagnosis
+			}
+			tb.dupSeen = true
+			c.violation("table %s: scan version %d: %v; %s", n, v, err, diagnoseDup(ctx, tb.b, tb.cleanVersion, v, dup))
+			return
+		}
+		if stillThere(ctx, tb.b, v) {
+			c.violation("table %s: scan version %d: %v", n, v, err)
+		}
+		return
+	}
+	tb.cleanVersion = v
+	for k := range snap.Rows {
+		if !(k < 20 || k >= lsmKeyMin && k <= lsmKeyMax || k >= plainKeyMin && k <= plainKeyMax || k >= appendKeys) {
+			c.violation("table %s version %d: key %d was never written", n, v, k)
+		}
+	}
+	bad, err := model.CheckIndices(ctx, tb.b, snap)
+	if (err != nil || len(bad) > 0) && stillThere(ctx, tb.b, v) {
+		if !tb.indexBad {
+			tb.indexBad = true
+			c.violation("table %s version %d: indexes: %v %v; %s", n, v, err, bad, diagnoseIndex(ctx, tb.b, tb.indexClean, v))
+		}
+	} else if err == nil {
+		tb.indexClean = v
+	}
+	// verify reads a shard manifest and then lists the WAL; a trim between
+	// the two (of entries a newer cursor covers) looks like a gap. A
+	// violation counts when a second run finds it too (the WAL rule itself
+	// is checked race-free above).
+	rep, err := verify.Run(ctx, tb.b, verify.Options{Version: v})
+	if (err != nil || !rep.OK()) && stillThere(ctx, tb.b, v) {
+		rep2, err2 := verify.Run(ctx, tb.b, verify.Options{Version: v})
+		if (err2 != nil || !rep2.OK()) && stillThere(ctx, tb.b, v) {
+			c.violation("table %s version %d: verify (twice): %v %+v; %v %+v", n, v, err, rep, err2, rep2)
+		}
+	}
+}
+
+func seed(t *testing.T) uint64 {
+	return uint64(time.Now().UnixNano()) % 1_000_000_000
+}
+
+// writeDuration is how long LanceDB writes in TestLanceConcurrency:
+// $COMPACTORD_LANCE_CONCURRENCY_DURATION, else 20 s.
+func writeDuration(t *testing.T) time.Duration {
+	if s := os.Getenv("COMPACTORD_LANCE_CONCURRENCY_DURATION"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("COMPACTORD_LANCE_CONCURRENCY_DURATION: %v", err)
+		}
+		return d
+	}
+	return 20 * time.Second
+}
+
+// TestLanceConcurrency runs one round: LanceDB writers on two tables
+// (2 and 3 shards, id_idx maintained on the first) against two daemons
+// and two CLI workers, the observer checking throughout, then the drain
+// and the end-state checks.
+func TestLanceConcurrency(t *testing.T) {
+	s := seed(t)
+	c := newCampaign(t, s)
+	c.round(writeDuration(t))
+	t.Logf("seed %d: %s", s, c.stats)
+	for _, f := range c.fails {
+		t.Logf("a failed CLI job: %.400s", f)
+	}
+	if c.stats.Writes["lsmMerge"] < 10 || c.stats.Writes["delete"] == 0 {
+		t.Errorf("LanceDB wrote too little: %v", c.stats.Writes)
+	}
+	if c.stats.Merged == 0 || c.stats.Jobs["merge/ok"] == 0 {
+		t.Errorf("nothing merged: %s", c.stats)
+	}
+}
+
+// TestLanceConcurrencyCatchesDamage proves the observer fires: an
+// unmerged generation deleted behind compactord's back mid-run is a
+// violation.
+func TestLanceConcurrencyCatchesDamage(t *testing.T) {
+	c := newCampaign(t, seed(t))
+	c.damage = func(tb *tab) bool {
+		ctx := context.Background()
+		f, _, err := meta.ReadLatest(ctx, tb.b)
+		if err != nil {
+			return false
+		}
+		mw, err := model.MemWALOf(f)
+		if err != nil {
+			return false
+		}
+		ids, _ := meta.ListShards(ctx, tb.b)
+		for _, id := range ids {
+			ss, err := meta.ReadShard(ctx, tb.b, id)
+			if err != nil || ss.Manifest == nil {
+				continue
+			}
+			for _, st := range ss.Manifest.GetSstables() {
+				if st.GetGeneration() > mw.Compacted[id] {
+					return os.RemoveAll(filepath.Join(tb.dir, meta.GenerationDir(id, st.GetPath()), "_versions")) == nil
+				}
+			}
+		}
+		return false
+	}
+	c.round(8 * time.Second)
+	if !c.damaged {
+		t.Fatal("no unmerged generation to damage during the round")
+	}
+	if c.stats.LostGenerations == 0 {
+		t.Fatalf("the observer did not notice the lost generation: %s", c.stats)
+	}
+	t.Logf("%d violations after the damage: %s", c.stats.Violations, c.stats)
+}
+
+// ShareSoak is this campaign's share of COMPACTORD_SOAK (see
+// model's ShareSoak).
+const ShareSoak = 0.40
+
+// TestSoakLanceConcurrency runs rounds of 2 minutes of writing (fresh
+// tables each) for its share of COMPACTORD_SOAK (make soak DURATION=30m).
+func TestSoakLanceConcurrency(t *testing.T) {
+	budget, ok, err := faults.SoakBudget(ShareSoak)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Skip("set COMPACTORD_SOAK (make soak) to run")
+	}
+	start := time.Now()
+	deadline := start.Add(budget)
+	sum := faults.SoakReport{Campaign: "concurrency"}
+	// A round's drain and read-back take some seconds beyond its writing.
+	for round := 1; time.Until(deadline) > 20*time.Second; round++ {
+		dur := min(2*time.Minute, time.Until(deadline)-15*time.Second)
+		var st Stats
+		t.Run(fmt.Sprintf("round=%d", round), func(t *testing.T) {
+			s := seed(t)
+			c := newCampaign(t, s)
+			c.round(dur)
+			st = c.stats
+			t.Logf("seed %d, %v of writing: %s", s, dur.Round(time.Second), st)
+		})
+		sum.Runs++
+		sum.Ops += st.ops()
+		sum.Races += st.Jobs["merge/failed"] + st.Daemon["merge/retry"]
+		sum.Violations += st.Violations
+		if st.Violations > 0 || t.Failed() {
+			break
+		}
+	}
+	sum.Elapsed = time.Since(start)
+	sum.Print(os.Stdout)
+}
