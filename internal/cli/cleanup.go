@@ -56,7 +56,7 @@ every version and file with delete/keep and a reason.`,
 			case concurrency < 1:
 				return fmt.Errorf("--concurrency must be at least 1, got %d", concurrency)
 			}
-			b, _, err := openLance(cmd.Context(), args[0])
+			b, err := openTable(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

@@ -5,9 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/spf13/cobra"
-
 	"github.com/compactord/compactord/internal/compact"
+	"github.com/spf13/cobra"
 )
 
 func init() { extraCommands = append(extraCommands, newCompactCmd) }
@@ -21,7 +20,7 @@ func newCompactCmd(e *env) *cobra.Command {
 	deferRemap := true
 	dryRun := false
 	var fragments string
-	var lf *lanceCompactFlags
+	var lf *compactFlags
 	cmd := &cobra.Command{
 		Use:   "compact URL [--defer-remap=true|false] [--target-rows N] [--deletion-threshold F] [--dry-run]",
 		Short: "Rewrite small or deletion-heavy fragments into fewer, larger ones",
@@ -45,7 +44,7 @@ func newCompactCmd(e *env) *cobra.Command {
 			for _, id := range only {
 				lo.Fragments = append(lo.Fragments, uint64(id))
 			}
-			_, err = runLanceCompact(cmd, e, args[0], lo, lf, dryRun, cmd.Flags().Changed("target-rows"))
+			err = runCompact(cmd, e, args[0], lo, lf, dryRun, cmd.Flags().Changed("target-rows"))
 			return err
 		},
 	}
@@ -56,7 +55,7 @@ func newCompactCmd(e *env) *cobra.Command {
 	f.IntVar(&cfg.Parallelism, "parallelism", cfg.Parallelism, "at most this many groups rewritten at once (one per 256 MiB of input to re-encode)")
 	f.StringVar(&fragments, "fragments", "", "only consider these fragment ids (comma separated)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan as JSON and change nothing")
-	lf = addLanceCompactFlags(cmd)
+	lf = addCompactFlags(cmd)
 	return cmd
 }
 
@@ -73,4 +72,106 @@ func parseFragmentIDs(s string) ([]uint32, error) {
 		out = append(out, uint32(v))
 	}
 	return out, nil
+}
+
+// compactHelp is appended to compact's help.
+const compactHelp = `
+
+On a Lance dataset, compact follows Lance's optimize compaction: fragments with fewer rows than
+--target-rows, or whose deleted share is above --deletion-threshold, are grouped with adjacent
+candidates covered by the same indexes and rewritten without their deleted rows (fragments
+without deletions are copied page by page). It reserves the new fragment ids (ReserveFragments)
+and commits one Rewrite with a new version of the fragment-reuse index, which LanceDB applies to
+every index at load; fully deleted fragments the indexes still name are recorded as removed.
+A concurrent delete of rows being rewritten is rebased onto the new fragments. It prints one
+JSON line (version, groups, stats, rebased, retried). --dry-run prints the plan.`
+
+// compactFlags are the Lance-only flags.
+type compactFlags struct {
+	maxRowsPerGroup   uint64
+	maxBytesPerFile   uint64
+	noMaterialize     bool
+	fragmentsOverride string
+}
+
+func addCompactFlags(cmd *cobra.Command) *compactFlags {
+	lf := &compactFlags{}
+	f := cmd.Flags()
+	d := compact.DefaultOptions()
+	f.Uint64Var(&lf.maxRowsPerGroup, "max-rows-per-group", d.MaxRowsPerGroup, "Lance tables: Lance's max_rows_per_group (accepted; compactord sizes pages by bytes)")
+	f.Uint64Var(&lf.maxBytesPerFile, "max-bytes-per-file", 0, "Lance tables: cut a new data file at this size (0: Lance's 90 GB)")
+	f.BoolVar(&lf.noMaterialize, "no-materialize-deletions", false, "Lance tables: do not rewrite a fragment for its deletions alone")
+	cmd.Long = cmd.Short + compactHelp
+	return lf
+}
+
+type compactPlanLine struct {
+	Operation   string           `json:"operation"`
+	DryRun      bool             `json:"dry_run"`
+	ReadVersion uint64           `json:"read_version"`
+	Groups      []groupLine `json:"groups"`
+	Skipped     []compact.Skip   `json:"skipped"`
+}
+
+type groupLine struct {
+	Fragments []uint64 `json:"fragments"`
+	Reasons   []string `json:"reasons"`
+	LiveRows  uint64   `json:"live_rows"`
+	Indexes   []string `json:"indexes"`
+}
+
+// runCompact runs compact when url is a Lance dataset.
+func runCompact(cmd *cobra.Command, e *env, url string, o compact.Options, lf *compactFlags, dryRun bool, targetSet bool) error {
+	ctx := cmd.Context()
+	h, done, err := openHandle(ctx, e, url)
+	if err != nil {
+		return err
+	}
+	defer done()
+	d := compact.DefaultOptions()
+	if !targetSet {
+		o.TargetRowsPerFragment = d.TargetRowsPerFragment
+	}
+	o.MaxRowsPerGroup = lf.maxRowsPerGroup
+	o.MaxBytesPerFile = lf.maxBytesPerFile
+	o.MaterializeDeletions = !lf.noMaterialize
+	if dryRun {
+		p, _, _, err := compact.PlanLatest(ctx, h, o)
+		if err != nil {
+			return err
+		}
+		line := compactPlanLine{Operation: "compact", DryRun: true, ReadVersion: p.ReadVersion, Groups: []groupLine{}, Skipped: p.Skips}
+		if line.Skipped == nil {
+			line.Skipped = []compact.Skip{}
+		}
+		for _, g := range p.Groups {
+			gl := groupLine{LiveRows: g.LiveRows(), Indexes: g.Indexes}
+			if gl.Indexes == nil {
+				gl.Indexes = []string{}
+			}
+			for _, c := range g.Candidates {
+				gl.Fragments = append(gl.Fragments, c.Fragment.GetId())
+				gl.Reasons = append(gl.Reasons, string(c.Reason))
+			}
+			line.Groups = append(line.Groups, gl)
+		}
+		return printJSON(e.stdout, line)
+	}
+	res, err := compact.Run(ctx, h, o, compact.Env{})
+	if err != nil {
+		return err
+	}
+	doc := map[string]any{"operation": "compact", "read_version": res.Plan.ReadVersion, "defer_remap": o.DeferRemap,
+		"groups": len(res.Plan.Groups), "stats": res.Stats, "rebased": res.Rebased, "retried": res.Retried}
+	if res.Commit != nil {
+		doc["version"] = res.Commit.Version
+		doc["attempts"] = res.Commit.Attempts
+		doc["removed_fragments"] = res.Removed
+		if res.FragReuse != nil {
+			doc["frag_reuse_index"] = fmt.Sprint(res.FragReuse.GetName())
+		}
+	} else {
+		doc["version"] = res.Plan.ReadVersion
+	}
+	return printJSON(e.stdout, doc)
 }

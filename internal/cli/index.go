@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
+	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/spf13/cobra"
 
-	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/lancewal"
 )
 
@@ -29,7 +31,7 @@ func newIndexCreateCmd(e *env) *cobra.Command {
 				return fmt.Errorf("--type %q: want btree or bitmap", typ)
 			}
 			// Refuse what is not a Lance table before writing anything.
-			b, _, err := openLance(ctx, args[0])
+			b, err := openTable(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -46,7 +48,7 @@ func newIndexCreateCmd(e *env) *cobra.Command {
 			if err := t.CreateIndex(ctx, name, column, typ); err != nil {
 				return fmt.Errorf("index create %s: %w", args[0], err)
 			}
-			b, _, err = openLance(ctx, args[0])
+			b, err = openTable(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -74,12 +76,12 @@ func newIndexCatchupCmd(e *env) *cobra.Command {
 		Short: "Index the fragments each index does not cover yet (delta segments)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := runLanceCatchup(cmd, e, args[0], names)
+			err := runCatchup(cmd, e, args[0], names)
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&names, "indices", "", "only these indices (default all)")
-	addLanceCatchupFlags(cmd)
+	addCatchupFlags(cmd)
 	return cmd
 }
 
@@ -90,12 +92,12 @@ func newIndexRemapCmd(e *env) *cobra.Command {
 		Short: "Rewrite index segments through the fragment-reuse index, then trim the versions every index absorbed",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := runLanceRemap(cmd, e, args[0], names)
+			err := runRemap(cmd, e, args[0], names)
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&names, "indices", "", "only these indices (default all)")
-	addLanceRemapFlags(cmd)
+	addRemapFlags(cmd)
 	return cmd
 }
 
@@ -108,7 +110,7 @@ func newIndexLookupCmd(e *env) *cobra.Command {
 		Short: "Print the rows whose indexed column equals K, as JSON lines",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := runLanceLookup(cmd, e, args[0], name, key, version, indexOnly, addrs)
+			err := runLookup(cmd, e, args[0], name, key, version, indexOnly, addrs)
 			return err
 		},
 	}
@@ -120,4 +122,154 @@ func newIndexLookupCmd(e *env) *cobra.Command {
 	_ = cmd.MarkFlagRequired("name")
 	_ = cmd.MarkFlagRequired("key")
 	return cmd
+}
+
+// catchupHelp is appended to index catchup's help.
+const catchupHelp = `
+
+On a Lance dataset, catch-up covers every btree and bitmap index's missing fragments (those of
+the latest version no segment's fragment bitmap names) with a delta segment over their live rows,
+all in one CreateIndex; --rebuild (or an index reaching --max-segments) replaces the index's
+segments with one over the whole version. A MemWAL table's index_catchup then records the
+generations the read version had merged, so trim can delete them.`
+
+// runCatchup runs `index catchup` when url is a Lance dataset.
+func runCatchup(cmd *cobra.Command, e *env, url, names string) error {
+	h, done, err := openHandle(cmd.Context(), e, url)
+	if err != nil {
+		return err
+	}
+	defer done()
+	o := index.Options{}
+	if names != "" {
+		for _, n := range strings.Split(names, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				o.Indices = append(o.Indices, n)
+			}
+		}
+	}
+	if o.Rebuild, err = cmd.Flags().GetBool("rebuild"); err != nil {
+		return err
+	}
+	if o.MaxSegments, err = cmd.Flags().GetInt("max-segments"); err != nil {
+		return err
+	}
+	res, err := index.CatchUp(cmd.Context(), h, o)
+	if err != nil {
+		return err
+	}
+	return printJSON(e.stdout, map[string]any{"version": res.Version, "read_version": res.ReadVersion,
+		"operation": "index_catchup", "committed": res.Committed, "indices": res.Indices, "skipped": res.Skipped, "attempts": res.Attempts})
+}
+
+// addCatchupFlags adds the Lance-only flags of index catchup.
+func addCatchupFlags(cmd *cobra.Command) {
+	cmd.Long = cmd.Short + "." + catchupHelp
+	cmd.Flags().Bool("rebuild", false, "Lance: rebuild each lagging index into one segment instead of adding a delta")
+	cmd.Flags().Int("max-segments", index.DefaultMaxSegments, "Lance: rebuild an index whose delta would give it more segments than this (negative: never)")
+}
+
+// remapHelp is appended to index remap's help.
+const remapHelp = `
+
+On a Lance dataset, remap rewrites every btree and bitmap segment whose data may still hold row
+addresses a version of the fragment-reuse index (__lance_frag_reuse) remaps: each gets a new
+uuid, dataset_version = the version read, its fragment bitmap through the FRI, and loses the
+rows the compactions dropped or the fully deleted fragments held (one CreateIndex per logical
+index). Then the FRI is trimmed of the versions no index needs any more, or removed when none
+is left (--no-trim skips this; index trim-fri does it alone).`
+
+// runRemap runs `index remap` when url is a Lance dataset.
+func runRemap(cmd *cobra.Command, e *env, url, names string) error {
+	h, done, err := openHandle(cmd.Context(), e, url)
+	if err != nil {
+		return err
+	}
+	defer done()
+	o := index.RemapJobOptions{}
+	for _, n := range strings.Split(names, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			o.Indices = append(o.Indices, n)
+		}
+	}
+	if o.NoTrim, err = cmd.Flags().GetBool("no-trim"); err != nil {
+		return err
+	}
+	res, err := index.RemapIndexes(cmd.Context(), h, o)
+	if err != nil {
+		return err
+	}
+	version := uint64(0)
+	if n := len(res.Versions); n > 0 {
+		version = res.Versions[n-1]
+	}
+	return printJSON(e.stdout, map[string]any{"version": version, "read_version": res.ReadVersion, "operation": "index_remap",
+		"fri_versions": res.FRIVersions, "indices": res.Indices, "skipped": res.Skipped, "trim": res.Trim, "commits": res.Commits})
+}
+
+// addRemapFlags adds the Lance-only flags of index remap.
+func addRemapFlags(cmd *cobra.Command) {
+	cmd.Long = cmd.Short + "." + remapHelp
+	cmd.Flags().Bool("no-trim", false, "Lance: leave the fragment-reuse index as it is after the remaps")
+}
+
+// newIndexTrimFRICmd is `index trim-fri` (Lance datasets only).
+func newIndexTrimFRICmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "trim-fri URL",
+		Short: "Drop the fragment-reuse index versions no index needs any more (Lance)",
+		Long: `Drop the fragment-reuse index versions no index needs any more (Lance).
+
+A version is kept while some btree, bitmap or other non-system index may hold row addresses it
+remaps: its fragment bitmap meets the version's old or removed fragments (followed through the
+earlier versions), or it was moved onto the version's new fragments while its data predates the
+version. The FRI is replaced by one with the kept versions, or removed when none is left.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, done, err := openHandle(cmd.Context(), e, args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			tr, err := index.TrimFRI(cmd.Context(), h, index.RemapJobOptions{})
+			if err != nil {
+				return err
+			}
+			if tr == nil {
+				return printJSON(e.stdout, map[string]any{"version": 0, "operation": "fri_trim", "committed": false})
+			}
+			return printJSON(e.stdout, map[string]any{"version": tr.Version, "operation": "fri_trim", "committed": true,
+				"dropped": tr.Dropped, "kept": tr.Kept, "removed": tr.Removed, "attempts": tr.Attempts})
+		},
+	}
+}
+
+// runLookup runs `index lookup` when url is a Lance dataset: the rows
+// whose indexed column equals key, through the index's segments remapped
+// by the fragment-reuse index (and a scan of what no segment covers unless
+// indexOnly).
+func runLookup(cmd *cobra.Command, e *env, url, name, key string, version uint64, indexOnly, addrs bool) error {
+	ctx := cmd.Context()
+	b, err := openTable(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	var read *meta.ManifestFile
+	if version == 0 {
+		read, _, err = meta.ReadLatest(ctx, b)
+	} else {
+		var n meta.Naming
+		if _, n, err = meta.Latest(ctx, b); err == nil {
+			read, err = meta.ReadVersion(ctx, b, n, version)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	res, err := index.Lookup(ctx, b, read, name, key, index.LookupOptions{IndexOnly: indexOnly})
+	if err != nil {
+		return err
+	}
+	return index.WriteRows(ctx, b, read, res.Addrs, e.stdout, addrs)
 }

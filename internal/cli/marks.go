@@ -20,7 +20,7 @@ func markBy() string {
 }
 
 func writeMark(cmd *cobra.Command, e *env, url string, k marker.Kind, reason string, clear bool) error {
-	b, _, err := openLance(cmd.Context(), url)
+	b, err := openTable(cmd.Context(), url)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,10 @@
 package cli
 
 import (
+	"math"
+
+	"github.com/compactord/compactord/internal/merge"
+	"github.com/compactord/compactord/internal/table"
 	"github.com/spf13/cobra"
 )
 
@@ -15,13 +19,110 @@ func newMergeCmd(e *env) *cobra.Command {
 		Short: "Merge flushed MemWAL generations into the base table, per shard in generation order",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := runLanceMerge(cmd, e, args[0], shard, dryRun, maxGens)
+			err := runMerge(cmd, e, args[0], shard, dryRun, maxGens)
 			return err
 		},
 	}
-	cmd.Long = cmd.Short + "." + lanceMergeHelp
+	cmd.Long = cmd.Short + "." + mergeHelp
 	cmd.Flags().StringVar(&shard, "shard", "", "merge only this shard")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan without merging")
 	cmd.Flags().IntVar(&maxGens, "max-generations", 0, "bound the generations of one merge commit (0 = all pending)")
 	return cmd
+}
+
+// mergeHelp is appended to merge's help.
+const mergeHelp = `
+
+On a Lance dataset, merge lands each shard's flushed MemWAL generations in the base table, in
+generation order, by the table's unenforced primary key (newest write wins, tombstones delete):
+one commit per job, which records the shard's merged generation in the same version. It prints
+one JSON line per landed commit (version, shard, generations, inserted, superseded, deleted) and
+one per skipped shard with the reason; a merge that lost to another merger is a skip, not a
+failure. --dry-run prints one line per planned job instead.`
+
+// mergeLine is one landed commit of a Lance merge.
+type mergeLine struct {
+	Operation   string   `json:"operation"`
+	Version     uint64   `json:"version"`
+	Shard       string   `json:"shard"`
+	Generations []uint64 `json:"generations"`
+	Inserted    int      `json:"inserted"`
+	Superseded  int      `json:"superseded"`
+	Deleted     int      `json:"deleted"`
+	Attempts    int      `json:"attempts"`
+}
+
+type mergeSkip struct {
+	Operation string `json:"operation"`
+	Shard     string `json:"shard"`
+	Skipped   bool   `json:"skipped"`
+	Reason    string `json:"reason"`
+}
+
+type mergePlanLine struct {
+	Operation   string   `json:"operation"`
+	DryRun      bool     `json:"dry_run"`
+	ReadVersion uint64   `json:"read_version"`
+	Shard       string   `json:"shard"`
+	Compacted   uint64   `json:"compacted_generation"`
+	Generations []uint64 `json:"generations"`
+	SSTables    []string `json:"sstables"`
+}
+
+// runMerge runs merge when url is a Lance dataset.
+func runMerge(cmd *cobra.Command, e *env, url, shard string, dryRun bool, maxGens int) error {
+	ctx := cmd.Context()
+	h, done, err := openHandle(ctx, e, url)
+	if err != nil {
+		return err
+	}
+	defer done()
+	env := merge.Env{MaxGenerations: maxGens, Shard: shard}
+	if maxGens == 0 {
+		env.MaxGenerations = math.MaxInt
+	}
+	if dryRun {
+		return mergeDryRun(cmd, e, h, env)
+	}
+	out, err := merge.RunAll(ctx, h, env)
+	// What landed before an error stays landed: print it either way.
+	if out != nil {
+		for _, r := range out.Landed {
+			line := mergeLine{Operation: "merge", Version: r.Commit.Version, Shard: r.Shard, Generations: r.Generations,
+				Inserted: r.Inserted, Superseded: r.Superseded, Deleted: r.Deleted, Attempts: r.Commit.Attempts}
+			if perr := printJSON(e.stdout, line); perr != nil && err == nil {
+				err = perr
+			}
+		}
+		for _, s := range out.Skipped {
+			if perr := printJSON(e.stdout, mergeSkip{"merge", s.Shard, true, s.Reason}); perr != nil && err == nil {
+				err = perr
+			}
+		}
+	}
+	return err
+}
+
+func mergeDryRun(cmd *cobra.Command, e *env, h *table.Handle, env merge.Env) error {
+	p, err := merge.PlanLatest(cmd.Context(), h, env, nil)
+	if err != nil {
+		return err
+	}
+	for _, j := range p.Jobs {
+		line := mergePlanLine{Operation: "merge", DryRun: true, ReadVersion: j.ReadVersion, Shard: j.Shard, Compacted: j.Compacted,
+			Generations: []uint64{}, SSTables: []string{}}
+		for _, s := range j.Generations {
+			line.Generations = append(line.Generations, s.GetGeneration())
+			line.SSTables = append(line.SSTables, s.GetPath())
+		}
+		if err := printJSON(e.stdout, line); err != nil {
+			return err
+		}
+	}
+	for _, s := range p.Skips {
+		if err := printJSON(e.stdout, mergeSkip{"merge", s.Shard, true, s.Reason}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -238,13 +238,13 @@ func openBucket(ctx context.Context, rawURL string) (storage.Bucket, error) {
 // uncommitted files from cleanup; a crashed job's marker expires after it.
 const inFlightTTL = 6 * time.Hour
 
-// openLanceWriter opens a Lance table for a command that writes files
+// openWriter opens a Lance table for a command that writes files
 // before it commits, and publishes an in-flight marker for as long as it
 // runs, so that a concurrent `compactord cleanup` (or a daemon's) never
-// deletes its output before the commit. Read-only commands use openLance:
+// deletes its output before the commit. Read-only commands use openTable:
 // they must work with read-only credentials.
-func openLanceWriter(ctx context.Context, e *env, rawURL, job string) (*table.Handle, func(), error) {
-	h, _, done, err := openLanceHandle(ctx, e, rawURL)
+func openWriter(ctx context.Context, e *env, rawURL, job string) (*table.Handle, func(), error) {
+	h, done, err := openHandle(ctx, e, rawURL)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,13 +14,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/scan"
-	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/table"
 )
 
 func newTableCmd(e *env) *cobra.Command {
@@ -81,7 +85,7 @@ func newTableAppendCmd(e *env) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			h, done, err := openLanceWriter(ctx, e, args[0], "table append")
+			h, done, err := openWriter(ctx, e, args[0], "table append")
 			if err != nil {
 				return err
 			}
@@ -229,9 +233,9 @@ and commits one Delete (none when nothing matched).`,
 			case keys != "":
 				return usageError(fmt.Errorf("--keys is not supported on Lance tables; use --where (e.g. --where \"id = 5\")"))
 			case where != "":
-				return lanceTableDeleteWhere(cmd.Context(), e, args[0], where)
+				return tableDeleteWhere(cmd.Context(), e, args[0], where)
 			}
-			return lanceTableDelete(cmd.Context(), e, args[0], frag)
+			return tableDelete(cmd.Context(), e, args[0], frag)
 		},
 	}
 	cmd.Flags().StringVar(&keys, "keys", "", "not supported on Lance tables: use --where")
@@ -249,7 +253,7 @@ func newTableScanCmd(e *env) *cobra.Command {
 		Short: "Print live rows as JSON lines",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return lanceTableScan(cmd.Context(), e, args[0], version, columns)
+			return tableScan(cmd.Context(), e, args[0], version, columns)
 		},
 	}
 	cmd.Flags().Uint64Var(&version, "version", 0, "version to read (default latest)")
@@ -257,10 +261,10 @@ func newTableScanCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-// lanceTableScan prints one JSON object per live row (see scan.AppendValue
+// tableScan prints one JSON object per live row (see scan.AppendValue
 // for the value conventions).
-func lanceTableScan(ctx context.Context, e *env, rawURL string, version uint64, columns string) error {
-	b, _, err := openLance(ctx, rawURL)
+func tableScan(ctx context.Context, e *env, rawURL string, version uint64, columns string) error {
+	b, err := openTable(ctx, rawURL)
 	if err != nil {
 		return err
 	}
@@ -282,4 +286,114 @@ func lanceTableScan(ctx context.Context, e *env, rawURL string, version uint64, 
 		return fmt.Errorf("table scan %s: version %d: %w", rawURL, t.Version(), err)
 	}
 	return nil
+}
+
+// openHandle opens rawURL as a Lance table with a commit loop (see
+// openTable for the errors); ok is true whenever err is nil.
+func openHandle(ctx context.Context, e *env, rawURL string) (h *table.Handle, done func(), err error) {
+	b, err := openTable(ctx, rawURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), e.logger)
+	if err == nil {
+		h, err = table.New(b, c)
+	}
+	if err != nil {
+		_ = b.Close()
+		return nil, nil, err
+	}
+	return h, func() { _ = b.Close() }, nil
+}
+
+func printCommit(e *env, res *commit.Result, extra map[string]any) error {
+	out := map[string]any{"version": res.Version, "operation": commit.OpName(res.Transaction),
+		"attempts": res.Attempts, "rebased": res.Rebases}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return printJSON(e.stdout, out)
+}
+
+// tableDelete runs `table delete --fragment` on a Lance dataset: a
+// Delete of the whole fragment, from metadata alone.
+func tableDelete(ctx context.Context, e *env, rawURL string, frag int64) error {
+	h, done, err := openWriter(ctx, e, rawURL, "table delete")
+	if err != nil {
+		return err
+	}
+	defer done()
+	res, err := h.DeleteFragments(ctx, []uint64{uint64(frag)})
+	if err != nil {
+		return fmt.Errorf("table delete %s: %w", rawURL, err)
+	}
+	return printCommit(e, res, map[string]any{"deleted_fragments": []int64{frag}})
+}
+
+// tableDeleteWhere runs `table delete --where`. A predicate that does
+// not parse against the table's schema is a usage error.
+func tableDeleteWhere(ctx context.Context, e *env, rawURL, where string) error {
+	h, done, err := openWriter(ctx, e, rawURL, "table delete")
+	if err != nil {
+		return err
+	}
+	defer done()
+	res, err := h.DeleteWhere(ctx, where)
+	var pe *table.PredicateError
+	if errors.As(err, &pe) {
+		return usageError(fmt.Errorf("table delete --where: %w", pe))
+	}
+	if err != nil {
+		return fmt.Errorf("table delete %s: %w", rawURL, err)
+	}
+	extra := map[string]any{"deleted_rows": res.Rows, "deleted_fragments": orEmpty(res.Removed),
+		"updated_fragments": orEmpty(res.Updated), "replans": res.Replans}
+	if res.Commit == nil {
+		extra["version"], extra["operation"] = res.ReadVersion, "delete"
+		return printJSON(e.stdout, extra)
+	}
+	return printCommit(e, res.Commit, extra)
+}
+
+func orEmpty(ids []uint64) []uint64 {
+	if ids == nil {
+		return []uint64{}
+	}
+	return ids
+}
+
+func newIndexDropCmd(e *env) *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:   "drop URL --name N",
+		Short: "Drop every segment of an index (Lance tables)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if name == "" {
+				return fmt.Errorf("--name is required")
+			}
+			h, done, err := openHandle(cmd.Context(), e, args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			res, err := h.DropIndex(cmd.Context(), name)
+			if err != nil {
+				return fmt.Errorf("index drop %s: %w", args[0], err)
+			}
+			return printCommit(e, res, map[string]any{"dropped_index": name})
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "index name")
+	return cmd
+}
+
+// openHandleOn is a Lance handle on an open bucket, for reads of the
+// latest version (the caller closes the bucket).
+func openHandleOn(b storage.Bucket) (*table.Handle, error) {
+	c, err := commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
+	if err != nil {
+		return nil, err
+	}
+	return table.New(b, c)
 }

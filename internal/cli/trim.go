@@ -35,7 +35,7 @@ fence_sentinel). It never writes a shard manifest: the MemWAL writer owns that c
 			case cfg.ReaderGrace < 0:
 				return fmt.Errorf("--reader-grace must not be negative, got %s", cfg.ReaderGrace)
 			}
-			b, _, err := openLance(cmd.Context(), args[0])
+			b, err := openTable(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

@@ -41,7 +41,7 @@ func splitList(s string) []string {
 // openWalTable opens rawURL for MemWAL writes after checking it is a Lance
 // table (a one-line error otherwise).
 func openWalTable(ctx context.Context, rawURL string) (*lancewal.Table, error) {
-	b, _, err := openLance(ctx, rawURL)
+	b, err := openTable(ctx, rawURL)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ writers); either way the shard ids are printed.`,
 
 // primaryKeyColumn is the table's single primary-key column.
 func primaryKeyColumn(ctx context.Context, rawURL string) (string, error) {
-	b, _, err := openLance(ctx, rawURL)
+	b, err := openTable(ctx, rawURL)
 	if err != nil {
 		return "", err
 	}
@@ -175,7 +175,7 @@ the WAL, unflushed, for the shard's next owner (wal flush) to replay.`,
 				defer rc.Close()
 				in = rc
 			} else {
-				b, _, err := openLance(ctx, args[0])
+				b, err := openTable(ctx, args[0])
 				if err != nil {
 					return err
 				}

@@ -257,7 +257,7 @@ func (d *Daemon) open(ctx context.Context, spec scheduler.TableSpec) (*scheduler
 	d.mu.Lock()
 	cc := d.cfg.Commit
 	d.mu.Unlock()
-	return d.openLance(ctx, spec, cc)
+	return d.openTable(ctx, spec, cc)
 }
 
 // tableSpecs merges the configured tables, the demo table and the

@@ -1,11 +1,27 @@
 package daemon
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/compactord/compactord/internal/cleanup"
+	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/compact"
+	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/merge"
+	"github.com/compactord/compactord/internal/meta"
+	"github.com/compactord/compactord/internal/progress"
+	"github.com/compactord/compactord/internal/scheduler"
+	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
+	"github.com/compactord/compactord/internal/trim"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
-
-	"github.com/compactord/compactord/internal/compact"
-	"github.com/compactord/compactord/internal/scheduler"
+	"go.uber.org/zap"
 )
 
 // This file is the one place where the real jobs are wired to the
@@ -14,16 +30,16 @@ import (
 // applies to the next attempt. An attempt that finds no work reports
 // NothingToDo (result "skipped"). Errors are returned as the jobs produce
 // them; scheduler.Classify turns the commit loop's ErrRetryable and
-// ErrIncompatible into retry and skipped, lanceErr corrupt metadata into
+// ErrIncompatible into retry and skipped, jobErr corrupt metadata into
 // quarantine.
 func jobSet(cfg func() JobsConfig, reg prometheus.Registerer) map[scheduler.Kind]scheduler.JobFunc {
 	cm := newCompactMetrics(reg)
 	return map[scheduler.Kind]scheduler.JobFunc{
-		scheduler.KindMerge:   lanceJob(lanceMergeJob(cfg)),
-		scheduler.KindCompact: lanceJob(lanceCompactJob(cfg, cm)),
-		scheduler.KindIndex:   lanceJob(lanceIndexJob(cfg)),
-		scheduler.KindTrim:    lanceJob(lanceTrimJob(cfg)),
-		scheduler.KindCleanup: lanceJob(lanceCleanupJob(cfg)),
+		scheduler.KindMerge:   tableJob(mergeJob(cfg)),
+		scheduler.KindCompact: tableJob(compactJob(cfg, cm)),
+		scheduler.KindIndex:   tableJob(indexJob(cfg)),
+		scheduler.KindTrim:    tableJob(trimJob(cfg)),
+		scheduler.KindCleanup: tableJob(cleanupJob(cfg)),
 	}
 }
 
@@ -58,4 +74,322 @@ func (m *compactMetrics) add(s compact.Stats) {
 	m.fragmentsOut.Add(float64(s.FragmentsOut))
 	m.fragmentsCopied.Add(float64(s.FragmentsCopied))
 	m.rowsRewritten.Add(float64(s.RowsRewritten))
+}
+
+// The daemon's jobs on Lance table. They read the jobs: section
+// (jobs_config.go), mapped onto the Lance packages' options.
+
+// jobErr gives Lance's error classes the scheduler's meaning: corrupt
+// metadata quarantines the table (the commit loop's classes,
+// commit.ErrRetryable and commit.ErrIncompatible, scheduler.Classify
+// knows).
+func jobErr(err error) error {
+	if err != nil && errors.Is(err, meta.ErrCorrupt) {
+		return scheduler.Quarantine(scheduler.ReasonCorrupt, err)
+	}
+	return err
+}
+
+// tableJob wraps a job so that its errors are classified as jobErr says.
+func tableJob(job scheduler.JobFunc) scheduler.JobFunc {
+	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+		out, err := job(ctx, t)
+		return out, jobErr(err)
+	}
+}
+
+// openTable opens spec's table as a Lance dataset. A location with no table
+// yet is opened too; one whose manifests are not Lance's (a table of
+// compactord's retired private format) is an error, and nothing stays
+// open.
+func (d *Daemon) openTable(ctx context.Context, spec scheduler.TableSpec, cc commit.Config) (*scheduler.TableHandle, error) {
+	b, err := storage.Open(ctx, spec.URL)
+	if err != nil {
+		return nil, err
+	}
+	wb := b
+	if d.deps.WrapBucket != nil {
+		wb = d.deps.WrapBucket(spec.Name, b)
+	}
+	ib := storage.WithMetrics(wb, d.storeMetrics)
+	if _, err := meta.CheckLance(ctx, ib); err != nil {
+		_ = b.Close()
+		return nil, fmt.Errorf("table %s (%s): %w", spec.Name, spec.URL, err)
+	}
+	logger := d.deps.Logger.With(zap.String("table", spec.Name))
+	c, err := commit.NewCommitter(cc, ib, commit.RealClock{}, d.commitMetrics, logger)
+	if err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	lh, err := table.New(ib, c)
+	if err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: ib, Lance: lh, Logger: logger,
+		Now: d.clock.Now, Close: b.Close}, nil
+}
+
+// mergeJob merges every shard's flushed generations, in generation
+// order, one commit per shard of at most max_generations generations
+// (planned by merge.PlanLatest, replanned after each commit, as the CLI's
+// merge does); a shard that filled a job asks for another attempt
+// (More) instead of looping here, so that an attempt stays bounded while
+// writers keep flushing. A merge that lost to another merger is skipped for
+// this attempt, never retried.
+func mergeJob(cfg func() JobsConfig) scheduler.JobFunc {
+	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+		maxGen := cfg().Merge.MaxGenerations
+		if maxGen <= 0 {
+			maxGen = math.MaxInt32 // 0: no bound
+		}
+		env := merge.Env{MaxGenerations: maxGen}
+		h := t.Lance
+		var out scheduler.Outcome
+		// done: the shards merged (one job each per attempt), lost or
+		// skipped by the planner.
+		done := map[string]bool{}
+		var gens, rows, lost uint64
+		var notes []string
+		// One progress phase for the attempt: each shard's merge adds its
+		// generations to the total (merge.Execute).
+		progress.From(ctx).Start("merge", progress.Units{})
+		for {
+			if err := ctx.Err(); err != nil {
+				return out, err
+			}
+			p, err := merge.PlanLatest(ctx, h, env, done)
+			if err != nil {
+				return out, err
+			}
+			if meta.MemWalIndex(p.Read.Indices) == nil {
+				return scheduler.Outcome{Summary: "no MemWAL configured", NothingToDo: true}, nil
+			}
+			for _, s := range p.Skips {
+				if !done[s.Shard] {
+					notes = append(notes, fmt.Sprintf("shard %s: %s", s.Shard, s.Reason))
+					done[s.Shard] = true
+				}
+			}
+			if len(p.Jobs) == 0 {
+				break
+			}
+			job := p.Jobs[0]
+			done[job.Shard] = true
+			res, err := merge.Execute(ctx, h, p.Read, p.Naming, job)
+			if errors.Is(err, commit.ErrIncompatible) {
+				lost++
+				t.Logger.Info("merge lost to another merger; skipped", zap.String("shard", job.Shard), zap.Error(err))
+				continue
+			}
+			if err != nil {
+				err = fmt.Errorf("merge shard %s generations %d..%d: %w", job.Shard, job.Generations[0].GetGeneration(), job.Through(), err)
+				if gens == 0 || !errors.Is(err, commit.ErrRetryable) {
+					return out, err
+				}
+				// Merges landed before this conflict: report them (their
+				// counts) and try the rest again at once; an attempt that
+				// lands nothing returns the conflict and backs off.
+				t.Logger.Info("merge conflict after other shards landed; continuing in another attempt", zap.Error(err))
+				notes = append(notes, fmt.Sprintf("shard %s: conflict, retried in the next attempt", job.Shard))
+				out.More = true
+				break
+			}
+			gens += uint64(len(res.Generations))
+			rows += uint64(res.Inserted + res.Superseded + res.Deleted)
+			out.Stats.FragmentsOut++
+			if res.Commit != nil {
+				out.Version = max(out.Version, res.Commit.Version)
+			}
+			if len(job.Generations) >= env.MaxGenerations {
+				out.More = true // the shard may list more flushed generations
+			}
+		}
+		out.Stats.SSTablesMerged = gens
+		switch {
+		case gens > 0:
+			out.Summary = fmt.Sprintf("merged %d generations (%d rows changed)", gens, rows)
+		case lost > 0:
+			out.Summary = fmt.Sprintf("nothing merged; %d shards lost to another merger", lost)
+			out.NothingToDo = true
+		default:
+			out.Summary = "nothing to merge"
+			out.NothingToDo = true
+		}
+		if lost > 0 && gens > 0 {
+			out.Summary += fmt.Sprintf("; %d shards lost to another merger", lost)
+		}
+		if len(notes) > 0 {
+			out.Summary += "; skipped " + strings.Join(notes, ", ")
+		}
+		return out, nil
+	}
+}
+
+// compactJob compacts a Lance table (internal/compact): Lance's
+// candidacy with jobs.compact's target rows and deletion threshold, a
+// deferred remap through the fragment-reuse index unless inline_remap,
+// replans bounding the re-plans after a retryable conflict. A landed
+// compaction leaves the index job its FRI version to absorb.
+func compactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc {
+	// One budget for every table's compactions, made again when a reload
+	// changes its size (groups running meanwhile give back to the old one).
+	var mu sync.Mutex
+	var budget *compact.MemoryBudget
+	budgetOf := func(mib int) *compact.MemoryBudget {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case mib <= 0:
+			budget = nil
+		case budget == nil || budget.Size() != int64(mib)<<20:
+			budget = compact.NewMemoryBudget(int64(mib) << 20)
+		}
+		return budget
+	}
+	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+		cc := cfg().Compact
+		o := compact.DefaultOptions()
+		if cc.TargetRowsPerFragment > 0 {
+			o.TargetRowsPerFragment = cc.TargetRowsPerFragment
+		}
+		if cc.DeletionThreshold > 0 {
+			o.DeletionThreshold = cc.DeletionThreshold
+		}
+		o.DeferRemap = !cc.InlineRemap
+		res, err := compact.Run(ctx, t.Lance, o, compact.Env{Now: t.Now, Attempts: cc.Replans + 1, Parallelism: cc.Parallelism, Memory: budgetOf(cc.MemoryBudgetMiB)})
+		if err != nil {
+			return scheduler.Outcome{}, err
+		}
+		if res.Commit == nil {
+			return scheduler.Outcome{Summary: fmt.Sprintf("nothing to compact at version %d", res.Plan.ReadVersion), NothingToDo: true}, nil
+		}
+		m.add(res.Stats)
+		return scheduler.Outcome{Version: res.Commit.Version, Stats: scheduler.Stats{FragmentsIn: uint64(res.Stats.FragmentsIn), FragmentsOut: uint64(res.Stats.FragmentsOut)},
+			Summary: fmt.Sprintf("version %d: %d groups, %d fragments into %d, %d rows dropped, %d deletes rebased, %d re-plans",
+				res.Commit.Version, res.Stats.Groups, res.Stats.FragmentsIn, res.Stats.FragmentsOut, res.Stats.RowsDropped, res.Rebased, res.Retried)}, nil
+	}
+}
+
+// indexJob first remaps, through the fragment-reuse index, the btree
+// and bitmap segments a deferred compaction left with old row addresses and
+// trims the FRI of the versions no index needs (index.RemapIndexes), then
+// catches the indices up with the fragments they do not cover
+// (internal/index: delta segments, or a rebuild past
+// DefaultMaxSegments), in one CreateIndex whose catch-up positions the
+// commit loop derives from the read version. The remap comes first: it
+// moves the stored bitmaps onto the compactions' new fragments, which the
+// MemWAL catch-up derivation reads (it does not apply the FRI), and it
+// usually removes the FRI.
+// jobs.index.indices limits both (only_maintained: catch-up to the MemWAL's
+// maintained indices); replans bounds the re-plans after a retryable
+// conflict.
+func indexJob(cfg func() JobsConfig) scheduler.JobFunc {
+	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+		ic := cfg().Index
+		rm, err := index.RemapIndexes(ctx, t.Lance, index.RemapJobOptions{Indices: ic.Indices, Now: t.Now, Attempts: ic.Replans})
+		if err != nil {
+			return scheduler.Outcome{}, err
+		}
+		var remapped []string
+		for _, ri := range rm.Indices {
+			remapped = append(remapped, fmt.Sprintf("%s: remapped %d segments (%d rows dropped)", ri.Name, len(ri.Segments), ri.Dropped))
+		}
+		if tr := rm.Trim; tr != nil {
+			if tr.Removed {
+				remapped = append(remapped, fmt.Sprintf("FRI removed (%d versions)", len(tr.Dropped)))
+			} else {
+				remapped = append(remapped, fmt.Sprintf("FRI trimmed of %d versions, %d kept", len(tr.Dropped), len(tr.Kept)))
+			}
+		}
+		var remapVersion uint64
+		if n := len(rm.Versions); n > 0 {
+			remapVersion = rm.Versions[n-1]
+		}
+		o := index.Options{Indices: ic.Indices, Now: t.Now, Attempts: ic.Replans}
+		if ic.OnlyMaintained && len(o.Indices) == 0 {
+			read, _, err := t.Lance.ReadForWrite(ctx)
+			if err != nil {
+				return scheduler.Outcome{}, err
+			}
+			ix := meta.MemWalIndex(read.Indices)
+			if ix == nil {
+				return scheduler.Outcome{Summary: "no MemWAL: no maintained index", NothingToDo: true}, nil
+			}
+			d, err := meta.MemWalDetails(ix)
+			if err != nil {
+				return scheduler.Outcome{}, err
+			}
+			if o.Indices = d.GetMaintainedIndexes(); len(o.Indices) == 0 {
+				if remapVersion != 0 {
+					return scheduler.Outcome{Version: remapVersion, Summary: strings.Join(remapped, "; ")}, nil
+				}
+				return scheduler.Outcome{Summary: "no maintained index", NothingToDo: true}, nil
+			}
+		}
+		res, err := index.CatchUp(ctx, t.Lance, o)
+		if err != nil {
+			return scheduler.Outcome{}, err
+		}
+		if !res.Committed {
+			if remapVersion != 0 {
+				return scheduler.Outcome{Version: remapVersion, Summary: strings.Join(remapped, "; ")}, nil
+			}
+			sum := "indices up to date"
+			if len(res.Skipped) > 0 {
+				sum += fmt.Sprintf("; %d skipped", len(res.Skipped))
+			}
+			return scheduler.Outcome{Summary: sum, NothingToDo: true}, nil
+		}
+		parts := remapped
+		for _, ir := range res.Indices {
+			what := "delta"
+			if ir.Rebuilt {
+				what = "rebuilt"
+			}
+			parts = append(parts, fmt.Sprintf("catch-up %s: %s over %d fragments (%d rows)", ir.Name, what, len(ir.Fragments), ir.Rows))
+		}
+		return scheduler.Outcome{Version: res.Version, Summary: strings.Join(parts, "; ")}, nil
+	}
+}
+
+// trimJob runs Lance's trim with jobs.trim's reader_grace,
+// keep_shard_manifests and concurrency (max_attempts has no meaning on
+// Lance: trim never writes a shard manifest).
+func trimJob(cfg func() JobsConfig) scheduler.JobFunc {
+	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+		tc := cfg().Trim
+		res, err := trim.Run(ctx, t.Bucket, trim.Config{ReaderGrace: tc.ReaderGrace, KeepShardManifests: tc.KeepShardManifests, Concurrency: tc.Concurrency}, t.Now())
+		if res == nil {
+			return scheduler.Outcome{}, err
+		}
+		lag := res.Plan.Retained[trim.ReasonIndexLag]
+		out := scheduler.Outcome{
+			Summary: fmt.Sprintf("deleted %d generations (%d bytes), %d WAL entries and %d shard manifests; kept %d bytes unmerged, %d bytes index-lagged",
+				res.DeletedGenerations, res.BytesTrimmed, res.DeletedWAL, res.DeletedManifests, res.Plan.Retained[trim.ReasonNotMerged], lag),
+			Stats:       scheduler.Stats{BytesTrimmed: uint64(max(res.BytesTrimmed, 0))},
+			Waiting:     res.Plan.Retained[trim.ReasonPinnedVersion] > 0,
+			NothingToDo: res.DeletedGenerations == 0 && res.DeletedWAL == 0 && res.DeletedManifests == 0 && res.DeletedObjects == 0,
+		}
+		return out, err
+	}
+}
+
+// cleanupJob runs Lance's cleanup with jobs.cleanup's policy
+// (retain_versions, older_than, min_age) and concurrency.
+func cleanupJob(cfg func() JobsConfig) scheduler.JobFunc {
+	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+		cc := cfg().Cleanup
+		opts := cleanup.Options{RetainVersions: cc.Policy.RetainVersions, OlderThan: cc.Policy.OlderThan, MinAge: cc.Policy.MinAge}
+		res, err := cleanup.Run(ctx, t.Bucket, cleanup.Config{Options: opts, Concurrency: cc.Concurrency}, t.Now())
+		if err != nil {
+			return scheduler.Outcome{}, err
+		}
+		return scheduler.Outcome{
+			Summary: fmt.Sprintf("deleted %d versions and %d files (%d bytes)", res.DeletedVersions, res.DeletedFiles, res.BytesReclaimed),
+			// Cleanup of Lance stores bytes; the counters have no field for it.
+			NothingToDo: res.DeletedVersions == 0 && res.DeletedFiles == 0,
+		}, nil
+	}
 }
