@@ -106,11 +106,11 @@ func addCompactFlags(cmd *cobra.Command) *compactFlags {
 }
 
 type compactPlanLine struct {
-	Operation   string           `json:"operation"`
-	DryRun      bool             `json:"dry_run"`
-	ReadVersion uint64           `json:"read_version"`
-	Groups      []groupLine `json:"groups"`
-	Skipped     []compact.Skip   `json:"skipped"`
+	Operation   string         `json:"operation"`
+	DryRun      bool           `json:"dry_run"`
+	ReadVersion uint64         `json:"read_version"`
+	Groups      []groupLine    `json:"groups"`
+	Skipped     []compact.Skip `json:"skipped"`
 }
 
 type groupLine struct {
