@@ -23,6 +23,7 @@ import (
 	"github.com/compactord/compactord/internal/format/arrowipc"
 	"github.com/compactord/compactord/internal/format/deletion"
 	"github.com/compactord/compactord/internal/format/file"
+	"github.com/compactord/compactord/internal/index"
 	"github.com/compactord/compactord/internal/inspect"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/progress"
@@ -45,6 +46,7 @@ const (
 	CheckSSTable       = "sstable"        // unmerged generations exist with their _versions (and, deep, their data files decode whole)
 	CheckWAL           = "wal"            // WAL entries above replay_after are present without gaps (and, deep, decode)
 	CheckFragReuse     = "frag_reuse"     // FRI groups agree with the fragments
+	CheckIndexContent  = "index_content"  // (deep) btree and bitmap entries are exactly the covered live rows, values included
 )
 
 // Violation is one broken invariant.
@@ -66,6 +68,9 @@ type Report struct {
 	// missing where the manifest also carries the transaction inline, a
 	// version removed by a concurrent cleanup while being checked).
 	Warnings []Violation `json:"warnings"`
+	// IndexContent is, with Deep, what the content check of the newest
+	// version checked found in each of its indexes.
+	IndexContent []index.ContentCheck `json:"index_content,omitempty"`
 }
 
 // OK reports whether every invariant held.
@@ -79,7 +84,10 @@ type Options struct {
 	// above its shard's replay position, and every unmerged generation end
 	// to end (its newest manifest, and every data and deletion file of
 	// it): the acknowledged data the base table does not hold yet, which
-	// the shard's next flush or the next merge must read.
+	// the shard's next flush or the next merge must read. It also checks
+	// the content of the newest checked version's btree and bitmap indexes
+	// against its data (index.CheckContent); indexes whose content
+	// compactord cannot read are named in a warning.
 	Deep bool
 }
 
@@ -182,6 +190,11 @@ func Run(ctx context.Context, b storage.Bucket, opt Options) (*Report, error) {
 	if newest != nil {
 		if d, err := inspect.FromManifest(ctx, b, newest); err == nil {
 			c.rep.Rows = d.Rows
+		}
+		if opt.Deep {
+			if err := c.indexContent(ctx, newest); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if tagErr == nil && opt.Version == 0 {
@@ -511,6 +524,33 @@ func (c *checker) indices(ctx context.Context, f *meta.ManifestFile, mkey string
 			c.object(v, CheckIndex, dir+file.GetPath(), file.GetSizeBytes(), "file of index "+ix.GetName(), noID)
 		}
 	}
+}
+
+// indexContent checks the content of the indexes of f against its data
+// (deep only; one version: every segment is read whole and every covered
+// fragment's indexed column decoded).
+func (c *checker) indexContent(ctx context.Context, f *meta.ManifestFile) error {
+	mkey := meta.ManifestKey(c.naming, f.Manifest.GetVersion())
+	checks, err := index.CheckContent(ctx, c.b, f, nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		c.add(CheckIndexContent, mkey, fmt.Sprintf("index content not checked: %v", err))
+		return nil
+	}
+	c.rep.IndexContent = checks
+	for _, ck := range checks {
+		obj := fmt.Sprintf("%s index %s", mkey, ck.Name)
+		if !ck.Checked {
+			c.warn(CheckIndexContent, obj, fmt.Sprintf("content not checked: %s", ck.Reason))
+			continue
+		}
+		for _, p := range ck.Problems {
+			c.add(CheckIndexContent, obj, p+"; rebuild it (compactord index rebuild --name "+ck.Name+")")
+		}
+	}
+	return nil
 }
 
 func optU32(p *uint32) string {

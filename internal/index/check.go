@@ -1,0 +1,374 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/format/file"
+	"github.com/compactord/compactord/internal/fri"
+	"github.com/compactord/compactord/internal/meta"
+	"github.com/compactord/compactord/internal/scan"
+	"github.com/compactord/compactord/internal/storage"
+)
+
+// ContentCheck is what CheckContent found in one logical index.
+type ContentCheck struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	// Checked is false when compactord cannot read the index's content
+	// (Reason says why); Problems is then empty.
+	Checked bool   `json:"checked"`
+	Reason  string `json:"reason,omitempty"`
+	// Segments and Entries are the segments and entries read.
+	Segments int    `json:"segments"`
+	Entries  uint64 `json:"entries"`
+	// Masked counts entries a reader masks: rows deleted since the index
+	// was built, and rows of fragments no longer in the version.
+	Masked uint64 `json:"masked"`
+	// Problems are the disagreements with the data, one line each, naming
+	// the segment.
+	Problems []string `json:"problems"`
+}
+
+// segmentCounts accumulates one segment's disagreements, per fragment.
+type segmentCounts struct {
+	uncovered map[uint32]int // entries in a live fragment the segment does not cover
+	missing   map[uint32]int // live rows of a covered fragment without an entry
+	wrong     map[uint32]int // entries whose value is not the row's
+	dup       map[uint32]int // addresses listed more than once
+	beyond    map[uint32]int // offsets past the fragment's physical rows
+	example   map[string]string
+}
+
+func newSegmentCounts() *segmentCounts {
+	return &segmentCounts{uncovered: map[uint32]int{}, missing: map[uint32]int{}, wrong: map[uint32]int{},
+		dup: map[uint32]int{}, beyond: map[uint32]int{}, example: map[string]string{}}
+}
+
+// CheckContent compares every btree and bitmap index of read with the data
+// of read: each segment's entries, with their row addresses passed through
+// the version's fragment-reuse index as a reader applies it, must be
+// exactly the live rows of the live fragments the segment covers (its
+// fragment bitmap through the same FRI), each with the row's value. An
+// entry whose row was deleted since (a deletion vector, or a fragment no
+// longer in the version) is masked by readers and is no problem; an entry
+// in a live fragment the segment does not cover, a wrong value, a repeated
+// address, an offset past the fragment's end, and a covered live row
+// without an entry are. Two segments of one index covering the same live
+// fragment are a problem too (readers would answer its rows twice).
+//
+// Memory: one segment's entries at a time (segments are read whole, as
+// remap and catch-up read them), their addresses sorted once, and one
+// decoded batch of the indexed column: the data is read fragment by
+// fragment and merged with the sorted entries, never collected.
+//
+// Other kinds of index are listed with Checked false and the reason.
+// names selects indexes (nil: all). The error is for a version it could
+// not read (an FRI that does not load, a storage failure).
+func CheckContent(ctx context.Context, b storage.Bucket, read *meta.ManifestFile, names []string) ([]ContentCheck, error) {
+	m := read.Manifest
+	idx, err := fri.Load(ctx, b, read)
+	if err != nil {
+		return nil, err
+	}
+	var order []string
+	for _, ix := range read.Indices {
+		if !meta.IsSystemIndex(ix) && !slices.Contains(order, ix.GetName()) {
+			if names == nil || slices.Contains(names, ix.GetName()) {
+				order = append(order, ix.GetName())
+			}
+		}
+	}
+	slices.Sort(order)
+	live := map[uint32]*pb.DataFragment{}
+	for _, f := range m.GetFragments() {
+		live[uint32(f.GetId())] = f
+	}
+	byID := map[int32]*pb.Field{}
+	for _, f := range m.GetFields() {
+		byID[f.GetId()] = f
+	}
+	// One manifest without fragments, given one fragment at a time to the
+	// scanner.
+	one := proto.Clone(m).(*pb.Manifest)
+	one.Fragments = nil
+	full := func(frag uint32) (uint64, bool) {
+		if f := live[frag]; f != nil {
+			return f.GetPhysicalRows(), true
+		}
+		return idx.PhysicalRows(frag)
+	}
+	var out []ContentCheck
+	for _, name := range order {
+		segs := meta.FindIndex(read.Indices, name)
+		cc := ContentCheck{Name: name, Kind: meta.IndexKind(segs[0]), Problems: []string{}}
+		reason := ""
+		switch {
+		case m.GetReaderFeatureFlags()&meta.FlagStableRowIDs != 0:
+			reason = "the table has stable row ids (indexes hold row ids, not addresses)"
+		case cc.Kind != KindBTree && cc.Kind != KindBitmap:
+			reason = fmt.Sprintf("compactord cannot read the content of %s indexes", cc.Kind)
+		case len(segs[0].GetFields()) != 1:
+			reason = fmt.Sprintf("indexes %d fields", len(segs[0].GetFields()))
+		}
+		var field *pb.Field
+		var typ file.DataType
+		if reason == "" {
+			field = byID[segs[0].GetFields()[0]]
+			if field == nil || field.GetParentId() != -1 {
+				reason = fmt.Sprintf("field %d is not a top-level field of the schema", segs[0].GetFields()[0])
+			} else if typ, err = fieldType(field); err != nil {
+				reason = err.Error()
+			}
+		}
+		if reason != "" {
+			cc.Reason = reason
+			out = append(out, cc)
+			continue
+		}
+		cc.Checked = true
+		owner := map[uint32]string{} // live fragment → the segment covering it
+		for _, s := range segs {
+			sid := meta.UUIDString(s.GetUuid())
+			if meta.IndexKind(s) != cc.Kind {
+				cc.Problems = append(cc.Problems, fmt.Sprintf("segment %s is a %s index, the others %s", sid, meta.IndexKind(s), cc.Kind))
+				continue
+			}
+			cov := idx.RemapBitmap(s)
+			if cov == nil {
+				cc.Problems = append(cc.Problems, fmt.Sprintf("segment %s has no fragment bitmap: its coverage is unknown", sid))
+				continue
+			}
+			for it := cov.Iterator(); it.HasNext(); {
+				frag := it.Next()
+				if live[frag] == nil {
+					continue
+				}
+				if o, ok := owner[frag]; ok {
+					cc.Problems = append(cc.Problems, fmt.Sprintf("segments %s and %s both cover fragment %d", o, sid, frag))
+				}
+				owner[frag] = sid
+			}
+			cc.Segments++
+			e, err := ReadSegment(ctx, b, s, full)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				cc.Problems = append(cc.Problems, fmt.Sprintf("segment %s does not read: %v", sid, err))
+				continue
+			}
+			cc.Entries += uint64(e.Len())
+			if e.Values.Type != typ {
+				cc.Problems = append(cc.Problems, fmt.Sprintf("segment %s holds values of type %s, the column is %s", sid, e.Values.Type, typ))
+				continue
+			}
+			sc := newSegmentCounts()
+			masked, err := checkSegment(ctx, b, one, field, typ, e, idx.Remapper(0), cov, live, sc)
+			if err != nil {
+				return nil, fmt.Errorf("index %s segment %s: %w", name, sid, err)
+			}
+			cc.Masked += masked
+			cc.Problems = append(cc.Problems, sc.lines(sid)...)
+		}
+		out = append(out, cc)
+	}
+	return out, nil
+}
+
+// lines renders the counts, one line per kind of problem.
+func (sc *segmentCounts) lines(sid string) []string {
+	var out []string
+	add := func(counts map[uint32]int, kind, what string) {
+		if len(counts) == 0 {
+			return
+		}
+		frags := slices.Sorted(func(yield func(uint32) bool) {
+			for f := range counts {
+				if !yield(f) {
+					return
+				}
+			}
+		})
+		total := 0
+		for _, f := range frags {
+			total += counts[f]
+		}
+		ex := ""
+		if x := sc.example[kind]; x != "" {
+			ex = " (e.g. " + x + ")"
+		}
+		out = append(out, fmt.Sprintf("segment %s: %d %s in fragments %v%s", sid, total, what, fragList(frags), ex))
+	}
+	add(sc.missing, "missing", "live rows of covered fragments have no entry")
+	add(sc.uncovered, "uncovered", "entries point into live fragments the segment does not cover")
+	add(sc.wrong, "wrong", "entries hold a value that is not their row's")
+	add(sc.dup, "dup", "row addresses appear more than once")
+	add(sc.beyond, "beyond", "entries point past their fragment's rows")
+	return out
+}
+
+// fragList shortens a long list of fragment ids.
+func fragList(frags []uint32) string {
+	if len(frags) <= 8 {
+		return fmt.Sprint(frags)
+	}
+	return fmt.Sprintf("%v … (%d fragments)", frags[:8], len(frags))
+}
+
+// checkSegment merges one segment's entries, remapped and sorted by
+// address, with the live rows of the fragments they and the coverage name.
+// It returns the entries readers mask.
+func checkSegment(ctx context.Context, b storage.Bucket, one *pb.Manifest, field *pb.Field, typ file.DataType, e *Entries,
+	remap func(uint64) (uint64, bool), cov *roaring.Bitmap, live map[uint32]*pb.DataFragment, sc *segmentCounts) (uint64, error) {
+	addrs := make([]uint64, 0, e.Len())
+	rows := make([]int32, 0, e.Len())
+	var masked uint64
+	for i, a := range e.Addrs {
+		na, ok := remap(a)
+		if !ok {
+			masked++ // a compaction dropped the row: deleted
+			continue
+		}
+		addrs = append(addrs, na)
+		rows = append(rows, int32(i))
+	}
+	perm := make([]int32, len(addrs))
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	slices.SortFunc(perm, func(x, y int32) int {
+		if addrs[x] != addrs[y] {
+			if addrs[x] < addrs[y] {
+				return -1
+			}
+			return 1
+		}
+		return int(x - y)
+	})
+	// The fragments to visit: those with entries and the covered live ones.
+	visit := roaring.New()
+	for _, p := range perm {
+		visit.Add(uint32(addrs[p] >> 32))
+	}
+	for it := cov.Iterator(); it.HasNext(); {
+		if f := it.Next(); live[f] != nil {
+			visit.Add(f)
+		}
+	}
+	lo := 0
+	for it := visit.Iterator(); it.HasNext(); {
+		frag := it.Next()
+		hi := lo
+		for hi < len(perm) && uint32(addrs[perm[hi]]>>32) == frag {
+			hi++
+		}
+		ents := perm[lo:hi]
+		lo = hi
+		f := live[frag]
+		switch {
+		case f == nil:
+			masked += uint64(len(ents)) // the fragment left the version
+			continue
+		case !cov.Contains(frag):
+			sc.uncovered[frag] += len(ents)
+			if sc.example["uncovered"] == "" {
+				sc.example["uncovered"] = fmt.Sprintf("row %d:%d", frag, uint32(addrs[ents[0]]))
+			}
+			continue
+		}
+		m, err := mergeFragment(ctx, b, one, f, field, typ, e, ents, addrs, rows, sc)
+		if err != nil {
+			return 0, err
+		}
+		masked += m
+	}
+	return masked, nil
+}
+
+// mergeFragment compares the entries of one covered live fragment (ents,
+// sorted by address) with its rows, batch by batch.
+func mergeFragment(ctx context.Context, b storage.Bucket, one *pb.Manifest, f *pb.DataFragment, field *pb.Field, typ file.DataType,
+	e *Entries, ents []int32, addrs []uint64, rows []int32, sc *segmentCounts) (uint64, error) {
+	frag := uint32(f.GetId())
+	off := func(k int) uint64 { return uint64(uint32(addrs[ents[k]])) }
+	var masked uint64
+	j := 0
+	note := func(kind string, at uint64) {
+		if sc.example[kind] == "" {
+			sc.example[kind] = fmt.Sprintf("row %d:%d", frag, at)
+		}
+	}
+	if len(ents) > 0 || f.GetPhysicalRows() > f.GetDeletionFile().GetNumDeletedRows() {
+		one.Fragments = []*pb.DataFragment{f}
+		tbl, err := scan.OpenManifest(b, one, scan.Options{Columns: []string{field.GetName()}})
+		if err != nil {
+			return 0, err
+		}
+		err = tbl.Batches(ctx, func(bt *scan.Batch) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			col := bt.Columns[0]
+			if col == nil {
+				col = nullArray(typ, bt.NumRows)
+			}
+			if col.Type != typ {
+				return fmt.Errorf("fragment %d: column %q decodes as %s, the schema says %s", frag, field.GetName(), col.Type, typ)
+			}
+			end := bt.Offset + uint64(bt.NumRows)
+			li := 0
+			for j < len(ents) && off(j) < end {
+				o := off(j)
+				r := int(o - bt.Offset)
+				for li < len(bt.Live) && bt.Live[li] < r {
+					sc.missing[frag]++
+					note("missing", bt.Offset+uint64(bt.Live[li]))
+					li++
+				}
+				isLive := li < len(bt.Live) && bt.Live[li] == r
+				n := 1
+				for j+n < len(ents) && off(j+n) == o {
+					n++
+				}
+				if n > 1 {
+					sc.dup[frag] += n - 1
+					note("dup", o)
+				}
+				if !isLive {
+					masked += uint64(n)
+					j += n
+					continue
+				}
+				li++
+				for k := j; k < j+n; k++ {
+					ei := int(rows[ents[k]])
+					ev, dv := e.Values.IsValid(ei), col.IsValid(r)
+					if ev != dv || ev && compareValues(e.Values, ei, col, r) != 0 {
+						sc.wrong[frag]++
+						note("wrong", o)
+					}
+				}
+				j += n
+			}
+			for ; li < len(bt.Live); li++ {
+				sc.missing[frag]++
+				note("missing", bt.Offset+uint64(bt.Live[li]))
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	if j < len(ents) {
+		sc.beyond[frag] += len(ents) - j
+		note("beyond", off(j))
+	}
+	return masked, nil
+}
