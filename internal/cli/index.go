@@ -15,7 +15,7 @@ func init() { extraCommands = append(extraCommands, newIndexCmd) }
 
 func newIndexCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{Use: "index", Short: "Create, catch up, remap, drop and query scalar indices"}
-	cmd.AddCommand(newIndexCreateCmd(e), newIndexCatchupCmd(e), newIndexRemapCmd(e), newIndexLookupCmd(e), newIndexDropCmd(e), newIndexTrimFRICmd(e))
+	cmd.AddCommand(newIndexCreateCmd(e), newIndexCatchupCmd(e), newIndexRemapCmd(e), newIndexLookupCmd(e), newIndexDropCmd(e), newIndexTrimFRICmd(e), newIndexRebuildCmd(e))
 	return cmd
 }
 
@@ -211,6 +211,39 @@ func runRemap(cmd *cobra.Command, e *env, url, names string) error {
 func addRemapFlags(cmd *cobra.Command) {
 	cmd.Long = cmd.Short + "." + remapHelp
 	cmd.Flags().Bool("no-trim", false, "Lance: leave the fragment-reuse index as it is after the remaps")
+}
+
+// newIndexRebuildCmd is `index rebuild` (Lance datasets only).
+func newIndexRebuildCmd(e *env) *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:   "rebuild URL --name N",
+		Short: "Rebuild a btree or bitmap index from the data, replacing every segment of that name (Lance)",
+		Long: `Rebuild a btree or bitmap index from the data, replacing every segment of that name (Lance).
+
+The repair after verify --deep reports an index_content violation: the index is built afresh over
+every live row of the latest version and committed as one CreateIndex that removes every old segment
+of the index (name, column, details and index version are kept). Label-list, vector and full-text
+indexes are refused: rebuild those with LanceDB (createIndex with replace).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, done, err := openHandle(cmd.Context(), e, args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			res, err := index.Rebuild(cmd.Context(), h, name, index.RebuildOptions{})
+			if err != nil {
+				return err
+			}
+			return printJSON(e.stdout, map[string]any{"version": res.Version, "read_version": res.ReadVersion, "operation": "index_rebuild",
+				"name": res.Name, "kind": res.Kind, "rows": res.Rows, "fragments": res.Fragments, "segment": res.Segment,
+				"removed": res.Removed, "attempts": res.Attempts})
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "index name")
+	_ = cmd.MarkFlagRequired("name")
+	return cmd
 }
 
 // newIndexTrimFRICmd is `index trim-fri` (Lance datasets only).
