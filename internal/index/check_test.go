@@ -1,0 +1,174 @@
+package index
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/format/file"
+	"github.com/compactord/compactord/internal/meta"
+	"github.com/compactord/compactord/internal/table"
+	"github.com/compactord/compactord/internal/testing/lancedb"
+)
+
+// checkAll runs CheckContent on the latest version and returns the
+// results by index name.
+func checkAll(t *testing.T, h *table.Handle) map[string]ContentCheck {
+	t.Helper()
+	out := map[string]ContentCheck{}
+	cs, err := CheckContent(t.Context(), h.Bucket, mustRead(t, h), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		out[c.Name] = c
+	}
+	return out
+}
+
+// idEntries are btree entries of id values at row addresses.
+func idEntries(ids []int64, addrs []uint64) *Entries {
+	v := &file.Array{Type: file.DataType{Kind: file.KindInt64}, Len: len(ids)}
+	for _, id := range ids {
+		v.Values = le.AppendUint64(v.Values, uint64(id))
+	}
+	return &Entries{Values: v, Addrs: addrs}
+}
+
+// replaceSegments commits a CreateIndex replacing every segment of id_idx
+// with btree segments of the given entries and fragment bitmaps.
+func replaceSegments(t *testing.T, h *table.Handle, segs []*Entries, bitmaps []*roaring.Bitmap) {
+	t.Helper()
+	ctx := t.Context()
+	read, naming, err := h.ReadForWrite(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := meta.FindIndex(read.Indices, "id_idx")
+	var field *pb.Field
+	for _, f := range read.Manifest.GetFields() {
+		if f.GetName() == "id" {
+			field = f
+		}
+	}
+	op := &pb.Transaction_CreateIndex{RemovedIndices: old}
+	var keys []string
+	for i, e := range segs {
+		w, err := WriteSegment(ctx, h.Bucket, KindBTree, field, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, w.Keys...)
+		ix, err := SegmentMetadata("id_idx", old[0].GetFields(), KindBTree, old[0], read.Manifest.GetVersion(), bitmaps[i], w, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		op.NewIndices = append(op.NewIndices, ix)
+	}
+	txn := commit.NewTransaction(read.Manifest.GetVersion())
+	txn.Operation = &pb.Transaction_CreateIndex_{CreateIndex: op}
+	if _, err := h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn, Files: keys}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCheckContentOnLanceDBTables: LanceDB's indexes on the ghost-row
+// table (a fragment deleted whole, rows deleted through deletion vectors)
+// agree with the data, the deleted rows counted as masked; so they do
+// after a deferred compaction leaves an FRI pending, read through it.
+func TestCheckContentOnLanceDBTables(t *testing.T) {
+	lancedb.Require(t)
+	f, _ := ghostFixture(t)
+	h := openHandle(t, f.Dir)
+	check := func(when string, masked uint64) {
+		t.Helper()
+		got := checkAll(t, h)
+		for _, name := range []string{"id_idx", "cat_idx"} {
+			c := got[name]
+			if !c.Checked || len(c.Problems) != 0 || c.Entries != 40 {
+				t.Errorf("%s: %s: %+v", when, name, c)
+			}
+			if c.Masked != masked {
+				t.Errorf("%s: %s masks %d entries, want %d", when, name, c.Masked, masked)
+			}
+		}
+	}
+	// Fragment 1's 10 rows and ids 3, 25 and 33.
+	check("as LanceDB wrote it", 13)
+	deferredCompaction(t, h, []uint64{2, 3})
+	check("through a pending FRI", 13)
+}
+
+// TestCheckContentFindsDamage: each way a segment can disagree with the
+// data is reported, naming the segment and the fragment.
+func TestCheckContentFindsDamage(t *testing.T) {
+	lancedb.Require(t)
+	src, _ := ghostFixture(t)
+	// The entries LanceDB's id_idx holds: id i at fragment i/10, offset
+	// i%10, over fragments 0..3.
+	var ids []int64
+	var addrs []uint64
+	for i := int64(0); i < 40; i++ {
+		ids = append(ids, i)
+		addrs = append(addrs, meta.RowAddr(uint32(i/10), uint32(i%10)))
+	}
+	all := roaring.BitmapOf(0, 1, 2, 3)
+	cases := []struct {
+		name    string
+		segs    func() ([]*Entries, []*roaring.Bitmap)
+		problem string
+	}{
+		{"intact", func() ([]*Entries, []*roaring.Bitmap) {
+			return []*Entries{idEntries(ids, addrs)}, []*roaring.Bitmap{all}
+		}, ""},
+		{"wrong value", func() ([]*Entries, []*roaring.Bitmap) {
+			v := slices.Clone(ids)
+			v[22] = 999
+			return []*Entries{idEntries(v, addrs)}, []*roaring.Bitmap{all}
+		}, "1 entries hold a value that is not their row's in fragments [2] (e.g. row 2:2)"},
+		{"missing row", func() ([]*Entries, []*roaring.Bitmap) {
+			return []*Entries{idEntries(slices.Delete(slices.Clone(ids), 37, 38), slices.Delete(slices.Clone(addrs), 37, 38))}, []*roaring.Bitmap{all}
+		}, "1 live rows of covered fragments have no entry in fragments [3] (e.g. row 3:7)"},
+		{"duplicate", func() ([]*Entries, []*roaring.Bitmap) {
+			return []*Entries{idEntries(append(slices.Clone(ids), 4), append(slices.Clone(addrs), addrs[4]))}, []*roaring.Bitmap{all}
+		}, "1 row addresses appear more than once in fragments [0] (e.g. row 0:4)"},
+		{"past the end", func() ([]*Entries, []*roaring.Bitmap) {
+			return []*Entries{idEntries(append(slices.Clone(ids), 50), append(slices.Clone(addrs), meta.RowAddr(2, 10)))}, []*roaring.Bitmap{all}
+		}, "1 entries point past their fragment's rows in fragments [2] (e.g. row 2:10)"},
+		{"uncovered", func() ([]*Entries, []*roaring.Bitmap) {
+			return []*Entries{idEntries(ids, addrs)}, []*roaring.Bitmap{roaring.BitmapOf(0, 1, 2)}
+		}, "10 entries point into live fragments the segment does not cover in fragments [3] (e.g. row 3:0)"},
+		{"two segments", func() ([]*Entries, []*roaring.Bitmap) {
+			return []*Entries{idEntries(ids, addrs), idEntries(ids[:10], addrs[:10])}, []*roaring.Bitmap{all, roaring.BitmapOf(0)}
+		}, "both cover fragment 0"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "t.lance")
+			copyDir(t, src.Dir, dir)
+			h := openHandle(t, dir)
+			segs, bms := c.segs()
+			replaceSegments(t, h, segs, bms)
+			got := checkAll(t, h)
+			if cat := got["cat_idx"]; len(cat.Problems) != 0 {
+				t.Errorf("cat_idx, untouched: %v", cat.Problems)
+			}
+			ps := got["id_idx"].Problems
+			if c.problem == "" {
+				if len(ps) != 0 {
+					t.Fatalf("problems %v, want none", ps)
+				}
+				return
+			}
+			if len(ps) != 1 || !strings.Contains(ps[0], c.problem) || !strings.HasPrefix(ps[0], "segment") && !strings.HasPrefix(ps[0], "segments") {
+				t.Fatalf("problems %q, want one containing %q", ps, c.problem)
+			}
+		})
+	}
+}
