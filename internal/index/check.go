@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -42,12 +43,15 @@ type segmentCounts struct {
 	wrong     map[uint32]int // entries whose value is not the row's
 	dup       map[uint32]int // addresses listed more than once
 	beyond    map[uint32]int // offsets past the fragment's physical rows
-	example   map[string]string
+	// labelMissing: live rows of a label list lacking the entry of one of
+	// their labels.
+	labelMissing map[uint32]int
+	example      map[string]string
 }
 
 func newSegmentCounts() *segmentCounts {
 	return &segmentCounts{uncovered: map[uint32]int{}, missing: map[uint32]int{}, wrong: map[uint32]int{},
-		dup: map[uint32]int{}, beyond: map[uint32]int{}, example: map[string]string{}}
+		dup: map[uint32]int{}, beyond: map[uint32]int{}, labelMissing: map[uint32]int{}, example: map[string]string{}}
 }
 
 // CheckContent compares every btree and bitmap index of read with the data
@@ -111,7 +115,7 @@ func CheckContent(ctx context.Context, b storage.Bucket, read *meta.ManifestFile
 		switch {
 		case m.GetReaderFeatureFlags()&meta.FlagStableRowIDs != 0:
 			reason = "the table has stable row ids (indexes hold row ids, not addresses)"
-		case cc.Kind != KindBTree && cc.Kind != KindBitmap:
+		case cc.Kind != KindBTree && cc.Kind != KindBitmap && cc.Kind != KindLabelList:
 			reason = fmt.Sprintf("compactord cannot read the content of %s indexes", cc.Kind)
 		case len(segs[0].GetFields()) != 1:
 			reason = fmt.Sprintf("indexes %d fields", len(segs[0].GetFields()))
@@ -120,10 +124,16 @@ func CheckContent(ctx context.Context, b storage.Bucket, read *meta.ManifestFile
 		var typ file.DataType
 		if reason == "" {
 			field = byID[segs[0].GetFields()[0]]
-			if field == nil || field.GetParentId() != -1 {
+			switch {
+			case field == nil || field.GetParentId() != -1:
 				reason = fmt.Sprintf("field %d is not a top-level field of the schema", segs[0].GetFields()[0])
-			} else if typ, err = fieldType(field); err != nil {
-				reason = err.Error()
+			case cc.Kind == KindLabelList:
+				// The list's type is checked against the segment's keys
+				// as the data decodes.
+			default:
+				if typ, err = fieldType(field); err != nil {
+					reason = err.Error()
+				}
 			}
 		}
 		if reason != "" {
@@ -155,25 +165,26 @@ func CheckContent(ctx context.Context, b storage.Bucket, read *meta.ManifestFile
 				owner[frag] = sid
 			}
 			cc.Segments++
-			e, err := ReadSegment(ctx, b, s, full)
+			sc := newSegmentCounts()
+			var n, masked uint64
+			if cc.Kind == KindLabelList {
+				n, masked, err = checkLabelSegment(ctx, b, one, field, s, full, idx.Remapper(0), cov, live, sc)
+			} else {
+				n, masked, err = checkScalarSegment(ctx, b, one, field, typ, s, full, idx.Remapper(0), cov, live, sc)
+			}
+			cc.Entries += n
+			cc.Masked += masked
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
-				cc.Problems = append(cc.Problems, fmt.Sprintf("segment %s does not read: %v", sid, err))
+				var ue unreadableError
+				if !errors.As(err, &ue) {
+					return nil, fmt.Errorf("index %s segment %s: %w", name, sid, err)
+				}
+				cc.Problems = append(cc.Problems, fmt.Sprintf("segment %s %v", sid, err))
 				continue
 			}
-			cc.Entries += uint64(e.Len())
-			if e.Values.Type != typ {
-				cc.Problems = append(cc.Problems, fmt.Sprintf("segment %s holds values of type %s, the column is %s", sid, e.Values.Type, typ))
-				continue
-			}
-			sc := newSegmentCounts()
-			masked, err := checkSegment(ctx, b, one, field, typ, e, idx.Remapper(0), cov, live, sc)
-			if err != nil {
-				return nil, fmt.Errorf("index %s segment %s: %w", name, sid, err)
-			}
-			cc.Masked += masked
 			cc.Problems = append(cc.Problems, sc.lines(sid)...)
 		}
 		out = append(out, cc)
@@ -206,6 +217,7 @@ func (sc *segmentCounts) lines(sid string) []string {
 		out = append(out, fmt.Sprintf("segment %s: %d %s in fragments %v%s", sid, total, what, fragList(frags), ex))
 	}
 	add(sc.missing, "missing", "live rows of covered fragments have no entry")
+	add(sc.labelMissing, "labels", "live rows lack the entry of one of their labels")
 	add(sc.uncovered, "uncovered", "entries point into live fragments the segment does not cover")
 	add(sc.wrong, "wrong", "entries hold a value that is not their row's")
 	add(sc.dup, "dup", "row addresses appear more than once")
@@ -221,15 +233,46 @@ func fragList(frags []uint32) string {
 	return fmt.Sprintf("%v … (%d fragments)", frags[:8], len(frags))
 }
 
-// checkSegment merges one segment's entries, remapped and sorted by
-// address, with the live rows of the fragments they and the coverage name.
+// unreadableError is a segment whose files do not decode, or whose content
+// does not fit the column: a problem of the index, not a failure of the
+// check.
+type unreadableError struct{ err error }
+
+func (u unreadableError) Error() string { return u.err.Error() }
+func (u unreadableError) Unwrap() error { return u.err }
+
+// checkScalarSegment checks a btree or bitmap segment. It returns the
+// entries read and those readers mask.
+func checkScalarSegment(ctx context.Context, b storage.Bucket, one *pb.Manifest, field *pb.Field, typ file.DataType, s *pb.IndexMetadata,
+	full func(uint32) (uint64, bool), remap func(uint64) (uint64, bool), cov *roaring.Bitmap, live map[uint32]*pb.DataFragment, sc *segmentCounts) (uint64, uint64, error) {
+	e, err := ReadSegment(ctx, b, s, full)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, 0, ctx.Err()
+		}
+		return 0, 0, unreadableError{fmt.Errorf("does not read: %w", err)}
+	}
+	if e.Values.Type != typ {
+		return uint64(e.Len()), 0, unreadableError{fmt.Errorf("holds values of type %s, the column is %s", e.Values.Type, typ)}
+	}
+	masked, err := checkSegment(e.Addrs, remap, cov, live, sc, func(f *pb.DataFragment, ents []int32, addrs []uint64, rows []int32) (uint64, error) {
+		return mergeFragment(ctx, b, one, f, field, typ, e, ents, addrs, rows, sc)
+	})
+	return uint64(e.Len()), masked, err
+}
+
+// checkSegment remaps a segment's row addresses (raw, as stored) through
+// the FRI, sorts them, and calls merge for each covered live fragment and
+// each fragment entries point into that is live and covered, with ents the
+// positions (sorted by address) of its entries in addrs, the remapped
+// addresses, and rows mapping a position of addrs to its index in raw.
 // It returns the entries readers mask.
-func checkSegment(ctx context.Context, b storage.Bucket, one *pb.Manifest, field *pb.Field, typ file.DataType, e *Entries,
-	remap func(uint64) (uint64, bool), cov *roaring.Bitmap, live map[uint32]*pb.DataFragment, sc *segmentCounts) (uint64, error) {
-	addrs := make([]uint64, 0, e.Len())
-	rows := make([]int32, 0, e.Len())
+func checkSegment(raw []uint64, remap func(uint64) (uint64, bool), cov *roaring.Bitmap, live map[uint32]*pb.DataFragment, sc *segmentCounts,
+	merge func(f *pb.DataFragment, ents []int32, addrs []uint64, rows []int32) (uint64, error)) (uint64, error) {
+	addrs := make([]uint64, 0, len(raw))
+	rows := make([]int32, 0, len(raw))
 	var masked uint64
-	for i, a := range e.Addrs {
+	for i, a := range raw {
 		na, ok := remap(a)
 		if !ok {
 			masked++ // a compaction dropped the row: deleted
@@ -282,7 +325,7 @@ func checkSegment(ctx context.Context, b storage.Bucket, one *pb.Manifest, field
 			}
 			continue
 		}
-		m, err := mergeFragment(ctx, b, one, f, field, typ, e, ents, addrs, rows, sc)
+		m, err := merge(f, ents, addrs, rows)
 		if err != nil {
 			return 0, err
 		}
@@ -365,6 +408,145 @@ func mergeFragment(ctx context.Context, b storage.Bucket, one *pb.Manifest, f *p
 		if err != nil {
 			return 0, err
 		}
+	}
+	if j < len(ents) {
+		sc.beyond[frag] += len(ents) - j
+		note("beyond", off(j))
+	}
+	return masked, nil
+}
+
+// KindLabelList is meta.IndexKind's name of a label-list index, which
+// CheckContent reads (its file is a bitmap segment's, keyed by the list
+// elements) but this package does not write.
+const KindLabelList = "labellist"
+
+// checkLabelSegment checks a label-list segment: every live row of a
+// covered fragment is under exactly the keys of its list's non-null
+// elements. Rows whose list is null are held in a global buffer this check
+// does not read; they must be under no key. A null key (null elements) is
+// not checked.
+func checkLabelSegment(ctx context.Context, b storage.Bucket, one *pb.Manifest, field *pb.Field, s *pb.IndexMetadata,
+	full func(uint32) (uint64, bool), remap func(uint64) (uint64, bool), cov *roaring.Bitmap, live map[uint32]*pb.DataFragment, sc *segmentCounts) (uint64, uint64, error) {
+	key := meta.IndexDir(meta.UUIDString(s.GetUuid())) + BitmapLookupFile
+	a, err := b.Attributes(ctx, key)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, 0, ctx.Err()
+		}
+		return 0, 0, unreadableError{fmt.Errorf("does not read: %w", err)}
+	}
+	bm, err := ReadBitmap(Reader{R: storage.NewReaderAt(ctx, b, key, a.Size), Size: a.Size})
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, 0, ctx.Err()
+		}
+		return 0, 0, unreadableError{fmt.Errorf("does not read: %w", err)}
+	}
+	keyIndex := map[string]int32{}
+	var raw []uint64
+	var keyOf []int32 // raw entry → key
+	for i, m := range bm.Maps {
+		k, null := valueKey(bm.Keys, i)
+		if null {
+			continue
+		}
+		keyIndex[k] = int32(i)
+		as, err := m.Addrs(full)
+		if err != nil {
+			return 0, 0, unreadableError{fmt.Errorf("key %d: %w", i, err)}
+		}
+		raw = append(raw, as...)
+		for range as {
+			keyOf = append(keyOf, int32(i))
+		}
+	}
+	masked, err := checkSegment(raw, remap, cov, live, sc, func(f *pb.DataFragment, ents []int32, addrs []uint64, rows []int32) (uint64, error) {
+		return mergeLabelFragment(ctx, b, one, f, field, bm.Keys.Type, keyIndex, keyOf, ents, addrs, rows, sc)
+	})
+	return uint64(len(raw)), masked, err
+}
+
+// mergeLabelFragment compares the (key, row) entries of one covered live
+// fragment (ents, sorted by address then key) with its rows' lists.
+func mergeLabelFragment(ctx context.Context, b storage.Bucket, one *pb.Manifest, f *pb.DataFragment, field *pb.Field, keyType file.DataType,
+	keyIndex map[string]int32, keyOf []int32, ents []int32, addrs []uint64, rows []int32, sc *segmentCounts) (uint64, error) {
+	frag := uint32(f.GetId())
+	off := func(k int) uint64 { return uint64(uint32(addrs[ents[k]])) }
+	note := func(kind string, at uint64) {
+		if sc.example[kind] == "" {
+			sc.example[kind] = fmt.Sprintf("row %d:%d", frag, at)
+		}
+	}
+	var masked uint64
+	j := 0
+	one.Fragments = []*pb.DataFragment{f}
+	tbl, err := scan.OpenManifest(b, one, scan.Options{Columns: []string{field.GetName()}})
+	if err != nil {
+		return 0, err
+	}
+	have := map[int32]bool{}
+	err = tbl.Batches(ctx, func(bt *scan.Batch) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		col := bt.Columns[0]
+		if col != nil {
+			if (col.Type.Kind != file.KindList && col.Type.Kind != file.KindLargeList) || len(col.Children) != 1 || col.Children[0].Type != keyType {
+				return unreadableError{fmt.Errorf("keys of type %s, but column %q of fragment %d decodes as %s", keyType, field.GetName(), frag, col.Type)}
+			}
+		}
+		li := 0
+		for r := 0; r < bt.NumRows; r++ {
+			o := bt.Offset + uint64(r)
+			clear(have)
+			for ; j < len(ents) && off(j) == o; j++ {
+				k := keyOf[rows[ents[j]]]
+				if have[k] {
+					sc.dup[frag]++
+					note("dup", o)
+				}
+				have[k] = true
+			}
+			isLive := li < len(bt.Live) && bt.Live[li] == r
+			if !isLive {
+				masked += uint64(len(have))
+				continue
+			}
+			li++
+			lacks, extra := false, len(have)
+			if col != nil && col.IsValid(r) {
+				items := col.Children[0]
+				seen := map[int32]bool{}
+				for e := col.Offsets[r]; e < col.Offsets[r+1]; e++ {
+					vk, null := valueKey(items, int(e))
+					if null {
+						continue
+					}
+					k, ok := keyIndex[vk]
+					if !ok || !have[k] {
+						lacks = true
+						continue
+					}
+					if !seen[k] {
+						seen[k] = true
+						extra--
+					}
+				}
+			}
+			if lacks {
+				sc.labelMissing[frag]++
+				note("labels", o)
+			}
+			if extra > 0 {
+				sc.wrong[frag] += extra
+				note("wrong", o)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	if j < len(ents) {
 		sc.beyond[frag] += len(ents) - j

@@ -172,3 +172,124 @@ func TestCheckContentFindsDamage(t *testing.T) {
 		})
 	}
 }
+
+// labelFixture is a LanceDB table of 300 rows whose tags list<int32> hold
+// id % 5 and id % 7 (null when id % 11 = 0), with a label-list index
+// tags_idx, then id % 13 = 0 deleted.
+func labelFixture(t *testing.T) *lancedb.Fixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := &lancedb.Fixture{URI: dir, Table: "t", Dir: filepath.Join(dir, "t.lance")}
+	schema := []lancedb.Column{{Name: "id", Type: "int64"}, {Name: "tags", Type: "list<int32>", Nullable: true}}
+	var rows []lancedb.Row
+	for i := int64(0); i < 300; i++ {
+		var tags any = []int32{int32(i % 5), int32(i % 7)}
+		if i%11 == 0 {
+			tags = nil
+		}
+		rows = append(rows, lancedb.Row{"id": i, "tags": tags})
+	}
+	f.Run(t, lancedb.Create(schema, rows[:150]), lancedb.Add(rows[150:]), lancedb.CreateIndex("tags", "label_list", "tags_idx"), lancedb.Delete("id % 13 = 0"))
+	return f
+}
+
+// TestCheckContentLabelList: LanceDB's label-list index agrees with the
+// data; a copy missing one (label, row) entry, and one holding a label a
+// row's list does not, are each reported.
+func TestCheckContentLabelList(t *testing.T) {
+	lancedb.Require(t)
+	src := labelFixture(t)
+	h := openHandle(t, src.Dir)
+	c := checkAll(t, h)["tags_idx"]
+	// Entries: per non-null row, its distinct labels (one when id%5 ==
+	// id%7, i.e. id%35 < 5).
+	var entries, masked uint64
+	for i := 0; i < 300; i++ {
+		if i%11 == 0 {
+			continue
+		}
+		n := uint64(2)
+		if i%35 < 5 {
+			n = 1
+		}
+		entries += n
+		if i%13 == 0 {
+			masked += n
+		}
+	}
+	if c.Kind != KindLabelList || !c.Checked || len(c.Problems) != 0 || c.Entries != entries || c.Masked != masked {
+		t.Fatalf("LanceDB's label list: %+v, want %d entries, %d masked", c, entries, masked)
+	}
+	// The (label, row) pairs LanceDB's segment holds.
+	read := mustRead(t, h)
+	seg := meta.FindIndex(read.Indices, "tags_idx")[0]
+	key := meta.IndexDir(meta.UUIDString(seg.GetUuid())) + BitmapLookupFile
+	bm, err := ReadBitmap(readerOf(t, filepath.Join(src.Dir, key)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs, err := bm.Entries(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labels []int64
+	for i := range pairs.Len() {
+		labels = append(labels, int64(int32(le.Uint32(pairs.Values.Values[4*i:]))))
+	}
+	int32Entries := func(labels []int64, addrs []uint64) *Entries {
+		v := &file.Array{Type: file.DataType{Kind: file.KindInt32}, Len: len(labels)}
+		for _, l := range labels {
+			v.Values = le.AppendUint32(v.Values, uint32(l))
+		}
+		return &Entries{Values: v, Addrs: addrs}
+	}
+	// Row 1 (fragment 0, offset 1) holds labels 1 and 1: one entry. Row
+	// 2's labels are 2 and 2 as well; give it label 6 too.
+	drop := slices.IndexFunc(pairs.Addrs, func(a uint64) bool { return a == meta.RowAddr(0, 1) })
+	for _, c := range []struct {
+		name    string
+		e       *Entries
+		problem string
+	}{
+		{"missing label", int32Entries(slices.Delete(slices.Clone(labels), drop, drop+1), slices.Delete(slices.Clone(pairs.Addrs), drop, drop+1)),
+			"1 live rows lack the entry of one of their labels in fragments [0] (e.g. row 0:1)"},
+		{"extra label", int32Entries(append(slices.Clone(labels), 6), append(slices.Clone(pairs.Addrs), meta.RowAddr(0, 2))),
+			"1 entries hold a value that is not their row's in fragments [0] (e.g. row 0:2)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "t.lance")
+			copyDir(t, src.Dir, dir)
+			h := openHandle(t, dir)
+			ctx := t.Context()
+			read, naming, err := h.ReadForWrite(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			old := meta.FindIndex(read.Indices, "tags_idx")
+			var buf memBuf
+			if _, err := WriteBitmap(&buf, &pb.Field{LogicalType: "int32"}, c.e); err != nil {
+				t.Fatal(err)
+			}
+			u, id := meta.NewUUID()
+			k := meta.IndexDir(id) + BitmapLookupFile
+			if err := h.Bucket.Put(ctx, k, buf.b); err != nil {
+				t.Fatal(err)
+			}
+			bits, _, _ := meta.FragmentBitmap(old[0])
+			ix, err := SegmentMetadata("tags_idx", old[0].GetFields(), KindLabelList, old[0], read.Manifest.GetVersion(), bits,
+				&Written{UUID: u, Files: []*pb.IndexFile{{Path: BitmapLookupFile, SizeBytes: uint64(len(buf.b))}}}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			txn := commit.NewTransaction(read.Manifest.GetVersion())
+			txn.Operation = &pb.Transaction_CreateIndex_{CreateIndex: &pb.Transaction_CreateIndex{NewIndices: []*pb.IndexMetadata{ix}, RemovedIndices: old}}
+			if _, err := h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn, Files: []string{k}}); err != nil {
+				t.Fatal(err)
+			}
+			ps := checkAll(t, h)["tags_idx"].Problems
+			if len(ps) != 1 || !strings.Contains(ps[0], c.problem) {
+				t.Fatalf("problems %q, want one containing %q", ps, c.problem)
+			}
+		})
+	}
+}
