@@ -343,3 +343,30 @@ func TestLanceIndexRebuildCLI(t *testing.T) {
 		t.Fatalf("verify --deep after rebuild: exit %d: %s %s", code, out, stderr)
 	}
 }
+
+// TestLanceIndexRebuildRefusesLabelList: verify --deep checks LanceDB's
+// label-list index and passes; index rebuild refuses it (compactord does
+// not write label lists) in one line, changing nothing.
+func TestLanceIndexRebuildRefusesLabelList(t *testing.T) {
+	lancedb.Require(t)
+	dir := t.TempDir()
+	f := &lancedb.Fixture{URI: dir, Table: "t", Dir: filepath.Join(dir, "t.lance")}
+	var rows []lancedb.Row
+	for i := int64(0); i < 100; i++ {
+		rows = append(rows, lancedb.Row{"id": i, "tags": []int32{int32(i % 3), int32(i % 4)}})
+	}
+	f.Run(t, lancedb.Create([]lancedb.Column{{Name: "id", Type: "int64"}, {Name: "tags", Type: "list<int32>", Nullable: true}}, rows),
+		lancedb.CreateIndex("tags", "label_list", "tags_idx"), lancedb.Delete("id % 9 = 0"))
+	code, out, stderr := runCLI(t, "verify", f.Dir, "--deep", "--json")
+	if code != 0 || !strings.Contains(out, `"name":"tags_idx","kind":"labellist","checked":true`) || !strings.Contains(out, `"problems":[]`) {
+		t.Fatalf("verify --deep: exit %d: %s %s", code, out, stderr)
+	}
+	before := snapshot(t, f.Dir)
+	code, _, stderr = runCLI(t, "index", "rebuild", f.Dir, "--name", "tags_idx")
+	if code == 0 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "label-list") {
+		t.Fatalf("index rebuild of a label list: exit %d: %q", code, stderr)
+	}
+	if got := snapshot(t, f.Dir); strings.Join(got, "\n") != strings.Join(before, "\n") {
+		t.Fatal("the refused rebuild changed the table")
+	}
+}
