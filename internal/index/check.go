@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
+	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"google.golang.org/protobuf/proto"
@@ -31,6 +33,8 @@ type ContentCheck struct {
 	// Masked counts entries a reader masks: rows deleted since the index
 	// was built, and rows of fragments no longer in the version.
 	Masked uint64 `json:"masked"`
+	// Note says what the check of a vector or full-text index leaves out.
+	Note string `json:"note,omitempty"`
 	// Problems are the disagreements with the data, one line each, naming
 	// the segment.
 	Problems []string `json:"problems"`
@@ -115,7 +119,7 @@ func CheckContent(ctx context.Context, b storage.Bucket, read *meta.ManifestFile
 		switch {
 		case m.GetReaderFeatureFlags()&meta.FlagStableRowIDs != 0:
 			reason = "the table has stable row ids (indexes hold row ids, not addresses)"
-		case cc.Kind != KindBTree && cc.Kind != KindBitmap && cc.Kind != KindLabelList:
+		case cc.Kind != KindBTree && cc.Kind != KindBitmap && cc.Kind != KindLabelList && cc.Kind != KindVector && cc.Kind != KindInverted:
 			reason = fmt.Sprintf("compactord cannot read the content of %s indexes", cc.Kind)
 		case len(segs[0].GetFields()) != 1:
 			reason = fmt.Sprintf("indexes %d fields", len(segs[0].GetFields()))
@@ -130,6 +134,14 @@ func CheckContent(ctx context.Context, b storage.Bucket, read *meta.ManifestFile
 			case cc.Kind == KindLabelList:
 				// The list's type is checked against the segment's keys
 				// as the data decodes.
+			case cc.Kind == KindVector || cc.Kind == KindInverted:
+				for _, sg := range segs {
+					if len(rowIDFiles(cc.Kind, sg)) == 0 {
+						reason = fmt.Sprintf("segment %s lists no %s", meta.UUIDString(sg.GetUuid()), rowIDFileNames[cc.Kind])
+						break
+					}
+				}
+				cc.Note = rowIDNotes[cc.Kind]
 			default:
 				if typ, err = fieldType(field); err != nil {
 					reason = err.Error()
@@ -167,9 +179,12 @@ func CheckContent(ctx context.Context, b storage.Bucket, read *meta.ManifestFile
 			cc.Segments++
 			sc := newSegmentCounts()
 			var n, masked uint64
-			if cc.Kind == KindLabelList {
+			switch cc.Kind {
+			case KindLabelList:
 				n, masked, err = checkLabelSegment(ctx, b, one, field, s, full, idx.Remapper(0), cov, live, sc)
-			} else {
+			case KindVector, KindInverted:
+				n, masked, err = checkRowIDSegment(ctx, b, one, field, s, rowIDFiles(cc.Kind, s), rowIDNeed[cc.Kind], idx.Remapper(0), cov, live, sc)
+			default:
 				n, masked, err = checkScalarSegment(ctx, b, one, field, typ, s, full, idx.Remapper(0), cov, live, sc)
 			}
 			cc.Entries += n
@@ -256,7 +271,7 @@ func checkScalarSegment(ctx context.Context, b storage.Bucket, one *pb.Manifest,
 		return uint64(e.Len()), 0, unreadableError{fmt.Errorf("holds values of type %s, the column is %s", e.Values.Type, typ)}
 	}
 	masked, err := checkSegment(e.Addrs, remap, cov, live, sc, func(f *pb.DataFragment, ents []int32, addrs []uint64, rows []int32) (uint64, error) {
-		return mergeFragment(ctx, b, one, f, field, typ, e, ents, addrs, rows, sc)
+		return mergeFragment(ctx, b, one, f, field, typ, e, nil, ents, addrs, rows, sc)
 	})
 	return uint64(e.Len()), masked, err
 }
@@ -336,8 +351,16 @@ func checkSegment(raw []uint64, remap func(uint64) (uint64, bool), cov *roaring.
 
 // mergeFragment compares the entries of one covered live fragment (ents,
 // sorted by address) with its rows, batch by batch.
+//
+// With e nil the segment holds row ids only (a vector or full-text index):
+// no value is compared, and a live row needs an entry only when need says
+// so for its value (col is nil when the fragment has no data for the
+// column).
 func mergeFragment(ctx context.Context, b storage.Bucket, one *pb.Manifest, f *pb.DataFragment, field *pb.Field, typ file.DataType,
-	e *Entries, ents []int32, addrs []uint64, rows []int32, sc *segmentCounts) (uint64, error) {
+	e *Entries, need func(col *file.Array, r int) bool, ents []int32, addrs []uint64, rows []int32, sc *segmentCounts) (uint64, error) {
+	if e != nil {
+		need = func(*file.Array, int) bool { return true }
+	}
 	frag := uint32(f.GetId())
 	off := func(k int) uint64 { return uint64(uint32(addrs[ents[k]])) }
 	var masked uint64
@@ -347,7 +370,7 @@ func mergeFragment(ctx context.Context, b storage.Bucket, one *pb.Manifest, f *p
 			sc.example[kind] = fmt.Sprintf("row %d:%d", frag, at)
 		}
 	}
-	if len(ents) > 0 || f.GetPhysicalRows() > f.GetDeletionFile().GetNumDeletedRows() {
+	if len(ents) > 0 || f.GetPhysicalRows() > f.GetDeletionFile().GetNumDeletedRows() && need != nil {
 		one.Fragments = []*pb.DataFragment{f}
 		tbl, err := scan.OpenManifest(b, one, scan.Options{Columns: []string{field.GetName()}})
 		if err != nil {
@@ -358,11 +381,19 @@ func mergeFragment(ctx context.Context, b storage.Bucket, one *pb.Manifest, f *p
 				return err
 			}
 			col := bt.Columns[0]
-			if col == nil {
-				col = nullArray(typ, bt.NumRows)
+			if e != nil {
+				if col == nil {
+					col = nullArray(typ, bt.NumRows)
+				}
+				if col.Type != typ {
+					return fmt.Errorf("fragment %d: column %q decodes as %s, the schema says %s", frag, field.GetName(), col.Type, typ)
+				}
 			}
-			if col.Type != typ {
-				return fmt.Errorf("fragment %d: column %q decodes as %s, the schema says %s", frag, field.GetName(), col.Type, typ)
+			missing := func(r int) {
+				if need != nil && need(col, r) {
+					sc.missing[frag]++
+					note("missing", bt.Offset+uint64(r))
+				}
 			}
 			end := bt.Offset + uint64(bt.NumRows)
 			li := 0
@@ -370,8 +401,7 @@ func mergeFragment(ctx context.Context, b storage.Bucket, one *pb.Manifest, f *p
 				o := off(j)
 				r := int(o - bt.Offset)
 				for li < len(bt.Live) && bt.Live[li] < r {
-					sc.missing[frag]++
-					note("missing", bt.Offset+uint64(bt.Live[li]))
+					missing(bt.Live[li])
 					li++
 				}
 				isLive := li < len(bt.Live) && bt.Live[li] == r
@@ -389,7 +419,7 @@ func mergeFragment(ctx context.Context, b storage.Bucket, one *pb.Manifest, f *p
 					continue
 				}
 				li++
-				for k := j; k < j+n; k++ {
+				for k := j; k < j+n && e != nil; k++ {
 					ei := int(rows[ents[k]])
 					ev, dv := e.Values.IsValid(ei), col.IsValid(r)
 					if ev != dv || ev && compareValues(e.Values, ei, col, r) != 0 {
@@ -400,8 +430,7 @@ func mergeFragment(ctx context.Context, b storage.Bucket, one *pb.Manifest, f *p
 				j += n
 			}
 			for ; li < len(bt.Live); li++ {
-				sc.missing[frag]++
-				note("missing", bt.Offset+uint64(bt.Live[li]))
+				missing(bt.Live[li])
 			}
 			return nil
 		})
@@ -553,4 +582,93 @@ func mergeLabelFragment(ctx context.Context, b storage.Bucket, one *pb.Manifest,
 		note("beyond", off(j))
 	}
 	return masked, nil
+}
+
+// Kinds of index whose row ids CheckContent reads (meta.IndexKind's names).
+const (
+	KindVector   = "vector"
+	KindInverted = "inverted"
+)
+
+// The row-id files of vector and full-text segments (LANCE-INDEXES.md):
+// an IVF index's vector storage auxiliary.idx, and each partition's
+// part_{p}_docs.lance of an inverted index, both with a column _rowid of
+// row addresses.
+var rowIDFileNames = map[string]string{
+	KindVector:   "auxiliary.idx",
+	KindInverted: "part_{p}_docs.lance",
+}
+
+var rowIDNotes = map[string]string{
+	KindVector:   "row ids only: vectors are not compared",
+	KindInverted: "row ids only: which rows have tokens depends on the tokenizer, so rows without an entry are not reported",
+}
+
+// rowIDNeed says which live rows of a covered fragment must have an entry:
+// those whose vector is not null (LanceDB does not index null vectors);
+// for full-text, none is required.
+var rowIDNeed = map[string]func(col *file.Array, r int) bool{
+	KindVector: func(col *file.Array, r int) bool { return col != nil && col.IsValid(r) },
+}
+
+// rowIDFiles lists the segment's files that hold its row ids.
+func rowIDFiles(kind string, s *pb.IndexMetadata) []string {
+	var out []string
+	for _, f := range s.GetFiles() {
+		p := f.GetPath()
+		switch {
+		case kind == KindVector && p == "auxiliary.idx":
+			out = append(out, p)
+		case kind == KindInverted && strings.HasPrefix(path.Base(p), "part_") && strings.HasSuffix(p, "_docs.lance"):
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checkRowIDSegment checks a segment that holds row ids only: the _rowid
+// column of each of its files.
+func checkRowIDSegment(ctx context.Context, b storage.Bucket, one *pb.Manifest, field *pb.Field, s *pb.IndexMetadata, files []string,
+	need func(col *file.Array, r int) bool, remap func(uint64) (uint64, bool), cov *roaring.Bitmap, live map[uint32]*pb.DataFragment, sc *segmentCounts) (uint64, uint64, error) {
+	dir := meta.IndexDir(meta.UUIDString(s.GetUuid()))
+	var raw []uint64
+	for _, name := range files {
+		key := dir + name
+		a, err := b.Attributes(ctx, key)
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, 0, ctx.Err()
+			}
+			return 0, 0, unreadableError{fmt.Errorf("does not read: %w", err)}
+		}
+		f, err := file.Open(storage.NewReaderAt(ctx, b, key, a.Size), a.Size)
+		if err == nil {
+			_, err = fieldOf(f, "_rowid", 0, isKind(file.KindUint64))
+		}
+		var bt *file.Batch
+		if err == nil {
+			bt, err = f.ReadAll([]string{"_rowid"})
+		}
+		if err == nil && (len(bt.Columns) != 1 || bt.Columns[0] == nil || bt.Columns[0].Len != int(f.NumRows())) {
+			err = formatErr("_rowid does not hold the file's %d rows", f.NumRows())
+		}
+		if err == nil && bt.Columns[0].NullCount() > 0 {
+			err = formatErr("%d null row ids", bt.Columns[0].NullCount())
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, 0, ctx.Err()
+			}
+			return 0, 0, unreadableError{fmt.Errorf("%s does not read: %w", name, err)}
+		}
+		ids := bt.Columns[0]
+		for i := 0; i < ids.Len; i++ {
+			raw = append(raw, le.Uint64(ids.Values[8*i:]))
+		}
+	}
+	masked, err := checkSegment(raw, remap, cov, live, sc, func(f *pb.DataFragment, ents []int32, addrs []uint64, rows []int32) (uint64, error) {
+		return mergeFragment(ctx, b, one, f, field, file.DataType{}, nil, need, ents, addrs, rows, sc)
+	})
+	return uint64(len(raw)), masked, err
 }

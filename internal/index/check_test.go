@@ -1,6 +1,7 @@
 package index
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/commit"
@@ -287,6 +289,136 @@ func TestCheckContentLabelList(t *testing.T) {
 				t.Fatal(err)
 			}
 			ps := checkAll(t, h)["tags_idx"].Problems
+			if len(ps) != 1 || !strings.Contains(ps[0], c.problem) {
+				t.Fatalf("problems %q, want one containing %q", ps, c.problem)
+			}
+		})
+	}
+}
+
+// rowIDFixture is a LanceDB table of 400 rows in two fragments: a vector
+// v (null when id % 17 = 0) with an IVF_FLAT index v_idx and an
+// IVF_HNSW_SQ index h_idx, and a text s (null, empty, stop words only or
+// one word) with a full-text index s_idx; then id % 9 = 0 deleted and 100
+// rows appended that no index covers.
+func rowIDFixture(t *testing.T) *lancedb.Fixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := &lancedb.Fixture{URI: dir, Table: "t", Dir: filepath.Join(dir, "t.lance")}
+	schema := []lancedb.Column{{Name: "id", Type: "int64"}, {Name: "v", Type: "vector[4]", Nullable: true}, {Name: "s", Type: "utf8", Nullable: true}}
+	var rows []lancedb.Row
+	for i := int64(0); i < 500; i++ {
+		var v any = []float32{float32(i), 1, 2, float32(i % 3)}
+		if i%17 == 0 {
+			v = nil
+		}
+		var s any = "w" + string(rune('a'+i%5))
+		switch {
+		case i%7 == 0:
+			s = nil
+		case i%13 == 0:
+			s = ""
+		case i%19 == 0:
+			s = "the a of"
+		}
+		rows = append(rows, lancedb.Row{"id": i, "v": v, "s": s})
+	}
+	f.Run(t, lancedb.Create(schema, rows[:200]), lancedb.Add(rows[200:400]),
+		lancedb.CreateIndex("v", "ivf_flat", "v_idx"), lancedb.CreateIndex("v", "ivf_hnsw_sq", "h_idx"), lancedb.CreateIndex("s", "fts", "s_idx"),
+		lancedb.Delete("id % 9 = 0"), lancedb.Add(rows[400:]))
+	return f
+}
+
+// recoverSegment commits a copy of index name's only segment (its files
+// under a new uuid) with the fragment bitmap bits, replacing it.
+func recoverSegment(t *testing.T, h *table.Handle, dir, name string, bits *roaring.Bitmap) {
+	t.Helper()
+	ctx := t.Context()
+	read, naming, err := h.ReadForWrite(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := meta.FindIndex(read.Indices, name)[0]
+	u, id := meta.NewUUID()
+	var keys []string
+	for _, f := range old.GetFiles() {
+		data, err := os.ReadFile(filepath.Join(dir, meta.IndexDir(meta.UUIDString(old.GetUuid())), f.GetPath()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := meta.IndexDir(id) + f.GetPath()
+		if err := h.Bucket.Put(ctx, k, data); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	nm := proto.Clone(old).(*pb.IndexMetadata)
+	nm.Uuid = u
+	nm.FragmentBitmap = meta.EncodeBitmap(bits)
+	txn := commit.NewTransaction(read.Manifest.GetVersion())
+	txn.Operation = &pb.Transaction_CreateIndex_{CreateIndex: &pb.Transaction_CreateIndex{NewIndices: []*pb.IndexMetadata{nm}, RemovedIndices: []*pb.IndexMetadata{old}}}
+	if _, err := h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn, Files: keys}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCheckContentRowIDs: the row ids of LanceDB's vector and full-text
+// indexes point at live rows of the fragments they cover (null vectors
+// unindexed, rows without tokens without a doc, deleted rows masked),
+// also through a pending FRI; a vector segment claiming a fragment it does
+// not hold, or losing the claim to one it does, is reported.
+func TestCheckContentRowIDs(t *testing.T) {
+	lancedb.Require(t)
+	src := rowIDFixture(t)
+	var vecs, docs, vecMasked, docMasked uint64
+	for i := 0; i < 400; i++ {
+		if i%17 != 0 {
+			vecs++
+			if i%9 == 0 {
+				vecMasked++
+			}
+		}
+		if i%7 != 0 && i%13 != 0 && i%19 != 0 && i%5 != 4 { // "we" is a stop word
+			docs++
+			if i%9 == 0 {
+				docMasked++
+			}
+		}
+	}
+	check := func(t *testing.T, h *table.Handle, when string) {
+		t.Helper()
+		got := checkAll(t, h)
+		for name, want := range map[string][2]uint64{"v_idx": {vecs, vecMasked}, "h_idx": {vecs, vecMasked}, "s_idx": {docs, docMasked}} {
+			c := got[name]
+			if !c.Checked || len(c.Problems) != 0 || c.Entries != want[0] || c.Masked != want[1] || c.Note == "" {
+				t.Errorf("%s: %s: %+v, want %d entries, %d masked", when, name, c, want[0], want[1])
+			}
+		}
+	}
+	h := openHandle(t, src.Dir)
+	check(t, h, "as LanceDB wrote them")
+
+	t.Run("fri", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "t.lance")
+		copyDir(t, src.Dir, dir)
+		h := openHandle(t, dir)
+		deferredCompaction(t, h, []uint64{0, 1})
+		check(t, h, "through a pending FRI")
+	})
+	for _, c := range []struct {
+		name    string
+		bits    *roaring.Bitmap
+		problem string
+	}{
+		{"claims an unindexed fragment", roaring.BitmapOf(0, 1, 2), "live rows of covered fragments have no entry in fragments [2] (e.g. row 2:0)"},
+		{"holds an uncovered fragment", roaring.BitmapOf(0), "entries point into live fragments the segment does not cover in fragments [1]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "t.lance")
+			copyDir(t, src.Dir, dir)
+			h := openHandle(t, dir)
+			recoverSegment(t, h, dir, "v_idx", c.bits)
+			ps := checkAll(t, h)["v_idx"].Problems
 			if len(ps) != 1 || !strings.Contains(ps[0], c.problem) {
 				t.Fatalf("problems %q, want one containing %q", ps, c.problem)
 			}

@@ -160,7 +160,8 @@ func MergeInsertDeleteBySource(on string, rows []Row, where string) Step {
 // generation. This is the only way the OSS build makes a generation.
 func CloseLsmWriters() Step { return op("closeLsmWriters") }
 
-// CreateIndex builds a scalar index: typ is btree, bitmap or label_list.
+// CreateIndex builds an index: typ is btree, bitmap or label_list, or (small,
+// two partitions, for tests of row ids) ivf_flat, ivf_pq, ivf_hnsw_sq or fts.
 func CreateIndex(column, typ, name string) Step {
 	return op("createIndex", "column", column, "type", typ, "name", name)
 }

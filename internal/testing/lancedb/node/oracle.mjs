@@ -477,6 +477,16 @@ function indexConfig(type) {
     case "label_list":
     case "labellist":
       return lancedb.Index.labelList();
+    // Small vector and full-text indexes for tests of their row ids (two
+    // partitions train on a few hundred rows).
+    case "ivf_flat":
+      return lancedb.Index.ivfFlat({ numPartitions: 2 });
+    case "ivf_pq":
+      return lancedb.Index.ivfPq({ numPartitions: 2, numSubVectors: 2 });
+    case "ivf_hnsw_sq":
+      return lancedb.Index.hnswSq({ numPartitions: 2 });
+    case "fts":
+      return lancedb.Index.fts();
     default:
       throw new Error(`unknown index type ${type}`);
   }
