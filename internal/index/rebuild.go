@@ -100,7 +100,7 @@ func RebuildJob(read *meta.ManifestFile, name string) (segs []*pb.IndexMetadata,
 	case "labellist":
 		return nil, "", nil, fmt.Errorf("index rebuild: %s is a label-list index, which compactord does not write; rebuild it with LanceDB (createIndex with replace)", name)
 	default:
-		return nil, "", nil, fmt.Errorf("index rebuild: %s is a %s index; compactord rebuilds btree and bitmap indexes only (rebuild it with LanceDB)", name, kind)
+		return nil, "", nil, fmt.Errorf("index rebuild: %s: compactord rebuilds btree and bitmap indexes, not %s indexes (rebuild it with LanceDB)", name, kind)
 	}
 	for _, s := range segs {
 		if k := meta.IndexKind(s); k != kind {

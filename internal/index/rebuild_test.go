@@ -1,0 +1,87 @@
+package index
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/compactord/compactord/internal/merge"
+	"github.com/compactord/compactord/internal/meta"
+	"github.com/compactord/compactord/internal/testing/lancedb"
+)
+
+// TestRebuildMemWAL: on a MemWAL table whose merged rows id_idx does not
+// cover, Rebuild replaces the index by one segment over every live row,
+// the commit records index_catchup = the merged generation per shard, the
+// content check passes and LanceDB answers from the index alone.
+func TestRebuildMemWAL(t *testing.T) {
+	lancedb.Require(t)
+	f := lancedb.MemWAL(t, "", 2, 2)
+	h := openHandle(t, f.Dir)
+	if out, err := merge.RunAll(t.Context(), h, merge.Env{MaxGenerations: 8}); err != nil || len(out.Landed) == 0 {
+		t.Fatalf("merge: %v, %+v", err, out)
+	}
+	before := mustRead(t, h)
+	old := meta.FindIndex(before.Indices, "id_idx")
+	res, err := Rebuild(t.Context(), h, "id_idx", RebuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != len(f.Want) || len(res.Removed) != len(old) || res.Version != before.Manifest.GetVersion()+1 || res.Kind != KindBTree {
+		t.Fatalf("rebuild: %+v (want %d rows, %d segments removed)", res, len(f.Want), len(old))
+	}
+	head := mustRead(t, h)
+	segs := meta.FindIndex(head.Indices, "id_idx")
+	if len(segs) != 1 || meta.UUIDString(segs[0].GetUuid()) != res.Segment || segs[0].GetDatasetVersion() != res.ReadVersion {
+		t.Fatalf("segments after rebuild: %v", segs)
+	}
+	d, err := meta.MemWalDetails(meta.MemWalIndex(head.Indices))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compacted, caught := meta.Compacted(d), meta.Catchup(d)["id_idx"]
+	if len(compacted) == 0 {
+		t.Fatal("no merged generations recorded")
+	}
+	for shard, g := range compacted {
+		if caught[shard] != g {
+			t.Errorf("shard %s: index_catchup %d, merged generation %d", shard, caught[shard], g)
+		}
+	}
+	cs, err := CheckContent(t.Context(), h.Bucket, head, []string{"id_idx"})
+	if err != nil || len(cs) != 1 || !cs[0].Checked || len(cs[0].Problems) != 0 {
+		t.Fatalf("content after rebuild: %+v, %v", cs, err)
+	}
+	out := f.Run(t, lancedb.IndexStats("id_idx"), lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(false), Where: "id >= 0"}))
+	if st := stats(t, out, 0); st.NumUnindexedRows != 0 || st.NumIndexedRows != int64(len(f.Want)) {
+		t.Errorf("LanceDB after rebuild: %+v (want %d indexed, 0 unindexed)", st, len(f.Want))
+	}
+	if got := idsOf(t, out, 1); len(got) != len(f.Want) {
+		t.Errorf("LanceDB answers id >= 0 with %d rows, want %d", len(got), len(f.Want))
+	}
+}
+
+// TestRebuildRefuses: an unknown or system index, a label list, vector
+// and full-text indexes are refused before anything is written.
+func TestRebuildRefuses(t *testing.T) {
+	lancedb.Require(t)
+	lf := labelFixture(t)
+	rf := rowIDFixture(t)
+	for _, c := range []struct {
+		dir, name, want string
+	}{
+		{lf.Dir, "nope", `no index "nope"`},
+		{lf.Dir, "tags_idx", "tags_idx is a label-list index, which compactord does not write"},
+		{rf.Dir, "v_idx", "v_idx: compactord rebuilds btree and bitmap indexes, not vector indexes"},
+		{rf.Dir, "s_idx", "s_idx: compactord rebuilds btree and bitmap indexes, not inverted indexes"},
+	} {
+		h := openHandle(t, c.dir)
+		v := mustRead(t, h).Manifest.GetVersion()
+		_, err := Rebuild(t.Context(), h, c.name, RebuildOptions{})
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("rebuild %s: %v, want %q", c.name, err, c.want)
+		}
+		if got := mustRead(t, h).Manifest.GetVersion(); got != v {
+			t.Errorf("rebuild %s committed version %d", c.name, got)
+		}
+	}
+}
