@@ -227,9 +227,9 @@ func (sc *segmentCounts) lines(sid string) []string {
 		}
 		ex := ""
 		if x := sc.example[kind]; x != "" {
-			ex = " (e.g. " + x + ")"
+			ex = "; e.g. " + x
 		}
-		out = append(out, fmt.Sprintf("segment %s: %d %s in fragments %v%s", sid, total, what, fragList(frags), ex))
+		out = append(out, fmt.Sprintf("segment %s: %d %s (fragments %s%s)", sid, total, what, fragList(frags), ex))
 	}
 	add(sc.missing, "missing", "live rows of covered fragments have no entry")
 	add(sc.labelMissing, "labels", "live rows lack the entry of one of their labels")

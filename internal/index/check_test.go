@@ -133,19 +133,19 @@ func TestCheckContentFindsDamage(t *testing.T) {
 			v := slices.Clone(ids)
 			v[22] = 999
 			return []*Entries{idEntries(v, addrs)}, []*roaring.Bitmap{all}
-		}, "1 entries hold a value that is not their row's in fragments [2] (e.g. row 2:2)"},
+		}, "1 entries hold a value that is not their row's (fragments [2]; e.g. row 2:2)"},
 		{"missing row", func() ([]*Entries, []*roaring.Bitmap) {
 			return []*Entries{idEntries(slices.Delete(slices.Clone(ids), 37, 38), slices.Delete(slices.Clone(addrs), 37, 38))}, []*roaring.Bitmap{all}
-		}, "1 live rows of covered fragments have no entry in fragments [3] (e.g. row 3:7)"},
+		}, "1 live rows of covered fragments have no entry (fragments [3]; e.g. row 3:7)"},
 		{"duplicate", func() ([]*Entries, []*roaring.Bitmap) {
 			return []*Entries{idEntries(append(slices.Clone(ids), 4), append(slices.Clone(addrs), addrs[4]))}, []*roaring.Bitmap{all}
-		}, "1 row addresses appear more than once in fragments [0] (e.g. row 0:4)"},
+		}, "1 row addresses appear more than once (fragments [0]; e.g. row 0:4)"},
 		{"past the end", func() ([]*Entries, []*roaring.Bitmap) {
 			return []*Entries{idEntries(append(slices.Clone(ids), 50), append(slices.Clone(addrs), meta.RowAddr(2, 10)))}, []*roaring.Bitmap{all}
-		}, "1 entries point past their fragment's rows in fragments [2] (e.g. row 2:10)"},
+		}, "1 entries point past their fragment's rows (fragments [2]; e.g. row 2:10)"},
 		{"uncovered", func() ([]*Entries, []*roaring.Bitmap) {
 			return []*Entries{idEntries(ids, addrs)}, []*roaring.Bitmap{roaring.BitmapOf(0, 1, 2)}
-		}, "10 entries point into live fragments the segment does not cover in fragments [3] (e.g. row 3:0)"},
+		}, "10 entries point into live fragments the segment does not cover (fragments [3]; e.g. row 3:0)"},
 		{"two segments", func() ([]*Entries, []*roaring.Bitmap) {
 			return []*Entries{idEntries(ids, addrs), idEntries(ids[:10], addrs[:10])}, []*roaring.Bitmap{all, roaring.BitmapOf(0)}
 		}, "both cover fragment 0"},
@@ -254,9 +254,9 @@ func TestCheckContentLabelList(t *testing.T) {
 		problem string
 	}{
 		{"missing label", int32Entries(slices.Delete(slices.Clone(labels), drop, drop+1), slices.Delete(slices.Clone(pairs.Addrs), drop, drop+1)),
-			"1 live rows lack the entry of one of their labels in fragments [0] (e.g. row 0:1)"},
+			"1 live rows lack the entry of one of their labels (fragments [0]; e.g. row 0:1)"},
 		{"extra label", int32Entries(append(slices.Clone(labels), 6), append(slices.Clone(pairs.Addrs), meta.RowAddr(0, 2))),
-			"1 entries hold a value that is not their row's in fragments [0] (e.g. row 0:2)"},
+			"1 entries hold a value that is not their row's (fragments [0]; e.g. row 0:2)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "t.lance")
@@ -410,8 +410,8 @@ func TestCheckContentRowIDs(t *testing.T) {
 		bits    *roaring.Bitmap
 		problem string
 	}{
-		{"claims an unindexed fragment", roaring.BitmapOf(0, 1, 2), "live rows of covered fragments have no entry in fragments [2] (e.g. row 2:0)"},
-		{"holds an uncovered fragment", roaring.BitmapOf(0), "entries point into live fragments the segment does not cover in fragments [1]"},
+		{"claims an unindexed fragment", roaring.BitmapOf(0, 1, 2), "live rows of covered fragments have no entry (fragments [2]; e.g. row 2:0)"},
+		{"holds an uncovered fragment", roaring.BitmapOf(0), "entries point into live fragments the segment does not cover (fragments [1]"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "t.lance")

@@ -366,3 +366,47 @@ func TestFRIConsistentPasses(t *testing.T) {
 	})
 	wantOK(t, "consistent FRI", run(t, dir, Options{}))
 }
+
+// TestDeepIndexContent: deep verify reports each index's content check;
+// a btree whose fragment bitmap leaves out a fragment it holds rows of is
+// an index_content violation naming the index; an index kind compactord
+// cannot read is a warning, not a violation.
+func TestDeepIndexContent(t *testing.T) {
+	dir := lancedb.CorpusDir(t, "indexed")
+	if rep := run(t, dir, Options{}); rep.IndexContent != nil {
+		t.Errorf("shallow verify checked index content: %+v", rep.IndexContent)
+	}
+	rep := run(t, dir, Options{Deep: true})
+	wantOK(t, "indexed", rep)
+	if len(rep.IndexContent) != 2 {
+		t.Fatalf("index content: %+v", rep.IndexContent)
+	}
+	for _, c := range rep.IndexContent {
+		if !c.Checked || c.Entries == 0 || len(c.Problems) != 0 {
+			t.Errorf("index content: %+v", c)
+		}
+	}
+	rewriteLatest(t, dir, func(f *meta.ManifestFile) {
+		for _, ix := range f.Indices {
+			switch ix.GetName() {
+			case "id_idx":
+				bm, _, err := meta.FragmentBitmap(ix)
+				if err != nil || !bm.Contains(0) {
+					t.Fatalf("id_idx bitmap %v %v", bm, err)
+				}
+				bm.Remove(0)
+				ix.FragmentBitmap = meta.EncodeBitmap(bm)
+			case "cat_idx":
+				ix.IndexDetails = &anypb.Any{TypeUrl: "/lance.table.ZoneMapIndexDetails"}
+			}
+		}
+	})
+	rep = run(t, dir, Options{Deep: true})
+	wantCheck(t, rep, CheckIndexContent, "index id_idx")
+	if len(rep.Violations) != 1 || !strings.Contains(rep.Violations[0].Message, "the segment does not cover (fragments [0]; e.g. row 0:0)") {
+		t.Errorf("violations %v", rep.Violations)
+	}
+	if len(rep.Warnings) != 1 || rep.Warnings[0].Check != CheckIndexContent || !strings.Contains(rep.Warnings[0].Object, "cat_idx") {
+		t.Errorf("warnings %v", rep.Warnings)
+	}
+}
