@@ -260,20 +260,74 @@ func (u unreadableError) Unwrap() error { return u.err }
 // entries read and those readers mask.
 func checkScalarSegment(ctx context.Context, b storage.Bucket, one *pb.Manifest, field *pb.Field, typ file.DataType, s *pb.IndexMetadata,
 	full func(uint32) (uint64, bool), remap func(uint64) (uint64, bool), cov *roaring.Bitmap, live map[uint32]*pb.DataFragment, sc *segmentCounts) (uint64, uint64, error) {
-	e, err := ReadSegment(ctx, b, s, full)
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0, 0, ctx.Err()
+	var raw []uint64
+	var v *segValues
+	if meta.IndexKind(s) == KindBitmap {
+		// A key's value is looked up through the key, not repeated per
+		// entry: the check holds 4 bytes of value per entry.
+		r, err := openSegmentFile(ctx, b, s, BitmapLookupFile)
+		var bm *Bitmap
+		if err == nil {
+			bm, err = ReadBitmap(r)
 		}
-		return 0, 0, unreadableError{fmt.Errorf("does not read: %w", err)}
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, 0, ctx.Err()
+			}
+			return 0, 0, unreadableError{fmt.Errorf("does not read: %w", err)}
+		}
+		v = &segValues{vals: bm.Keys}
+		for i, m := range bm.Maps {
+			as, err := m.Addrs(full)
+			if err != nil {
+				return 0, 0, unreadableError{fmt.Errorf("key %d: %w", i, err)}
+			}
+			raw = append(raw, as...)
+			for range as {
+				v.of = append(v.of, int32(i))
+			}
+		}
+	} else {
+		e, err := ReadSegment(ctx, b, s, full)
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, 0, ctx.Err()
+			}
+			return 0, 0, unreadableError{fmt.Errorf("does not read: %w", err)}
+		}
+		raw, v = e.Addrs, &segValues{vals: e.Values}
 	}
-	if e.Values.Type != typ {
-		return uint64(e.Len()), 0, unreadableError{fmt.Errorf("holds values of type %s, the column is %s", e.Values.Type, typ)}
+	if v.vals.Type != typ {
+		return uint64(len(raw)), 0, unreadableError{fmt.Errorf("holds values of type %s, the column is %s", v.vals.Type, typ)}
 	}
-	masked, err := checkSegment(e.Addrs, remap, cov, live, sc, func(f *pb.DataFragment, ents []int32, addrs []uint64, rows []int32) (uint64, error) {
-		return mergeFragment(ctx, b, one, f, field, typ, e, nil, ents, addrs, rows, sc)
+	masked, err := checkSegment(raw, remap, cov, live, sc, func(f *pb.DataFragment, ents []int32, addrs []uint64, rows []int32) (uint64, error) {
+		return mergeFragment(ctx, b, one, f, field, typ, v, nil, ents, addrs, rows, sc)
 	})
-	return uint64(e.Len()), masked, err
+	return uint64(len(raw)), masked, err
+}
+
+// segValues are a segment's values: entry i's is vals[of[i]] (vals[i]
+// when of is nil).
+type segValues struct {
+	vals *file.Array
+	of   []int32
+}
+
+func (v *segValues) at(i int) int {
+	if v.of == nil {
+		return i
+	}
+	return int(v.of[i])
+}
+
+// openSegmentFile opens one file of a segment.
+func openSegmentFile(ctx context.Context, b storage.Bucket, s *pb.IndexMetadata, name string) (Reader, error) {
+	key := meta.IndexDir(meta.UUIDString(s.GetUuid())) + name
+	a, err := b.Attributes(ctx, key)
+	if err != nil {
+		return Reader{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return Reader{R: storage.NewReaderAt(ctx, b, key, a.Size), Size: a.Size}, nil
 }
 
 // checkSegment remaps a segment's row addresses (raw, as stored) through
@@ -357,7 +411,7 @@ func checkSegment(raw []uint64, remap func(uint64) (uint64, bool), cov *roaring.
 // so for its value (col is nil when the fragment has no data for the
 // column).
 func mergeFragment(ctx context.Context, b storage.Bucket, one *pb.Manifest, f *pb.DataFragment, field *pb.Field, typ file.DataType,
-	e *Entries, need func(col *file.Array, r int) bool, ents []int32, addrs []uint64, rows []int32, sc *segmentCounts) (uint64, error) {
+	e *segValues, need func(col *file.Array, r int) bool, ents []int32, addrs []uint64, rows []int32, sc *segmentCounts) (uint64, error) {
 	if e != nil {
 		need = func(*file.Array, int) bool { return true }
 	}
@@ -420,9 +474,9 @@ func mergeFragment(ctx context.Context, b storage.Bucket, one *pb.Manifest, f *p
 				}
 				li++
 				for k := j; k < j+n && e != nil; k++ {
-					ei := int(rows[ents[k]])
-					ev, dv := e.Values.IsValid(ei), col.IsValid(r)
-					if ev != dv || ev && compareValues(e.Values, ei, col, r) != 0 {
+					ei := e.at(int(rows[ents[k]]))
+					ev, dv := e.vals.IsValid(ei), col.IsValid(r)
+					if ev != dv || ev && compareValues(e.vals, ei, col, r) != 0 {
 						sc.wrong[frag]++
 						note("wrong", o)
 					}
@@ -457,15 +511,11 @@ const KindLabelList = "labellist"
 // not checked.
 func checkLabelSegment(ctx context.Context, b storage.Bucket, one *pb.Manifest, field *pb.Field, s *pb.IndexMetadata,
 	full func(uint32) (uint64, bool), remap func(uint64) (uint64, bool), cov *roaring.Bitmap, live map[uint32]*pb.DataFragment, sc *segmentCounts) (uint64, uint64, error) {
-	key := meta.IndexDir(meta.UUIDString(s.GetUuid())) + BitmapLookupFile
-	a, err := b.Attributes(ctx, key)
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0, 0, ctx.Err()
-		}
-		return 0, 0, unreadableError{fmt.Errorf("does not read: %w", err)}
+	r, err := openSegmentFile(ctx, b, s, BitmapLookupFile)
+	var bm *Bitmap
+	if err == nil {
+		bm, err = ReadBitmap(r)
 	}
-	bm, err := ReadBitmap(Reader{R: storage.NewReaderAt(ctx, b, key, a.Size), Size: a.Size})
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, 0, ctx.Err()

@@ -85,9 +85,9 @@ type Options struct {
 	// to end (its newest manifest, and every data and deletion file of
 	// it): the acknowledged data the base table does not hold yet, which
 	// the shard's next flush or the next merge must read. It also checks
-	// the content of the newest checked version's btree and bitmap indexes
-	// against its data (index.CheckContent); indexes whose content
-	// compactord cannot read are named in a warning.
+	// the content of the newest checked version's indexes against its data
+	// (index.CheckContent); indexes whose content compactord cannot read
+	// are named in a warning.
 	Deep bool
 }
 
