@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/compactord/compactord/internal/index"
 	"github.com/compactord/compactord/internal/verify"
 	"github.com/spf13/cobra"
 )
@@ -38,7 +39,7 @@ func runVerify(ctx context.Context, e *env, rawURL string, version uint64, deep,
 		return err
 	}
 	defer b.Close()
-	rep, err := verify.Run(ctx, b, verify.Options{Version: version, Deep: deep})
+	rep, err := verify.Run(ctx, b, verify.Options{Version: version, Deep: deep, IndexContent: index.ContentChecker})
 	if err != nil {
 		return fmt.Errorf("verify %s: %w", rawURL, err)
 	}

@@ -14,30 +14,19 @@ import (
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/format/file"
 	"github.com/compactord/compactord/internal/fri"
+	"github.com/compactord/compactord/internal/index/content"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/scan"
 	"github.com/compactord/compactord/internal/storage"
 )
 
 // ContentCheck is what CheckContent found in one logical index.
-type ContentCheck struct {
-	Name string `json:"name"`
-	Kind string `json:"kind"`
-	// Checked is false when compactord cannot read the index's content
-	// (Reason says why); Problems is then empty.
-	Checked bool   `json:"checked"`
-	Reason  string `json:"reason,omitempty"`
-	// Segments and Entries are the segments and entries read.
-	Segments int    `json:"segments"`
-	Entries  uint64 `json:"entries"`
-	// Masked counts entries a reader masks: rows deleted since the index
-	// was built, and rows of fragments no longer in the version.
-	Masked uint64 `json:"masked"`
-	// Note says what the check of a vector or full-text index leaves out.
-	Note string `json:"note,omitempty"`
-	// Problems are the disagreements with the data, one line each, naming
-	// the segment.
-	Problems []string `json:"problems"`
+type ContentCheck = content.Check
+
+// ContentChecker is CheckContent of every index, the hook
+// verify.Options.IndexContent takes.
+func ContentChecker(ctx context.Context, b storage.Bucket, read *meta.ManifestFile) ([]ContentCheck, error) {
+	return CheckContent(ctx, b, read, nil)
 }
 
 // segmentCounts accumulates one segment's disagreements, per fragment.

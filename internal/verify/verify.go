@@ -23,7 +23,7 @@ import (
 	"github.com/compactord/compactord/internal/format/arrowipc"
 	"github.com/compactord/compactord/internal/format/deletion"
 	"github.com/compactord/compactord/internal/format/file"
-	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/index/content"
 	"github.com/compactord/compactord/internal/inspect"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/progress"
@@ -70,7 +70,7 @@ type Report struct {
 	Warnings []Violation `json:"warnings"`
 	// IndexContent is, with Deep, what the content check of the newest
 	// version checked found in each of its indexes.
-	IndexContent []index.ContentCheck `json:"index_content,omitempty"`
+	IndexContent []content.Check `json:"index_content,omitempty"`
 }
 
 // OK reports whether every invariant held.
@@ -84,11 +84,15 @@ type Options struct {
 	// above its shard's replay position, and every unmerged generation end
 	// to end (its newest manifest, and every data and deletion file of
 	// it): the acknowledged data the base table does not hold yet, which
-	// the shard's next flush or the next merge must read. It also checks
-	// the content of the newest checked version's indexes against its data
-	// (index.CheckContent); indexes whose content compactord cannot read
-	// are named in a warning.
+	// the shard's next flush or the next merge must read. With
+	// IndexContent set, it also checks the content of the newest checked
+	// version's indexes against its data; indexes whose content compactord
+	// cannot read are named in a warning.
 	Deep bool
+	// IndexContent checks the content of a version's indexes against its
+	// data (index.ContentChecker; verify does not import the index jobs).
+	// Nil: deep verify does not check index content.
+	IndexContent func(ctx context.Context, b storage.Bucket, f *meta.ManifestFile) ([]content.Check, error)
 }
 
 type checker struct {
@@ -191,7 +195,7 @@ func Run(ctx context.Context, b storage.Bucket, opt Options) (*Report, error) {
 		if d, err := inspect.FromManifest(ctx, b, newest); err == nil {
 			c.rep.Rows = d.Rows
 		}
-		if opt.Deep {
+		if opt.Deep && opt.IndexContent != nil {
 			if err := c.indexContent(ctx, newest); err != nil {
 				return nil, err
 			}
@@ -531,7 +535,7 @@ func (c *checker) indices(ctx context.Context, f *meta.ManifestFile, mkey string
 // fragment's indexed column decoded).
 func (c *checker) indexContent(ctx context.Context, f *meta.ManifestFile) error {
 	mkey := meta.ManifestKey(c.naming, f.Manifest.GetVersion())
-	checks, err := index.CheckContent(ctx, c.b, f, nil)
+	checks, err := c.opt.IndexContent(ctx, c.b, f)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

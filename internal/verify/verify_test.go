@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/index"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testing/lancedb"
@@ -64,7 +65,11 @@ func TestCorpusPasses(t *testing.T) {
 	for _, name := range names {
 		dir := lancedb.CorpusDir(t, name)
 		for _, deep := range []bool{false, true} {
-			rep := run(t, dir, Options{Deep: deep})
+			o := Options{Deep: deep}
+			if deep {
+				o.IndexContent = index.ContentChecker
+			}
+			rep := run(t, dir, o)
 			wantOK(t, name, rep)
 			if rep.Objects == 0 || len(rep.Versions) == 0 {
 				t.Errorf("%s: checked nothing: %+v", name, rep)
@@ -93,9 +98,14 @@ func TestLiveTablesPass(t *testing.T) {
 		lancedb.Add(lancedb.BasicRows(30, 40)),
 		lancedb.Optimize(lancedb.OptimizeOpts{}),
 	}})
-	wantOK(t, "mixed", run(t, filepath.Join(dir, "t.lance"), Options{Deep: true}))
+	deep := Options{Deep: true, IndexContent: index.ContentChecker}
+	rep := run(t, filepath.Join(dir, "t.lance"), deep)
+	wantOK(t, "mixed", rep)
+	if len(rep.IndexContent) != 2 {
+		t.Errorf("mixed: index content %+v", rep.IndexContent)
+	}
 	f := lancedb.MemWAL(t, "", 3, 2)
-	wantOK(t, "memwal", run(t, f.Dir, Options{Deep: true}))
+	wantOK(t, "memwal", run(t, f.Dir, deep))
 }
 
 // rewriteLatest decodes the newest manifest, lets edit change it, and
@@ -376,7 +386,11 @@ func TestDeepIndexContent(t *testing.T) {
 	if rep := run(t, dir, Options{}); rep.IndexContent != nil {
 		t.Errorf("shallow verify checked index content: %+v", rep.IndexContent)
 	}
-	rep := run(t, dir, Options{Deep: true})
+	if rep := run(t, dir, Options{Deep: true}); rep.IndexContent != nil {
+		t.Errorf("deep verify without the checker checked index content: %+v", rep.IndexContent)
+	}
+	deep := Options{Deep: true, IndexContent: index.ContentChecker}
+	rep := run(t, dir, deep)
 	wantOK(t, "indexed", rep)
 	if len(rep.IndexContent) != 2 {
 		t.Fatalf("index content: %+v", rep.IndexContent)
@@ -401,7 +415,7 @@ func TestDeepIndexContent(t *testing.T) {
 			}
 		}
 	})
-	rep = run(t, dir, Options{Deep: true})
+	rep = run(t, dir, deep)
 	wantCheck(t, rep, CheckIndexContent, "index id_idx")
 	if len(rep.Violations) != 1 || !strings.Contains(rep.Violations[0].Message, "the segment does not cover (fragments [0]; e.g. row 0:0)") {
 		t.Errorf("violations %v", rep.Violations)
