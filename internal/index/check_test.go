@@ -425,3 +425,61 @@ func TestCheckContentRowIDs(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckContentTypesAndNulls: LanceDB's btree indexes on int64, utf8
+// and float64 columns and a bitmap on int32, all with nulls, agree with
+// the data; the rows deleted after the build are masked.
+func TestCheckContentTypesAndNulls(t *testing.T) {
+	lancedb.Require(t)
+	dir := t.TempDir()
+	steps := []lancedb.Step{lancedb.Create(lancedb.BasicSchema, nullyRows(0, 2000)), lancedb.Add(nullyRows(2000, 3000))}
+	for _, x := range []struct{ col, typ, name string }{{"id", "btree", "id_idx"}, {"s", "btree", "s_idx"}, {"f", "btree", "f_idx"}, {"cat", "bitmap", "cat_idx"}} {
+		steps = append(steps, lancedb.CreateIndex(x.col, x.typ, x.name))
+	}
+	steps = append(steps, lancedb.Delete("id % 10 = 3"))
+	lancedb.MustRun(t, lancedb.Program{URI: dir, Table: "t", Steps: steps})
+	got := checkAll(t, openHandle(t, filepath.Join(dir, "t.lance")))
+	if len(got) != 4 {
+		t.Fatalf("checked %d indexes", len(got))
+	}
+	for name, c := range got {
+		if !c.Checked || len(c.Problems) != 0 || c.Entries != 3000 || c.Masked != 300 {
+			t.Errorf("%s: %+v", name, c)
+		}
+	}
+}
+
+// TestCheckContentUnreadableSegment: a segment whose file is missing or
+// does not decode is a problem naming the segment, not a failure of the
+// check; the other index is still checked.
+func TestCheckContentUnreadableSegment(t *testing.T) {
+	lancedb.Require(t)
+	src, _ := ghostFixture(t)
+	for _, c := range []struct {
+		name string
+		file string
+		edit func(p string) error
+	}{
+		{"missing", BTreeLookupFile, os.Remove},
+		{"garbage", BTreeDataFile, func(p string) error { return os.WriteFile(p, []byte("not a lance file"), 0o644) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "t.lance")
+			copyDir(t, src.Dir, dir)
+			h := openHandle(t, dir)
+			seg := meta.FindIndex(mustRead(t, h).Indices, "id_idx")[0]
+			sid := meta.UUIDString(seg.GetUuid())
+			if err := c.edit(filepath.Join(dir, meta.IndexDir(sid), c.file)); err != nil {
+				t.Fatal(err)
+			}
+			got := checkAll(t, h)
+			ps := got["id_idx"].Problems
+			if len(ps) != 1 || !strings.HasPrefix(ps[0], "segment "+sid+" does not read") {
+				t.Errorf("id_idx problems %q", ps)
+			}
+			if c := got["cat_idx"]; !c.Checked || len(c.Problems) != 0 || c.Entries != 40 {
+				t.Errorf("cat_idx: %+v", c)
+			}
+		})
+	}
+}
