@@ -1,6 +1,8 @@
 package index
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -83,5 +85,34 @@ func TestRebuildRefuses(t *testing.T) {
 		if got := mustRead(t, h).Manifest.GetVersion(); got != v {
 			t.Errorf("rebuild %s committed version %d", c.name, got)
 		}
+	}
+}
+
+// TestRebuildMissingSegmentFile: rebuild reads the data, not the old
+// segments, so it repairs an index whose segment file is gone.
+func TestRebuildMissingSegmentFile(t *testing.T) {
+	lancedb.Require(t)
+	f, deleted := ghostFixture(t)
+	h := openHandle(t, f.Dir)
+	seg := meta.FindIndex(mustRead(t, h).Indices, "id_idx")[0]
+	if err := os.Remove(filepath.Join(f.Dir, meta.IndexDir(meta.UUIDString(seg.GetUuid())), BTreeDataFile)); err != nil {
+		t.Fatal(err)
+	}
+	if ps := checkAll(t, h)["id_idx"].Problems; len(ps) != 1 {
+		t.Fatalf("before rebuild: %q", ps)
+	}
+	res, err := Rebuild(t.Context(), h, "id_idx", RebuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rows != 40-len(deleted) {
+		t.Errorf("rebuilt %d rows, want %d", res.Rows, 40-len(deleted))
+	}
+	if c := checkAll(t, h)["id_idx"]; !c.Checked || len(c.Problems) != 0 || c.Masked != 0 {
+		t.Errorf("after rebuild: %+v", c)
+	}
+	out := f.Run(t, lancedb.ReadRows(lancedb.ReadOpts{Where: "id >= 0"}))
+	if got := idsOf(t, out, 0); len(got) != 40-len(deleted) {
+		t.Errorf("LanceDB answers id >= 0 with %d rows, want %d", len(got), 40-len(deleted))
 	}
 }
