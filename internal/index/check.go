@@ -16,6 +16,7 @@ import (
 	"github.com/compactord/compactord/internal/fri"
 	"github.com/compactord/compactord/internal/index/content"
 	"github.com/compactord/compactord/internal/meta"
+	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/scan"
 	"github.com/compactord/compactord/internal/storage"
 )
@@ -100,6 +101,9 @@ func CheckContent(ctx context.Context, b storage.Bucket, read *meta.ManifestFile
 		}
 		return idx.PhysicalRows(frag)
 	}
+	// Progress: the rows of covered fragments read, index after index (no
+	// total: it is known only segment by segment).
+	progress.From(ctx).Start("verify index content", progress.Units{})
 	var out []ContentCheck
 	for _, name := range order {
 		segs := meta.FindIndex(read.Indices, name)
@@ -405,6 +409,7 @@ func mergeFragment(ctx context.Context, b storage.Bucket, one *pb.Manifest, f *p
 		need = func(*file.Array, int) bool { return true }
 	}
 	frag := uint32(f.GetId())
+	rep := progress.From(ctx)
 	off := func(k int) uint64 { return uint64(uint32(addrs[ents[k]])) }
 	var masked uint64
 	j := 0
@@ -423,6 +428,7 @@ func mergeFragment(ctx context.Context, b storage.Bucket, one *pb.Manifest, f *p
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			rep.Add(int64(bt.NumRows), 0)
 			col := bt.Columns[0]
 			if e != nil {
 				if col == nil {
@@ -540,6 +546,7 @@ func checkLabelSegment(ctx context.Context, b storage.Bucket, one *pb.Manifest, 
 func mergeLabelFragment(ctx context.Context, b storage.Bucket, one *pb.Manifest, f *pb.DataFragment, field *pb.Field, keyType file.DataType,
 	keyIndex map[string]int32, keyOf []int32, ents []int32, addrs []uint64, rows []int32, sc *segmentCounts) (uint64, error) {
 	frag := uint32(f.GetId())
+	rep := progress.From(ctx)
 	off := func(k int) uint64 { return uint64(uint32(addrs[ents[k]])) }
 	note := func(kind string, at uint64) {
 		if sc.example[kind] == "" {
@@ -558,6 +565,7 @@ func mergeLabelFragment(ctx context.Context, b storage.Bucket, one *pb.Manifest,
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		rep.Add(int64(bt.NumRows), 0)
 		col := bt.Columns[0]
 		if col != nil {
 			if (col.Type.Kind != file.KindList && col.Type.Kind != file.KindLargeList) || len(col.Children) != 1 || col.Children[0].Type != keyType {

@@ -196,6 +196,7 @@ func Run(ctx context.Context, b storage.Bucket, opt Options) (*Report, error) {
 			c.rep.Rows = d.Rows
 		}
 		if opt.Deep && opt.IndexContent != nil {
+			report() // the objects' phase ends here
 			if err := c.indexContent(ctx, newest); err != nil {
 				return nil, err
 			}
