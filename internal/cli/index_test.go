@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -368,5 +369,29 @@ func TestLanceIndexRebuildRefusesLabelList(t *testing.T) {
 	}
 	if got := snapshot(t, f.Dir); strings.Join(got, "\n") != strings.Join(before, "\n") {
 		t.Fatal("the refused rebuild changed the table")
+	}
+}
+
+// TestIndexRebuildBadInput: no table, no --name, or a table without that
+// index: one line on stderr, a non-zero exit, nothing written.
+func TestIndexRebuildBadInput(t *testing.T) {
+	empty := t.TempDir()
+	tbl := newTable(t)
+	before := snapshot(t, tbl)
+	for _, args := range [][]string{
+		{"index", "rebuild", empty, "--name", "id_idx"},
+		{"index", "rebuild", tbl},
+		{"index", "rebuild", tbl, "--name", "id_idx"},
+	} {
+		r := run(t, "", args...)
+		if r.code == 0 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || r.stderr == "" {
+			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+	if got := snapshot(t, tbl); strings.Join(got, "\n") != strings.Join(before, "\n") {
+		t.Error("a refused rebuild changed the table")
+	}
+	if got, _ := os.ReadDir(empty); len(got) != 0 {
+		t.Errorf("rebuild wrote into a directory without a table: %v", got)
 	}
 }
