@@ -124,6 +124,10 @@ func CheckContent(ctx context.Context, b storage.Bucket, read *meta.ManifestFile
 			switch {
 			case field == nil || field.GetParentId() != -1:
 				reason = fmt.Sprintf("field %d is not a top-level field of the schema", segs[0].GetFields()[0])
+			case !knownLayout(cc.Kind, segs):
+				// A layout other than LanceDB 0.39's (e.g. a range-
+				// partitioned btree's part files): not a damaged index.
+				reason = fmt.Sprintf("a segment's files (%s) are not the %s layout compactord reads", segmentFiles(segs), cc.Kind)
 			case cc.Kind == KindLabelList:
 				// The list's type is checked against the segment's keys
 				// as the data decodes.
@@ -718,4 +722,44 @@ func checkRowIDSegment(ctx context.Context, b storage.Bucket, one *pb.Manifest, 
 		return mergeFragment(ctx, b, one, f, field, file.DataType{}, nil, need, ents, addrs, rows, sc)
 	})
 	return uint64(len(raw)), masked, err
+}
+
+// layoutFiles are the files a btree, bitmap or label-list segment of the
+// layout compactord reads has.
+var layoutFiles = map[string][]string{
+	KindBTree:     {BTreeDataFile, BTreeLookupFile},
+	KindBitmap:    {BitmapLookupFile},
+	KindLabelList: {BitmapLookupFile},
+}
+
+// knownLayout reports whether every segment that lists its files lists
+// those of the layout compactord reads for kind (a segment that lists none
+// is read as that layout).
+func knownLayout(kind string, segs []*pb.IndexMetadata) bool {
+	for _, s := range segs {
+		if len(s.GetFiles()) == 0 {
+			continue
+		}
+		for _, want := range layoutFiles[kind] {
+			if !slices.ContainsFunc(s.GetFiles(), func(f *pb.IndexFile) bool { return f.GetPath() == want }) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// segmentFiles names the files of the first segment whose layout is not
+// the one compactord reads.
+func segmentFiles(segs []*pb.IndexMetadata) string {
+	for _, s := range segs {
+		var names []string
+		for _, f := range s.GetFiles() {
+			names = append(names, f.GetPath())
+		}
+		if len(names) > 0 && !knownLayout(meta.IndexKind(s), []*pb.IndexMetadata{s}) {
+			return strings.Join(names, ", ")
+		}
+	}
+	return "?"
 }

@@ -483,3 +483,35 @@ func TestCheckContentUnreadableSegment(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckContentUnknownLayout: a btree segment whose files are not
+// page_data.lance and page_lookup.lance (another writer's layout) is not
+// checked, with the reason, rather than reported as damaged.
+func TestCheckContentUnknownLayout(t *testing.T) {
+	lancedb.Require(t)
+	f, _ := ghostFixture(t)
+	h := openHandle(t, f.Dir)
+	ctx := t.Context()
+	read, naming, err := h.ReadForWrite(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := meta.FindIndex(read.Indices, "id_idx")[0]
+	u, id := meta.NewUUID()
+	k := meta.IndexDir(id) + "part_0_page_data.lance"
+	if err := h.Bucket.Put(ctx, k, []byte("another layout")); err != nil {
+		t.Fatal(err)
+	}
+	nm := proto.Clone(old).(*pb.IndexMetadata)
+	nm.Uuid = u
+	nm.Files = []*pb.IndexFile{{Path: "part_0_page_data.lance", SizeBytes: 14}}
+	txn := commit.NewTransaction(read.Manifest.GetVersion())
+	txn.Operation = &pb.Transaction_CreateIndex_{CreateIndex: &pb.Transaction_CreateIndex{NewIndices: []*pb.IndexMetadata{nm}, RemovedIndices: []*pb.IndexMetadata{old}}}
+	if _, err := h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn, Files: []string{k}}); err != nil {
+		t.Fatal(err)
+	}
+	c := checkAll(t, h)["id_idx"]
+	if c.Checked || len(c.Problems) != 0 || !strings.Contains(c.Reason, "part_0_page_data.lance") {
+		t.Errorf("id_idx: %+v", c)
+	}
+}
