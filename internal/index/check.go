@@ -48,17 +48,26 @@ func newSegmentCounts() *segmentCounts {
 		dup: map[uint32]int{}, beyond: map[uint32]int{}, labelMissing: map[uint32]int{}, example: map[string]string{}}
 }
 
-// CheckContent compares every btree and bitmap index of read with the data
-// of read: each segment's entries, with their row addresses passed through
-// the version's fragment-reuse index as a reader applies it, must be
-// exactly the live rows of the live fragments the segment covers (its
-// fragment bitmap through the same FRI), each with the row's value. An
+// CheckContent compares the indexes of read with the data of read. For a
+// btree or bitmap index, each segment's entries, with their row addresses
+// passed through the version's fragment-reuse index as a reader applies
+// it, must be exactly the live rows of the live fragments the segment
+// covers (its fragment bitmap through the same FRI), each with the row's
+// value. An
 // entry whose row was deleted since (a deletion vector, or a fragment no
 // longer in the version) is masked by readers and is no problem; an entry
 // in a live fragment the segment does not cover, a wrong value, a repeated
 // address, an offset past the fragment's end, and a covered live row
 // without an entry are. Two segments of one index covering the same live
 // fragment are a problem too (readers would answer its rows twice).
+//
+// A label-list entry is a (label, row) pair: each live row of a covered
+// fragment must be under exactly the labels its list holds. Vector and
+// full-text segments are read for their row ids only (_rowid of
+// auxiliary.idx, of part_{p}_docs.lance): the same address rules, no value
+// compared, and a live row without an entry is a problem only for a vector
+// index and a non-null vector (which rows have tokens depends on the
+// tokenizer).
 //
 // Memory: one segment's entries at a time (segments are read whole, as
 // remap and catch-up read them), their addresses sorted once, and one
@@ -439,7 +448,7 @@ func mergeFragment(ctx context.Context, b storage.Bucket, one *pb.Manifest, f *p
 					col = nullArray(typ, bt.NumRows)
 				}
 				if col.Type != typ {
-					return fmt.Errorf("fragment %d: column %q decodes as %s, the schema says %s", frag, field.GetName(), col.Type, typ)
+					return unreadableError{fmt.Errorf("holds values of type %s, but column %q of fragment %d decodes as %s", typ, field.GetName(), frag, col.Type)}
 				}
 			}
 			missing := func(r int) {
