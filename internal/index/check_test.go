@@ -297,8 +297,8 @@ func TestCheckContentLabelList(t *testing.T) {
 }
 
 // rowIDFixture is a LanceDB table of 400 rows in two fragments: a vector
-// v (null when id % 17 = 0) with an IVF_FLAT index v_idx and an
-// IVF_HNSW_SQ index h_idx, and a text s (null, empty, stop words only or
+// v (null when id % 17 = 0) with an IVF_FLAT index v_idx, an IVF_HNSW_SQ
+// index h_idx and an IVF_PQ index p_idx, and a text s (null, empty, stop words only or
 // one word) with a full-text index s_idx; then id % 9 = 0 deleted and 100
 // rows appended that no index covers.
 func rowIDFixture(t *testing.T) *lancedb.Fixture {
@@ -324,7 +324,7 @@ func rowIDFixture(t *testing.T) *lancedb.Fixture {
 		rows = append(rows, lancedb.Row{"id": i, "v": v, "s": s})
 	}
 	f.Run(t, lancedb.Create(schema, rows[:200]), lancedb.Add(rows[200:400]),
-		lancedb.CreateIndex("v", "ivf_flat", "v_idx"), lancedb.CreateIndex("v", "ivf_hnsw_sq", "h_idx"), lancedb.CreateIndex("s", "fts", "s_idx"),
+		lancedb.CreateIndex("v", "ivf_flat", "v_idx"), lancedb.CreateIndex("v", "ivf_hnsw_sq", "h_idx"), lancedb.CreateIndex("v", "ivf_pq", "p_idx"), lancedb.CreateIndex("s", "fts", "s_idx"),
 		lancedb.Delete("id % 9 = 0"), lancedb.Add(rows[400:]))
 	return f
 }
@@ -388,7 +388,7 @@ func TestCheckContentRowIDs(t *testing.T) {
 	check := func(t *testing.T, h *table.Handle, when string) {
 		t.Helper()
 		got := checkAll(t, h)
-		for name, want := range map[string][2]uint64{"v_idx": {vecs, vecMasked}, "h_idx": {vecs, vecMasked}, "s_idx": {docs, docMasked}} {
+		for name, want := range map[string][2]uint64{"v_idx": {vecs, vecMasked}, "h_idx": {vecs, vecMasked}, "p_idx": {vecs, vecMasked}, "s_idx": {docs, docMasked}} {
 			c := got[name]
 			if !c.Checked || len(c.Problems) != 0 || c.Entries != want[0] || c.Masked != want[1] || c.Note == "" {
 				t.Errorf("%s: %s: %+v, want %d entries, %d masked", when, name, c, want[0], want[1])
@@ -419,7 +419,7 @@ func TestCheckContentRowIDs(t *testing.T) {
 			}
 		}
 		got := checkAll(t, gh)
-		for _, name := range []string{"v_idx", "h_idx", "s_idx"} {
+		for _, name := range []string{"v_idx", "h_idx", "p_idx", "s_idx"} {
 			if c := got[name]; !c.Checked || len(c.Problems) != 0 || c.Entries == 0 {
 				t.Errorf("after optimize: %s: %+v", name, c)
 			}
