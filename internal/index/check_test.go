@@ -298,9 +298,9 @@ func TestCheckContentLabelList(t *testing.T) {
 
 // rowIDFixture is a LanceDB table of 400 rows in two fragments: a vector
 // v (null when id % 17 = 0) with an IVF_FLAT index v_idx, an IVF_HNSW_SQ
-// index h_idx and an IVF_PQ index p_idx, and a text s (null, empty, stop words only or
-// one word) with a full-text index s_idx; then id % 9 = 0 deleted and 100
-// rows appended that no index covers.
+// index h_idx and an IVF_PQ index p_idx, and a text s (null, empty, stop
+// words only or one word) with a full-text index s_idx; then id % 9 = 0
+// deleted and 100 rows appended that no index covers.
 func rowIDFixture(t *testing.T) *lancedb.Fixture {
 	t.Helper()
 	dir := t.TempDir()
