@@ -2,8 +2,10 @@ package lancewal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -80,21 +82,59 @@ const (
 
 // CreateIndex builds a scalar index (BTree or Bitmap) named name over
 // column of every row of the table's newest version and commits it, as
-// LanceDB's createIndex does. An index of that name that exists is kept.
+// LanceDB's createIndex does. An identical index of that name (same column,
+// same kind) that exists is kept; one on another column or of another kind
+// is an error.
 func (t *Table) CreateIndex(ctx context.Context, name, column, kind string) error {
+	_, err := t.EnsureIndex(ctx, name, column, kind)
+	return err
+}
+
+// IndexResult is what EnsureIndex did.
+type IndexResult struct {
+	// Version is the version its own commit made, or, when an identical
+	// index already existed, the version it read that index in.
+	Version uint64
+	// Created is false when an identical index already existed.
+	Created bool
+}
+
+// ensureIndexAttempts bounds the rounds EnsureIndex plays against
+// concurrent index creations: each lost round means another index of some
+// name landed, which the next round reads.
+const ensureIndexAttempts = 5
+
+// EnsureIndex is CreateIndex that reports the version. Two creations of
+// one name racing each other never both succeed on different columns or
+// kinds: the commit loop finds the other's segment ("index changed
+// meanwhile"), and the next round reads it and refuses, or keeps it when it
+// is identical.
+func (t *Table) EnsureIndex(ctx context.Context, name, column, kind string) (IndexResult, error) {
 	if kind != BTree && kind != Bitmap {
-		return fmt.Errorf("lancewal: index kind %q: want %q or %q", kind, BTree, Bitmap)
+		return IndexResult{}, fmt.Errorf("lancewal: index kind %q: want %q or %q", kind, BTree, Bitmap)
 	}
 	h, err := t.handle()
 	if err != nil {
-		return err
+		return IndexResult{}, err
 	}
+	for attempt := 1; ; attempt++ {
+		res, err := t.createIndexOnce(ctx, h, name, column, kind)
+		if err == nil || !errors.Is(err, commit.ErrRetryable) || attempt == ensureIndexAttempts {
+			return res, err
+		}
+	}
+}
+
+func (t *Table) createIndexOnce(ctx context.Context, h *table.Handle, name, column, kind string) (IndexResult, error) {
 	read, naming, err := h.ReadForWrite(ctx)
 	if err != nil {
-		return fmt.Errorf("lancewal: %w", err)
+		return IndexResult{}, fmt.Errorf("lancewal: %w", err)
 	}
-	if len(meta.FindIndex(read.Indices, name)) > 0 {
-		return nil
+	if segs := meta.FindIndex(read.Indices, name); len(segs) > 0 {
+		if err := sameIndex(read.Manifest.GetFields(), segs[0], name, column, kind); err != nil {
+			return IndexResult{}, err
+		}
+		return IndexResult{Version: read.Manifest.GetVersion()}, nil
 	}
 	var field *pb.Field
 	for _, f := range read.Manifest.GetFields() {
@@ -103,7 +143,7 @@ func (t *Table) CreateIndex(ctx context.Context, name, column, kind string) erro
 		}
 	}
 	if field == nil {
-		return fmt.Errorf("lancewal: index %s: no column %q", name, column)
+		return IndexResult{}, fmt.Errorf("lancewal: index %s: no column %q", name, column)
 	}
 	frags := roaring.New()
 	for _, f := range read.Manifest.GetFragments() {
@@ -115,22 +155,43 @@ func (t *Table) CreateIndex(ctx context.Context, name, column, kind string) erro
 	progress.From(ctx).Start("index create", progress.Units{Rows: index.LiveRows(read.Manifest, frags)})
 	e, err := index.Collect(ctx, t.b, v, field, frags)
 	if err != nil {
-		return fmt.Errorf("lancewal: index %s: %w", name, err)
+		return IndexResult{}, fmt.Errorf("lancewal: index %s: %w", name, err)
 	}
 	wr, err := index.WriteSegment(ctx, t.b, kind, field, e)
 	if err != nil {
-		return fmt.Errorf("lancewal: index %s: %w", name, err)
+		return IndexResult{}, fmt.Errorf("lancewal: index %s: %w", name, err)
 	}
 	ix, err := index.SegmentMetadata(name, []int32{field.GetId()}, kind, nil, v, frags, wr, t.now())
 	if err != nil {
-		return err
+		return IndexResult{}, err
 	}
 	txn := commit.NewTransaction(v)
 	txn.Operation = &pb.Transaction_CreateIndex_{CreateIndex: &pb.Transaction_CreateIndex{NewIndices: []*pb.IndexMetadata{ix}}}
-	if _, err := h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn, Files: wr.Keys}); err != nil {
-		return fmt.Errorf("lancewal: index %s: %w", name, err)
+	res, err := h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn, Files: wr.Keys})
+	if err != nil {
+		return IndexResult{}, fmt.Errorf("lancewal: index %s: %w", name, err)
 	}
-	return nil
+	return IndexResult{Version: res.Version, Created: true}, nil
+}
+
+// sameIndex checks that an existing index named name is on column and of
+// kind; anything else is a one-line refusal naming both.
+func sameIndex(fields []*pb.Field, seg *pb.IndexMetadata, name, column, kind string) error {
+	var cols []string
+	for _, id := range seg.GetFields() {
+		col := fmt.Sprintf("field %d", id)
+		for _, f := range fields {
+			if f.GetId() == id {
+				col = f.GetName()
+			}
+		}
+		cols = append(cols, col)
+	}
+	have := meta.IndexKind(seg)
+	if len(cols) == 1 && cols[0] == column && have == kind {
+		return nil
+	}
+	return fmt.Errorf("lancewal: index %s exists on %s as %s; drop it before creating it on %s as %s", name, strings.Join(cols, ","), have, column, kind)
 }
 
 // handle is a table handle with a commit loop of its own (its metrics are

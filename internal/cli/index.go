@@ -23,7 +23,7 @@ func newIndexCreateCmd(e *env) *cobra.Command {
 	var name, column, typ string
 	cmd := &cobra.Command{
 		Use:   "create URL --name N --column C --type btree|bitmap",
-		Short: "Build a scalar index over the whole table and commit it, as LanceDB's createIndex does (an index of that name that exists is kept)",
+		Short: "Build a scalar index over the whole table and commit it, as LanceDB's createIndex does (an identical index of that name is kept; one on another column or of another type is refused)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -45,19 +45,14 @@ func newIndexCreateCmd(e *env) *cobra.Command {
 				return fmt.Errorf("index create %s: %w", args[0], err)
 			}
 			defer t.Close()
-			if err := t.CreateIndex(ctx, name, column, typ); err != nil {
+			res, err := t.EnsureIndex(ctx, name, column, typ)
+			if err != nil {
 				return fmt.Errorf("index create %s: %w", args[0], err)
 			}
-			b, err = openTable(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			v, _, err := meta.Latest(ctx, b)
-			if err != nil {
-				return err
-			}
-			return printJSON(e.stdout, map[string]any{"version": v, "operation": "create_index", "name": name, "column": column, "type": typ})
+			// The version is the one this command's own commit made (or,
+			// when an identical index existed, the version it was read in):
+			// never the head, which a racing writer may have moved.
+			return printJSON(e.stdout, map[string]any{"version": res.Version, "created": res.Created, "operation": "create_index", "name": name, "column": column, "type": typ})
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "index name")

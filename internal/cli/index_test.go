@@ -395,3 +395,54 @@ func TestIndexRebuildBadInput(t *testing.T) {
 		t.Errorf("rebuild wrote into a directory without a table: %v", got)
 	}
 }
+
+// TestIndexCreateOfAnExistingName: index create prints the version its own
+// commit made; a second create of the same name on the same column and
+// type is a no-op (created: false, the version it found the index in); on
+// another column or of another type it is refused in one line naming both,
+// and the table is unchanged.
+func TestIndexCreateOfAnExistingName(t *testing.T) {
+	dir := lancedb.CorpusDir(t, "plain")
+	type out struct {
+		Version uint64
+		Created bool
+	}
+	create := func(column, typ string) (out, result) {
+		t.Helper()
+		r := run(t, "", "index", "create", dir, "--name", "n_idx", "--column", column, "--type", typ)
+		var o out
+		if r.code == 0 {
+			if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &o); err != nil {
+				t.Fatalf("output %q: %v", r.stdout, err)
+			}
+		}
+		return o, r
+	}
+	latest := func() uint64 {
+		t.Helper()
+		r := run(t, "", "inspect", dir)
+		var doc struct{ Version uint64 }
+		if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &doc); err != nil || r.code != 0 {
+			t.Fatalf("inspect: exit %d %v: %s", r.code, err, r.stderr)
+		}
+		return doc.Version
+	}
+	before := latest()
+	first, r := create("id", "btree")
+	if r.code != 0 || !first.Created || first.Version != before+1 {
+		t.Fatalf("first create: exit %d %+v (head was %d): %s", r.code, first, before, r.stderr)
+	}
+	again, r := create("id", "btree")
+	if r.code != 0 || again.Created || again.Version != first.Version {
+		t.Fatalf("identical create: exit %d %+v, want a no-op at %d: %s", r.code, again, first.Version, r.stderr)
+	}
+	for _, c := range [][2]string{{"s", "btree"}, {"id", "bitmap"}} {
+		_, r := create(c[0], c[1])
+		if r.code == 0 || !strings.Contains(r.stderr, "n_idx exists on id as btree") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("create on %s as %s: exit %d: %q", c[0], c[1], r.code, r.stderr)
+		}
+	}
+	if v := latest(); v != first.Version {
+		t.Errorf("refused creates moved the table to version %d, want %d", v, first.Version)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/daemon"
 	"github.com/compactord/compactord/internal/inflight"
+	"github.com/compactord/compactord/internal/marker"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
@@ -145,7 +146,86 @@ func newRoot(e *env) *cobra.Command {
 		}
 	}
 	markUsageErrors(root)
+	guardMarkedTables(root)
 	return root
+}
+
+// markGuards lists the maintenance commands that honour a table's marks,
+// as the daemon's jobs do: a paused table runs none of them, a no-compact
+// table no compaction. Writes of data (table append and delete, wal
+// write and flush) are the writers' own and do not look at the marks.
+var markGuards = map[string][]marker.Kind{
+	"merge":          {marker.Pause},
+	"compact":        {marker.Pause, marker.NoCompact},
+	"index create":   {marker.Pause},
+	"index catchup":  {marker.Pause},
+	"index remap":    {marker.Pause},
+	"index trim-fri": {marker.Pause},
+	"index rebuild":  {marker.Pause},
+	"index drop":     {marker.Pause},
+	"trim":           {marker.Pause},
+	"cleanup":        {marker.Pause},
+}
+
+// guardMarkedTables gives each guarded command a --force flag and a check,
+// before it runs, that the table it names carries none of the marks it
+// honours. A dry run changes nothing and is always allowed.
+func guardMarkedTables(root *cobra.Command) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		path := strings.TrimPrefix(c.CommandPath(), root.Name()+" ")
+		kinds, ok := markGuards[path]
+		if !ok {
+			return
+		}
+		force := c.Flags().Bool("force", false, "run even though the table is paused or marked (see table pause, table mark)")
+		run := c.RunE
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if dry, err := cmd.Flags().GetBool("dry-run"); (err != nil || !dry) && !*force && len(args) > 0 {
+				if err := refuseMarked(cmd, path, args[0], kinds); err != nil {
+					return err
+				}
+			}
+			return run(cmd, args)
+		}
+	}
+	walk(root)
+}
+
+// refuseMarked returns a one-line error naming the first mark of kinds the
+// table at rawURL carries, with its reason.
+func refuseMarked(cmd *cobra.Command, job, rawURL string, kinds []marker.Kind) error {
+	b, err := openTable(cmd.Context(), rawURL)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	marks, err := marker.Load(cmd.Context(), b)
+	if err != nil {
+		return fmt.Errorf("%s %s: read the table's marks: %w", job, rawURL, err)
+	}
+	for _, k := range kinds {
+		m, ok := marks[k]
+		if !ok {
+			continue
+		}
+		why := ""
+		if m.Reason != "" {
+			why = fmt.Sprintf(" (%q)", m.Reason)
+		}
+		if m.By != "" {
+			why += " by " + m.By
+		}
+		clear := "table mark URL " + string(k) + " --clear"
+		if k == marker.Pause {
+			clear = "table resume URL"
+		}
+		return fmt.Errorf("%s %s refused: the table carries the %s mark%s since %s; %s clears it, or pass --force", job, rawURL, k, why, m.Since.UTC().Format(time.RFC3339), clear)
+	}
+	return nil
 }
 
 // tableSubcommands lets other files of this package add `table` commands.

@@ -194,7 +194,14 @@ func (b *fileBucket) newWriter(ctx context.Context, key string) (*fileWriter, er
 	}
 	dir := filepath.Dir(final)
 	f, err := createTemp(dir)
-	if errors.Is(err, fs.ErrNotExist) {
+	// A concurrent Delete may remove the directory again between mkdirAll
+	// and createTemp (it prunes directories it leaves empty), so the pair is
+	// retried; each round that loses makes progress for the deleter, which
+	// stops at the first non-empty parent.
+	for range 8 {
+		if !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
 		if err = b.mkdirAll(dir); err == nil {
 			f, err = createTemp(dir)
 		}
@@ -518,7 +525,28 @@ func (b *fileBucket) Delete(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", key, fileErr(err))
 	}
+	b.pruneEmptyDirs(filepath.Dir(p))
 	return nil
+}
+
+// pruneEmptyDirs removes dir and then each parent below the root while it
+// is empty, so that trim and cleanup leave no empty folders behind (a
+// trimmed generation would leave seven). rmdir(2) removes only an empty
+// directory, so a folder a writer has just put a file (or its temporary
+// file) in stays; a writer that loses the race recreates the folder
+// (newWriter retries, as Lance's local object store does). A failure here
+// is not the delete's: the object is gone either way.
+func (b *fileBucket) pruneEmptyDirs(dir string) {
+	for {
+		rel, err := filepath.Rel(b.root, dir)
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return
+		}
+		if os.Remove(dir) != nil {
+			return
+		}
+		dir = filepath.Dir(dir)
+	}
 }
 
 func (b *fileBucket) Close() error { return nil }

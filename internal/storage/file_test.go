@@ -2,7 +2,10 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -94,5 +97,88 @@ func TestDeferDirSyncs(t *testing.T) {
 	}
 	if c := counts(); c[data] != 2 {
 		t.Fatalf("a write outside the context fsynced data/ %d times in all, want 2", c[data])
+	}
+}
+
+// TestFileDeletePrunesEmptyDirs: deleting a bucket's last object under a
+// folder removes the folders it leaves empty, up to (not including) the
+// bucket's root, and no folder that still holds something.
+func TestFileDeletePrunesEmptyDirs(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	b, err := openFile(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"_mem_wal/s/gen_1/data/a.lance", "_mem_wal/s/gen_1/_indices/u/page.idx", "_mem_wal/s/manifest/1.binpb"} {
+		if err := b.Put(ctx, k, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range []string{"_mem_wal/s/gen_1/data/a.lance", "_mem_wal/s/gen_1/_indices/u/page.idx"} {
+		if err := b.Delete(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "_mem_wal/s/gen_1")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("emptied generation folder still there (stat: %v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "_mem_wal/s/manifest/1.binpb")); err != nil {
+		t.Errorf("a sibling's object went with the pruning: %v", err)
+	}
+	if err := b.Delete(ctx, "_mem_wal/s/manifest/1.binpb"); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatalf("the bucket's root must stay: %v", err)
+	}
+	if len(entries) != 0 {
+		t.Errorf("root holds %d entries after the last delete, want 0", len(entries))
+	}
+}
+
+// TestFileWriteRacesPruning: writers putting objects into folders that
+// deleters keep emptying (and so pruning) all succeed, and every object
+// written and not deleted is there afterwards.
+func TestFileWriteRacesPruning(t *testing.T) {
+	ctx := context.Background()
+	b, err := openFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, rounds = 4, 200
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*rounds)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				k := fmt.Sprintf("d/%d/e/w%d-%d", i%3, w, i)
+				if err := b.Put(ctx, k, []byte("v")); err != nil {
+					errs <- err
+					return
+				}
+				if i%2 == 0 { // keep the odd ones
+					if err := b.Delete(ctx, k); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	n := 0
+	if err := b.List(ctx, "", func(a Attrs) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if want := writers * rounds / 2; n != want {
+		t.Errorf("%d objects left, want %d", n, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -322,6 +323,9 @@ func TestFabricatedMerge(t *testing.T) {
 					t.Errorf("generation %d (%s): gone=%v, planned delete=%v", g.Generation, g.Reason, gone, g.Delete)
 				}
 			}
+			if empty := emptyDirs(t, dir); len(empty) > 0 {
+				t.Errorf("trim left empty folders: %v", empty)
+			}
 		})
 	}
 }
@@ -375,4 +379,23 @@ func TestLanceDBAfterTrim(t *testing.T) {
 			t.Errorf("generation %d deleted after the write", g.Generation)
 		}
 	}
+}
+
+// emptyDirs lists the folders under dir (dir excluded) that hold nothing.
+func emptyDirs(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || p == dir {
+			return err
+		}
+		if entries, err := os.ReadDir(p); err == nil && len(entries) == 0 {
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
