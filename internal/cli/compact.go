@@ -17,7 +17,7 @@ func newCompactCmd(e *env) *cobra.Command {
 		DeletionThreshold     float64
 		Parallelism           int
 	}{TargetRowsPerFragment: 1 << 20, DeletionThreshold: 0.1, Parallelism: 4}
-	deferRemap := true
+	deferRemap := false
 	dryRun := false
 	var fragments string
 	var lf *compactFlags
@@ -49,7 +49,7 @@ func newCompactCmd(e *env) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&deferRemap, "defer-remap", true, "record a fragment-reuse version instead of rewriting the indices now")
+	f.BoolVar(&deferRemap, "defer-remap", false, "record a fragment-reuse version instead of remapping the indices in the same commit (opt-in: run `index remap` before LanceDB's optimize, see --help)")
 	f.Uint64Var(&cfg.TargetRowsPerFragment, "target-rows", cfg.TargetRowsPerFragment, "fragments with fewer live rows are small; outputs hold at most this many")
 	f.Float64Var(&cfg.DeletionThreshold, "deletion-threshold", cfg.DeletionThreshold, "deleted share of a fragment's rows from which it is rewritten")
 	f.IntVar(&cfg.Parallelism, "parallelism", cfg.Parallelism, "at most this many groups rewritten at once (one per 256 MiB of input to re-encode)")

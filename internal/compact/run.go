@@ -210,6 +210,15 @@ func runOnce(ctx context.Context, h *table.Handle, o Options, env Env) (*Result,
 		}
 	}
 	removed := fri.RemovedFragments(read, prev)
+	if o.DeferRemap {
+		// LanceDB drops a removed fragment's rows from every index it
+		// loads through the FRI; an index compactord cannot remap would
+		// then never be remapped physically, and an HNSW graph would keep
+		// nodes its vector storage lost. Such an index's removed
+		// fragments stay out of the FRI (liveness masks their rows, as
+		// after any whole-fragment delete of LanceDB's).
+		removed.AndNot(unremappableCoverage(read, prev))
+	}
 	if !removed.IsEmpty() {
 		v.Removed = removed
 		for _, id := range removed.ToArray() {
@@ -322,6 +331,25 @@ func remapInline(ctx context.Context, h *table.Handle, read *meta.ManifestFile, 
 			NewIndexDetails: nm.GetIndexDetails(), NewIndexVersion: uint32(nm.GetIndexVersion()), NewIndexFiles: nm.GetFiles()})
 	}
 	return ris, keys, nil
+}
+
+// unremappableCoverage is the fragments the indexes compactord cannot
+// remap cover, read through the FRI; every fragment for one without a
+// bitmap.
+func unremappableCoverage(read *meta.ManifestFile, prev *fri.Index) *roaring.Bitmap {
+	out := roaring.New()
+	for _, m := range read.Indices {
+		if meta.IsSystemIndex(m) || Remappable(meta.IndexKind(m)) {
+			continue
+		}
+		bm := prev.RemapBitmap(m)
+		if bm == nil {
+			out.AddRange(0, uint64(read.Manifest.GetMaxFragmentId())+1)
+			continue
+		}
+		out.Or(bm)
+	}
+	return out
 }
 
 // planTotal is the rows and bytes a plan reads: the ETA of the progress
