@@ -8,8 +8,9 @@ import (
 )
 
 // TestLanceCompactCLI: --dry-run prints the groups and changes nothing;
-// compact lands one Rewrite with the fully deleted fragment recorded as
-// removed, LanceDB reads the same rows, and a second run finds nothing.
+// compact --defer-remap=true lands one Rewrite with an FRI version,
+// LanceDB reads the same rows, and a second run finds nothing; by
+// default the remap is inline (no FRI).
 func TestLanceCompactCLI(t *testing.T) {
 	lancedb.Require(t)
 	f := lancedb.Deletes(t, "")
@@ -25,12 +26,12 @@ func TestLanceCompactCLI(t *testing.T) {
 	if got := snapshot(t, f.Dir); strings.Join(got, "\n") != strings.Join(files, "\n") {
 		t.Fatal("the dry run changed the table")
 	}
-	code, out, stderr = runCLI(t, "compact", f.Dir)
+	code, out, stderr = runCLI(t, "compact", f.Dir, "--defer-remap=true")
 	if code != 0 {
 		t.Fatalf("compact: exit %d: %s", code, stderr)
 	}
 	res := jsonLines(t, out)
-	if len(res) != 1 || res[0]["groups"] != float64(1) || res[0]["version"].(float64) <= float64(f.Version) {
+	if len(res) != 1 || res[0]["groups"] != float64(1) || res[0]["version"].(float64) <= float64(f.Version) || res[0]["defer_remap"] != true {
 		t.Fatalf("compact: %s", out)
 	}
 	got := f.Run(t, lancedb.ReadRows(lancedb.ReadOpts{}))
@@ -50,9 +51,10 @@ func TestLanceCompactCLI(t *testing.T) {
 		t.Fatalf("second compact: exit %d: %s %s", code, out, stderr)
 	}
 
-	// The inline remap on a fresh copy of the table: no FRI is written.
+	// The default on a fresh copy of the table: the remap is inline, no
+	// FRI is written.
 	g := lancedb.Deletes(t, "")
-	code, out, stderr = runCLI(t, "compact", g.Dir, "--defer-remap=false")
+	code, out, stderr = runCLI(t, "compact", g.Dir)
 	if code != 0 || !strings.Contains(out, `"defer_remap":false`) || strings.Contains(out, "frag_reuse_index") {
 		t.Fatalf("inline compact: exit %d: %s %s", code, out, stderr)
 	}
@@ -65,7 +67,7 @@ func TestLanceCompactInspectRemoved(t *testing.T) {
 	lancedb.Require(t)
 	f := lancedb.Indexed(t, "")
 	f.Run(t, lancedb.Delete("id >= 10 AND id < 20"))
-	code, out, stderr := runCLI(t, "compact", f.Dir)
+	code, out, stderr := runCLI(t, "compact", f.Dir, "--defer-remap=true")
 	if code != 0 || !strings.Contains(out, `"removed_fragments":[1]`) {
 		t.Fatalf("compact: exit %d: %s %s", code, out, stderr)
 	}
