@@ -66,13 +66,20 @@ func checkAnswers(t *testing.T, f *lancedb.Fixture, what string, want map[int64]
 // existing key and an append, and optimize() again; applied to want.
 func lanceDBWrites(t *testing.T, f *lancedb.Fixture, want map[int64]string, schema func(lo, hi int64, tag string) []lancedb.Row) {
 	t.Helper()
+	lanceDBWritesChecked(t, f, want, schema, func(what string) int { return checkAnswers(t, f, what, want, scalarProbes) })
+}
+
+// lanceDBWritesChecked is lanceDBWrites with check run after each
+// optimize() (it returns the number of mismatches).
+func lanceDBWritesChecked(t *testing.T, f *lancedb.Fixture, want map[int64]string, schema func(lo, hi int64, tag string) []lancedb.Row, check func(what string) int) {
+	t.Helper()
 	f.Run(t, lancedb.Open(), lancedb.Delete("id % 3 = 0"), lancedb.Optimize(lancedb.OptimizeOpts{}))
 	for id := range want {
 		if id%3 == 0 {
 			delete(want, id)
 		}
 	}
-	if n := checkAnswers(t, f, "after LanceDB's delete and optimize()", want, scalarProbes); n > 0 {
+	if n := check("after LanceDB's delete and optimize()"); n > 0 {
 		t.Fatalf("%d answers differ from the scan", n)
 	}
 	// 101 and 1001 are live (not a multiple of 3 or 10).
@@ -99,7 +106,7 @@ func lanceDBWrites(t *testing.T, f *lancedb.Fixture, want map[int64]string, sche
 	for id := int64(3000); id < 3100; id++ {
 		want[id] = fmt.Sprintf("a%d", id)
 	}
-	if n := checkAnswers(t, f, "after LanceDB's writes and optimize()", want, scalarProbes); n > 0 {
+	if n := check("after LanceDB's writes and optimize()"); n > 0 {
 		t.Fatalf("%d answers differ from the scan", n)
 	}
 }
@@ -290,5 +297,117 @@ func TestRunKeepsHNSWSearchable(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// kindsSchema is lancedb.VectorSchema with a label list (tags) and a
+// text column (doc), so that a table can carry every kind of index
+// LanceDB builds.
+var kindsSchema = append(append([]lancedb.Column{}, lancedb.VectorSchema...),
+	lancedb.Column{Name: "tags", Type: "list<int32>", Nullable: true}, lancedb.Column{Name: "doc", Type: "utf8", Nullable: true})
+
+// kindsRows are rows lo..hi-1 of kindsSchema: every value derived from the
+// id (tags {id%3, 10+id%4}, doc "alpha<id%5> beta<id%7>") but s, which is
+// tag+id.
+func kindsRows(lo, hi int64, tag string) []lancedb.Row {
+	rows := lancedb.VectorRows(lo, hi, tag)
+	for _, r := range rows {
+		id := r["id"].(int64)
+		r["tags"] = []int32{int32(id % 3), int32(10 + id%4)}
+		r["doc"] = fmt.Sprintf("alpha%d beta%d", id%5, id%7)
+	}
+	return rows
+}
+
+// kindsProbes are answered by the label-list index on tags (the full-text
+// one is checked by checkKinds).
+var kindsProbes = append(append([]probe{}, scalarProbes...),
+	probe{"array_has_any(tags, [1])", func(id int64) bool { return id%3 == 1 }},
+	probe{"array_has_all(tags, [2, 11])", func(id int64) bool { return id%3 == 2 && id%4 == 1 }},
+)
+
+// checkKinds checks every index kind of a kindsTable against the model:
+// the scalar and label-list probes, a full-text query, and the vector
+// index's self-recall.
+func checkKinds(t *testing.T, f *lancedb.Fixture, what string, want map[int64]string) int {
+	t.Helper()
+	bad := checkAnswers(t, f, what, want, kindsProbes)
+	out := f.Run(t, lancedb.Open(), lancedb.TextSearch("alpha1", "doc", 0, []string{"id", "s"}))
+	if d := lancedb.DiffByID(readByID(t, out, 1), filter(want, func(id int64) bool { return id%5 == 1 })); d != "" {
+		t.Errorf("%s: full-text search alpha1: %s", what, d)
+		bad++
+	}
+	if r := selfRecall(t, f, want); r < 0.95 {
+		t.Errorf("%s: self-recall %.3f, want >= 0.95", what, r)
+		bad++
+	}
+	return bad
+}
+
+// TestRunEveryIndexKindWithLanceDB: on a table with a btree, a bitmap, a
+// label-list, a full-text and an HNSW index over its first fragments and
+// rows deleted everywhere, each state compactord's commits make
+// (a compaction, inline or deferred then remapped; an index catch-up of
+// the new fragments) reads back in LanceDB with every index answering as
+// the model says, and still does after LanceDB's own writes and
+// optimize().
+func TestRunEveryIndexKindWithLanceDB(t *testing.T) {
+	lancedb.Require(t)
+	for _, deferred := range []bool{false, true} {
+		t.Run(fmt.Sprintf("deferred=%v", deferred), func(t *testing.T) {
+			steps := []lancedb.Step{lancedb.Create(kindsSchema, kindsRows(0, 200, "v"))}
+			for lo := int64(200); lo < 800; lo += 200 {
+				steps = append(steps, lancedb.Add(kindsRows(lo, lo+200, "v")))
+			}
+			steps = append(steps,
+				lancedb.CreateIndex("id", "btree", "id_idx"), lancedb.CreateIndex("cat", "bitmap", "cat_idx"),
+				lancedb.CreateIndex("tags", "label_list", "tags_idx"),
+				lancedb.CreateVectorIndex("doc", "fts", "doc_idx", nil),
+				lancedb.CreateVectorIndex("vec", "ivf_hnsw_sq", "vec_idx", map[string]any{"numPartitions": 1}),
+				lancedb.Add(kindsRows(800, 1000, "v")), lancedb.Add(kindsRows(1000, 1200, "v")),
+				lancedb.Delete("id % 7 = 0"))
+			want := map[int64]string{}
+			for id := int64(0); id < 1200; id++ {
+				if id%7 != 0 {
+					want[id] = fmt.Sprintf("v%d", id)
+				}
+			}
+			f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+			f.Dir = f.URI + "/t.lance"
+			f.Results = f.Run(t, steps...)
+			if n := checkKinds(t, f, "as LanceDB built it", want); n > 0 {
+				t.Fatalf("%d answers differ before compactord ran", n)
+			}
+
+			h := openHandle(t, f.Dir)
+			o := DefaultOptions()
+			o.DeferRemap = deferred
+			res, err := Run(t.Context(), h, o, Env{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Commit == nil || res.Stats.FragmentsIn != 2 || len(res.Plan.Skips) != 4 {
+				t.Fatalf("compaction: committed %v, stats %+v, skips %+v; want fragments 4 and 5 rewritten, 0-3 left out", res.Commit != nil, res.Stats, res.Plan.Skips)
+			}
+			if deferred {
+				if _, err := index.RemapIndexes(t.Context(), h, index.RemapJobOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := checkKinds(t, f, "after compaction", want); n > 0 {
+				t.Fatalf("%d answers differ", n)
+			}
+			cu, err := index.CatchUp(t.Context(), h, index.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !cu.Committed || len(cu.Indices) != 2 {
+				t.Fatalf("catch-up %+v: want id_idx and cat_idx over the compacted fragment", cu)
+			}
+			if n := checkKinds(t, f, "after index catch-up", want); n > 0 {
+				t.Fatalf("%d answers differ", n)
+			}
+			lanceDBWritesChecked(t, f, want, kindsRows, func(what string) int { return checkKinds(t, f, what, want) })
+		})
 	}
 }

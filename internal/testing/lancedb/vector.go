@@ -92,3 +92,20 @@ func VectorSearch(q VectorQuery) Step {
 	}
 	return s
 }
+
+// TextSearch is a full-text query through the fts index on column ("":
+// LanceDB picks it), at most limit rows (0: all), sorted by id
+// (Results.Rows).
+func TextSearch(query, column string, limit int, columns []string) Step {
+	s := op("textSearch", "query", query)
+	if column != "" {
+		s["column"] = column
+	}
+	if limit > 0 {
+		s["limit"] = limit
+	}
+	if columns != nil {
+		s["columns"] = columns
+	}
+	return s
+}

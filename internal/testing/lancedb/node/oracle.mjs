@@ -509,6 +509,18 @@ async function vectorSearch(t, st) {
   return { rows: tableRows(tbl), schema: describeSchema(tbl.schema) };
 }
 
+// textSearch runs a full-text query (through the fts index of column, or
+// the only one), optionally filtered (where), at most limit rows.
+async function textSearch(t, st) {
+  let q = t.query().fullTextSearch(st.query, st.column ? { columns: [st.column] } : undefined);
+  if (st.where) q = q.where(st.where);
+  if (st.columns) q = q.select(st.columns);
+  q = q.limit(st.limit || 1000000);
+  if (st.lsm !== undefined && st.lsm !== null) q = q.useLsm(st.lsm);
+  const tbl = await q.toArrow();
+  return { rows: sortRows(tableRows(tbl), ["id"].filter((k) => tbl.schema.fields.some((f) => f.name === k))), schema: describeSchema(tbl.schema) };
+}
+
 function indexConfig(type, opts) {
   const v = vectorIndexConfig(type, opts);
   if (v) return v;
@@ -617,6 +629,8 @@ async function step(s, st, defaultTable) {
       return await readRows(s, name, st);
     case "vectorSearch":
       return await vectorSearch(await t(), st);
+    case "textSearch":
+      return await textSearch(await t(), st);
     case "countRows":
       return { count: await (await t()).countRows(st.where) };
     case "version":
