@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -77,5 +79,43 @@ func TestLanceCompactInspectRemoved(t *testing.T) {
 	}
 	if !strings.Contains(strings.ReplaceAll(out, " ", ""), `"removed_fragments":[1]`) {
 		t.Fatalf("inspect does not show fragment 1 removed: %s", out)
+	}
+}
+
+// TestLanceCompactDryRunSkips: on a table whose first fragments an HNSW
+// index covers, the dry run lists them under skipped with the index and
+// the reason, and plans the others.
+func TestLanceCompactDryRunSkips(t *testing.T) {
+	lancedb.Require(t)
+	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+	f.Dir = f.URI + "/t.lance"
+	f.Run(t, lancedb.Create(lancedb.VectorSchema, lancedb.VectorRows(0, 300, "v")), lancedb.Add(lancedb.VectorRows(300, 600, "v")),
+		lancedb.CreateVectorIndex("vec", "ivf_hnsw_sq", "vec_idx", map[string]any{"numPartitions": 1}),
+		lancedb.Add(lancedb.VectorRows(600, 700, "v")), lancedb.Add(lancedb.VectorRows(700, 800, "v")),
+		lancedb.Delete("id % 5 = 0"))
+	code, out, stderr := runCLI(t, "compact", f.Dir, "--dry-run")
+	if code != 0 {
+		t.Fatalf("dry run: exit %d: %s", code, stderr)
+	}
+	var plan struct {
+		Groups []struct {
+			Fragments []uint64 `json:"fragments"`
+		} `json:"groups"`
+		Skipped []struct {
+			Fragment uint64 `json:"fragment"`
+			Code     string `json:"code"`
+			Reason   string `json:"reason"`
+		} `json:"skipped"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatalf("dry run: %v: %s", err, out)
+	}
+	if len(plan.Groups) != 1 || fmt.Sprint(plan.Groups[0].Fragments) != "[2 3]" || len(plan.Skipped) != 2 {
+		t.Fatalf("dry run: %s; want fragments 2 and 3 planned, 0 and 1 skipped", out)
+	}
+	for i, s := range plan.Skipped {
+		if s.Fragment != uint64(i) || s.Code != "unremappable_index" || !strings.Contains(s.Reason, `vector index "vec_idx"`) {
+			t.Errorf("skip %+v", s)
+		}
 	}
 }

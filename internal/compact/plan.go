@@ -127,11 +127,11 @@ func (g Group) LiveRows() uint64 {
 
 // Skip is a fragment the planner left out although it would qualify.
 type Skip struct {
-	Fragment uint64
+	Fragment uint64 `json:"fragment"`
 	// Code is the class of Reason, one of the Skip* constants (a metric
 	// label).
-	Code   string
-	Reason string
+	Code   string `json:"code"`
+	Reason string `json:"reason"`
 }
 
 // The classes of Skip.

@@ -315,7 +315,7 @@ func remapInline(ctx context.Context, h *table.Handle, read *meta.ManifestFile, 
 			continue
 		}
 		if prev.NeedsRemap(m) {
-			return nil, keys, fmt.Errorf("compact: index %s has fragment-reuse versions it has not absorbed; run `compactord index remap` first, or compact with the deferred remap", m.GetName())
+			return nil, keys, fmt.Errorf("compact: index %s has fragment-reuse versions it has not absorbed (a deferred compaction's); run `compactord index remap` first", m.GetName())
 		}
 		if len(m.GetFields()) != 1 || fields[m.GetFields()[0]] == nil {
 			return nil, keys, fmt.Errorf("compact: index %s is on fields %v; compactord remaps single-field indexes only", m.GetName(), m.GetFields())
