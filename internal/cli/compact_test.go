@@ -119,3 +119,76 @@ func TestLanceCompactDryRunSkips(t *testing.T) {
 		}
 	}
 }
+
+// TestLanceCompactThenLanceDBOptimize is the reproduction of the hazard
+// a deferred remap left to LanceDB: 6 x 500 rows with a btree on id and a
+// bitmap on cat, id % 10 = 0 deleted; compact (by default, and with
+// --defer-remap=true followed by index remap); then LanceDB deletes
+// id % 3 = 0 and runs optimize(). The btree and the bitmap count what a
+// scan counts, an acknowledged delete deletes, a merge-insert of an
+// existing key leaves one copy.
+func TestLanceCompactThenLanceDBOptimize(t *testing.T) {
+	lancedb.Require(t)
+	for _, args := range [][]string{nil, {"--defer-remap=true"}} {
+		t.Run(fmt.Sprint(args), func(t *testing.T) {
+			f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+			f.Dir = f.URI + "/t.lance"
+			steps := []lancedb.Step{lancedb.Create(lancedb.BasicSchema, lancedb.BasicRows(0, 500))}
+			for lo := int64(500); lo < 3000; lo += 500 {
+				steps = append(steps, lancedb.Add(lancedb.BasicRows(lo, lo+500)))
+			}
+			f.Run(t, append(steps, lancedb.CreateIndex("id", "btree", "id_idx"), lancedb.CreateIndex("cat", "bitmap", "cat_idx"),
+				lancedb.Delete("id % 10 = 0"))...)
+			code, out, stderr := runCLI(t, append([]string{"compact", f.Dir}, args...)...)
+			if code != 0 || !strings.Contains(out, `"groups":1`) {
+				t.Fatalf("compact: exit %d: %s %s", code, out, stderr)
+			}
+			if len(args) > 0 {
+				if code, out, stderr := runCLI(t, "index", "remap", f.Dir); code != 0 || !strings.Contains(out, `"removed":true`) {
+					t.Fatalf("index remap: exit %d: %s %s", code, out, stderr)
+				}
+			}
+			res := f.Run(t, lancedb.Open(), lancedb.Delete("id % 3 = 0"), lancedb.Optimize(lancedb.OptimizeOpts{}),
+				lancedb.CountRows("id >= 0"), lancedb.CountRows("cat = 1"),
+				lancedb.Delete("id >= 0 AND id < 100"), lancedb.CountRows("id < 100"),
+				lancedb.PlainMergeInsert("id", []lancedb.Row{lancedb.BasicRow(101, "m101")}),
+				lancedb.CountRows("id = 101"), lancedb.ReadRows(lancedb.ReadOpts{}))
+			rows, err := res.Rows(9)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scan, cat1 := int64(0), int64(0)
+			for id := int64(0); id < 3000; id++ {
+				if id%10 != 0 && id%3 != 0 {
+					scan++
+					if id%4 == 1 {
+						cat1++
+					}
+				}
+			}
+			count := func(i int) int64 {
+				n, err := res.Count(i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			if n := count(3); n != scan {
+				t.Errorf("after LanceDB's optimize(): the btree counts %d rows, the scan %d", n, scan)
+			}
+			if n := count(4); n != cat1 {
+				t.Errorf("after LanceDB's optimize(): the bitmap counts %d rows of cat 1, the scan %d", n, cat1)
+			}
+			if n := count(6); n != 0 {
+				t.Errorf("an acknowledged delete of id < 100 left %d rows", n)
+			}
+			if n := count(8); n != 1 {
+				t.Errorf("a merge-insert of key 101 left %d copies", n)
+			}
+			// 60 of the live rows have id < 100.
+			if want := scan - 60; int64(len(rows)) != want {
+				t.Errorf("LanceDB reads %d rows, want %d", len(rows), want)
+			}
+		})
+	}
+}
