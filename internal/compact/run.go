@@ -211,12 +211,14 @@ func runOnce(ctx context.Context, h *table.Handle, o Options, env Env) (*Result,
 	}
 	removed := fri.RemovedFragments(read, prev)
 	if o.DeferRemap {
-		// LanceDB drops a removed fragment's rows from every index it
-		// loads through the FRI; an index compactord cannot remap would
-		// then never be remapped physically, and an HNSW graph would keep
-		// nodes its vector storage lost. Such an index's removed
-		// fragments stay out of the FRI (liveness masks their rows, as
-		// after any whole-fragment delete of LanceDB's).
+		// Removed fragments are compactord's field (LanceDB 0.39 keeps it
+		// as an unknown field). A Lance that applies it at load would drop
+		// their rows from every index, and an HNSW graph would keep nodes
+		// its vector storage lost; compactord never remaps such an index
+		// physically either. So the fragments an index compactord cannot
+		// remap covers stay out of it (liveness masks their rows, as after
+		// any whole-fragment delete of LanceDB's; a btree keeps their
+		// entries until it is rebuilt).
 		removed.AndNot(unremappableCoverage(read, prev))
 	}
 	if !removed.IsEmpty() {
