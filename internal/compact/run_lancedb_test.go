@@ -281,9 +281,11 @@ func TestRunKeepsHNSWSearchable(t *testing.T) {
 						t.Errorf("skip %+v: want fragment %d, class %s", s, i, SkipIndex)
 					}
 				}
-				if r := selfRecall(t, f, want); r < 0.95 {
+				r := selfRecall(t, f, want)
+				if r < 0.95 {
 					t.Errorf("self-recall %.3f after compaction, want >= 0.95", r)
 				}
+				t.Logf("self-recall after compaction: %.3f", r)
 				a := f.Run(t, lancedb.Open(), lancedb.ReadRows(lancedb.ReadOpts{Columns: []string{"id", "s", "cat", "vec"}}))
 				b := twin.Run(t, lancedb.Open(), lancedb.ReadRows(lancedb.ReadOpts{Columns: []string{"id", "s", "cat", "vec"}}))
 				ra, _ := a.Rows(1)
@@ -292,9 +294,11 @@ func TestRunKeepsHNSWSearchable(t *testing.T) {
 					t.Errorf("rows after compaction (%d) differ from the untouched copy's (%d)", len(ra), len(rb))
 				}
 				lanceDBWrites(t, f, want, func(lo, hi int64, tag string) []lancedb.Row { return lancedb.VectorRows(lo, hi, tag) })
-				if r := selfRecall(t, f, want); r < 0.95 {
+				r = selfRecall(t, f, want)
+				if r < 0.95 {
 					t.Errorf("self-recall %.3f after LanceDB's writes and optimize(), want >= 0.95", r)
 				}
+				t.Logf("self-recall after LanceDB's writes and optimize(): %.3f", r)
 			})
 		}
 	}
