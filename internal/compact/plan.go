@@ -185,8 +185,8 @@ func PlanCompaction(read *meta.ManifestFile, reuse []ReuseGroup, o Options) (*Pl
 	var uuids []string
 	// Indexes compactord cannot remap, and the fragments they cover.
 	type fixed struct {
-		name, kind string
-		bm         *roaring.Bitmap
+		name, why string
+		bm        *roaring.Bitmap
 	}
 	var pinned []fixed
 	for _, ix := range read.Indices {
@@ -207,8 +207,13 @@ func PlanCompaction(read *meta.ManifestFile, reuse []ReuseGroup, o Options) (*Pl
 		eff := EffectiveBitmap(bm, reuse)
 		bitmaps = append(bitmaps, eff)
 		uuids = append(uuids, meta.UUIDString(ix.GetUuid()))
-		if kind := meta.IndexKind(ix); !Remappable(kind) {
-			pinned = append(pinned, fixed{name: ix.GetName(), kind: kind, bm: eff})
+		switch kind := meta.IndexKind(ix); {
+		case !Remappable(kind):
+			pinned = append(pinned, fixed{name: ix.GetName(), why: kind + " index %q, which compactord cannot remap (rebuild or optimize it with LanceDB)", bm: eff})
+		case !known && !o.DeferRemap:
+			// The Rewrite swaps the remapped segment's fragments in its
+			// bitmap; without one there is nothing to swap.
+			pinned = append(pinned, fixed{name: ix.GetName(), why: kind + " index %q, which has no fragment bitmap to remap inline", bm: eff})
 		}
 	}
 	only := map[uint64]bool{}
@@ -257,8 +262,7 @@ func PlanCompaction(read *meta.ManifestFile, reuse []ReuseGroup, o Options) (*Pl
 		if reason != "" {
 			for _, x := range pinned {
 				if x.bm.Contains(uint32(id)) {
-					p.Skips = append(p.Skips, Skip{Fragment: id, Code: SkipIndex,
-						Reason: fmt.Sprintf("covered by %s index %q, which compactord cannot remap (rebuild or optimize it with LanceDB)", x.kind, x.name)})
+					p.Skips = append(p.Skips, Skip{Fragment: id, Code: SkipIndex, Reason: "covered by " + fmt.Sprintf(x.why, x.name)})
 					reason = ""
 					break
 				}

@@ -225,4 +225,14 @@ func TestPlanLeavesOutUnremappableIndexes(t *testing.T) {
 	if groupsOf(p) != "" || len(p.Skips) != 5 {
 		t.Errorf("bitmap-less vector index: groups %q, skips %+v; want none, and all five candidates skipped", groupsOf(p), p.Skips)
 	}
+	// A btree without a bitmap cannot be remapped inline; deferred, the
+	// FRI covers it.
+	mf.Indices[0].IndexDetails = &anypb.Any{TypeUrl: meta.TypeURLBTree}
+	if p, err = PlanCompaction(mf, nil, DefaultOptions()); err != nil || groupsOf(p) != "" || len(p.Skips) != 5 ||
+		!strings.Contains(p.Skips[0].Reason, "no fragment bitmap") {
+		t.Errorf("bitmap-less btree, inline: groups %q, skips %+v (%v); want all five skipped", groupsOf(p), p.Skips, err)
+	}
+	if p, err = PlanCompaction(mf, nil, deferredOptions()); err != nil || groupsOf(p) != "0,1,2,3,4" || len(p.Skips) != 0 {
+		t.Errorf("bitmap-less btree, deferred: groups %q, skips %+v (%v); want one group", groupsOf(p), p.Skips, err)
+	}
 }
