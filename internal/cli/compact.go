@@ -17,7 +17,7 @@ func newCompactCmd(e *env) *cobra.Command {
 		DeletionThreshold     float64
 		Parallelism           int
 	}{TargetRowsPerFragment: 1 << 20, DeletionThreshold: 0.1, Parallelism: 4}
-	deferRemap := true
+	deferRemap := false
 	dryRun := false
 	var fragments string
 	var lf *compactFlags
@@ -49,7 +49,7 @@ func newCompactCmd(e *env) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&deferRemap, "defer-remap", true, "record a fragment-reuse version instead of rewriting the indices now")
+	f.BoolVar(&deferRemap, "defer-remap", false, "record a fragment-reuse version instead of remapping the indices in the same commit (opt-in: run `index remap` before LanceDB's optimize, see --help)")
 	f.Uint64Var(&cfg.TargetRowsPerFragment, "target-rows", cfg.TargetRowsPerFragment, "fragments with fewer live rows are small; outputs hold at most this many")
 	f.Float64Var(&cfg.DeletionThreshold, "deletion-threshold", cfg.DeletionThreshold, "deleted share of a fragment's rows from which it is rewritten")
 	f.IntVar(&cfg.Parallelism, "parallelism", cfg.Parallelism, "at most this many groups rewritten at once (one per 256 MiB of input to re-encode)")
@@ -81,10 +81,18 @@ On a Lance dataset, compact follows Lance's optimize compaction: fragments with 
 --target-rows, or whose deleted share is above --deletion-threshold, are grouped with adjacent
 candidates covered by the same indexes and rewritten without their deleted rows (fragments
 without deletions are copied page by page). It reserves the new fragment ids (ReserveFragments)
-and commits one Rewrite with a new version of the fragment-reuse index, which LanceDB applies to
-every index at load; fully deleted fragments the indexes still name are recorded as removed.
-A concurrent delete of rows being rewritten is rebased onto the new fragments. It prints one
-JSON line (version, groups, stats, rebased, retried). --dry-run prints the plan.`
+and commits one Rewrite carrying every btree and bitmap segment that covers a rewritten fragment,
+remapped to the new row addresses (as LanceDB's optimize does). Fragments covered by an index
+compactord cannot remap (vector, full-text, label-list) are left out; --dry-run lists them
+under "skipped" with the reason. A concurrent delete of rows being rewritten is rebased onto the
+new fragments. It prints one JSON line (version, groups, stats, rebased, retried).
+
+--defer-remap=true commits a new version of the fragment-reuse index instead, which LanceDB
+applies to every index at load (fully deleted fragments the indexes still name are recorded as
+removed). Until 'compactord index remap' absorbs it, LanceDB's own compaction (optimize) remaps
+the indexes through its row map only, over segments that still hold the old addresses: the
+btree and bitmap lose rows, and deletes and merge-inserts by key miss them. Run 'index remap'
+before any LanceDB maintenance of the table (the daemon does so before any other job).`
 
 // compactFlags are the Lance-only flags.
 type compactFlags struct {

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -8,8 +10,9 @@ import (
 )
 
 // TestLanceCompactCLI: --dry-run prints the groups and changes nothing;
-// compact lands one Rewrite with the fully deleted fragment recorded as
-// removed, LanceDB reads the same rows, and a second run finds nothing.
+// compact --defer-remap=true lands one Rewrite with an FRI version,
+// LanceDB reads the same rows, and a second run finds nothing; by
+// default the remap is inline (no FRI).
 func TestLanceCompactCLI(t *testing.T) {
 	lancedb.Require(t)
 	f := lancedb.Deletes(t, "")
@@ -25,12 +28,12 @@ func TestLanceCompactCLI(t *testing.T) {
 	if got := snapshot(t, f.Dir); strings.Join(got, "\n") != strings.Join(files, "\n") {
 		t.Fatal("the dry run changed the table")
 	}
-	code, out, stderr = runCLI(t, "compact", f.Dir)
+	code, out, stderr = runCLI(t, "compact", f.Dir, "--defer-remap=true")
 	if code != 0 {
 		t.Fatalf("compact: exit %d: %s", code, stderr)
 	}
 	res := jsonLines(t, out)
-	if len(res) != 1 || res[0]["groups"] != float64(1) || res[0]["version"].(float64) <= float64(f.Version) {
+	if len(res) != 1 || res[0]["groups"] != float64(1) || res[0]["version"].(float64) <= float64(f.Version) || res[0]["defer_remap"] != true {
 		t.Fatalf("compact: %s", out)
 	}
 	got := f.Run(t, lancedb.ReadRows(lancedb.ReadOpts{}))
@@ -50,9 +53,10 @@ func TestLanceCompactCLI(t *testing.T) {
 		t.Fatalf("second compact: exit %d: %s %s", code, out, stderr)
 	}
 
-	// The inline remap on a fresh copy of the table: no FRI is written.
+	// The default on a fresh copy of the table: the remap is inline, no
+	// FRI is written.
 	g := lancedb.Deletes(t, "")
-	code, out, stderr = runCLI(t, "compact", g.Dir, "--defer-remap=false")
+	code, out, stderr = runCLI(t, "compact", g.Dir)
 	if code != 0 || !strings.Contains(out, `"defer_remap":false`) || strings.Contains(out, "frag_reuse_index") {
 		t.Fatalf("inline compact: exit %d: %s %s", code, out, stderr)
 	}
@@ -65,7 +69,7 @@ func TestLanceCompactInspectRemoved(t *testing.T) {
 	lancedb.Require(t)
 	f := lancedb.Indexed(t, "")
 	f.Run(t, lancedb.Delete("id >= 10 AND id < 20"))
-	code, out, stderr := runCLI(t, "compact", f.Dir)
+	code, out, stderr := runCLI(t, "compact", f.Dir, "--defer-remap=true")
 	if code != 0 || !strings.Contains(out, `"removed_fragments":[1]`) {
 		t.Fatalf("compact: exit %d: %s %s", code, out, stderr)
 	}
@@ -75,5 +79,116 @@ func TestLanceCompactInspectRemoved(t *testing.T) {
 	}
 	if !strings.Contains(strings.ReplaceAll(out, " ", ""), `"removed_fragments":[1]`) {
 		t.Fatalf("inspect does not show fragment 1 removed: %s", out)
+	}
+}
+
+// TestLanceCompactDryRunSkips: on a table whose first fragments an HNSW
+// index covers, the dry run lists them under skipped with the index and
+// the reason, and plans the others.
+func TestLanceCompactDryRunSkips(t *testing.T) {
+	lancedb.Require(t)
+	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+	f.Dir = f.URI + "/t.lance"
+	f.Run(t, lancedb.Create(lancedb.VectorSchema, lancedb.VectorRows(0, 300, "v")), lancedb.Add(lancedb.VectorRows(300, 600, "v")),
+		lancedb.CreateVectorIndex("vec", "ivf_hnsw_sq", "vec_idx", map[string]any{"numPartitions": 1}),
+		lancedb.Add(lancedb.VectorRows(600, 700, "v")), lancedb.Add(lancedb.VectorRows(700, 800, "v")),
+		lancedb.Delete("id % 5 = 0"))
+	code, out, stderr := runCLI(t, "compact", f.Dir, "--dry-run")
+	if code != 0 {
+		t.Fatalf("dry run: exit %d: %s", code, stderr)
+	}
+	var plan struct {
+		Groups []struct {
+			Fragments []uint64 `json:"fragments"`
+		} `json:"groups"`
+		Skipped []struct {
+			Fragment uint64 `json:"fragment"`
+			Code     string `json:"code"`
+			Reason   string `json:"reason"`
+		} `json:"skipped"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatalf("dry run: %v: %s", err, out)
+	}
+	if len(plan.Groups) != 1 || fmt.Sprint(plan.Groups[0].Fragments) != "[2 3]" || len(plan.Skipped) != 2 {
+		t.Fatalf("dry run: %s; want fragments 2 and 3 planned, 0 and 1 skipped", out)
+	}
+	for i, s := range plan.Skipped {
+		if s.Fragment != uint64(i) || s.Code != "unremappable_index" || !strings.Contains(s.Reason, `vector index "vec_idx"`) {
+			t.Errorf("skip %+v", s)
+		}
+	}
+}
+
+// TestLanceCompactThenLanceDBOptimize is the reproduction of the hazard
+// a deferred remap left to LanceDB: 6 x 500 rows with a btree on id and a
+// bitmap on cat, id % 10 = 0 deleted; compact (by default, and with
+// --defer-remap=true followed by index remap); then LanceDB deletes
+// id % 3 = 0 and runs optimize(). The btree and the bitmap count what a
+// scan counts, an acknowledged delete deletes, a merge-insert of an
+// existing key leaves one copy.
+func TestLanceCompactThenLanceDBOptimize(t *testing.T) {
+	lancedb.Require(t)
+	for _, args := range [][]string{nil, {"--defer-remap=true"}} {
+		t.Run(fmt.Sprint(args), func(t *testing.T) {
+			f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+			f.Dir = f.URI + "/t.lance"
+			steps := []lancedb.Step{lancedb.Create(lancedb.BasicSchema, lancedb.BasicRows(0, 500))}
+			for lo := int64(500); lo < 3000; lo += 500 {
+				steps = append(steps, lancedb.Add(lancedb.BasicRows(lo, lo+500)))
+			}
+			f.Run(t, append(steps, lancedb.CreateIndex("id", "btree", "id_idx"), lancedb.CreateIndex("cat", "bitmap", "cat_idx"),
+				lancedb.Delete("id % 10 = 0"))...)
+			code, out, stderr := runCLI(t, append([]string{"compact", f.Dir}, args...)...)
+			if code != 0 || !strings.Contains(out, `"groups":1`) {
+				t.Fatalf("compact: exit %d: %s %s", code, out, stderr)
+			}
+			if len(args) > 0 {
+				if code, out, stderr := runCLI(t, "index", "remap", f.Dir); code != 0 || !strings.Contains(out, `"removed":true`) {
+					t.Fatalf("index remap: exit %d: %s %s", code, out, stderr)
+				}
+			}
+			res := f.Run(t, lancedb.Open(), lancedb.Delete("id % 3 = 0"), lancedb.Optimize(lancedb.OptimizeOpts{}),
+				lancedb.CountRows("id >= 0"), lancedb.CountRows("cat = 1"),
+				lancedb.Delete("id >= 0 AND id < 100"), lancedb.CountRows("id < 100"),
+				lancedb.PlainMergeInsert("id", []lancedb.Row{lancedb.BasicRow(101, "m101")}),
+				lancedb.CountRows("id = 101"), lancedb.ReadRows(lancedb.ReadOpts{}))
+			rows, err := res.Rows(9)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scan, cat1 := int64(0), int64(0)
+			for id := int64(0); id < 3000; id++ {
+				if id%10 != 0 && id%3 != 0 {
+					scan++
+					if id%4 == 1 {
+						cat1++
+					}
+				}
+			}
+			count := func(i int) int64 {
+				n, err := res.Count(i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			if n := count(3); n != scan {
+				t.Errorf("after LanceDB's optimize(): the btree counts %d rows, the scan %d", n, scan)
+			}
+			if n := count(4); n != cat1 {
+				t.Errorf("after LanceDB's optimize(): the bitmap counts %d rows of cat 1, the scan %d", n, cat1)
+			}
+			if n := count(6); n != 0 {
+				t.Errorf("an acknowledged delete of id < 100 left %d rows", n)
+			}
+			if n := count(8); n != 1 {
+				t.Errorf("a merge-insert of key 101 left %d copies", n)
+			}
+			// 60 of the live rows have id < 100.
+			if want := scan - 60; int64(len(rows)) != want {
+				t.Errorf("LanceDB reads %d rows, want %d", len(rows), want)
+			}
+		})
 	}
 }

@@ -121,7 +121,7 @@ func TestLanceIndexRemapCLI(t *testing.T) {
 		}
 		return res[0]
 	}
-	if r := one("compact", f.Dir); r["groups"] == float64(0) {
+	if r := one("compact", f.Dir, "--defer-remap=true"); r["groups"] == float64(0) {
 		t.Fatalf("compact: %v", r)
 	}
 	var doc struct {

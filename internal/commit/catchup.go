@@ -73,6 +73,13 @@ func deriveMemWal(read, head *meta.ManifestFile, next []*pb.IndexMetadata, txn *
 	}
 	shards := sortedShards(sets...)
 
+	// A Rewrite's remapped segments hold the rows the segments they
+	// replace held, at their new addresses: for the catch-up they are the
+	// same segments.
+	remapped := map[string]string{}
+	for _, ri := range txn.GetRewrite().GetRewrittenIndices() {
+		remapped[meta.UUIDString(ri.GetNewId())] = meta.UUIDString(ri.GetOldId())
+	}
 	var progress []*pb.IndexCatchupProgress
 	for _, name := range sortedUnique(d.GetMaintainedIndexes()) {
 		segsNext := meta.FindIndex(next, name)
@@ -83,7 +90,7 @@ func deriveMemWal(read, head *meta.ManifestFile, next []*pb.IndexMetadata, txn *
 		if err != nil {
 			return nil, err
 		}
-		unchanged := sameSegments(meta.FindIndex(head.Indices, name), segsNext)
+		unchanged := sameSegments(meta.FindIndex(head.Indices, name), segsNext, remapped)
 		p := &pb.IndexCatchupProgress{IndexName: name}
 		for _, s := range shards {
 			prior := uint64(0)
@@ -149,18 +156,33 @@ func covers(segs []*pb.IndexMetadata, readFrags *roaring.Bitmap) (bool, error) {
 }
 
 // sameSegments: the same uuids with the same bitmaps. A bitmap narrowed in
-// place under an old uuid is a change (the uuid alone would miss it).
-func sameSegments(a, b []*pb.IndexMetadata) bool {
+// place under an old uuid is a change (the uuid alone would miss it). A
+// segment of b that a Rewrite remapped from one of a (remapped: new uuid
+// to old) is that segment.
+func sameSegments(a, b []*pb.IndexMetadata, remapped map[string]string) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	key := func(ix *pb.IndexMetadata) string {
-		return meta.UUIDString(ix.GetUuid()) + "\x00" + string(ix.GetFragmentBitmap())
+	old := map[string]bool{}
+	for _, o := range remapped {
+		old[o] = true
+	}
+	// A segment of b that remaps one of a (new uuid to old) matches it
+	// whatever their bitmaps: the rewrite swapped its fragments.
+	key := func(ix *pb.IndexMetadata, isB bool) string {
+		id := meta.UUIDString(ix.GetUuid())
+		if o, ok := remapped[id]; ok && isB {
+			return o + "\x00remapped"
+		}
+		if old[id] && !isB {
+			return id + "\x00remapped"
+		}
+		return id + "\x00" + string(ix.GetFragmentBitmap())
 	}
 	ka := make([]string, len(a))
 	kb := make([]string, len(b))
 	for i := range a {
-		ka[i], kb[i] = key(a[i]), key(b[i])
+		ka[i], kb[i] = key(a[i], false), key(b[i], true)
 	}
 	sort.Strings(ka)
 	sort.Strings(kb)

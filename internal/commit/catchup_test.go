@@ -85,6 +85,13 @@ func TestCatchupDerivation(t *testing.T) {
 				NewIndices:     []*pb.IndexMetadata{segment(t, "id_idx", "00000000-0000-4000-8000-000000000002", []uint32{0})}}}},
 			want: cm{shardA: 0},
 		},
+		{
+			name: "a rewrite that remaps the segment inline keeps the head's position",
+			read: version(4, []uint64{0, 1, 7}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwal(t, cm{shardA: 10}, nil, "id_idx")),
+			head: version(4, []uint64{0, 1, 7}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwal(t, cm{shardA: 10}, map[string]cm{"id_idx": {shardA: 8}}, "id_idx")),
+			txn:  inlineRewrite(t, idxA, "00000000-0000-4000-8000-000000000002", group([]uint64{0, 1}, 20)),
+			want: cm{shardA: 8},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -174,4 +181,20 @@ func TestDroppedIndexLosesItsEntry(t *testing.T) {
 	if _, ok := catchupOf(t, got)["id_idx"]; ok {
 		t.Error("a dropped index kept its catch-up entry")
 	}
+}
+
+// inlineRewrite is a Rewrite of groups that remaps segment old as new.
+func inlineRewrite(t *testing.T, old, new string, groups ...*pb.Transaction_Rewrite_RewriteGroup) *pb.Transaction {
+	t.Helper()
+	o, err := meta.ParseUUID(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := meta.ParseUUID(new)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := rewriteTxn(groups...)
+	txn.GetRewrite().RewrittenIndices = []*pb.Transaction_Rewrite_RewrittenIndex{{OldId: o, NewId: n}}
+	return txn
 }

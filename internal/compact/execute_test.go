@@ -81,7 +81,7 @@ func smallTableN(t *testing.T, n, del int) *table.Handle {
 func TestExecuteCutsAndCopies(t *testing.T) {
 	h := smallTable(t, 1)
 	ctx := t.Context()
-	o := DefaultOptions()
+	o := deferredOptions()
 	o.TargetRowsPerFragment = 12
 	res, err := Run(ctx, h, o, Env{})
 	if err != nil {
@@ -172,7 +172,7 @@ func TestExecuteCopiesUpToTarget(t *testing.T) {
 func TestRunReplansWhenTheFRIChanged(t *testing.T) {
 	h := smallTableN(t, 5, 4)
 	ctx := t.Context()
-	o := DefaultOptions()
+	o := deferredOptions()
 	o.TargetRowsPerFragment = 100
 	first := true
 	b := o

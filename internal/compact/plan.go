@@ -1,8 +1,15 @@
 // Package compact compacts Lance tables as Lance's optimize does: adjacent
 // small or deletion-heavy fragments are rewritten into fewer, larger ones
-// with their deleted rows dropped, and the Rewrite commits either with a
-// fragment-reuse index version (deferred remap, the default) or with every
-// affected index remapped in place.
+// with their deleted rows dropped, and the Rewrite commits either with
+// every affected index remapped in place (the default, as LanceDB's
+// optimize does) or with a fragment-reuse index version (deferred remap,
+// an opt-in: see Options.DeferRemap).
+//
+// Only btree and bitmap segments can be remapped by compactord. A fragment
+// covered by an index of any other kind (vector, full-text, label-list) is
+// left out of the plan (a Skip): LanceDB would load such an index through
+// a fragment-reuse version it cannot apply (an HNSW graph keeps its nodes
+// while its vector storage loses the deleted rows, and every search fails).
 //
 // Plan is pure (a manifest and options in, groups out); Execute writes the
 // new data files; Run reserves fragment ids, executes, and commits.
@@ -36,16 +43,21 @@ type Options struct {
 	MaterializeDeletions bool
 	DeletionThreshold    float64
 	// DeferRemap commits a fragment-reuse index version instead of
-	// remapping the indexes in the same commit.
+	// remapping the indexes in the same commit. Until the version is
+	// absorbed (`index remap`), LanceDB's own compaction (optimize) remaps
+	// the indexes through its row map only, over segments still holding
+	// the pre-FRI addresses: a btree or bitmap then loses rows, deletes
+	// and merge-inserts by key miss them. Off by default.
 	DeferRemap bool
 	// Fragments, when not empty, limits the candidates to these ids.
 	Fragments []uint64
 }
 
-// DefaultOptions are Lance's defaults, with the remap deferred.
+// DefaultOptions are Lance's defaults: the indexes are remapped in the
+// compaction's commit.
 func DefaultOptions() Options {
 	return Options{TargetRowsPerFragment: 1 << 20, MaxRowsPerGroup: 1024, MaterializeDeletions: true,
-		DeletionThreshold: 0.1, DeferRemap: true}
+		DeletionThreshold: 0.1}
 }
 
 // DefaultMaxBytesPerFile is Lance's max_bytes_per_file default.
@@ -115,9 +127,32 @@ func (g Group) LiveRows() uint64 {
 
 // Skip is a fragment the planner left out although it would qualify.
 type Skip struct {
-	Fragment uint64
-	Reason   string
+	Fragment uint64 `json:"fragment"`
+	// Code is the class of Reason, one of the Skip* constants (a metric
+	// label).
+	Code   string `json:"code"`
+	Reason string `json:"reason"`
 }
+
+// The classes of Skip.
+const (
+	// SkipIndex: an index compactord cannot remap (not a btree or
+	// bitmap) covers the fragment.
+	SkipIndex = "unremappable_index"
+	// SkipFiles: the fragment has more than one data file.
+	SkipFiles = "data_files"
+	// SkipBase: a file of the fragment is in another base path.
+	SkipBase = "base_path"
+	// SkipRows: the fragment's physical row count is not recorded.
+	SkipRows = "row_count"
+)
+
+// SkipCodes are every class of Skip.
+var SkipCodes = []string{SkipIndex, SkipFiles, SkipBase, SkipRows}
+
+// Remappable reports whether compactord can remap an index segment of
+// this kind (meta.IndexKind): btree and bitmap.
+func Remappable(kind string) bool { return kind == "btree" || kind == "bitmap" }
 
 // Plan is the groups of one read version.
 type Plan struct {
@@ -148,6 +183,12 @@ func PlanCompaction(read *meta.ManifestFile, reuse []ReuseGroup, o Options) (*Pl
 	p := &Plan{ReadVersion: m.GetVersion()}
 	var bitmaps []*roaring.Bitmap
 	var uuids []string
+	// Indexes compactord cannot remap, and the fragments they cover.
+	type fixed struct {
+		name, why string
+		bm        *roaring.Bitmap
+	}
+	var pinned []fixed
 	for _, ix := range read.Indices {
 		if meta.IsSystemIndex(ix) {
 			continue
@@ -163,8 +204,17 @@ func PlanCompaction(read *meta.ManifestFile, reuse []ReuseGroup, o Options) (*Pl
 			bm = roaring.New()
 			bm.AddRange(0, uint64(m.GetMaxFragmentId())+1)
 		}
-		bitmaps = append(bitmaps, EffectiveBitmap(bm, reuse))
+		eff := EffectiveBitmap(bm, reuse)
+		bitmaps = append(bitmaps, eff)
 		uuids = append(uuids, meta.UUIDString(ix.GetUuid()))
+		switch kind := meta.IndexKind(ix); {
+		case !Remappable(kind):
+			pinned = append(pinned, fixed{name: ix.GetName(), why: kind + " index %q, which compactord cannot remap (rebuild or optimize it with LanceDB)", bm: eff})
+		case !known && !o.DeferRemap:
+			// The Rewrite swaps the remapped segment's fragments in its
+			// bitmap; without one there is nothing to swap.
+			pinned = append(pinned, fixed{name: ix.GetName(), why: kind + " index %q, which has no fragment bitmap to remap inline", bm: eff})
+		}
 	}
 	only := map[uint64]bool{}
 	for _, id := range o.Fragments {
@@ -204,9 +254,18 @@ func PlanCompaction(read *meta.ManifestFile, reuse []ReuseGroup, o Options) (*Pl
 			reason = ""
 		}
 		if reason != "" {
-			if why := unsupported(f); why != "" {
-				p.Skips = append(p.Skips, Skip{Fragment: id, Reason: why})
+			if code, why := unsupported(f); why != "" {
+				p.Skips = append(p.Skips, Skip{Fragment: id, Code: code, Reason: why})
 				reason = ""
+			}
+		}
+		if reason != "" {
+			for _, x := range pinned {
+				if x.bm.Contains(uint32(id)) {
+					p.Skips = append(p.Skips, Skip{Fragment: id, Code: SkipIndex, Reason: "covered by " + fmt.Sprintf(x.why, x.name)})
+					reason = ""
+					break
+				}
 			}
 		}
 		if reason == "" {
@@ -265,21 +324,35 @@ func splitForSize(cs []Candidate, target uint64) [][]Candidate {
 	}
 }
 
-// unsupported says why compactord cannot rewrite a fragment ("" if it can).
-func unsupported(f *pb.DataFragment) string {
+// unsupported says why compactord cannot rewrite a fragment, and the
+// Skip class of that ("" if it can).
+func unsupported(f *pb.DataFragment) (string, string) {
 	if len(f.GetFiles()) != 1 {
-		return fmt.Sprintf("%d data files (added columns); compactord rewrites single-file fragments only", len(f.GetFiles()))
+		return SkipFiles, fmt.Sprintf("%d data files (added columns); compactord rewrites single-file fragments only", len(f.GetFiles()))
 	}
 	if f.GetFiles()[0].BaseId != nil {
-		return "data file in another base path"
+		return SkipBase, "data file in another base path"
 	}
 	if f.GetDeletionFile() != nil && f.GetDeletionFile().BaseId != nil {
-		return "deletion file in another base path"
+		return SkipBase, "deletion file in another base path"
 	}
 	if f.GetPhysicalRows() == 0 {
-		return "physical row count unknown"
+		return SkipRows, "physical row count unknown"
 	}
-	return ""
+	return "", ""
+}
+
+// SkipCounts counts a plan's skips by class, every class present (0 when
+// none).
+func (p *Plan) SkipCounts() map[string]int {
+	out := map[string]int{}
+	for _, c := range SkipCodes {
+		out[c] = 0
+	}
+	for _, s := range p.Skips {
+		out[s.Code]++
+	}
+	return out
 }
 
 // EffectiveBitmap is an index bitmap as Lance reads it through the

@@ -7,6 +7,9 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/meta"
 )
@@ -26,9 +29,17 @@ func manifestOf(frags []frag, indexes map[string][]uint32) *meta.ManifestFile {
 	out := &meta.ManifestFile{Manifest: m}
 	for name, ids := range indexes {
 		u, _ := meta.NewUUID()
-		out.Indices = append(out.Indices, &pb.IndexMetadata{Uuid: u, Name: name, FragmentBitmap: meta.EncodeBitmap(roaring.BitmapOf(ids...))})
+		out.Indices = append(out.Indices, &pb.IndexMetadata{Uuid: u, Name: name, FragmentBitmap: meta.EncodeBitmap(roaring.BitmapOf(ids...)),
+			IndexDetails: &anypb.Any{TypeUrl: meta.TypeURLBTree}})
 	}
 	return out
+}
+
+// deferredOptions are the defaults with the remap deferred to the FRI.
+func deferredOptions() Options {
+	o := DefaultOptions()
+	o.DeferRemap = true
+	return o
 }
 
 // groupsOf renders a plan as "0,1 2" (groups by space, ids by comma).
@@ -155,5 +166,73 @@ func TestWorkers(t *testing.T) {
 		if got := workers(c.p, c.par); got != c.want {
 			t.Errorf("%s: workers = %d, want %d", c.name, got, c.want)
 		}
+	}
+}
+
+// TestPlanLeavesOutUnremappableIndexes: a fragment covered by an index
+// compactord cannot remap (vector, full-text, label-list, a kind it does
+// not know) is left out with its reason in both remap modes, and the
+// fragments next to it still compact; an index of such a kind without a
+// fragment bitmap covers every fragment.
+func TestPlanLeavesOutUnremappableIndexes(t *testing.T) {
+	frags := []frag{{0, 100, 50}, {1, 100, 0}, {2, 100, 0}, {3, 100, 0}, {4, 100, 50}}
+	for _, kind := range []struct{ url, name string }{
+		{"/lance.index.pb.VectorIndexDetails", "vector"},
+		{"/lance.index.pb.InvertedIndexDetails", "inverted"},
+		{"/lance.index.pb.LabelListIndexDetails", "labellist"},
+		{"", "unknown"},
+	} {
+		for _, deferred := range []bool{false, true} {
+			o := DefaultOptions()
+			o.TargetRowsPerFragment = 1000
+			o.DeferRemap = deferred
+			mf := manifestOf(frags, map[string][]uint32{"id_idx": {0, 1, 2, 3, 4}})
+			u, _ := meta.NewUUID()
+			vec := &pb.IndexMetadata{Uuid: u, Name: "vec_idx", FragmentBitmap: meta.EncodeBitmap(roaring.BitmapOf(0, 1))}
+			if kind.url != "" {
+				vec.IndexDetails = &anypb.Any{TypeUrl: kind.url}
+			}
+			mf.Indices = append(mf.Indices, vec)
+			p, err := PlanCompaction(mf, nil, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := groupsOf(p); got != "2,3,4" {
+				t.Errorf("%s, deferred %v: groups %q, want 2,3,4", kind.name, deferred, got)
+			}
+			if len(p.Skips) != 2 || p.Skips[0].Fragment != 0 || p.Skips[1].Fragment != 1 {
+				t.Fatalf("%s, deferred %v: skips %+v, want fragments 0 and 1", kind.name, deferred, p.Skips)
+			}
+			for _, s := range p.Skips {
+				if s.Code != SkipIndex || !strings.Contains(s.Reason, `"vec_idx"`) || !strings.Contains(s.Reason, kind.name) {
+					t.Errorf("%s: skip %+v: want class %s naming vec_idx and its kind", kind.name, s, SkipIndex)
+				}
+			}
+			if c := p.SkipCounts(); c[SkipIndex] != 2 || c[SkipFiles] != 0 || len(c) != len(SkipCodes) {
+				t.Errorf("skip counts %v", c)
+			}
+		}
+	}
+	// Without a bitmap, a vector index covers every fragment.
+	mf := manifestOf(frags, nil)
+	u, _ := meta.NewUUID()
+	mf.Indices = append(mf.Indices, &pb.IndexMetadata{Uuid: u, Name: "vec_idx", IndexDetails: &anypb.Any{TypeUrl: "/lance.index.pb.VectorIndexDetails"}})
+	mf.Manifest.MaxFragmentId = proto.Uint32(4)
+	p, err := PlanCompaction(mf, nil, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if groupsOf(p) != "" || len(p.Skips) != 5 {
+		t.Errorf("bitmap-less vector index: groups %q, skips %+v; want none, and all five candidates skipped", groupsOf(p), p.Skips)
+	}
+	// A btree without a bitmap cannot be remapped inline; deferred, the
+	// FRI covers it.
+	mf.Indices[0].IndexDetails = &anypb.Any{TypeUrl: meta.TypeURLBTree}
+	if p, err = PlanCompaction(mf, nil, DefaultOptions()); err != nil || groupsOf(p) != "" || len(p.Skips) != 5 ||
+		!strings.Contains(p.Skips[0].Reason, "no fragment bitmap") {
+		t.Errorf("bitmap-less btree, inline: groups %q, skips %+v (%v); want all five skipped", groupsOf(p), p.Skips, err)
+	}
+	if p, err = PlanCompaction(mf, nil, deferredOptions()); err != nil || groupsOf(p) != "0,1,2,3,4" || len(p.Skips) != 0 {
+		t.Errorf("bitmap-less btree, deferred: groups %q, skips %+v (%v); want one group", groupsOf(p), p.Skips, err)
 	}
 }

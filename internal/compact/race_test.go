@@ -56,7 +56,9 @@ func TestRunRaceWithLanceDBDeletes(t *testing.T) {
 	h := openHandle(t, f.Dir)
 	w := lancedb.StartWriter(t, lancedb.WriterOpts{URI: f.URI, Duration: dur, KeyMin: 0, KeyMax: 2999, Seed: 7, ID: "w",
 		Weights: map[string]int{"append": 1, "delete": 4}, Batch: 8})
-	o := DefaultOptions()
+	// Deferred: the FRI chain the compactions build is absorbed below
+	// (TestRunRebasesLanceDBDeletes races the default, inline remap).
+	o := deferredOptions()
 	o.TargetRowsPerFragment = 600
 	o.DeletionThreshold = 0.02
 	// Hold each Rewrite until some other version landed after its read

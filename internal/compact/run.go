@@ -210,6 +210,17 @@ func runOnce(ctx context.Context, h *table.Handle, o Options, env Env) (*Result,
 		}
 	}
 	removed := fri.RemovedFragments(read, prev)
+	if o.DeferRemap {
+		// Removed fragments are compactord's field (LanceDB 0.39 keeps it
+		// as an unknown field). A Lance that applies it at load would drop
+		// their rows from every index, and an HNSW graph would keep nodes
+		// its vector storage lost; compactord never remaps such an index
+		// physically either. So the fragments an index compactord cannot
+		// remap covers stay out of it (liveness masks their rows, as after
+		// any whole-fragment delete of LanceDB's; a btree keeps their
+		// entries until it is rebuilt).
+		removed.AndNot(unremappableCoverage(read, prev))
+	}
 	if !removed.IsEmpty() {
 		v.Removed = removed
 		for _, id := range removed.ToArray() {
@@ -306,7 +317,7 @@ func remapInline(ctx context.Context, h *table.Handle, read *meta.ManifestFile, 
 			continue
 		}
 		if prev.NeedsRemap(m) {
-			return nil, keys, fmt.Errorf("compact: index %s has fragment-reuse versions it has not absorbed; run `compactord index remap` first, or compact with the deferred remap", m.GetName())
+			return nil, keys, fmt.Errorf("compact: index %s has fragment-reuse versions it has not absorbed (a deferred compaction's); run `compactord index remap` first", m.GetName())
 		}
 		if len(m.GetFields()) != 1 || fields[m.GetFields()[0]] == nil {
 			return nil, keys, fmt.Errorf("compact: index %s is on fields %v; compactord remaps single-field indexes only", m.GetName(), m.GetFields())
@@ -322,6 +333,25 @@ func remapInline(ctx context.Context, h *table.Handle, read *meta.ManifestFile, 
 			NewIndexDetails: nm.GetIndexDetails(), NewIndexVersion: uint32(nm.GetIndexVersion()), NewIndexFiles: nm.GetFiles()})
 	}
 	return ris, keys, nil
+}
+
+// unremappableCoverage is the fragments the indexes compactord cannot
+// remap cover, read through the FRI; every fragment for one without a
+// bitmap.
+func unremappableCoverage(read *meta.ManifestFile, prev *fri.Index) *roaring.Bitmap {
+	out := roaring.New()
+	for _, m := range read.Indices {
+		if meta.IsSystemIndex(m) || Remappable(meta.IndexKind(m)) {
+			continue
+		}
+		bm := prev.RemapBitmap(m)
+		if bm == nil {
+			out.AddRange(0, uint64(read.Manifest.GetMaxFragmentId())+1)
+			continue
+		}
+		out.Or(bm)
+	}
+	return out
 }
 
 // planTotal is the rows and bytes a plan reads: the ETA of the progress

@@ -90,7 +90,7 @@ func TestRunDeferredWithLanceDB(t *testing.T) {
 	lancedb.Require(t)
 	f, want := indexedWithDeletes(t)
 	h := openHandle(t, f.Dir)
-	res, err := Run(t.Context(), h, DefaultOptions(), Env{})
+	res, err := Run(t.Context(), h, deferredOptions(), Env{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func DefaultConfig() Config {
 			// Bound one merge commit (and its memory); the job loops over
 			// the rest.
 			Merge:   MergeConfig{MaxGenerations: 16},
-			Compact: CompactConfig{TargetRowsPerFragment: 1 << 20, DeletionThreshold: 0.1, Parallelism: 4, Replans: 2, MemoryBudgetMiB: 256},
+			Compact: CompactConfig{TargetRowsPerFragment: 1 << 20, DeletionThreshold: 0.1, Parallelism: 4, InlineRemap: true, Replans: 2, MemoryBudgetMiB: 256},
 			Index:   IndexConfig{Replans: 3},
 			Trim:    TrimConfig{Concurrency: 16, KeepShardManifests: 10, ReaderGrace: time.Minute},
 			Cleanup: CleanupConfig{Policy: CleanupPolicy{RetainVersions: 10, OlderThan: 24 * time.Hour, MinAge: time.Hour}, Concurrency: 16},

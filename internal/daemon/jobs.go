@@ -35,18 +35,98 @@ import (
 func jobSet(cfg func() JobsConfig, reg prometheus.Registerer) map[scheduler.Kind]scheduler.JobFunc {
 	cm := newCompactMetrics(reg)
 	return map[scheduler.Kind]scheduler.JobFunc{
-		scheduler.KindMerge:   tableJob(mergeJob(cfg)),
-		scheduler.KindCompact: tableJob(compactJob(cfg, cm)),
-		scheduler.KindIndex:   tableJob(indexJob(cfg)),
-		scheduler.KindTrim:    tableJob(trimJob(cfg)),
-		scheduler.KindCleanup: tableJob(cleanupJob(cfg)),
+		scheduler.KindMerge:   tableJob(absorbing(cfg, mergeJob(cfg))),
+		scheduler.KindCompact: tableJob(absorbing(cfg, compactJob(cfg, cm))),
+		scheduler.KindIndex:   tableJob(absorbing(cfg, indexJob(cfg))),
+		scheduler.KindTrim:    tableJob(absorbing(cfg, trimJob(cfg))),
+		scheduler.KindCleanup: tableJob(absorbing(cfg, cleanupJob(cfg))),
 	}
+}
+
+// absorbing runs job after absorbing a pending fragment-reuse index
+// version (absorbFRI). A pending version is a hazard while it lasts:
+// LanceDB's own compaction (optimize) remaps the indexes through its row
+// map only, over btree and bitmap segments that still hold the addresses
+// the FRI version remaps, and they lose rows (deletes and merge-inserts
+// by key then miss them). So no job of the daemon runs on a table that
+// has one; a table only has one when a compaction deferred its remap
+// (jobs.compact.inline_remap: false) or another tool left it.
+func absorbing(cfg func() JobsConfig, job scheduler.JobFunc) scheduler.JobFunc {
+	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+		note, version, err := absorbFRI(ctx, t, cfg().Index.Replans)
+		if err != nil {
+			return scheduler.Outcome{}, fmt.Errorf("absorb the pending fragment-reuse index: %w", err)
+		}
+		out, err := job(ctx, t)
+		if note != "" {
+			out.Summary = note + "; " + out.Summary
+			out.Version = max(out.Version, version)
+			out.NothingToDo = false
+		}
+		return out, err
+	}
+}
+
+// absorbFRI physically remaps, through the table's fragment-reuse index,
+// every btree and bitmap segment that needs it and trims the FRI
+// (index.RemapIndexes over every index), when the latest version has an
+// FRI. It returns a note of what it did ("" when there was no FRI) and
+// the last version it committed.
+func absorbFRI(ctx context.Context, t *scheduler.TableHandle, replans int) (string, uint64, error) {
+	if t.Lance == nil {
+		return "", 0, nil
+	}
+	read, _, err := t.Lance.ReadForWrite(ctx)
+	if err != nil {
+		return "", 0, err
+	}
+	if len(meta.FindIndex(read.Indices, meta.FragReuseIndexName)) == 0 {
+		return "", 0, nil
+	}
+	rm, err := index.RemapIndexes(ctx, t.Lance, index.RemapJobOptions{Now: t.Now, Attempts: replans})
+	if err != nil {
+		return "", 0, err
+	}
+	if rm.FRIVersions == 0 {
+		return "", 0, nil
+	}
+	parts := remapNotes(rm)
+	var version uint64
+	if n := len(rm.Versions); n > 0 {
+		version = rm.Versions[n-1]
+	}
+	if rm.Trim != nil {
+		version = max(version, rm.Trim.Version)
+	}
+	if len(parts) == 0 {
+		return "", 0, nil
+	}
+	return "absorbed the fragment-reuse index: " + strings.Join(parts, ", "), version, nil
+}
+
+// remapNotes describe what index.RemapIndexes did.
+func remapNotes(rm *index.RemapResult) []string {
+	var out []string
+	for _, ri := range rm.Indices {
+		out = append(out, fmt.Sprintf("%s: remapped %d segments (%d rows dropped)", ri.Name, len(ri.Segments), ri.Dropped))
+	}
+	if tr := rm.Trim; tr != nil {
+		if tr.Removed {
+			out = append(out, fmt.Sprintf("FRI removed (%d versions)", len(tr.Dropped)))
+		} else if len(tr.Dropped) > 0 {
+			out = append(out, fmt.Sprintf("FRI trimmed of %d versions, %d kept", len(tr.Dropped), len(tr.Kept)))
+		}
+	}
+	return out
 }
 
 // compactMetrics count the work of committed compactions
 // (compactord_compact_*).
 type compactMetrics struct {
 	bytesRead, bytesWritten, fragmentsIn, fragmentsOut, fragmentsCopied, rowsRewritten prometheus.Counter
+	// skipped is the fragments the table's last compaction plan left out,
+	// by class (compact.SkipCodes, every class set, 0 when none).
+	skipped *prometheus.GaugeVec
 }
 
 func newCompactMetrics(reg prometheus.Registerer) *compactMetrics {
@@ -61,7 +141,45 @@ func newCompactMetrics(reg prometheus.Registerer) *compactMetrics {
 		fragmentsOut:    c("fragments_out", "Fragments written by committed compactions."),
 		fragmentsCopied: c("fragments_copied", "Input fragments whose rows were copied without dropping any (no deletions)."),
 		rowsRewritten:   c("rows_rewritten", "Rows re-encoded to drop deleted rows."),
+		skipped: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_compact_fragments_skipped",
+			Help: "Fragments the table's last compaction plan left out although they qualified, by reason (unremappable_index: covered by an index compactord cannot remap)."},
+			[]string{"table", "reason"}),
 	}
+}
+
+// planned records the skips of a table's last plan.
+func (m *compactMetrics) planned(table string, p *compact.Plan) {
+	if m == nil || p == nil {
+		return
+	}
+	for code, n := range p.SkipCounts() {
+		m.skipped.WithLabelValues(table, code).Set(float64(n))
+	}
+}
+
+// skipNote says which fragments a plan left out and why, for the job's
+// summary (the status page): "" when none.
+func skipNote(p *compact.Plan) string {
+	if p == nil || len(p.Skips) == 0 {
+		return ""
+	}
+	var order []string
+	byReason := map[string][]string{}
+	for _, s := range p.Skips {
+		if byReason[s.Reason] == nil {
+			order = append(order, s.Reason)
+		}
+		byReason[s.Reason] = append(byReason[s.Reason], fmt.Sprint(s.Fragment))
+	}
+	var parts []string
+	for _, r := range order {
+		ids := byReason[r]
+		if len(ids) > 8 {
+			ids = append(ids[:8:8], fmt.Sprintf("and %d more", len(ids)-8))
+		}
+		parts = append(parts, fmt.Sprintf("fragments %s: %s", strings.Join(ids, ","), r))
+	}
+	return fmt.Sprintf("left out %d fragments (%s)", len(p.Skips), strings.Join(parts, "; "))
 }
 
 func (m *compactMetrics) add(s compact.Stats) {
@@ -228,10 +346,13 @@ func mergeJob(cfg func() JobsConfig) scheduler.JobFunc {
 }
 
 // compactJob compacts a Lance table (internal/compact): Lance's
-// candidacy with jobs.compact's target rows and deletion threshold, a
-// deferred remap through the fragment-reuse index unless inline_remap,
-// replans bounding the re-plans after a retryable conflict. A landed
-// compaction leaves the index job its FRI version to absorb.
+// candidacy with jobs.compact's target rows and deletion threshold, the
+// indexes remapped in the compaction's commit (or, with inline_remap:
+// false, deferred through the fragment-reuse index, which the next job on
+// the table absorbs), replans bounding the re-plans after a retryable
+// conflict. The fragments the plan left out (covered by an index
+// compactord cannot remap, ...) are in the summary and in
+// compactord_compact_fragments_skipped.
 func compactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc {
 	// One budget for every table's compactions, made again when a reload
 	// changes its size (groups running meanwhile give back to the old one).
@@ -259,16 +380,26 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc {
 		}
 		o.DeferRemap = !cc.InlineRemap
 		res, err := compact.Run(ctx, t.Lance, o, compact.Env{Now: t.Now, Attempts: cc.Replans + 1, Parallelism: cc.Parallelism, Memory: budgetOf(cc.MemoryBudgetMiB)})
+		if res != nil {
+			m.planned(t.Name, res.Plan)
+		}
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
+		note := skipNote(res.Plan)
+		if note != "" {
+			if t.Logger != nil {
+				t.Logger.Info("compaction plan left fragments out", zap.Int("fragments", len(res.Plan.Skips)), zap.String("why", note))
+			}
+			note = "; " + note
+		}
 		if res.Commit == nil {
-			return scheduler.Outcome{Summary: fmt.Sprintf("nothing to compact at version %d", res.Plan.ReadVersion), NothingToDo: true}, nil
+			return scheduler.Outcome{Summary: fmt.Sprintf("nothing to compact at version %d%s", res.Plan.ReadVersion, note), NothingToDo: true}, nil
 		}
 		m.add(res.Stats)
 		return scheduler.Outcome{Version: res.Commit.Version, Stats: scheduler.Stats{FragmentsIn: uint64(res.Stats.FragmentsIn), FragmentsOut: uint64(res.Stats.FragmentsOut)},
-			Summary: fmt.Sprintf("version %d: %d groups, %d fragments into %d, %d rows dropped, %d deletes rebased, %d re-plans",
-				res.Commit.Version, res.Stats.Groups, res.Stats.FragmentsIn, res.Stats.FragmentsOut, res.Stats.RowsDropped, res.Rebased, res.Retried)}, nil
+			Summary: fmt.Sprintf("version %d: %d groups, %d fragments into %d, %d rows dropped, %d deletes rebased, %d re-plans%s",
+				res.Commit.Version, res.Stats.Groups, res.Stats.FragmentsIn, res.Stats.FragmentsOut, res.Stats.RowsDropped, res.Rebased, res.Retried, note)}, nil
 	}
 }
 
@@ -292,17 +423,7 @@ func indexJob(cfg func() JobsConfig) scheduler.JobFunc {
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
-		var remapped []string
-		for _, ri := range rm.Indices {
-			remapped = append(remapped, fmt.Sprintf("%s: remapped %d segments (%d rows dropped)", ri.Name, len(ri.Segments), ri.Dropped))
-		}
-		if tr := rm.Trim; tr != nil {
-			if tr.Removed {
-				remapped = append(remapped, fmt.Sprintf("FRI removed (%d versions)", len(tr.Dropped)))
-			} else {
-				remapped = append(remapped, fmt.Sprintf("FRI trimmed of %d versions, %d kept", len(tr.Dropped), len(tr.Kept)))
-			}
-		}
+		remapped := remapNotes(rm)
 		var remapVersion uint64
 		if n := len(rm.Versions); n > 0 {
 			remapVersion = rm.Versions[n-1]

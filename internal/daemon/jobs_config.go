@@ -36,7 +36,9 @@ type CompactConfig struct {
 	// of input to re-encode per group in flight).
 	Parallelism int `yaml:"parallelism"`
 	// InlineRemap rewrites affected index segments in the compaction's own
-	// commit instead of deferring them to the fragment-reuse index.
+	// commit instead of deferring them to the fragment-reuse index
+	// (default true; see compact.Options.DeferRemap for the hazard of
+	// false).
 	InlineRemap bool `yaml:"inline_remap"`
 	// Replans is how many times a compaction plans again after a
 	// retryable conflict (another compaction took the same fragments).

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/internal/clock"
+	"github.com/compactord/compactord/internal/compact"
 	"github.com/compactord/compactord/internal/daemon"
 	"github.com/compactord/compactord/internal/fri"
 	"github.com/compactord/compactord/internal/index"
@@ -20,6 +21,7 @@ import (
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testing/lancedb"
+	"github.com/compactord/compactord/internal/testing/tables"
 )
 
 // unindexedFragments is what compactord's catch-up finds the latest
@@ -259,5 +261,123 @@ func TestLanceJobFailureStreak(t *testing.T) {
 	}
 	if got, _ := gauge(t, r.d, "compactord_job_consecutive_failures", "table", "t", "kind", "compact"); got != 0 {
 		t.Errorf("after the success: compactord_job_consecutive_failures = %v", got)
+	}
+}
+
+// lastRun is the summary and result of the last run of a job kind on
+// table t (the status API), "" before one finished.
+func lastRun(t *testing.T, base, kind string) (summary, result string) {
+	t.Helper()
+	doc := decode(t, do(t, "GET", base+"/api/v1/tables/t", "").body)
+	jobs, _ := doc["jobs"].(map[string]any)
+	k, _ := jobs[kind].(map[string]any)
+	lr, _ := k["last_run"].(map[string]any)
+	if lr == nil {
+		return "", ""
+	}
+	s, _ := lr["summary"].(string)
+	r, _ := lr["result"].(string)
+	return s, r
+}
+
+// A table with a pending fragment-reuse version (a compaction that
+// deferred its remap) is absorbed by the daemon before any other job
+// runs on it: a cleanup finds the btree and bitmap remapped and the FRI
+// removed first, and LanceDB's own delete and optimize() afterwards keep
+// the indexes answering as a scan does.
+func TestLanceJobsAbsorbPendingFRI(t *testing.T) {
+	lancedb.Require(t)
+	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+	f.Dir = f.URI + "/t.lance"
+	f.Run(t, lancedb.Create(lancedb.BasicSchema, lancedb.BasicRows(0, 100)), lancedb.Add(lancedb.BasicRows(100, 200)),
+		lancedb.Add(lancedb.BasicRows(200, 300)), lancedb.CreateIndex("id", "btree", "id_idx"),
+		lancedb.CreateIndex("cat", "bitmap", "cat_idx"), lancedb.Delete("id % 10 = 0"))
+	h := tables.Open(t, f.Dir)
+	o := compact.DefaultOptions()
+	o.DeferRemap = true
+	res, err := compact.Run(t.Context(), h, o, compact.Env{})
+	if err != nil || res.FragReuse == nil {
+		t.Fatalf("deferred compaction: FRI %v, %v", res.FragReuse, err)
+	}
+
+	cfg := baseConfig()
+	cfg.Tables = []daemon.TableConfig{{URL: "file://" + f.Dir, Name: "t"}}
+	r := run(t, cfg, daemon.Deps{})
+	eventually(t, "synced", func() bool { st, _ := r.d.Scheduler().Table("t"); return st.Synced })
+	if res := do(t, "POST", r.base+"/api/v1/tables/t/jobs/cleanup", ""); res.status/100 != 2 {
+		t.Fatalf("queue cleanup: %+v", res)
+	}
+	var sum, result string
+	eventually(t, "the cleanup to run", func() bool { sum, result = lastRun(t, r.base, "cleanup"); return result != "" })
+	if result != "success" || !strings.HasPrefix(sum, "absorbed the fragment-reuse index: ") || !strings.Contains(sum, "FRI removed") {
+		t.Fatalf("cleanup: %s: %q; want the FRI absorbed first", result, sum)
+	}
+	read, _, err := meta.ReadLatest(t.Context(), h.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(meta.FindIndex(read.Indices, meta.FragReuseIndexName)) != 0 {
+		t.Fatal("the FRI is still there")
+	}
+	out := f.Run(t, lancedb.Open(), lancedb.Delete("id % 3 = 0"), lancedb.Optimize(lancedb.OptimizeOpts{}),
+		lancedb.CountRows("id >= 0"), lancedb.CountRows("cat = 1"), lancedb.ReadRows(lancedb.ReadOpts{}))
+	rows, err := out.Rows(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat1 := int64(0)
+	for _, row := range rows {
+		if id, _ := row.Int("id"); id%4 == 1 {
+			cat1++
+		}
+	}
+	if n, _ := out.Count(3); n != int64(len(rows)) || len(rows) != 180 {
+		t.Errorf("after LanceDB's delete and optimize(): btree counts %d rows, the scan %d (want 180)", n, len(rows))
+	}
+	if n, _ := out.Count(4); n != cat1 {
+		t.Errorf("after LanceDB's delete and optimize(): bitmap counts %d rows of cat 1, the scan %d", n, cat1)
+	}
+}
+
+// The compact job leaves out the fragments a vector index covers: its
+// summary (on the status page) names them and the index, and
+// compactord_compact_fragments_skipped counts them by reason, every
+// reason present.
+func TestLanceCompactReportsSkips(t *testing.T) {
+	lancedb.Require(t)
+	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+	f.Dir = f.URI + "/t.lance"
+	f.Run(t, lancedb.Create(lancedb.VectorSchema, lancedb.VectorRows(0, 300, "v")), lancedb.Add(lancedb.VectorRows(300, 600, "v")),
+		lancedb.CreateVectorIndex("vec", "ivf_hnsw_sq", "vec_idx", map[string]any{"numPartitions": 1}),
+		lancedb.Add(lancedb.VectorRows(600, 700, "v")), lancedb.Add(lancedb.VectorRows(700, 800, "v")),
+		lancedb.Delete("id % 5 = 0"))
+	cfg := baseConfig()
+	cfg.Tables = []daemon.TableConfig{{URL: "file://" + f.Dir, Name: "t"}}
+	r := run(t, cfg, daemon.Deps{})
+	eventually(t, "synced", func() bool { st, _ := r.d.Scheduler().Table("t"); return st.Synced })
+	if res := do(t, "POST", r.base+"/api/v1/tables/t/jobs/compact", ""); res.status/100 != 2 {
+		t.Fatalf("queue compact: %+v", res)
+	}
+	var sum, result string
+	eventually(t, "the compaction to run", func() bool { sum, result = lastRun(t, r.base, "compact"); return result != "" })
+	if result != "success" || !strings.Contains(sum, "2 fragments into 1") ||
+		!strings.Contains(sum, `left out 2 fragments (fragments 0,1: covered by vector index "vec_idx"`) {
+		t.Fatalf("compact: %s: %q; want fragments 2 and 3 compacted, 0 and 1 left out for vec_idx", result, sum)
+	}
+	if page := do(t, "GET", r.base+"/", "").body; !strings.Contains(page, "left out 2 fragments") {
+		t.Error("the status page does not show the plan's skips")
+	}
+	for reason, want := range map[string]float64{"unremappable_index": 2, "data_files": 0, "base_path": 0, "row_count": 0} {
+		if got, ok := gauge(t, r.d, "compactord_compact_fragments_skipped", "table", "t", "reason", reason); !ok || got != want {
+			t.Errorf("compactord_compact_fragments_skipped{reason=%q} = %v (present %v), want %v", reason, got, ok, want)
+		}
+	}
+	out := f.Run(t, lancedb.Open(), lancedb.VectorSearch(lancedb.VectorQuery{Vector: lancedb.VectorOf(1), Column: "vec", Limit: 5, Columns: []string{"id"}}))
+	rows, err := out.Rows(1)
+	if err != nil || len(rows) != 5 {
+		t.Fatalf("LanceDB vector search after the compaction: %d rows, %v", len(rows), err)
+	}
+	if id, _ := rows[0].Int("id"); id != 1 {
+		t.Errorf("nearest row to id 1's vector is %d", id)
 	}
 }

@@ -141,6 +141,7 @@ func TestCoverageAgreesWithLanceDB(t *testing.T) {
 	}
 	co := compact.DefaultOptions()
 	co.TargetRowsPerFragment = 16
+	co.DeferRemap = true
 	compactOnce := func() *compact.Result {
 		t.Helper()
 		res, err := compact.Run(ctx, h, co, compact.Env{Parallelism: 1})

@@ -571,6 +571,11 @@ func (h *harness) drain() error {
 	if err := h.check(true); err != nil {
 		return err
 	}
+	// As the daemon does, a pending fragment-reuse version is absorbed
+	// before the (inline-remapping) compaction.
+	if _, err := index.RemapIndexes(h.ctx, hd, index.RemapJobOptions{}); err != nil {
+		return violationf("drain: index remap: %v", err)
+	}
 	if _, err := compact.Run(h.ctx, hd, compact.DefaultOptions(), compact.Env{}); err != nil {
 		return violationf("drain: compact: %v", err)
 	}

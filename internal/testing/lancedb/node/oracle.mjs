@@ -468,7 +468,62 @@ async function readRows(s, name, step) {
   }
 }
 
-function indexConfig(type) {
+// vectorIndexConfig is the config of the vector and full-text index types
+// ("ivf_pq", "ivf_hnsw_sq", "ivf_hnsw_pq", "fts"), with the step's
+// indexOptions (numPartitions, numSubVectors, distanceType, m,
+// efConstruction, ...) passed to LanceDB as they are; null for another type.
+function vectorIndexConfig(type, opts) {
+  const o = opts || {};
+  switch ((type || "").toLowerCase()) {
+    case "ivf_pq":
+      return lancedb.Index.ivfPq(o);
+    case "ivf_hnsw_sq":
+    case "hnsw_sq":
+      return lancedb.Index.hnswSq(o);
+    case "ivf_hnsw_pq":
+    case "hnsw_pq":
+      return lancedb.Index.hnswPq(o);
+    case "fts":
+      return lancedb.Index.fts(o);
+  }
+  return null;
+}
+
+// vectorSearch runs a nearest-neighbour query: the step's vector against
+// column, k results (limit), optionally filtered (where), through the
+// index unless bypassIndex (then an exhaustive search); nprobes, ef and
+// refineFactor tune the index search. Rows carry _distance.
+async function vectorSearch(t, st) {
+  let q = t.vectorSearch(st.vector.map(floatOf));
+  if (st.column) q = q.column(st.column);
+  if (st.limit) q = q.limit(st.limit);
+  if (st.where) q = q.where(st.where);
+  if (st.columns) q = q.select(st.columns);
+  if (st.distanceType) q = q.distanceType(st.distanceType);
+  if (st.nprobes) q = q.nprobes(st.nprobes);
+  if (st.ef) q = q.ef(st.ef);
+  if (st.refineFactor) q = q.refineFactor(st.refineFactor);
+  if (st.bypassIndex) q = q.bypassVectorIndex();
+  if (st.lsm !== undefined && st.lsm !== null) q = q.useLsm(st.lsm);
+  const tbl = await q.toArrow();
+  return { rows: tableRows(tbl), schema: describeSchema(tbl.schema) };
+}
+
+// textSearch runs a full-text query (through the fts index of column, or
+// the only one), optionally filtered (where), at most limit rows.
+async function textSearch(t, st) {
+  let q = t.query().fullTextSearch(st.query, st.column ? { columns: [st.column] } : undefined);
+  if (st.where) q = q.where(st.where);
+  if (st.columns) q = q.select(st.columns);
+  q = q.limit(st.limit || 1000000);
+  if (st.lsm !== undefined && st.lsm !== null) q = q.useLsm(st.lsm);
+  const tbl = await q.toArrow();
+  return { rows: sortRows(tableRows(tbl), ["id"].filter((k) => tbl.schema.fields.some((f) => f.name === k))), schema: describeSchema(tbl.schema) };
+}
+
+function indexConfig(type, opts) {
+  const v = vectorIndexConfig(type, opts);
+  if (v) return v;
   switch ((type || "btree").toLowerCase()) {
     case "btree":
       return lancedb.Index.btree();
@@ -524,7 +579,7 @@ async function step(s, st, defaultTable) {
     case "closeLsmWriters":
       return { handles: await s.closeLsm(name) };
     case "createIndex": {
-      await (await t()).createIndex(st.column, { config: indexConfig(st.type), name: st.name, replace: st.replace !== false });
+      await (await t()).createIndex(st.column, { config: indexConfig(st.type, st.indexOptions), name: st.name, replace: st.replace !== false });
       return { version: await (await t()).version() };
     }
     case "dropIndex":
@@ -582,6 +637,10 @@ async function step(s, st, defaultTable) {
       return { version: await (await t()).version() };
     case "rows":
       return await readRows(s, name, st);
+    case "vectorSearch":
+      return await vectorSearch(await t(), st);
+    case "textSearch":
+      return await textSearch(await t(), st);
     case "countRows":
       return { count: await (await t()).countRows(st.where) };
     case "version":
