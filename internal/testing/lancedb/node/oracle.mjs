@@ -521,10 +521,22 @@ async function textSearch(t, st) {
   return { rows: sortRows(tableRows(tbl), ["id"].filter((k) => tbl.schema.fields.some((f) => f.name === k))), schema: describeSchema(tbl.schema) };
 }
 
+// smallVectorIndexes are the options of a vector index created without
+// any (CreateIndex rather than CreateVectorIndex): small indexes for tests
+// of their row ids (two partitions train on a few hundred rows).
+const smallVectorIndexes = {
+  ivf_flat: { numPartitions: 2 },
+  ivf_pq: { numPartitions: 2, numSubVectors: 2 },
+  ivf_hnsw_sq: { numPartitions: 2 },
+};
+
 function indexConfig(type, opts) {
-  const v = vectorIndexConfig(type, opts);
+  const t = (type || "btree").toLowerCase();
+  if (opts === undefined || opts === null) opts = smallVectorIndexes[t];
+  if (t === "ivf_flat") return lancedb.Index.ivfFlat(opts || {});
+  const v = vectorIndexConfig(t, opts);
   if (v) return v;
-  switch ((type || "btree").toLowerCase()) {
+  switch (t) {
     case "btree":
       return lancedb.Index.btree();
     case "bitmap":
@@ -532,16 +544,6 @@ function indexConfig(type, opts) {
     case "label_list":
     case "labellist":
       return lancedb.Index.labelList();
-    // Small vector and full-text indexes for tests of their row ids (two
-    // partitions train on a few hundred rows).
-    case "ivf_flat":
-      return lancedb.Index.ivfFlat({ numPartitions: 2 });
-    case "ivf_pq":
-      return lancedb.Index.ivfPq({ numPartitions: 2, numSubVectors: 2 });
-    case "ivf_hnsw_sq":
-      return lancedb.Index.hnswSq({ numPartitions: 2 });
-    case "fts":
-      return lancedb.Index.fts();
     default:
       throw new Error(`unknown index type ${type}`);
   }
