@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"gocloud.dev/gcerrors"
+
+	"github.com/compactord/compactord/internal/jobclass"
 )
 
 // Clock is the time source; tests inject one.
@@ -72,14 +74,15 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Error classes. Check with errors.Is.
+// Error classes. Check with errors.Is. Their job classes (internal/jobclass)
+// are the scheduler's defaults: a conflict retries, a lost race is skipped.
 var (
 	// ErrRetryable: the job must re-plan from a fresh read (a conflict that
 	// cannot be rebased, or retries exhausted).
-	ErrRetryable = errors.New("retryable conflict")
+	ErrRetryable = jobclass.Weak(jobclass.Retry, "", errors.New("retryable conflict"))
 	// ErrIncompatible: the transaction can never commit (e.g. generations
 	// another instance already merged). The job is skipped, not retried.
-	ErrIncompatible = errors.New("incompatible transaction")
+	ErrIncompatible = jobclass.Weak(jobclass.Skipped, "", errors.New("incompatible transaction"))
 )
 
 // ConflictError explains why a transaction did not commit.
@@ -116,6 +119,10 @@ func (e *AmbiguousError) Error() string {
 }
 
 func (e *AmbiguousError) Unwrap() error { return e.Err }
+
+// JobClass: a job whose commit has an unknown outcome retries (the retry
+// reads the head and finds out).
+func (e *AmbiguousError) JobClass() jobclass.Class { return jobclass.Retry }
 
 // Decision is how a transaction committed since our read version bears on ours.
 type Decision int

@@ -12,6 +12,7 @@ import (
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/compact"
 	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/merge"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/progress"
@@ -25,13 +26,13 @@ import (
 )
 
 // This file is the one place where the real jobs are wired to the
-// scheduler; the jobs are lance_jobs.go's. Each JobFunc reads its settings
+// scheduler; the jobs are below. Each JobFunc reads its settings
 // through cfg() at the start of every attempt, so that a reload (SIGHUP)
 // applies to the next attempt. An attempt that finds no work reports
 // NothingToDo (result "skipped"). Errors are returned as the jobs produce
-// them; scheduler.Classify turns the commit loop's ErrRetryable and
-// ErrIncompatible into retry and skipped, jobErr corrupt metadata into
-// quarantine.
+// them, carrying the classes their packages mark (internal/jobclass: the
+// commit loop's ErrRetryable retries, ErrIncompatible is skipped);
+// jobErr makes corrupt metadata quarantine the table.
 func jobSet(cfg func() JobsConfig, reg prometheus.Registerer) map[scheduler.Kind]scheduler.JobFunc {
 	cm := newCompactMetrics(reg)
 	return map[scheduler.Kind]scheduler.JobFunc{
@@ -79,10 +80,9 @@ func (m *compactMetrics) add(s compact.Stats) {
 // The daemon's jobs on Lance table. They read the jobs: section
 // (jobs_config.go), mapped onto the Lance packages' options.
 
-// jobErr gives Lance's error classes the scheduler's meaning: corrupt
-// metadata quarantines the table (the commit loop's classes,
-// commit.ErrRetryable and commit.ErrIncompatible, scheduler.Classify
-// knows).
+// jobErr gives corrupt Lance metadata the job's explicit class: it
+// quarantines the table whatever else the error wraps (the error classes
+// of commit and meta are marked where they are defined, internal/jobclass).
 func jobErr(err error) error {
 	if err != nil && errors.Is(err, meta.ErrCorrupt) {
 		return scheduler.Quarantine(scheduler.ReasonCorrupt, err)
@@ -90,10 +90,27 @@ func jobErr(err error) error {
 	return err
 }
 
-// tableJob wraps a job so that its errors are classified as jobErr says.
-func tableJob(job scheduler.JobFunc) scheduler.JobFunc {
+// lanceTable is the daemon's handle of an open Lance table. The scheduler
+// sees its observer (internal/memwal); the jobs reach the dataset and its
+// commit loop through it (tableJob), so that the scheduler holds no Lance
+// handle.
+type lanceTable struct {
+	*memwal.Observer
+	lance *table.Handle
+}
+
+// lanceJob is one attempt of a job on a Lance table.
+type lanceJob func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error)
+
+// tableJob adapts a Lance job to the scheduler: it finds the table's Lance
+// handle, and classifies the job's errors as jobErr says.
+func tableJob(job lanceJob) scheduler.JobFunc {
 	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
-		out, err := job(ctx, t)
+		lt, ok := t.Observer.(*lanceTable)
+		if !ok {
+			return scheduler.Outcome{}, scheduler.Quarantine(scheduler.ReasonFailing, fmt.Errorf("table %s was not opened as a Lance table", t.Name))
+		}
+		out, err := job(ctx, t, lt.lance)
 		return out, jobErr(err)
 	}
 }
@@ -127,7 +144,7 @@ func (d *Daemon) openTable(ctx context.Context, spec scheduler.TableSpec, cc com
 		_ = b.Close()
 		return nil, err
 	}
-	return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: ib, Lance: lh, Logger: logger,
+	return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: ib, Observer: &lanceTable{memwal.NewObserver(ib), lh}, Logger: logger,
 		Now: d.clock.Now, Close: b.Close}, nil
 }
 
@@ -138,14 +155,14 @@ func (d *Daemon) openTable(ctx context.Context, spec scheduler.TableSpec, cc com
 // (More) instead of looping here, so that an attempt stays bounded while
 // writers keep flushing. A merge that lost to another merger is skipped for
 // this attempt, never retried.
-func mergeJob(cfg func() JobsConfig) scheduler.JobFunc {
-	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+func mergeJob(cfg func() JobsConfig) lanceJob {
+	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
 		maxGen := cfg().Merge.MaxGenerations
 		if maxGen <= 0 {
 			maxGen = math.MaxInt32 // 0: no bound
 		}
 		env := merge.Env{MaxGenerations: maxGen}
-		h := t.Lance
+		h := lance
 		var out scheduler.Outcome
 		// done: the shards merged (one job each per attempt), lost or
 		// skipped by the planner.
@@ -232,7 +249,7 @@ func mergeJob(cfg func() JobsConfig) scheduler.JobFunc {
 // deferred remap through the fragment-reuse index unless inline_remap,
 // replans bounding the re-plans after a retryable conflict. A landed
 // compaction leaves the index job its FRI version to absorb.
-func compactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc {
+func compactJob(cfg func() JobsConfig, m *compactMetrics) lanceJob {
 	// One budget for every table's compactions, made again when a reload
 	// changes its size (groups running meanwhile give back to the old one).
 	var mu sync.Mutex
@@ -248,7 +265,7 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc {
 		}
 		return budget
 	}
-	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
 		cc := cfg().Compact
 		o := compact.DefaultOptions()
 		if cc.TargetRowsPerFragment > 0 {
@@ -258,7 +275,7 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc {
 			o.DeletionThreshold = cc.DeletionThreshold
 		}
 		o.DeferRemap = !cc.InlineRemap
-		res, err := compact.Run(ctx, t.Lance, o, compact.Env{Now: t.Now, Attempts: cc.Replans + 1, Parallelism: cc.Parallelism, Memory: budgetOf(cc.MemoryBudgetMiB)})
+		res, err := compact.Run(ctx, lance, o, compact.Env{Now: t.Now, Attempts: cc.Replans + 1, Parallelism: cc.Parallelism, Memory: budgetOf(cc.MemoryBudgetMiB)})
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
@@ -285,10 +302,10 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc {
 // jobs.index.indices limits both (only_maintained: catch-up to the MemWAL's
 // maintained indices); replans bounds the re-plans after a retryable
 // conflict.
-func indexJob(cfg func() JobsConfig) scheduler.JobFunc {
-	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+func indexJob(cfg func() JobsConfig) lanceJob {
+	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
 		ic := cfg().Index
-		rm, err := index.RemapIndexes(ctx, t.Lance, index.RemapJobOptions{Indices: ic.Indices, Now: t.Now, Attempts: ic.Replans})
+		rm, err := index.RemapIndexes(ctx, lance, index.RemapJobOptions{Indices: ic.Indices, Now: t.Now, Attempts: ic.Replans})
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
@@ -309,7 +326,7 @@ func indexJob(cfg func() JobsConfig) scheduler.JobFunc {
 		}
 		o := index.Options{Indices: ic.Indices, Now: t.Now, Attempts: ic.Replans}
 		if ic.OnlyMaintained && len(o.Indices) == 0 {
-			read, _, err := t.Lance.ReadForWrite(ctx)
+			read, _, err := lance.ReadForWrite(ctx)
 			if err != nil {
 				return scheduler.Outcome{}, err
 			}
@@ -328,7 +345,7 @@ func indexJob(cfg func() JobsConfig) scheduler.JobFunc {
 				return scheduler.Outcome{Summary: "no maintained index", NothingToDo: true}, nil
 			}
 		}
-		res, err := index.CatchUp(ctx, t.Lance, o)
+		res, err := index.CatchUp(ctx, lance, o)
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
@@ -357,8 +374,8 @@ func indexJob(cfg func() JobsConfig) scheduler.JobFunc {
 // trimJob runs Lance's trim with jobs.trim's reader_grace,
 // keep_shard_manifests and concurrency (max_attempts has no meaning on
 // Lance: trim never writes a shard manifest).
-func trimJob(cfg func() JobsConfig) scheduler.JobFunc {
-	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+func trimJob(cfg func() JobsConfig) lanceJob {
+	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
 		tc := cfg().Trim
 		res, err := trim.Run(ctx, t.Bucket, trim.Config{ReaderGrace: tc.ReaderGrace, KeepShardManifests: tc.KeepShardManifests, Concurrency: tc.Concurrency}, t.Now())
 		if res == nil {
@@ -378,8 +395,8 @@ func trimJob(cfg func() JobsConfig) scheduler.JobFunc {
 
 // cleanupJob runs Lance's cleanup with jobs.cleanup's policy
 // (retain_versions, older_than, min_age) and concurrency.
-func cleanupJob(cfg func() JobsConfig) scheduler.JobFunc {
-	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+func cleanupJob(cfg func() JobsConfig) lanceJob {
+	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
 		cc := cfg().Cleanup
 		opts := cleanup.Options{RetainVersions: cc.Policy.RetainVersions, OlderThan: cc.Policy.OlderThan, MinAge: cc.Policy.MinAge}
 		res, err := cleanup.Run(ctx, t.Bucket, cleanup.Config{Options: opts, Concurrency: cc.Concurrency}, t.Now())

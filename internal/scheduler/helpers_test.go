@@ -15,10 +15,9 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/compactord/compactord/internal/clock"
-	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/table"
 	"github.com/compactord/compactord/internal/testing/stores"
 	"github.com/compactord/compactord/lancewal"
 )
@@ -60,7 +59,8 @@ func configureShards(t *testing.T, tb *lancewal.Table, n int) []string {
 	return cfg.Shards()
 }
 
-// opener opens mem:// Lance tables; wrap (optional) wraps each bucket, for
+// opener opens mem:// Lance tables, observed as the daemon observes them
+// (internal/memwal); wrap (optional) wraps each bucket, for
 // fault injection.
 func opener(wrap func(name string, b storage.Bucket) storage.Bucket) scheduler.Opener {
 	return func(ctx context.Context, spec scheduler.TableSpec) (*scheduler.TableHandle, error) {
@@ -72,15 +72,7 @@ func opener(wrap func(name string, b storage.Bucket) storage.Bucket) scheduler.O
 		if wrap != nil {
 			b = wrap(spec.Name, raw)
 		}
-		c, err := commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
-		if err != nil {
-			return nil, err
-		}
-		lh, err := table.New(b, c)
-		if err != nil {
-			return nil, err
-		}
-		return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: b, Lance: lh, Close: raw.Close}, nil
+		return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: b, Observer: memwal.NewObserver(b), Close: raw.Close}, nil
 	}
 }
 

@@ -405,7 +405,7 @@ func (s *Scheduler) nothingToDoLocked(st *tableState, k Kind, now time.Time) boo
 	if k == KindCleanup {
 		return false
 	}
-	if fp := st.snap.fingerprint(); fp != "" && st.clean[k.index()] == fp {
+	if fp := st.snap.Fingerprint(); fp != "" && st.clean[k.index()] == fp {
 		return true
 	}
 	iv := s.cfg.PollInterval
@@ -509,7 +509,7 @@ func (s *Scheduler) startLocked(st *tableState, k Kind, now time.Time) {
 	i := k.index()
 	s.nextID++
 	ctx, cancel := context.WithCancelCause(context.Background())
-	a := &attempt{id: s.nextID, kind: k, trigger: st.pending[i], started: now, cancel: cancel, fp: st.snap.fingerprint()}
+	a := &attempt{id: s.nextID, kind: k, trigger: st.pending[i], started: now, cancel: cancel, fp: st.snap.Fingerprint()}
 	st.pending[i], st.notBefore[i] = "", time.Time{}
 	st.running = a
 	s.running++
@@ -672,7 +672,7 @@ func (s *Scheduler) finish(st *tableState, a *attempt, h *TableHandle, out Outco
 		if out.More && class == ClassSuccess {
 			st.pend(a.kind, TriggerContinue, now)
 		}
-		s.lanceFollowUpsLocked(st, h, a.kind, class, out, now)
+		s.followUpsLocked(st, a.kind, class, out, now)
 	case ClassCanceled:
 		a.logger.Info("job canceled", append(fields, zap.NamedError("cause", cause))...)
 	case ClassRetry, ClassError:

@@ -11,7 +11,6 @@ import (
 	"github.com/compactord/compactord/internal/marker"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/table"
 )
 
 // TableSpec names a table to maintain.
@@ -27,9 +26,11 @@ type TableHandle struct {
 	URL  string
 	// Bucket is the table root, instrumented with the object-store metrics.
 	Bucket storage.Bucket
-	// Lance is the handle of the Lance dataset: the bucket and the commit
-	// loop, counting into the shared commit metrics.
-	Lance *table.Handle
+	// Observer reads the table's state for the scheduler (syncs, change
+	// polling, the head version). The opener's jobs may keep what they
+	// need of the table with it (the daemon keeps the Lance dataset and
+	// its commit loop there): the scheduler knows only this interface.
+	Observer Observer
 	// Logger is scoped to the table, the job kind and the attempt.
 	Logger *zap.Logger
 	// Now is the scheduler's clock.
@@ -93,8 +94,7 @@ type attempt struct {
 }
 
 // tableState is everything the scheduler tracks per table.
-// REQUIRES: Scheduler.mu held for every field except lobs and openMu-guarded
-// ones.
+// REQUIRES: Scheduler.mu held for every field.
 type tableState struct {
 	spec TableSpec
 	// logger is the scheduler's (component=scheduler) scoped to the table;
@@ -103,9 +103,6 @@ type tableState struct {
 	jobLogger *zap.Logger
 	handle    *TableHandle
 	openErr   error
-
-	// lobs observes the table.
-	lobs lanceObserver
 
 	next      [numKinds]time.Time
 	pending   [numKinds]Trigger
