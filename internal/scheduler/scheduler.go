@@ -355,9 +355,19 @@ func (s *Scheduler) mainLoop(ctx context.Context) {
 	}
 }
 
-// eligible: the table may start an attempt. REQUIRES: s.mu held.
+// eligible: the table may start an attempt (the picker's rule).
+// REQUIRES: s.mu held.
 func (s *Scheduler) eligibleLocked(st *tableState) bool {
-	return !st.removed && st.owned && st.synced && st.halted == nil && !st.paused && st.handle != nil
+	pt := s.pickTableLocked(st)
+	return pt.eligible()
+}
+
+// pickTableLocked is st as the picker sees it, without its pending jobs.
+// REQUIRES: s.mu held.
+func (s *Scheduler) pickTableLocked(st *tableState) PickTable {
+	return PickTable{Name: st.spec.Name, Owned: st.owned, Synced: st.synced, Open: st.handle != nil,
+		Removed: st.removed, Halted: st.halted != nil, Paused: st.paused, LeaseReady: s.leaseHeldLocked(st),
+		Running: st.running != nil}
 }
 
 // collectDueLocked turns schedules that came due into pending jobs. A
@@ -451,56 +461,35 @@ func (s *Scheduler) nextWakeLocked(now time.Time) (time.Duration, bool) {
 	return best.Sub(now), true
 }
 
-// dispatchLocked starts attempts while workers are free. Per table, the
-// pending kind whose backoff is over and that has waited longest runs,
-// Kinds order breaking ties (so kinds that came due together run in
-// order); across tables, the one whose job has waited longest goes first.
-// Waiting time, not Kinds order alone, decides: under constant flushing a
-// merge is pending again whenever one ends, and strict order starved
-// every other kind (found by the issue-8 concurrency campaign).
-// REQUIRES: s.mu held.
+// dispatchLocked starts attempts while workers are free, as Pick chooses
+// them from a copy of the tables' state (pick.go). REQUIRES: s.mu held.
 func (s *Scheduler) dispatchLocked(now time.Time) {
-	var pendingByKind [numKinds]int
-	type cand struct {
-		st    *tableState
-		i     int
-		since time.Time
-	}
-	var cands []cand
+	env := PickEnv{Now: now, Workers: s.cfg.Workers, Running: s.running, Draining: s.draining,
+		Tables: make([]PickTable, 0, len(s.tables))}
 	for _, st := range s.tables {
-		chosen := -1
+		pt := s.pickTableLocked(st)
 		for i, k := range Kinds {
 			if st.pending[i] == "" {
 				continue
 			}
-			if _, ok := s.deps.Jobs[k]; !ok || st.markedLocked(k) {
-				st.pending[i] = "" // cannot happen through the API; be safe
-				continue
-			}
-			pendingByKind[i]++
-			if !now.Before(st.notBefore[i]) && (chosen < 0 || st.pendSince[i].Before(st.pendSince[chosen])) {
-				chosen = i
-			}
+			_, have := s.deps.Jobs[k]
+			pt.Pending = append(pt.Pending, PickPending{Kind: k, Trigger: st.pending[i], Since: st.pendSince[i],
+				NotBefore: st.notBefore[i], Blocked: !have || st.markedLocked(k)})
 		}
-		if chosen < 0 || st.running != nil || !s.eligibleLocked(st) || s.draining || !s.leaseReadyLocked(st) {
-			continue
-		}
-		cands = append(cands, cand{st, chosen, st.pendSince[chosen]})
+		env.Tables = append(env.Tables, pt)
 	}
-	for i, k := range Kinds {
-		s.metrics.pending.WithLabelValues(string(k)).Set(float64(pendingByKind[i]))
+	res := Pick(env)
+	for _, d := range res.Drop {
+		s.tables[d.Table].pending[d.Kind.index()] = "" // cannot happen through the API; be safe
 	}
-	sort.Slice(cands, func(a, b int) bool {
-		if !cands[a].since.Equal(cands[b].since) {
-			return cands[a].since.Before(cands[b].since)
-		}
-		return cands[a].st.spec.Name < cands[b].st.spec.Name
-	})
-	for _, c := range cands {
-		if s.running >= s.cfg.Workers {
-			return
-		}
-		s.startLocked(c.st, Kinds[c.i], now)
+	for _, k := range Kinds {
+		s.metrics.pending.WithLabelValues(string(k)).Set(float64(res.Pending[k]))
+	}
+	for _, name := range res.WantLease {
+		s.wantLeaseLocked(s.tables[name])
+	}
+	for _, j := range res.Start {
+		s.startLocked(s.tables[j.Table], j.Kind, now)
 	}
 }
 
