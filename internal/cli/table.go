@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/scan"
 )
@@ -295,7 +296,7 @@ func openHandle(ctx context.Context, e *env, rawURL string) (h *table.Handle, do
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), e.logger)
+	c, err := commit.NewCommitter(commit.DefaultConfig(), b, clock.Real(), commit.NewMetrics(prometheus.NewRegistry()), e.logger)
 	if err == nil {
 		h, err = table.New(b, c)
 	}
@@ -391,7 +392,7 @@ func newIndexDropCmd(e *env) *cobra.Command {
 // openHandleOn is a Lance handle on an open bucket, for reads of the
 // latest version (the caller closes the bucket).
 func openHandleOn(b storage.Bucket) (*table.Handle, error) {
-	c, err := commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
+	c, err := commit.NewCommitter(commit.DefaultConfig(), b, clock.Real(), commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
 	if err != nil {
 		return nil, err
 	}

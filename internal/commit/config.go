@@ -1,7 +1,6 @@
 package commit
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,31 +11,6 @@ import (
 
 	"github.com/compactord/compactord/internal/jobclass"
 )
-
-// Clock is the time source; tests inject one.
-type Clock interface {
-	Now() time.Time
-	// Sleep waits d or until ctx is done.
-	Sleep(ctx context.Context, d time.Duration) error
-}
-
-// RealClock is the wall clock.
-type RealClock struct{}
-
-// Now returns time.Now.
-func (RealClock) Now() time.Time { return time.Now() }
-
-// Sleep waits d or until ctx is done.
-func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
-}
 
 // MaxDeadline bounds Config.Deadline: a put must not land long after the
 // head it was built on was read.

@@ -134,7 +134,9 @@ func (d *Daemon) openTable(ctx context.Context, spec scheduler.TableSpec, cc com
 		return nil, fmt.Errorf("table %s (%s): %w", spec.Name, spec.URL, err)
 	}
 	logger := d.deps.Logger.With(zap.String("table", spec.Name))
-	c, err := commit.NewCommitter(cc, ib, commit.RealClock{}, d.commitMetrics, logger)
+	// The committer runs on the daemon's clock, as the scheduler does: a test
+	// that fakes time fakes the commit loop's backoff too.
+	c, err := commit.NewCommitter(cc, ib, d.clock, d.commitMetrics, logger)
 	if err != nil {
 		_ = b.Close()
 		return nil, err
@@ -145,7 +147,7 @@ func (d *Daemon) openTable(ctx context.Context, spec scheduler.TableSpec, cc com
 		return nil, err
 	}
 	return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: ib, Observer: &lanceTable{memwal.NewObserver(ib), lh}, Logger: logger,
-		Now: d.clock.Now, Close: b.Close}, nil
+		Clock: d.clock, Close: b.Close}, nil
 }
 
 // mergeJob merges every shard's flushed generations, in generation
@@ -275,7 +277,7 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) lanceJob {
 			o.DeletionThreshold = cc.DeletionThreshold
 		}
 		o.DeferRemap = !cc.InlineRemap
-		res, err := compact.Run(ctx, lance, o, compact.Env{Now: t.Now, Attempts: cc.Replans + 1, Parallelism: cc.Parallelism, Memory: budgetOf(cc.MemoryBudgetMiB)})
+		res, err := compact.Run(ctx, lance, o, compact.Env{Now: t.Clock.Now, Attempts: cc.Replans + 1, Parallelism: cc.Parallelism, Memory: budgetOf(cc.MemoryBudgetMiB)})
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
@@ -305,7 +307,7 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) lanceJob {
 func indexJob(cfg func() JobsConfig) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
 		ic := cfg().Index
-		rm, err := index.RemapIndexes(ctx, lance, index.RemapJobOptions{Indices: ic.Indices, Now: t.Now, Attempts: ic.Replans})
+		rm, err := index.RemapIndexes(ctx, lance, index.RemapJobOptions{Indices: ic.Indices, Now: t.Clock.Now, Attempts: ic.Replans})
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
@@ -324,7 +326,7 @@ func indexJob(cfg func() JobsConfig) lanceJob {
 		if n := len(rm.Versions); n > 0 {
 			remapVersion = rm.Versions[n-1]
 		}
-		o := index.Options{Indices: ic.Indices, Now: t.Now, Attempts: ic.Replans}
+		o := index.Options{Indices: ic.Indices, Now: t.Clock.Now, Attempts: ic.Replans}
 		if ic.OnlyMaintained && len(o.Indices) == 0 {
 			read, _, err := lance.ReadForWrite(ctx)
 			if err != nil {
@@ -377,7 +379,7 @@ func indexJob(cfg func() JobsConfig) lanceJob {
 func trimJob(cfg func() JobsConfig) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
 		tc := cfg().Trim
-		res, err := trim.Run(ctx, t.Bucket, trim.Config{ReaderGrace: tc.ReaderGrace, KeepShardManifests: tc.KeepShardManifests, Concurrency: tc.Concurrency}, t.Now())
+		res, err := trim.Run(ctx, t.Bucket, trim.Config{ReaderGrace: tc.ReaderGrace, KeepShardManifests: tc.KeepShardManifests, Concurrency: tc.Concurrency}, t.Clock.Now())
 		if res == nil {
 			return scheduler.Outcome{}, err
 		}
@@ -399,7 +401,7 @@ func cleanupJob(cfg func() JobsConfig) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
 		cc := cfg().Cleanup
 		opts := cleanup.Options{RetainVersions: cc.Policy.RetainVersions, OlderThan: cc.Policy.OlderThan, MinAge: cc.Policy.MinAge}
-		res, err := cleanup.Run(ctx, t.Bucket, cleanup.Config{Options: opts, Concurrency: cc.Concurrency}, t.Now())
+		res, err := cleanup.Run(ctx, t.Bucket, cleanup.Config{Options: opts, Concurrency: cc.Concurrency}, t.Clock.Now())
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}

@@ -26,6 +26,7 @@ import (
 	"go.uber.org/zap"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/demo/democfg"
 	"github.com/compactord/compactord/internal/meta"
@@ -166,7 +167,7 @@ func (w *Workload) setup(ctx context.Context, t *demoTable) error {
 		if err != nil {
 			return err
 		}
-		c, err := commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), w.logger.With(zap.String("table", t.name)))
+		c, err := commit.NewCommitter(commit.DefaultConfig(), b, clock.Real(), commit.NewMetrics(prometheus.NewRegistry()), w.logger.With(zap.String("table", t.name)))
 		if err != nil {
 			_ = b.Close()
 			return err

@@ -514,7 +514,7 @@ func (s *Scheduler) startLocked(st *tableState, k Kind, now time.Time) {
 	a.progress = progress.New(progress.Options{Clock: s.clock, Logger: a.logger, Level: zap.DebugLevel})
 	ctx = progress.With(ctx, a.progress)
 	h.Trigger = a.trigger
-	h.Now = s.clock.Now
+	h.Clock = s.clock
 	s.attempts.Add(1)
 	go s.runAttempt(ctx, st, a, &h, s.deps.Jobs[k], s.cfg.Timeouts.For(k))
 }

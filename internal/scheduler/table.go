@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/lease"
 	"github.com/compactord/compactord/internal/marker"
 	"github.com/compactord/compactord/internal/progress"
@@ -33,8 +34,8 @@ type TableHandle struct {
 	Observer Observer
 	// Logger is scoped to the table, the job kind and the attempt.
 	Logger *zap.Logger
-	// Now is the scheduler's clock.
-	Now func() time.Time
+	// Clock is the scheduler's clock, which the jobs read time from.
+	Clock clock.Clock
 	// Trigger says why this attempt runs.
 	Trigger Trigger
 	// Close releases the bucket; the scheduler calls it when the table is
