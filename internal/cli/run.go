@@ -66,7 +66,7 @@ configuration exits 2 before anything starts; check one first with ` + "`compact
 			defer func() { _ = logger.Sync() }()
 			// The demo workload (demo.enabled, make run) is wired in here, so
 			// that the daemon package does not link the demo writer.
-			d, err := daemon.New(cfg, daemon.Deps{Logger: logger, Level: &level, Reload: load, Build: buildinfo.Get(Version), Demo: demo.Start})
+			d, err := daemon.New(cfg, daemon.Deps{Logger: logger, Level: &level, Reload: load, Build: buildinfo.Get(Version), Demo: demo.Start, Clock: e.clock})
 			if err != nil {
 				var ce *daemon.ConfigError
 				if errors.As(err, &ce) {

@@ -12,7 +12,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/storage"
@@ -54,7 +53,7 @@ func newTableCreateCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer b.Close()
-			mf, err := table.Create(ctx, b, fields, fileVersion, time.Now())
+			mf, err := table.Create(ctx, b, fields, fileVersion, e.clock.Now())
 			if err != nil {
 				return fmt.Errorf("table create %s: %w", args[0], err)
 			}
@@ -296,7 +295,7 @@ func openHandle(ctx context.Context, e *env, rawURL string) (h *table.Handle, do
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := commit.NewCommitter(commit.DefaultConfig(), b, clock.Real(), commit.NewMetrics(prometheus.NewRegistry()), e.logger)
+	c, err := commit.NewCommitter(commit.DefaultConfig(), b, e.clock, commit.NewMetrics(prometheus.NewRegistry()), e.logger)
 	if err == nil {
 		h, err = table.New(b, c)
 	}
