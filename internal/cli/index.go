@@ -140,7 +140,7 @@ func runCatchup(cmd *cobra.Command, e *env, url, names string) error {
 		return err
 	}
 	defer done()
-	o := index.Options{Now: e.clock.Now}
+	o := index.Options{Clock: e.clock}
 	if names != "" {
 		for _, n := range strings.Split(names, ",") {
 			if n = strings.TrimSpace(n); n != "" {
@@ -186,7 +186,7 @@ func runRemap(cmd *cobra.Command, e *env, url, names string) error {
 		return err
 	}
 	defer done()
-	o := index.RemapJobOptions{Now: e.clock.Now}
+	o := index.RemapJobOptions{Clock: e.clock}
 	for _, n := range strings.Split(names, ",") {
 		if n = strings.TrimSpace(n); n != "" {
 			o.Indices = append(o.Indices, n)
@@ -231,7 +231,7 @@ version. The FRI is replaced by one with the kept versions, or removed when none
 				return err
 			}
 			defer done()
-			tr, err := index.TrimFRI(cmd.Context(), h, index.RemapJobOptions{Now: e.clock.Now})
+			tr, err := index.TrimFRI(cmd.Context(), h, index.RemapJobOptions{Clock: e.clock})
 			if err != nil {
 				return err
 			}

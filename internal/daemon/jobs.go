@@ -277,7 +277,7 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) lanceJob {
 			o.DeletionThreshold = cc.DeletionThreshold
 		}
 		o.DeferRemap = !cc.InlineRemap
-		res, err := compact.Run(ctx, lance, o, compact.Env{Now: t.Clock.Now, Attempts: cc.Replans + 1, Parallelism: cc.Parallelism, Memory: budgetOf(cc.MemoryBudgetMiB)})
+		res, err := compact.Run(ctx, lance, o, compact.Env{Clock: t.Clock, Attempts: cc.Replans + 1, Parallelism: cc.Parallelism, Memory: budgetOf(cc.MemoryBudgetMiB)})
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
@@ -307,7 +307,7 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) lanceJob {
 func indexJob(cfg func() JobsConfig) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
 		ic := cfg().Index
-		rm, err := index.RemapIndexes(ctx, lance, index.RemapJobOptions{Indices: ic.Indices, Now: t.Clock.Now, Attempts: ic.Replans})
+		rm, err := index.RemapIndexes(ctx, lance, index.RemapJobOptions{Indices: ic.Indices, Clock: t.Clock, Attempts: ic.Replans})
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
@@ -326,7 +326,7 @@ func indexJob(cfg func() JobsConfig) lanceJob {
 		if n := len(rm.Versions); n > 0 {
 			remapVersion = rm.Versions[n-1]
 		}
-		o := index.Options{Indices: ic.Indices, Now: t.Clock.Now, Attempts: ic.Replans}
+		o := index.Options{Indices: ic.Indices, Clock: t.Clock, Attempts: ic.Replans}
 		if ic.OnlyMaintained && len(o.Indices) == 0 {
 			read, _, err := lance.ReadForWrite(ctx)
 			if err != nil {

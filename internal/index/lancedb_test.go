@@ -109,7 +109,7 @@ func TestCatchUpIndexedByLanceDB(t *testing.T) {
 				t.Fatalf("before: id_idx has %d unindexed rows, want 5", s.NumUnindexedRows)
 			}
 			h := openHandle(t, f.Dir)
-			res, err := CatchUp(t.Context(), h, Options{Rebuild: rebuild, Now: func() time.Time { return time.UnixMilli(1700000000000) }})
+			res, err := CatchUp(t.Context(), h, Options{Rebuild: rebuild, Clock: clock.NewFake(time.UnixMilli(1700000000000))})
 			if err != nil {
 				t.Fatal(err)
 			}
