@@ -947,6 +947,7 @@ func (s *Scheduler) Pause(ctx context.Context, name, reason string) error {
 		st.marks = map[marker.Kind]marker.Mark{}
 	}
 	st.marks[marker.Pause] = m
+	st.marksSeq++
 	if !st.paused {
 		st.paused = true
 		st.logger.Info("table paused by an operator; the mark in its bucket pauses it on every instance", zap.String("reason", reason))
@@ -978,6 +979,7 @@ func (s *Scheduler) Resume(ctx context.Context, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(st.marks, marker.Pause)
+	st.marksSeq++
 	if st.paused {
 		st.paused = false
 	}

@@ -106,6 +106,7 @@ func (s *Scheduler) syncLoop(ctx context.Context) {
 func (s *Scheduler) syncTable(ctx context.Context, st *tableState, h *TableHandle, withMarks bool) {
 	s.mu.Lock()
 	timeout := max(2*s.cfg.SyncInterval, time.Minute)
+	seq := st.marksSeq
 	s.mu.Unlock()
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	var marks map[marker.Kind]marker.Mark
@@ -131,7 +132,7 @@ func (s *Scheduler) syncTable(ctx context.Context, st *tableState, h *TableHandl
 		st.synced, st.snap, st.lastSync, st.syncErr, st.syncFailures = true, snap, now, "", 0
 		st.syncRetries, st.syncFailingSince = 0, time.Time{}
 		st.shardsChecked = now
-		if withMarks {
+		if withMarks && st.marksSeq == seq {
 			s.applyMarksLocked(st, marks)
 		}
 		s.applySnapshotLocked(st, snap)

@@ -119,10 +119,13 @@ type tableState struct {
 	running *attempt
 	// paused mirrors the pause mark (marks), set at once by Pause and
 	// Resume and read back by every sync.
-	paused  bool
-	marks   map[marker.Kind]marker.Mark
-	halted  *Halt
-	removed bool
+	paused bool
+	marks  map[marker.Kind]marker.Mark
+	// marksSeq counts the operator's Pause and Resume calls: a sync that
+	// read the marks before one of them does not apply what it read.
+	marksSeq uint64
+	halted   *Halt
+	removed  bool
 
 	synced bool
 	snap   *Snapshot
