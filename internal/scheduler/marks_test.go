@@ -140,8 +140,12 @@ func TestPauseSurvivesASyncThatReadTheMarksBefore(t *testing.T) {
 	if !h.status("t").Paused {
 		t.Fatal("a sync that read the marks before the pause resumed the table")
 	}
+	// The merge that came due with the sync may have run before the
+	// pause; nothing runs after it.
+	h.idle(3)
+	ran := h.jobs.count("t", "")
 	h.tick(3, 3)
-	if n := h.jobs.count("t", ""); n != 0 {
-		t.Fatalf("the paused table ran %d jobs", n)
+	if n := h.jobs.count("t", ""); n != ran {
+		t.Fatalf("the paused table ran %d jobs", n-ran)
 	}
 }
