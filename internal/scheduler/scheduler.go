@@ -562,7 +562,7 @@ func (s *Scheduler) runAttempt(ctx context.Context, st *tableState, a *attempt, 
 	if ctx.Err() == nil {
 		s.syncTable(ctx, st, h, false)
 	}
-	s.finish(st, a, h, out, err, cause)
+	s.finish(st, a, out, err, cause)
 }
 
 // register publishes the attempt's in-flight marker with the head version
@@ -600,7 +600,7 @@ func (s *Scheduler) backoff(n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-func (s *Scheduler) finish(st *tableState, a *attempt, h *TableHandle, out Outcome, err, cause error) {
+func (s *Scheduler) finish(st *tableState, a *attempt, out Outcome, err, cause error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()

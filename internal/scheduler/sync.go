@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -22,6 +23,10 @@ func (s *Scheduler) ensureOpen(ctx context.Context, st *tableState) (*TableHandl
 		return h, nil
 	}
 	nh, err := s.deps.Open(ctx, st.spec)
+	if err == nil && (nh == nil || nh.Observer == nil) {
+		closeHandle(nh)
+		nh, err = nil, fmt.Errorf("the opener gave %s no observer", st)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {

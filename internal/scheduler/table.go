@@ -44,7 +44,8 @@ type TableHandle struct {
 }
 
 // Opener opens a table; the daemon supplies one that instruments the
-// bucket and shares the commit metrics.
+// bucket, shares the commit metrics and observes the table (a handle
+// without an Observer is refused).
 type Opener func(ctx context.Context, spec TableSpec) (*TableHandle, error)
 
 // Outcome is what a job reports besides its error.
