@@ -9,7 +9,7 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 TEST_FLAGS ?= -count=1 -timeout 20m
 BIN := bin/compactord
 
-.PHONY: build test proto lint bench run demo-cli tools clean
+.PHONY: build test check proto lint bench run demo-cli tools clean
 
 build:
 	$(GO) build -ldflags "-X github.com/compactord/compactord/internal/cli.Version=$$(git describe --always --dirty 2>/dev/null || echo dev)" -o $(BIN) ./cmd/compactord
@@ -27,10 +27,16 @@ $(TOOLS)/fake-gcs-server:
 $(TOOLS)/protoc-gen-go:
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 
-test: tools
+test: tools check
 	$(GO) mod download
 	$(GO) vet ./...
 	$(GO) test $(TEST_FLAGS) ./...
+
+# Package boundaries (internal/testing/layout): no product package imports
+# a test harness, the scheduler and the clock know no table format, the
+# daemon does not link the demo writer, storage holds no fault injection.
+check:
+	GO=$(GO) $(GO) run ./internal/testing/layout/checklayout
 
 # Every .proto under proto/ (compactord's own records, records.proto, and
 # our Lance definitions); the generated Go is committed.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/compactord/compactord/internal/memwal"
+	"github.com/compactord/compactord/internal/memwal/bucketing"
 )
 
 // shardNamespace is the UUIDv5 namespace LanceDB derives shard ids in: the
@@ -126,4 +126,4 @@ func (b *bloom) bytes() []byte {
 }
 
 // murmur3 is the bucket transform's hash (bucket.Hash).
-func murmur3(data []byte) uint32 { return memwal.BucketHash(data) }
+func murmur3(data []byte) uint32 { return bucketing.Hash(data) }

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/merge"
 	"github.com/compactord/compactord/internal/table"
@@ -104,7 +105,7 @@ func openHandle(t *testing.T, dir string) *table.Handle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tbl.Close() })
-	c, err := commit.NewCommitter(commit.DefaultConfig(), tbl.b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
+	c, err := commit.NewCommitter(commit.DefaultConfig(), tbl.b, clock.Real(), commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

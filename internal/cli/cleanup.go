@@ -32,9 +32,6 @@ func (f durationFlag) Set(s string) error {
 	return nil
 }
 
-// cleanupNow is the clock cleanup judges ages by; tests move it.
-var cleanupNow = time.Now
-
 func newCleanupCmd(e *env) *cobra.Command {
 	opts := cleanup.Options{RetainVersions: 10, OlderThan: 24 * time.Hour, MinAge: cleanup.DefaultMinAge}
 	concurrency, dryRun := 16, false
@@ -61,7 +58,7 @@ every version and file with delete/keep and a reason.`,
 				return err
 			}
 			defer b.Close()
-			res, err := cleanup.Run(cmd.Context(), b, cleanup.Config{Options: opts, Concurrency: concurrency, DryRun: dryRun}, cleanupNow())
+			res, err := cleanup.Run(cmd.Context(), b, cleanup.Config{Options: opts, Concurrency: concurrency, DryRun: dryRun}, e.clock.Now())
 			if err != nil {
 				return err
 			}

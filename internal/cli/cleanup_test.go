@@ -1,23 +1,27 @@
 package cli
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := Main(context.Background(), args, strings.NewReader(""), &out, &errb)
-	return code, out.String(), errb.String()
+	r := runAt(t, clock.Real(), "", args...)
+	return r.code, r.stdout, r.stderr
+}
+
+// runCLIYearOn is runCLI a year from now.
+func runCLIYearOn(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	r := runAt(t, yearOn(), "", args...)
+	return r.code, r.stdout, r.stderr
 }
 
 func countFiles(t *testing.T, dir string) int {
@@ -34,11 +38,8 @@ func countFiles(t *testing.T, dir string) int {
 
 func TestLanceCleanupCLI(t *testing.T) {
 	dir := lancedb.CorpusDir(t, "tagged")
-	old := cleanupNow
-	cleanupNow = func() time.Time { return time.Now().Add(365 * 24 * time.Hour) }
-	t.Cleanup(func() { cleanupNow = old })
 	n := countFiles(t, dir)
-	code, out, stderr := runCLI(t, "cleanup", dir, "--dry-run", "--retain-versions", "1", "--older-than", "0s")
+	code, out, stderr := runCLIYearOn(t, "cleanup", dir, "--dry-run", "--retain-versions", "1", "--older-than", "0s")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -60,7 +61,7 @@ func TestLanceCleanupCLI(t *testing.T) {
 	if countFiles(t, dir) != n {
 		t.Fatal("dry run changed the table")
 	}
-	code, out, stderr = runCLI(t, "cleanup", dir, "--retain-versions", "1", "--older-than", "0s")
+	code, out, stderr = runCLIYearOn(t, "cleanup", dir, "--retain-versions", "1", "--older-than", "0s")
 	if code != 0 || !strings.Contains(out, `"format":"lance"`) {
 		t.Fatalf("exit %d: %s %s", code, out, stderr)
 	}
@@ -72,7 +73,7 @@ func TestLanceCleanupCLI(t *testing.T) {
 	data[len(data)/2+1] ^= 0xff
 	_ = os.WriteFile(p, data, 0o644)
 	n = countFiles(t, dir)
-	code, _, stderr = runCLI(t, "cleanup", dir, "--retain-versions", "1", "--older-than", "0s", "--min-age", "0s")
+	code, _, stderr = runCLIYearOn(t, "cleanup", dir, "--retain-versions", "1", "--older-than", "0s", "--min-age", "0s")
 	if code == 0 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || countFiles(t, dir) != n {
 		t.Fatalf("corrupt manifest: exit %d, stderr %q, files %d→%d", code, stderr, n, countFiles(t, dir))
 	}

@@ -10,7 +10,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/testing/stores"
 )
@@ -31,10 +33,27 @@ type result struct {
 
 func run(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
+	return runAt(t, clock.Real(), stdin, args...)
+}
+
+// runAt runs the command line on the clock clk.
+func runAt(t *testing.T, clk clock.Clock, stdin string, args ...string) result {
+	t.Helper()
 	var out, errb bytes.Buffer
-	code := Main(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	code := mainAt(context.Background(), clk, args, strings.NewReader(stdin), &out, &errb)
 	return result{code, out.String(), errb.String()}
 }
+
+// shiftedClock is the wall clock moved by d (a year on, cleanup finds
+// every version old enough).
+type shiftedClock struct {
+	clock.Clock
+	d time.Duration
+}
+
+func (c shiftedClock) Now() time.Time { return c.Clock.Now().Add(c.d) }
+
+func yearOn() clock.Clock { return shiftedClock{clock.Real(), 365 * 24 * time.Hour} }
 
 func mustRun(t *testing.T, stdin string, args ...string) map[string]any {
 	t.Helper()

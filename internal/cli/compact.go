@@ -165,7 +165,7 @@ func runCompact(cmd *cobra.Command, e *env, url string, o compact.Options, lf *c
 		}
 		return printJSON(e.stdout, line)
 	}
-	res, err := compact.Run(ctx, h, o, compact.Env{})
+	res, err := compact.Run(ctx, h, o, compact.Env{Clock: e.clock})
 	if err != nil {
 		return err
 	}

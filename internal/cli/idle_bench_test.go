@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
@@ -79,7 +80,7 @@ func TestIdleDaemonFootprintLance(t *testing.T) {
 		if _, err := table.Create(ctx, b, fields, "", time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		c, err := commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
+		c, err := commit.NewCommitter(commit.DefaultConfig(), b, clock.Real(), commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
 		if err != nil {
 			t.Fatal(err)
 		}

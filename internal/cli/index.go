@@ -135,7 +135,7 @@ func runCatchup(cmd *cobra.Command, e *env, url, names string) error {
 		return err
 	}
 	defer done()
-	o := index.Options{}
+	o := index.Options{Clock: e.clock}
 	if names != "" {
 		for _, n := range strings.Split(names, ",") {
 			if n = strings.TrimSpace(n); n != "" {
@@ -181,7 +181,7 @@ func runRemap(cmd *cobra.Command, e *env, url, names string) error {
 		return err
 	}
 	defer done()
-	o := index.RemapJobOptions{}
+	o := index.RemapJobOptions{Clock: e.clock}
 	for _, n := range strings.Split(names, ",") {
 		if n = strings.TrimSpace(n); n != "" {
 			o.Indices = append(o.Indices, n)
@@ -259,7 +259,7 @@ version. The FRI is replaced by one with the kept versions, or removed when none
 				return err
 			}
 			defer done()
-			tr, err := index.TrimFRI(cmd.Context(), h, index.RemapJobOptions{})
+			tr, err := index.TrimFRI(cmd.Context(), h, index.RemapJobOptions{Clock: e.clock})
 			if err != nil {
 				return err
 			}

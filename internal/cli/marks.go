@@ -2,7 +2,6 @@ package cli
 
 import (
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -31,7 +30,7 @@ func writeMark(cmd *cobra.Command, e *env, url string, k marker.Kind, reason str
 		}
 		return printJSON(e.stdout, map[string]any{"mark": k, "set": false})
 	}
-	m := marker.Mark{Kind: k, Reason: reason, By: markBy(), Since: time.Now().UTC()}
+	m := marker.Mark{Kind: k, Reason: reason, By: markBy(), Since: e.clock.Now().UTC()}
 	if err := marker.Put(cmd.Context(), b, m); err != nil {
 		return err
 	}

@@ -30,10 +30,11 @@ func (c *tickClock) Now() time.Time {
 
 func (c *tickClock) NewTimer(time.Duration) clock.Timer { panic("progress reporters need no timer") }
 
-func withTickClock(t *testing.T, step time.Duration) {
-	t.Helper()
-	progressClock = &tickClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), step: step}
-	t.Cleanup(func() { progressClock = nil })
+// newTickClock starts a year from now, so that the versions the commands
+// commit on it are newer than the ones committed before on the wall clock,
+// and cleanup finds those old enough.
+func newTickClock(step time.Duration) *tickClock {
+	return &tickClock{now: time.Now().Add(365 * 24 * time.Hour), step: step}
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) < 0.011 }
@@ -76,14 +77,16 @@ func progressLines(t *testing.T, stderr string) (prog, final []map[string]any) {
 func TestLanceCompactLogsProgress(t *testing.T) {
 	dir := newTable(t)
 	appendFragments(t, dir, 20, 10)
-	withTickClock(t, time.Second)
-	r := run(t, "", "compact", dir, "--target-rows", "1000", "--log-format", "json", "--log-level", "error")
+	tc := newTickClock(time.Second)
+	r := runAt(t, tc, "", "compact", dir, "--target-rows", "1000", "--log-format", "json", "--log-level", "error")
 	if r.code != 0 {
 		t.Fatalf("compact: exit %d: %s", r.code, r.stderr)
 	}
 	prog, finals := progressLines(t, r.stderr)
 	// Start reads the clock at 1 s, the 20 fragments at 2..21 s: lines
-	// at 5, 10, 15, 20 s of work; the end at 21 s.
+	// at 5, 10, 15, 20 s of work; the end at 21 s, plus the readings of
+	// the commit, which runs on the same clock (the fragment-reuse entry,
+	// the manifest's timestamp): a few whole seconds more.
 	if len(prog) != 4 || len(finals) != 1 {
 		t.Fatalf("%d progress lines and %d final ones, want 4 and 1:\n%s", len(prog), len(finals), r.stderr)
 	}
@@ -107,7 +110,10 @@ func TestLanceCompactLogsProgress(t *testing.T) {
 			t.Fatalf("line %d: eta %v, want %v", i, eta, (200-done)/rate)
 		}
 	}
-	if final["phase"] != "compact" || final["rows_done"].(float64) != 200 || final["duration_seconds"].(float64) != 21 ||
+	if d := final["duration_seconds"].(float64); d != math.Trunc(d) || d < 21 || d > 26 {
+		t.Fatalf("final line %v: duration %v s, want 21 s of the tick clock and a few commit readings", final, d)
+	}
+	if final["phase"] != "compact" || final["rows_done"].(float64) != 200 ||
 		final["bytes_done"] != final["bytes_total"] || final["bytes_total"].(float64) <= 0 {
 		t.Fatalf("final line %v", final)
 	}
@@ -125,8 +131,8 @@ func TestLanceProgressConsoleAndInterval(t *testing.T) {
 	appendFragments(t, dir, 10, 10)
 	src := t.TempDir()
 	copyDir(t, dir, src)
-	withTickClock(t, time.Second)
-	r := run(t, "", "compact", dir, "--target-rows", "1000", "--progress-interval", "2s")
+	tc := newTickClock(time.Second)
+	r := runAt(t, tc, "", "compact", dir, "--target-rows", "1000", "--progress-interval", "2s")
 	if r.code != 0 {
 		t.Fatal(r.stderr)
 	}
@@ -145,11 +151,11 @@ func TestLanceProgressConsoleAndInterval(t *testing.T) {
 		t.Fatalf("final line %q", ls[5])
 	}
 
-	r = run(t, "", "compact", src, "--target-rows", "1000", "--progress-interval", "0")
+	r = runAt(t, tc, "", "compact", src, "--target-rows", "1000", "--progress-interval", "0")
 	if r.code != 0 || r.stderr != "" || !strings.Contains(r.stdout, `"groups":1`) {
 		t.Fatalf("--progress-interval 0: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	if r := run(t, "", "compact", src, "--progress-interval", "-1s"); r.code != 2 {
+	if r := runAt(t, tc, "", "compact", src, "--progress-interval", "-1s"); r.code != 2 {
 		t.Fatalf("a negative interval: exit %d %q", r.code, r.stderr)
 	}
 }
@@ -161,17 +167,14 @@ func TestLanceProgressConsoleAndInterval(t *testing.T) {
 // phase ends with a final line whose counts reach its total where the
 // total is known up front.
 func TestLanceJobsReportProgress(t *testing.T) {
-	old := cleanupNow
-	cleanupNow = func() time.Time { return time.Now().Add(365 * 24 * time.Hour) }
-	t.Cleanup(func() { cleanupNow = old })
 	dir := newTable(t)
 	appendFragments(t, dir, 6, 10)
-	withTickClock(t, time.Second)
+	tc := newTickClock(time.Second)
 	// finals runs a command and returns its final lines by phase, in
 	// order, checking that each phase logged progress lines first.
 	finals := func(args ...string) (phases []string, by map[string]map[string]any) {
 		t.Helper()
-		r := run(t, "", append(args, "--log-format", "json", "--progress-interval", "1s")...)
+		r := runAt(t, tc, "", append(args, "--log-format", "json", "--progress-interval", "1s")...)
 		if r.code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
 		}

@@ -47,17 +47,22 @@ type env struct {
 	progressInterval time.Duration
 	// reporter is the one-shot command's, on its context (nil for run).
 	reporter *progress.Reporter
+	// clock is the commands' one time source: commit timestamps and
+	// backoff, the ages cleanup and trim judge, marks, in-flight markers
+	// and progress reports (tests hand in a fake one).
+	clock clock.Clock
 }
-
-// progressClock is the clock of one-shot commands' progress reporters
-// (tests replace it; nil is the wall clock).
-var progressClock clock.Clock
 
 // Main runs the command line and returns the process exit code: 0, 1 when
 // a command fails, 2 for a usage or configuration error (like Go's flag
 // package).
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, logger: zap.NewNop(), progress: zap.NewNop()}
+	return mainAt(ctx, clock.Real(), args, stdin, stdout, stderr)
+}
+
+// mainAt is Main on the clock clk.
+func mainAt(ctx context.Context, clk clock.Clock, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, logger: zap.NewNop(), progress: zap.NewNop(), clock: clk}
 	root := newRoot(e)
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -266,7 +271,7 @@ func (e *env) setupLogger(cmd *cobra.Command) error {
 		return usageError(err)
 	}
 	e.progress = pl.With(zap.String("component", "progress"))
-	opts := progress.Options{Clock: progressClock, Interval: e.progressInterval}
+	opts := progress.Options{Clock: e.clock, Interval: e.progressInterval}
 	if e.progressInterval > 0 {
 		opts.Logger = e.progress
 	}
@@ -328,7 +333,7 @@ func openWriter(ctx context.Context, e *env, rawURL, job string) (*table.Handle,
 	if err != nil {
 		return nil, nil, err
 	}
-	release, err := inflight.Register(ctx, h.Bucket, "cli "+job, 0, time.Now(), inFlightTTL)
+	release, err := inflight.Register(ctx, h.Bucket, "cli "+job, 0, e.clock.Now(), inFlightTTL)
 	if err != nil {
 		done()
 		return nil, nil, err

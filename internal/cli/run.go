@@ -11,6 +11,7 @@ import (
 
 	"github.com/compactord/compactord/internal/buildinfo"
 	"github.com/compactord/compactord/internal/daemon"
+	"github.com/compactord/compactord/internal/demo"
 )
 
 func init() { extraCommands = append(extraCommands, newRunCmd) }
@@ -34,7 +35,7 @@ func (e *exitError) ExitCode() int { return e.code }
 func newRunCmd(e *env) *cobra.Command {
 	var file string
 	var o daemon.Overrides
-	var demo bool
+	var demoFlag bool
 	cmd := &cobra.Command{
 		Use:   "run --config FILE",
 		Short: "Run the maintenance daemon: schedule merge, compact, index, trim and cleanup jobs on the configured tables",
@@ -45,7 +46,7 @@ configuration exits 2 before anything starts; check one first with ` + "`compact
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("demo") {
-				o.Demo = &demo
+				o.Demo = &demoFlag
 			}
 			o.LogLevel, o.LogFormat = e.logLevel, e.logFormat
 			load := func() (daemon.Config, error) {
@@ -63,7 +64,9 @@ configuration exits 2 before anything starts; check one first with ` + "`compact
 				return &exitError{code: 2, err: err}
 			}
 			defer func() { _ = logger.Sync() }()
-			d, err := daemon.New(cfg, daemon.Deps{Logger: logger, Level: &level, Reload: load, Build: buildinfo.Get(Version)})
+			// The demo workload (demo.enabled, make run) is wired in here, so
+			// that the daemon package does not link the demo writer.
+			d, err := daemon.New(cfg, daemon.Deps{Logger: logger, Level: &level, Reload: load, Build: buildinfo.Get(Version), Demo: demo.Start, Clock: e.clock})
 			if err != nil {
 				var ce *daemon.ConfigError
 				if errors.As(err, &ce) {
@@ -106,7 +109,7 @@ configuration exits 2 before anything starts; check one first with ` + "`compact
 	f.IntVar(&o.Workers, "workers", 0, "override workers")
 	f.StringVar(&o.AdminTokenFile, "admin-token-file", "", "override http.admin_token_file")
 	f.StringVar(&o.LeaseHolder, "lease-holder", "", "override lease.holder")
-	f.BoolVar(&demo, "demo", false, "run the built-in demo workload (demo.enabled)")
+	f.BoolVar(&demoFlag, "demo", false, "run the built-in demo workload (demo.enabled)")
 	return cmd
 }
 

@@ -12,7 +12,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/storage"
@@ -22,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/scan"
 )
@@ -53,7 +53,7 @@ func newTableCreateCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer b.Close()
-			mf, err := table.Create(ctx, b, fields, fileVersion, time.Now())
+			mf, err := table.Create(ctx, b, fields, fileVersion, e.clock.Now())
 			if err != nil {
 				return fmt.Errorf("table create %s: %w", args[0], err)
 			}
@@ -295,7 +295,7 @@ func openHandle(ctx context.Context, e *env, rawURL string) (h *table.Handle, do
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), e.logger)
+	c, err := commit.NewCommitter(commit.DefaultConfig(), b, e.clock, commit.NewMetrics(prometheus.NewRegistry()), e.logger)
 	if err == nil {
 		h, err = table.New(b, c)
 	}
@@ -391,7 +391,7 @@ func newIndexDropCmd(e *env) *cobra.Command {
 // openHandleOn is a Lance handle on an open bucket, for reads of the
 // latest version (the caller closes the bucket).
 func openHandleOn(b storage.Bucket) (*table.Handle, error) {
-	c, err := commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
+	c, err := commit.NewCommitter(commit.DefaultConfig(), b, clock.Real(), commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
 	if err != nil {
 		return nil, err
 	}

@@ -11,9 +11,6 @@ import (
 
 func init() { extraCommands = append(extraCommands, newTrimCmd) }
 
-// trimNow is the clock trim judges the reader grace by.
-var trimNow = time.Now
-
 func newTrimCmd(e *env) *cobra.Command {
 	cfg := trim.Config{ReaderGrace: time.Minute, KeepShardManifests: 10, Concurrency: 16}
 	cmd := &cobra.Command{
@@ -40,7 +37,7 @@ fence_sentinel). It never writes a shard manifest: the MemWAL writer owns that c
 				return err
 			}
 			defer b.Close()
-			res, err := trim.Run(cmd.Context(), b, cfg, trimNow())
+			res, err := trim.Run(cmd.Context(), b, cfg, e.clock.Now())
 			if err != nil {
 				return err
 			}

@@ -1,9 +1,12 @@
-// Package clock is the time source of the scheduler and the lease manager.
-// Production code uses Real; tests use Fake and move time by hand, so that
-// no test waits on the wall clock (tests never sleep to synchronise).
+// Package clock is compactord's one time source: the scheduler, the commit
+// loop's backoff, leases, progress reports, the jobs and the CLI all read
+// time through a Clock handed to them. Production code uses Real; tests use
+// Fake and move time by hand, so that no test waits on the wall clock
+// (tests never sleep to synchronise).
 package clock
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"time"
@@ -22,6 +25,24 @@ type Timer interface {
 	// Stop prevents the timer from firing; it reports whether it was
 	// still pending.
 	Stop() bool
+}
+
+// Sleep waits d on c, or until ctx is done (then it returns ctx's cause).
+func Sleep(ctx context.Context, c Clock, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return context.Cause(ctx)
+	}
+	if d <= 0 {
+		return nil
+	}
+	t := c.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C():
+		return nil
+	}
 }
 
 // Real is the wall clock.

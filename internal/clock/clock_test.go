@@ -1,6 +1,9 @@
 package clock_test
 
 import (
+	"context"
+	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -47,4 +50,40 @@ func TestFake(t *testing.T) {
 	}
 	r := clock.Real().NewTimer(time.Millisecond)
 	<-r.C()
+}
+
+// Sleep waits on the clock it is given (a fake one moves only by hand),
+// and a done context ends it with the context's cause.
+func TestSleep(t *testing.T) {
+	f := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	done := make(chan error, 1)
+	go func() { done <- clock.Sleep(context.Background(), f, time.Hour) }()
+	for f.Timers() == 0 {
+		runtime.Gosched()
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Sleep returned before the fake clock moved: %v", err)
+	default:
+	}
+	f.Advance(time.Hour)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	cause := errors.New("stopped")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() { done <- clock.Sleep(ctx, f, time.Hour) }()
+	for f.Timers() == 0 {
+		runtime.Gosched()
+	}
+	cancel(cause)
+	if err := <-done; !errors.Is(err, cause) {
+		t.Fatalf("Sleep on a canceled context: %v, want %v", err, cause)
+	}
+	if err := clock.Sleep(ctx, f, time.Hour); !errors.Is(err, cause) {
+		t.Fatalf("Sleep on a done context: %v", err)
+	}
+	if err := clock.Sleep(context.Background(), f, 0); err != nil {
+		t.Fatalf("Sleep(0): %v", err)
+	}
 }

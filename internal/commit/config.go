@@ -1,7 +1,6 @@
 package commit
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,32 +8,9 @@ import (
 	"time"
 
 	"gocloud.dev/gcerrors"
+
+	"github.com/compactord/compactord/internal/jobclass"
 )
-
-// Clock is the time source; tests inject one.
-type Clock interface {
-	Now() time.Time
-	// Sleep waits d or until ctx is done.
-	Sleep(ctx context.Context, d time.Duration) error
-}
-
-// RealClock is the wall clock.
-type RealClock struct{}
-
-// Now returns time.Now.
-func (RealClock) Now() time.Time { return time.Now() }
-
-// Sleep waits d or until ctx is done.
-func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
-}
 
 // MaxDeadline bounds Config.Deadline: a put must not land long after the
 // head it was built on was read.
@@ -72,14 +48,15 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Error classes. Check with errors.Is.
+// Error classes. Check with errors.Is. Their job classes (internal/jobclass)
+// are the scheduler's defaults: a conflict retries, a lost race is skipped.
 var (
 	// ErrRetryable: the job must re-plan from a fresh read (a conflict that
 	// cannot be rebased, or retries exhausted).
-	ErrRetryable = errors.New("retryable conflict")
+	ErrRetryable = jobclass.Weak(jobclass.Retry, "", errors.New("retryable conflict"))
 	// ErrIncompatible: the transaction can never commit (e.g. generations
 	// another instance already merged). The job is skipped, not retried.
-	ErrIncompatible = errors.New("incompatible transaction")
+	ErrIncompatible = jobclass.Weak(jobclass.Skipped, "", errors.New("incompatible transaction"))
 )
 
 // ConflictError explains why a transaction did not commit.
@@ -116,6 +93,10 @@ func (e *AmbiguousError) Error() string {
 }
 
 func (e *AmbiguousError) Unwrap() error { return e.Err }
+
+// JobClass: a job whose commit has an unknown outcome retries (the retry
+// reads the head and finds out).
+func (e *AmbiguousError) JobClass() jobclass.Class { return jobclass.Retry }
 
 // Decision is how a transaction committed since our read version bears on ours.
 type Decision int

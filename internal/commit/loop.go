@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 )
@@ -57,7 +58,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 type Committer struct {
 	cfg     Config
 	bucket  storage.Bucket
-	clock   Clock
+	clock   clock.Clock
 	metrics *Metrics
 	logger  *zap.Logger
 
@@ -66,14 +67,14 @@ type Committer struct {
 }
 
 // NewCommitter checks its arguments; it starts nothing.
-func NewCommitter(cfg Config, b storage.Bucket, clock Clock, metrics *Metrics, logger *zap.Logger) (*Committer, error) {
+func NewCommitter(cfg Config, b storage.Bucket, clk clock.Clock, metrics *Metrics, logger *zap.Logger) (*Committer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if b == nil || clock == nil || metrics == nil || logger == nil {
+	if b == nil || clk == nil || metrics == nil || logger == nil {
 		return nil, errors.New("commit: bucket, clock, metrics and logger are required")
 	}
-	return &Committer{cfg: cfg, bucket: b, clock: clock, metrics: metrics, logger: logger,
+	return &Committer{cfg: cfg, bucket: b, clock: clk, metrics: metrics, logger: logger,
 		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x6c616e6365))}, nil
 }
 
@@ -425,7 +426,7 @@ func (a *attempt) readBack(ctx context.Context, v uint64, n int) (*Result, strin
 			c.metrics.ambiguous.WithLabelValues("unresolved").Inc()
 			return nil, "unresolved"
 		}
-		if c.clock.Sleep(rctx, c.cfg.BaseBackoff<<min(i, 8)) != nil {
+		if clock.Sleep(rctx, c.clock, c.cfg.BaseBackoff<<min(i, 8)) != nil {
 			c.metrics.ambiguous.WithLabelValues("unresolved").Inc()
 			return nil, "unresolved"
 		}
@@ -441,7 +442,7 @@ func (a *attempt) backoff(ctx context.Context, n int) error {
 	c.mu.Lock()
 	j := time.Duration(c.rng.Int64N(int64(d) + 1))
 	c.mu.Unlock()
-	return c.clock.Sleep(ctx, j)
+	return clock.Sleep(ctx, c.clock, j)
 }
 
 func (a *attempt) removeFiles() {

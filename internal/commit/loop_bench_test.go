@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testing/s3server"
@@ -56,7 +57,7 @@ func BenchmarkCommitVersions(b *testing.B) {
 					if mode == "listing" {
 						cb = noHint{bk}
 					}
-					c, err := NewCommitter(DefaultConfig(), cb, RealClock{}, NewMetrics(prometheus.NewRegistry()), zap.NewNop())
+					c, err := NewCommitter(DefaultConfig(), cb, clock.Real(), NewMetrics(prometheus.NewRegistry()), zap.NewNop())
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 )
@@ -47,7 +48,7 @@ func loopTable(t *testing.T, f *meta.ManifestFile) (*Committer, storage.Bucket) 
 	}
 	cfg := DefaultConfig()
 	cfg.MaxAttempts = 3
-	c, err := NewCommitter(cfg, b, RealClock{}, NewMetrics(prometheus.NewRegistry()), zap.NewNop())
+	c, err := NewCommitter(cfg, b, clock.Real(), NewMetrics(prometheus.NewRegistry()), zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/format/deletion"
 	"github.com/compactord/compactord/internal/format/file"
@@ -26,8 +27,9 @@ import (
 
 // Env is what a run needs beyond the options.
 type Env struct {
-	// Now stamps the fragment-reuse index entry (created_at).
-	Now func() time.Time
+	// Clock stamps the fragment-reuse index entry (created_at); nil is the
+	// wall clock.
+	Clock clock.Clock
 	// Attempts bounds the re-plans after a retryable conflict (default 3).
 	Attempts int
 	// Parallelism bounds the groups executed at once (default GOMAXPROCS;
@@ -75,8 +77,8 @@ func Run(ctx context.Context, h *table.Handle, o Options, env Env) (*Result, err
 	// The decode buffers the run's streams pass on to each other are not
 	// kept for the daemon's idle time after it.
 	defer file.DropSpareBuffers()
-	if env.Now == nil {
-		env.Now = time.Now
+	if env.Clock == nil {
+		env.Clock = clock.Real()
 	}
 	if env.Attempts <= 0 {
 		env.Attempts = 3
@@ -232,7 +234,7 @@ func runOnce(ctx context.Context, h *table.Handle, o Options, env Env) (*Result,
 		if prev != nil {
 			prevMeta = prev.Meta
 		}
-		ix, friFiles, err := fri.AppendVersion(ctx, b, prev, prevMeta, v, env.Now())
+		ix, friFiles, err := fri.AppendVersion(ctx, b, prev, prevMeta, v, env.Clock.Now())
 		files = append(files, friFiles...)
 		if err != nil {
 			removeQuietly(h, files)
@@ -241,7 +243,7 @@ func runOnce(ctx context.Context, h *table.Handle, o Options, env Env) (*Result,
 		ct.Extra.FragReuse = ix
 		res.FragReuse = ix
 	} else {
-		ris, keys, err := remapInline(ctx, h, read, prev, v, outs, env.Now())
+		ris, keys, err := remapInline(ctx, h, read, prev, v, outs, env.Clock.Now())
 		files = append(files, keys...)
 		if err != nil {
 			removeQuietly(h, files)

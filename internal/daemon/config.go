@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/internal/commit"
-	"github.com/compactord/compactord/internal/demo"
+	"github.com/compactord/compactord/internal/demo/democfg"
 	"github.com/compactord/compactord/internal/scheduler"
 )
 
@@ -33,7 +33,7 @@ type Config struct {
 	Discover DiscoverConfig `yaml:"discover"`
 	Commit   commit.Config  `yaml:"commit"`
 	Jobs     JobsConfig     `yaml:"jobs"`
-	Demo     demo.Config    `yaml:"demo"`
+	Demo     democfg.Config `yaml:"demo"`
 	// GCPercent is the Go garbage collector's target (GOGC) for the
 	// daemon. An idle daemon's heap is mostly metric series, and the
 	// default of 100 lets it grow to twice its live size; a lower target
@@ -101,7 +101,7 @@ func DefaultConfig() Config {
 			Trim:    TrimConfig{Concurrency: 16, KeepShardManifests: 10, ReaderGrace: time.Minute},
 			Cleanup: CleanupConfig{Policy: CleanupPolicy{RetainVersions: 10, OlderThan: 24 * time.Hour, MinAge: time.Hour}, Concurrency: 16},
 		},
-		Demo:      demo.DefaultConfig(),
+		Demo:      democfg.DefaultConfig(),
 		GCPercent: 50,
 	}
 }

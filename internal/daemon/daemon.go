@@ -22,7 +22,7 @@ import (
 	"github.com/compactord/compactord/internal/buildinfo"
 	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
-	"github.com/compactord/compactord/internal/demo"
+	"github.com/compactord/compactord/internal/demo/democfg"
 	"github.com/compactord/compactord/internal/lease"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
@@ -50,6 +50,10 @@ type Deps struct {
 	// WrapBucket, when set, wraps every table's bucket as it is opened
 	// (tests inject storage faults); nil uses the bucket as opened.
 	WrapBucket func(name string, b storage.Bucket) storage.Bucket
+	// Demo builds the demo workload when demo.enabled (the CLI's run wires
+	// internal/demo's); nil: this daemon has no demo writer, and an
+	// enabled demo only adds its tables.
+	Demo democfg.Starter
 }
 
 // Daemon is `compactord run`.
@@ -76,7 +80,7 @@ type Daemon struct {
 	draining     atomic.Bool
 	started      time.Time
 	discoverKick chan struct{}
-	demo         atomic.Pointer[demo.Workload]
+	demo         atomic.Pointer[democfg.Workload]
 
 	reloadMu      sync.Mutex // one reload at a time (SIGHUP and POST /-/reload)
 	reloadOK      prometheus.Gauge
@@ -220,7 +224,12 @@ func (d *Daemon) Close() {
 // Scheduler exposes the scheduler (tests, and the HTTP handlers).
 // Demo is the running demo workload (nil when the demo is off or has not
 // started).
-func (d *Daemon) Demo() *demo.Workload { return d.demo.Load() }
+func (d *Daemon) Demo() democfg.Workload {
+	if w := d.demo.Load(); w != nil {
+		return *w
+	}
+	return nil
+}
 
 func (d *Daemon) Scheduler() *scheduler.Scheduler { return d.sched }
 
@@ -347,11 +356,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if cfg.Demo.Enabled {
 		// The demo writes as an outside service would: it opens its tables
 		// itself (the daemon watches them as it watches any table).
-		w, err := demo.New(cfg.Demo, d.deps.Logger)
+		var w democfg.Workload
+		err := errors.New("this daemon was built without the demo writer")
+		if d.deps.Demo != nil {
+			w, err = d.deps.Demo(cfg.Demo, d.deps.Logger)
+		}
 		if err != nil {
 			d.logger.Error("demo workload", zap.Error(err))
 		} else {
-			d.demo.Store(w)
+			d.demo.Store(&w)
 			bg.Go(func() { _ = w.Run(bgCtx) })
 		}
 	}
@@ -487,4 +500,4 @@ func (d *Daemon) reload() error {
 	return nil
 }
 
-func equalDemo(a, b demo.Config) bool { return reflect.DeepEqual(a, b) }
+func equalDemo(a, b democfg.Config) bool { return reflect.DeepEqual(a, b) }

@@ -12,6 +12,7 @@ import (
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/compact"
 	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/merge"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/progress"
@@ -25,13 +26,13 @@ import (
 )
 
 // This file is the one place where the real jobs are wired to the
-// scheduler; the jobs are lance_jobs.go's. Each JobFunc reads its settings
+// scheduler; the jobs are below. Each JobFunc reads its settings
 // through cfg() at the start of every attempt, so that a reload (SIGHUP)
 // applies to the next attempt. An attempt that finds no work reports
 // NothingToDo (result "skipped"). Errors are returned as the jobs produce
-// them; scheduler.Classify turns the commit loop's ErrRetryable and
-// ErrIncompatible into retry and skipped, jobErr corrupt metadata into
-// quarantine.
+// them, carrying the classes their packages mark (internal/jobclass: the
+// commit loop's ErrRetryable retries, ErrIncompatible is skipped);
+// jobErr makes corrupt metadata quarantine the table.
 func jobSet(cfg func() JobsConfig, reg prometheus.Registerer) map[scheduler.Kind]scheduler.JobFunc {
 	cm := newCompactMetrics(reg)
 	return map[scheduler.Kind]scheduler.JobFunc{
@@ -51,13 +52,13 @@ func jobSet(cfg func() JobsConfig, reg prometheus.Registerer) map[scheduler.Kind
 // by key then miss them). So no job of the daemon runs on a table that
 // has one; a table only has one when a compaction deferred its remap
 // (jobs.compact.inline_remap: false) or another tool left it.
-func absorbing(cfg func() JobsConfig, job scheduler.JobFunc) scheduler.JobFunc {
-	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
-		note, version, err := absorbFRI(ctx, t, cfg().Index.Replans)
+func absorbing(cfg func() JobsConfig, job lanceJob) lanceJob {
+	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
+		note, version, err := absorbFRI(ctx, t, lance, cfg().Index.Replans)
 		if err != nil {
 			return scheduler.Outcome{}, fmt.Errorf("absorb the pending fragment-reuse index: %w", err)
 		}
-		out, err := job(ctx, t)
+		out, err := job(ctx, t, lance)
 		if note != "" {
 			out.Summary = note + "; " + out.Summary
 			out.Version = max(out.Version, version)
@@ -72,18 +73,18 @@ func absorbing(cfg func() JobsConfig, job scheduler.JobFunc) scheduler.JobFunc {
 // (index.RemapIndexes over every index), when the latest version has an
 // FRI. It returns a note of what it did ("" when there was no FRI) and
 // the last version it committed.
-func absorbFRI(ctx context.Context, t *scheduler.TableHandle, replans int) (string, uint64, error) {
-	if t.Lance == nil {
+func absorbFRI(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle, replans int) (string, uint64, error) {
+	if lance == nil {
 		return "", 0, nil
 	}
-	read, _, err := t.Lance.ReadForWrite(ctx)
+	read, _, err := lance.ReadForWrite(ctx)
 	if err != nil {
 		return "", 0, err
 	}
 	if len(meta.FindIndex(read.Indices, meta.FragReuseIndexName)) == 0 {
 		return "", 0, nil
 	}
-	rm, err := index.RemapIndexes(ctx, t.Lance, index.RemapJobOptions{Now: t.Now, Attempts: replans})
+	rm, err := index.RemapIndexes(ctx, lance, index.RemapJobOptions{Clock: t.Clock, Attempts: replans})
 	if err != nil {
 		return "", 0, err
 	}
@@ -197,10 +198,9 @@ func (m *compactMetrics) add(s compact.Stats) {
 // The daemon's jobs on Lance table. They read the jobs: section
 // (jobs_config.go), mapped onto the Lance packages' options.
 
-// jobErr gives Lance's error classes the scheduler's meaning: corrupt
-// metadata quarantines the table (the commit loop's classes,
-// commit.ErrRetryable and commit.ErrIncompatible, scheduler.Classify
-// knows).
+// jobErr gives corrupt Lance metadata the job's explicit class: it
+// quarantines the table whatever else the error wraps (the error classes
+// of commit and meta are marked where they are defined, internal/jobclass).
 func jobErr(err error) error {
 	if err != nil && errors.Is(err, meta.ErrCorrupt) {
 		return scheduler.Quarantine(scheduler.ReasonCorrupt, err)
@@ -208,10 +208,27 @@ func jobErr(err error) error {
 	return err
 }
 
-// tableJob wraps a job so that its errors are classified as jobErr says.
-func tableJob(job scheduler.JobFunc) scheduler.JobFunc {
+// lanceTable is the daemon's handle of an open Lance table. The scheduler
+// sees its observer (internal/memwal); the jobs reach the dataset and its
+// commit loop through it (tableJob), so that the scheduler holds no Lance
+// handle.
+type lanceTable struct {
+	*memwal.Observer
+	lance *table.Handle
+}
+
+// lanceJob is one attempt of a job on a Lance table.
+type lanceJob func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error)
+
+// tableJob adapts a Lance job to the scheduler: it finds the table's Lance
+// handle, and classifies the job's errors as jobErr says.
+func tableJob(job lanceJob) scheduler.JobFunc {
 	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
-		out, err := job(ctx, t)
+		lt, ok := t.Observer.(*lanceTable)
+		if !ok {
+			return scheduler.Outcome{}, scheduler.Quarantine(scheduler.ReasonFailing, fmt.Errorf("table %s was not opened as a Lance table", t.Name))
+		}
+		out, err := job(ctx, t, lt.lance)
 		return out, jobErr(err)
 	}
 }
@@ -235,7 +252,9 @@ func (d *Daemon) openTable(ctx context.Context, spec scheduler.TableSpec, cc com
 		return nil, fmt.Errorf("table %s (%s): %w", spec.Name, spec.URL, err)
 	}
 	logger := d.deps.Logger.With(zap.String("table", spec.Name))
-	c, err := commit.NewCommitter(cc, ib, commit.RealClock{}, d.commitMetrics, logger)
+	// The committer runs on the daemon's clock, as the scheduler does: a test
+	// that fakes time fakes the commit loop's backoff too.
+	c, err := commit.NewCommitter(cc, ib, d.clock, d.commitMetrics, logger)
 	if err != nil {
 		_ = b.Close()
 		return nil, err
@@ -245,8 +264,8 @@ func (d *Daemon) openTable(ctx context.Context, spec scheduler.TableSpec, cc com
 		_ = b.Close()
 		return nil, err
 	}
-	return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: ib, Lance: lh, Logger: logger,
-		Now: d.clock.Now, Close: b.Close}, nil
+	return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: ib, Observer: &lanceTable{memwal.NewObserver(ib), lh}, Logger: logger,
+		Clock: d.clock, Close: b.Close}, nil
 }
 
 // mergeJob merges every shard's flushed generations, in generation
@@ -256,14 +275,14 @@ func (d *Daemon) openTable(ctx context.Context, spec scheduler.TableSpec, cc com
 // (More) instead of looping here, so that an attempt stays bounded while
 // writers keep flushing. A merge that lost to another merger is skipped for
 // this attempt, never retried.
-func mergeJob(cfg func() JobsConfig) scheduler.JobFunc {
-	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+func mergeJob(cfg func() JobsConfig) lanceJob {
+	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
 		maxGen := cfg().Merge.MaxGenerations
 		if maxGen <= 0 {
 			maxGen = math.MaxInt32 // 0: no bound
 		}
 		env := merge.Env{MaxGenerations: maxGen}
-		h := t.Lance
+		h := lance
 		var out scheduler.Outcome
 		// done: the shards merged (one job each per attempt), lost or
 		// skipped by the planner.
@@ -353,7 +372,7 @@ func mergeJob(cfg func() JobsConfig) scheduler.JobFunc {
 // conflict. The fragments the plan left out (covered by an index
 // compactord cannot remap, ...) are in the summary and in
 // compactord_compact_fragments_skipped.
-func compactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc {
+func compactJob(cfg func() JobsConfig, m *compactMetrics) lanceJob {
 	// One budget for every table's compactions, made again when a reload
 	// changes its size (groups running meanwhile give back to the old one).
 	var mu sync.Mutex
@@ -369,7 +388,7 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc {
 		}
 		return budget
 	}
-	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
 		cc := cfg().Compact
 		o := compact.DefaultOptions()
 		if cc.TargetRowsPerFragment > 0 {
@@ -379,7 +398,7 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc {
 			o.DeletionThreshold = cc.DeletionThreshold
 		}
 		o.DeferRemap = !cc.InlineRemap
-		res, err := compact.Run(ctx, t.Lance, o, compact.Env{Now: t.Now, Attempts: cc.Replans + 1, Parallelism: cc.Parallelism, Memory: budgetOf(cc.MemoryBudgetMiB)})
+		res, err := compact.Run(ctx, lance, o, compact.Env{Clock: t.Clock, Attempts: cc.Replans + 1, Parallelism: cc.Parallelism, Memory: budgetOf(cc.MemoryBudgetMiB)})
 		if res != nil {
 			m.planned(t.Name, res.Plan)
 		}
@@ -416,10 +435,10 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc {
 // jobs.index.indices limits both (only_maintained: catch-up to the MemWAL's
 // maintained indices); replans bounds the re-plans after a retryable
 // conflict.
-func indexJob(cfg func() JobsConfig) scheduler.JobFunc {
-	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+func indexJob(cfg func() JobsConfig) lanceJob {
+	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
 		ic := cfg().Index
-		rm, err := index.RemapIndexes(ctx, t.Lance, index.RemapJobOptions{Indices: ic.Indices, Now: t.Now, Attempts: ic.Replans})
+		rm, err := index.RemapIndexes(ctx, lance, index.RemapJobOptions{Indices: ic.Indices, Clock: t.Clock, Attempts: ic.Replans})
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
@@ -428,9 +447,9 @@ func indexJob(cfg func() JobsConfig) scheduler.JobFunc {
 		if n := len(rm.Versions); n > 0 {
 			remapVersion = rm.Versions[n-1]
 		}
-		o := index.Options{Indices: ic.Indices, Now: t.Now, Attempts: ic.Replans}
+		o := index.Options{Indices: ic.Indices, Clock: t.Clock, Attempts: ic.Replans}
 		if ic.OnlyMaintained && len(o.Indices) == 0 {
-			read, _, err := t.Lance.ReadForWrite(ctx)
+			read, _, err := lance.ReadForWrite(ctx)
 			if err != nil {
 				return scheduler.Outcome{}, err
 			}
@@ -449,7 +468,7 @@ func indexJob(cfg func() JobsConfig) scheduler.JobFunc {
 				return scheduler.Outcome{Summary: "no maintained index", NothingToDo: true}, nil
 			}
 		}
-		res, err := index.CatchUp(ctx, t.Lance, o)
+		res, err := index.CatchUp(ctx, lance, o)
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
@@ -478,10 +497,10 @@ func indexJob(cfg func() JobsConfig) scheduler.JobFunc {
 // trimJob runs Lance's trim with jobs.trim's reader_grace,
 // keep_shard_manifests and concurrency (max_attempts has no meaning on
 // Lance: trim never writes a shard manifest).
-func trimJob(cfg func() JobsConfig) scheduler.JobFunc {
-	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+func trimJob(cfg func() JobsConfig) lanceJob {
+	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
 		tc := cfg().Trim
-		res, err := trim.Run(ctx, t.Bucket, trim.Config{ReaderGrace: tc.ReaderGrace, KeepShardManifests: tc.KeepShardManifests, Concurrency: tc.Concurrency}, t.Now())
+		res, err := trim.Run(ctx, t.Bucket, trim.Config{ReaderGrace: tc.ReaderGrace, KeepShardManifests: tc.KeepShardManifests, Concurrency: tc.Concurrency}, t.Clock.Now())
 		if res == nil {
 			return scheduler.Outcome{}, err
 		}
@@ -499,11 +518,11 @@ func trimJob(cfg func() JobsConfig) scheduler.JobFunc {
 
 // cleanupJob runs Lance's cleanup with jobs.cleanup's policy
 // (retain_versions, older_than, min_age) and concurrency.
-func cleanupJob(cfg func() JobsConfig) scheduler.JobFunc {
-	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
+func cleanupJob(cfg func() JobsConfig) lanceJob {
+	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
 		cc := cfg().Cleanup
 		opts := cleanup.Options{RetainVersions: cc.Policy.RetainVersions, OlderThan: cc.Policy.OlderThan, MinAge: cc.Policy.MinAge}
-		res, err := cleanup.Run(ctx, t.Bucket, cleanup.Config{Options: opts, Concurrency: cc.Concurrency}, t.Now())
+		res, err := cleanup.Run(ctx, t.Bucket, cleanup.Config{Options: opts, Concurrency: cc.Concurrency}, t.Clock.Now())
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -380,4 +381,55 @@ func TestLanceCompactReportsSkips(t *testing.T) {
 	if id, _ := rows[0].Int("id"); id != 1 {
 		t.Errorf("nearest row to id 1's vector is %d", id)
 	}
+}
+
+// losingBucket answers the first put of a table manifest "already exists"
+// without writing it, as if another writer had won the race: the commit
+// loop backs off before it tries again.
+type losingBucket struct {
+	storage.Bucket
+	lost atomic.Int64
+}
+
+func (b *losingBucket) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	if strings.HasPrefix(key, meta.VersionsDir) && strings.HasSuffix(key, ".manifest") && b.lost.CompareAndSwap(0, 1) {
+		return fmt.Errorf("put %s: %w", key, storage.ErrAlreadyExists)
+	}
+	return b.Bucket.PutIfAbsent(ctx, key, data)
+}
+
+// The daemon hands each table's commit loop its own clock: with a fake
+// clock, the backoff after a lost race waits on fake time (ten minutes
+// here, far beyond the test), and moving the clock lets the commit land.
+// On the wall clock the backoff would outlast the test.
+func TestCommitBackoffRunsOnTheDaemonClock(t *testing.T) {
+	root := memRoot(t)
+	url := root + "/t"
+	createTable(t, url)
+	appendFragments(t, url, 4, 10)
+	fc := clock.NewFake(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
+	cfg := baseConfig()
+	cfg.Tables = []daemon.TableConfig{{URL: url}}
+	cfg.Commit.BaseBackoff, cfg.Commit.MaxBackoff = 10*time.Minute, 10*time.Minute
+	cfg.Scheduler.Timeouts.Default = 1000 * time.Hour // the job's budget runs on the fake clock too
+	var lb *losingBucket
+	var mu sync.Mutex
+	r := run(t, cfg, daemon.Deps{Clock: fc, WrapBucket: func(_ string, b storage.Bucket) storage.Bucket {
+		mu.Lock()
+		defer mu.Unlock()
+		lb = &losingBucket{Bucket: b}
+		return lb
+	}})
+	s := r.d.Scheduler()
+	eventually(t, "synced", func() bool { st, _ := s.Table("t"); return st.Synced })
+	if err := s.Trigger("t", scheduler.KindCompact); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the first manifest put lost", func() bool { mu.Lock(); defer mu.Unlock(); return lb.lost.Load() == 1 })
+	eventually(t, "compaction committed once the fake clock passes the backoff", func() bool {
+		fc.Advance(time.Minute)
+		st, _ := s.Table("t")
+		lr := st.Jobs["compact"].LastRun
+		return lr != nil && lr.Result == scheduler.ClassSuccess && lr.Version > 0
+	})
 }

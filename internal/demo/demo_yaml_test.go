@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/compactord/compactord/internal/daemon"
+	"github.com/compactord/compactord/internal/demo"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/testing/lancedb"
 )
@@ -33,7 +34,8 @@ func TestMakeRunOnLance(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Demo.URL = (&url.URL{Scheme: "file", Path: dir}).String()
-	d, err := daemon.New(cfg, daemon.Deps{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))})
+	// The demo wired in as the CLI's run command wires it.
+	d, err := daemon.New(cfg, daemon.Deps{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Demo: demo.Start})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +100,7 @@ func TestMakeRunOnLance(t *testing.T) {
 		}
 	}
 	t.Logf("merges, catch-ups, trims and compactions on every demo table after %.1f s", time.Since(start).Seconds())
-	w := d.Demo()
+	w, _ := d.Demo().(*demo.Workload)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("daemon: %v", err)

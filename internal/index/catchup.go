@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/fri"
 	"github.com/compactord/compactord/internal/meta"
@@ -32,8 +32,8 @@ type Options struct {
 	// MaxSegments: an index whose delta would make more segments than this
 	// is rebuilt (0: DefaultMaxSegments; negative: never).
 	MaxSegments int
-	// Now is the clock of created_at (time.Now if nil).
-	Now func() time.Time
+	// Clock is the clock of created_at (the wall clock if nil).
+	Clock clock.Clock
 	// Attempts bounds the re-plans after a retryable conflict (0: 3).
 	Attempts int
 	// FRI is the read version's fragment-reuse index (nil: none). CatchUp
@@ -80,8 +80,8 @@ type Result struct {
 // segments' dataset_version is the read version, so the commit earns the
 // MemWAL catch-up the read version's merged generations allow.
 func CatchUp(ctx context.Context, h *table.Handle, o Options) (*Result, error) {
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.Real()
 	}
 	if o.MaxSegments == 0 {
 		o.MaxSegments = DefaultMaxSegments
@@ -175,7 +175,7 @@ func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (_ *Result, re
 			cleanup()
 			return nil, fmt.Errorf("index %s: %w", p.Name, err)
 		}
-		ix, err := SegmentMetadata(p.Name, p.Segments[0].GetFields(), p.Kind, p.Segments[0], m.GetVersion(), frags, w, o.Now())
+		ix, err := SegmentMetadata(p.Name, p.Segments[0].GetFields(), p.Kind, p.Segments[0], m.GetVersion(), frags, w, o.Clock.Now())
 		if err != nil {
 			cleanup()
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/format/file"
 	"github.com/compactord/compactord/internal/meta"
@@ -20,7 +21,7 @@ import (
 func openHandle(t *testing.T, dir string) *table.Handle {
 	t.Helper()
 	b := openBucket(t, dir)
-	c, err := commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
+	c, err := commit.NewCommitter(commit.DefaultConfig(), b, clock.Real(), commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestCatchUpIndexedByLanceDB(t *testing.T) {
 				t.Fatalf("before: id_idx has %d unindexed rows, want 5", s.NumUnindexedRows)
 			}
 			h := openHandle(t, f.Dir)
-			res, err := CatchUp(t.Context(), h, Options{Rebuild: rebuild, Now: func() time.Time { return time.UnixMilli(1700000000000) }})
+			res, err := CatchUp(t.Context(), h, Options{Rebuild: rebuild, Clock: clock.NewFake(time.UnixMilli(1700000000000))})
 			if err != nil {
 				t.Fatal(err)
 			}

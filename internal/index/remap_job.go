@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/fri"
 	"github.com/compactord/compactord/internal/meta"
@@ -22,8 +22,8 @@ type RemapJobOptions struct {
 	Indices []string
 	// NoTrim leaves the FRI as it is after the remaps.
 	NoTrim bool
-	// Now is the clock of created_at (time.Now if nil).
-	Now func() time.Time
+	// Clock is the clock of created_at (the wall clock if nil).
+	Clock clock.Clock
 	// Attempts bounds the re-plans of one commit after a retryable
 	// conflict (0: 3).
 	Attempts int
@@ -76,8 +76,8 @@ type TrimResult struct {
 // A segment of another kind, or without a fragment bitmap, cannot be
 // remapped here; it keeps the versions it needs in the FRI (see Skipped).
 func RemapIndexes(ctx context.Context, h *table.Handle, o RemapJobOptions) (*RemapResult, error) {
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.Real()
 	}
 	if o.Attempts <= 0 {
 		o.Attempts = 3
@@ -136,8 +136,8 @@ func RemapIndexes(ctx context.Context, h *table.Handle, o RemapJobOptions) (*Rem
 // TrimFRI drops the FRI versions no index needs (see fri.Index.Trim);
 // nil when there is no FRI or nothing to trim.
 func TrimFRI(ctx context.Context, h *table.Handle, o RemapJobOptions) (*TrimResult, error) {
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.Real()
 	}
 	if o.Attempts <= 0 {
 		o.Attempts = 3
@@ -285,7 +285,7 @@ func remapIndexOnce(ctx context.Context, h *table.Handle, name string, o RemapJo
 				bm.Remove(id)
 			}
 		}
-		nm, ks, st, err := Remap(ctx, h.Bucket, s, remap, RemapOptions{Field: field, DatasetVersion: m.GetVersion(), Bitmap: bm, Full: full, Now: o.Now()})
+		nm, ks, st, err := Remap(ctx, h.Bucket, s, remap, RemapOptions{Field: field, DatasetVersion: m.GetVersion(), Bitmap: bm, Full: full, Now: o.Clock.Now()})
 		keys = append(keys, ks...)
 		if err != nil {
 			cleanup()
@@ -323,7 +323,7 @@ func trimOnce(ctx context.Context, h *table.Handle, o RemapJobOptions) (*TrimRes
 	if len(dropped) == 0 {
 		return nil, nil, nil
 	}
-	op, keys, err := ix.Trim(ctx, h.Bucket, read, o.Now())
+	op, keys, err := ix.Trim(ctx, h.Bucket, read, o.Clock.Now())
 	if err != nil {
 		for _, k := range keys {
 			_ = h.Bucket.Delete(context.WithoutCancel(ctx), k)

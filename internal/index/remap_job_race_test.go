@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/fri"
 	"github.com/compactord/compactord/internal/meta"
@@ -67,7 +68,7 @@ func TestTrimRacingCatchUp(t *testing.T) {
 	}
 
 	hold := &holdTxnFile{Bucket: h.Bucket, reached: make(chan struct{}), release: make(chan struct{})}
-	hc, err := commit.NewCommitter(commit.DefaultConfig(), hold, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
+	hc, err := commit.NewCommitter(commit.DefaultConfig(), hold, clock.Real(), commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

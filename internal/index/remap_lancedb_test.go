@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/format/file"
 	"github.com/compactord/compactord/internal/fri"
@@ -432,7 +433,7 @@ func TestRemapGhostRowsOnLanceDBTable(t *testing.T) {
 	}
 
 	// Physical remap, then the FRI trim.
-	res, err := RemapIndexes(ctx, h, RemapJobOptions{Now: func() time.Time { return time.UnixMilli(1_700_000_000_000) }})
+	res, err := RemapIndexes(ctx, h, RemapJobOptions{Clock: clock.NewFake(time.UnixMilli(1_700_000_000_000))})
 	if err != nil {
 		t.Fatal(err)
 	}

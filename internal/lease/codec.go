@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 
 	"google.golang.org/protobuf/proto"
+
+	"github.com/compactord/compactord/internal/jobclass"
 )
 
 // A lease record is framed as: magic "CMPD", one format byte, the deterministic protobuf
@@ -22,7 +24,7 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // ErrCorrupt marks a lease record that failed its frame or protobuf checks.
-var ErrCorrupt = errors.New("corrupt lease record")
+var ErrCorrupt = jobclass.Weak(jobclass.Error, jobclass.ReasonCorrupt, errors.New("corrupt lease record"))
 
 // encodeProto frames m for storage. Marshalling is deterministic so that an
 // unchanged message is byte-identical.

@@ -33,11 +33,9 @@ import (
 	"time"
 
 	pb "github.com/compactord/compactord/gen/compactordv1"
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/storage"
 )
-
-// Clock is the time source; tests inject a fake one.
-type Clock interface{ Now() time.Time }
 
 // Config of the lease manager.
 type Config struct {
@@ -168,21 +166,21 @@ func parseKey(name, key string) (uint64, bool) {
 type Manager struct {
 	holder string
 	ttl    time.Duration
-	clock  Clock
+	clock  clock.Clock
 }
 
 // NewManager checks its arguments; it does no I/O.
-func NewManager(holder string, ttl time.Duration, clock Clock) (*Manager, error) {
+func NewManager(holder string, ttl time.Duration, clk clock.Clock) (*Manager, error) {
 	if err := ValidateHolder(holder); err != nil {
 		return nil, fmt.Errorf("lease manager: %w", err)
 	}
 	if ttl <= 0 {
 		return nil, fmt.Errorf("lease manager: ttl must be positive")
 	}
-	if clock == nil {
+	if clk == nil {
 		return nil, errors.New("lease manager: nil clock")
 	}
-	return &Manager{holder: holder, ttl: ttl, clock: clock}, nil
+	return &Manager{holder: holder, ttl: ttl, clock: clk}, nil
 }
 
 // Holder is this manager's holder name.

@@ -16,7 +16,7 @@ import (
 
 func TestMain(m *testing.M) { stores.Main(m) }
 
-func manager(t *testing.T, holder string, clk lease.Clock) *lease.Manager {
+func manager(t *testing.T, holder string, clk clock.Clock) *lease.Manager {
 	t.Helper()
 	m, err := lease.NewManager(holder, 30*time.Second, clk)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/storage"
 )
 
@@ -28,7 +29,7 @@ type Members struct {
 	b      storage.Bucket
 	holder string
 	ttl    time.Duration
-	clock  Clock
+	clock  clock.Clock
 
 	mu     sync.Mutex
 	tables string
@@ -73,8 +74,8 @@ func (m *Members) fingerprint() string {
 }
 
 // NewMembers checks its arguments; it does no I/O.
-func NewMembers(b storage.Bucket, holder string, ttl time.Duration, clock Clock) (*Members, error) {
-	if b == nil || clock == nil {
+func NewMembers(b storage.Bucket, holder string, ttl time.Duration, clk clock.Clock) (*Members, error) {
+	if b == nil || clk == nil {
 		return nil, fmt.Errorf("lease members: nil bucket or clock")
 	}
 	if err := ValidateHolder(holder); err != nil {
@@ -83,7 +84,7 @@ func NewMembers(b storage.Bucket, holder string, ttl time.Duration, clock Clock)
 	if ttl <= 0 {
 		return nil, fmt.Errorf("lease members: ttl must be positive")
 	}
-	return &Members{b: b, holder: holder, ttl: ttl, clock: clock}, nil
+	return &Members{b: b, holder: holder, ttl: ttl, clock: clk}, nil
 }
 
 func (m *Members) key(holder string) string { return MembersDir + holder + ".json" }

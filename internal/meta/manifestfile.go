@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/jobclass"
 )
 
 // A manifest file is a sequence of sections, each a u32 little-endian length
@@ -39,7 +40,7 @@ type ManifestFile struct {
 
 // ErrCorrupt marks undecodable metadata. Callers never delete anything
 // because of it: the bytes may belong to a writer newer than compactord.
-var ErrCorrupt = errors.New("corrupt Lance metadata")
+var ErrCorrupt = jobclass.Weak(jobclass.Error, jobclass.ReasonCorrupt, errors.New("corrupt Lance metadata"))
 
 // CorruptError says which object could not be decoded and why.
 type CorruptError struct {

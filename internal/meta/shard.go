@@ -134,7 +134,18 @@ func ReadShard(ctx context.Context, b storage.Bucket, shard string) (*ShardState
 		return st, nil
 	}
 	sort.Slice(st.ManifestVersions, func(i, j int) bool { return st.ManifestVersions[i] < st.ManifestVersions[j] })
-	v := st.ManifestVersions[len(st.ManifestVersions)-1]
+	m, err := ReadShardManifest(ctx, b, shard, st.ManifestVersions[len(st.ManifestVersions)-1])
+	if err != nil {
+		return nil, err
+	}
+	st.Manifest = m
+	return st, nil
+}
+
+// ReadShardManifest reads version v of a shard's manifest. An absent one
+// is an error that matches storage.IsNotFound; one that does not decode,
+// or names another version, is corrupt (ErrCorrupt).
+func ReadShardManifest(ctx context.Context, b storage.Bucket, shard string, v uint64) (*pb.ShardManifest, error) {
 	key := ShardManifestKey(shard, v)
 	data, err := b.Get(ctx, key)
 	if err != nil {
@@ -147,8 +158,7 @@ func ReadShard(ctx context.Context, b storage.Bucket, shard string) (*ShardState
 	if m.GetVersion() != v {
 		return nil, &CorruptError{Key: key, Err: fmt.Errorf("shard manifest says version %d", m.GetVersion())}
 	}
-	st.Manifest = m
-	return st, nil
+	return m, nil
 }
 
 // ListWAL returns the WAL positions present for a shard, ascending.

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/compactord/compactord/internal/commit"
-	"github.com/compactord/compactord/internal/lease"
-	"github.com/compactord/compactord/internal/meta"
+	"github.com/compactord/compactord/internal/jobclass"
 	"github.com/compactord/compactord/internal/storage"
 )
 
@@ -23,81 +21,52 @@ var (
 	ErrBudget = errors.New("job exceeded its time budget")
 )
 
-// Class is what an attempt's outcome means to the scheduler.
-type Class string
+// Class is what an attempt's outcome means to the scheduler
+// (internal/jobclass, where failures are marked).
+type Class = jobclass.Class
 
 // Classes. Result label values of compactord_job_runs_total.
 const (
-	ClassSuccess  Class = "success"
-	ClassSkipped  Class = "skipped"  // nothing to do that another instance did not do first
-	ClassCanceled Class = "canceled" // stopped by the scheduler; not a failure
-	ClassRetry    Class = "retry"    // transient: back off with jitter
-	ClassError    Class = "error"    // non-retryable: counts toward quarantine
-	ClassFatal    Class = "fatal"    // the process exits
+	ClassSuccess  = jobclass.Success
+	ClassSkipped  = jobclass.Skipped  // nothing to do that another instance did not do first
+	ClassCanceled = jobclass.Canceled // stopped by the scheduler; not a failure
+	ClassRetry    = jobclass.Retry    // transient: back off with jitter
+	ClassError    = jobclass.Error    // non-retryable: counts toward quarantine
+	ClassFatal    = jobclass.Fatal    // the process exits
 )
 
 var allClasses = []Class{ClassSuccess, ClassSkipped, ClassCanceled, ClassRetry, ClassError, ClassFatal}
 
 // Halt reasons: label values of compactord_table_halted.
 const (
-	ReasonCorrupt = "corrupt" // metadata failed its checksum or does not decode
-	ReasonFailing = "failing" // repeated non-retryable errors
-	// ReasonRetryBudget: transient failures (outage, throttling, conflicts)
-	// for longer than retry.budget.
-	ReasonRetryBudget = "retry_budget"
+	ReasonCorrupt     = jobclass.ReasonCorrupt
+	ReasonFailing     = jobclass.ReasonFailing
+	ReasonRetryBudget = jobclass.ReasonRetryBudget
 )
 
 var allReasons = []string{ReasonCorrupt, ReasonFailing, ReasonRetryBudget}
 
-// classError carries an explicit class chosen by a job.
-type classError struct {
-	class  Class
-	reason string
-	err    error
-}
-
-func (e *classError) Error() string { return e.err.Error() }
-func (e *classError) Unwrap() error { return e.err }
-
 // Retryable marks err as transient.
-func Retryable(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &classError{class: ClassRetry, err: err}
-}
+func Retryable(err error) error { return jobclass.Retryable(err) }
 
 // Quarantine marks err as non-retryable, with the halt reason it gives if
 // it repeats (ReasonCorrupt or ReasonFailing).
-func Quarantine(reason string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if reason != ReasonCorrupt {
-		reason = ReasonFailing
-	}
-	return &classError{class: ClassError, reason: reason, err: err}
-}
+func Quarantine(reason string, err error) error { return jobclass.Quarantine(reason, err) }
 
 // Fatal marks err as one the process cannot continue after.
-func Fatal(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &classError{class: ClassFatal, err: err}
-}
+func Fatal(err error) error { return jobclass.Unrecoverable(err) }
 
 // Skipped marks err as "nothing to do": not a failure.
-func Skipped(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &classError{class: ClassSkipped, err: err}
-}
+func Skipped(err error) error { return jobclass.Skip(err) }
 
 // Classify maps an attempt's error to its class. cause is the cause of the
 // attempt's context (nil while it was not canceled). The halt reason is
-// set for ClassError.
+// set for ClassError. The scheduler knows no job's errors: the packages
+// that fail mark the class (jobclass), and in order a cancellation the
+// scheduler caused, a job's explicit (strong) mark, a cancellation or
+// deadline inside the job, the least severe of the errors' default
+// (weak) marks and an object-store blip decide; anything else is a
+// failure that counts toward quarantine.
 func Classify(err, cause error) (Class, string) {
 	if err == nil {
 		return ClassSuccess, ""
@@ -112,29 +81,27 @@ func Classify(err, cause error) (Class, string) {
 	case errors.Is(cause, ErrBudget):
 		return ClassRetry, ""
 	}
-	var ce *classError
-	if errors.As(err, &ce) {
-		return ce.class, ce.reason
+	class, reason, strong, marked := jobclass.Of(err)
+	if strong {
+		return class, reason
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		// Not our cancellation: a deadline inside the job (a commit
 		// deadline, a storage timeout) is transient.
 		return ClassRetry, ""
 	}
-	var ambiguous *commit.AmbiguousError
-	switch {
-	case errors.Is(err, commit.ErrIncompatible):
-		// Another instance already did this work (a merge whose
-		// generations were merged is skipped, not retried).
-		return ClassSkipped, ""
-	case errors.Is(err, commit.ErrRetryable), errors.As(err, &ambiguous):
-		return ClassRetry, ""
-	case storage.IsTransient(err):
+	if marked && class != ClassError {
+		// Another instance already did this work (skipped), or a conflict
+		// or an unknown commit outcome (retry).
+		return class, reason
+	}
+	if storage.IsTransient(err) {
 		// An object-store blip (refused, reset, 5xx, throttled) must not
 		// quarantine every table: it retries with backoff.
 		return ClassRetry, ""
-	case errors.Is(err, meta.ErrCorrupt), errors.Is(err, lease.ErrCorrupt):
-		return ClassError, ReasonCorrupt
+	}
+	if marked {
+		return class, reason
 	}
 	return ClassError, ReasonFailing
 }

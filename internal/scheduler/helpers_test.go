@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,10 +16,9 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/compactord/compactord/internal/clock"
-	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/table"
 	"github.com/compactord/compactord/internal/testing/stores"
 	"github.com/compactord/compactord/lancewal"
 )
@@ -60,7 +60,8 @@ func configureShards(t *testing.T, tb *lancewal.Table, n int) []string {
 	return cfg.Shards()
 }
 
-// opener opens mem:// Lance tables; wrap (optional) wraps each bucket, for
+// opener opens mem:// Lance tables, observed as the daemon observes them
+// (internal/memwal); wrap (optional) wraps each bucket, for
 // fault injection.
 func opener(wrap func(name string, b storage.Bucket) storage.Bucket) scheduler.Opener {
 	return func(ctx context.Context, spec scheduler.TableSpec) (*scheduler.TableHandle, error) {
@@ -72,15 +73,7 @@ func opener(wrap func(name string, b storage.Bucket) storage.Bucket) scheduler.O
 		if wrap != nil {
 			b = wrap(spec.Name, raw)
 		}
-		c, err := commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
-		if err != nil {
-			return nil, err
-		}
-		lh, err := table.New(b, c)
-		if err != nil {
-			return nil, err
-		}
-		return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: b, Lance: lh, Close: raw.Close}, nil
+		return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: b, Observer: memwal.NewObserver(b), Close: raw.Close}, nil
 	}
 }
 
@@ -180,8 +173,12 @@ func testConfig() scheduler.Config {
 }
 
 type harness struct {
-	t      *testing.T
+	t *testing.T
+	// clk is the fake clock the scheduler runs on; nil in a synctest
+	// bubble (bubble), where the scheduler runs on the wall clock, which
+	// the bubble fakes.
 	clk    *clock.Fake
+	bubble bool
 	reg    *prometheus.Registry
 	s      *scheduler.Scheduler
 	jobs   *fakeJobs
@@ -190,24 +187,37 @@ type harness struct {
 }
 
 type harnessOpts struct {
-	cfg   scheduler.Config
-	clk   *clock.Fake
-	jobs  *fakeJobs
-	kinds []scheduler.Kind
-	deps  func(*scheduler.Deps)
-	wrap  func(name string, b storage.Bucket) storage.Bucket
+	cfg scheduler.Config
+	// bubble: the test runs in a synctest bubble (inBubble): the
+	// scheduler gets the wall clock, which the bubble fakes, and waiting
+	// for the scheduler is synctest.Wait, not polling.
+	bubble bool
+	clk    *clock.Fake
+	jobs   *fakeJobs
+	kinds  []scheduler.Kind
+	deps   func(*scheduler.Deps)
+	wrap   func(name string, b storage.Bucket) storage.Bucket
 }
 
 func start(t *testing.T, o harnessOpts, tables ...scheduler.TableSpec) *harness {
 	t.Helper()
-	if o.clk == nil {
+	var clk clock.Clock
+	switch {
+	case o.bubble:
+		clk = clock.Real()
+		bubbles.Store(t, true)
+		t.Cleanup(func() { bubbles.Delete(t) })
+	case o.clk == nil:
 		o.clk = clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		clk = o.clk
+	default:
+		clk = o.clk
 	}
 	if o.jobs == nil {
 		o.jobs = newFakeJobs()
 	}
 	reg := prometheus.NewRegistry()
-	deps := scheduler.Deps{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Registerer: reg, Clock: o.clk,
+	deps := scheduler.Deps{Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), Registerer: reg, Clock: clk,
 		Open: opener(o.wrap), Jobs: o.jobs.set(o.kinds...)}
 	if o.deps != nil {
 		o.deps(&deps)
@@ -220,7 +230,7 @@ func start(t *testing.T, o harnessOpts, tables ...scheduler.TableSpec) *harness 
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, clk: o.clk, reg: reg, s: s, jobs: o.jobs, cancel: cancel, done: make(chan error, 1)}
+	h := &harness{t: t, clk: o.clk, bubble: o.bubble, reg: reg, s: s, jobs: o.jobs, cancel: cancel, done: make(chan error, 1)}
 	go func() { h.done <- s.Run(ctx) }()
 	t.Cleanup(func() { h.stop() })
 	return h
@@ -230,6 +240,12 @@ func start(t *testing.T, o harnessOpts, tables ...scheduler.TableSpec) *harness 
 // period until Run returns.
 func (h *harness) stop() error {
 	h.cancel()
+	if h.bubble {
+		// The bubble's time moves past the grace period by itself.
+		err := <-h.done
+		h.done <- err
+		return err
+	}
 	for {
 		select {
 		case err := <-h.done:
@@ -242,10 +258,22 @@ func (h *harness) stop() error {
 	}
 }
 
+// bubbles holds the tests that run in a synctest bubble (harnessOpts.bubble).
+var bubbles sync.Map
+
 // eventually polls cond (it never sleeps to synchronise: it re-checks a
-// condition until it holds or the deadline passes).
+// condition until it holds or the deadline passes). In a synctest bubble
+// it waits until every goroutine of the bubble is blocked, and cond must
+// hold then: no polling.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	if _, ok := bubbles.Load(t); ok {
+		synctest.Wait()
+		if !cond() {
+			t.Fatalf("once the scheduler settled, not %s", what)
+		}
+		return
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
@@ -312,6 +340,13 @@ func (h *harness) metric(name string, labels ...string) float64 {
 // the main, sync and poll loops (and the lease loop with leasing on).
 func (h *harness) idle(loops int) {
 	h.t.Helper()
+	if h.bubble {
+		synctest.Wait()
+		if n := h.metric("compactord_workers_busy"); n != 0 {
+			h.t.Fatalf("the scheduler settled with %v attempts running", n)
+		}
+		return
+	}
 	eventually(h.t, "scheduler idle", func() bool {
 		return h.metric("compactord_workers_busy") == 0 && h.clk.Timers() >= loops
 	})
@@ -323,9 +358,27 @@ func (h *harness) tick(n, loops int) {
 	h.t.Helper()
 	for range n {
 		h.idle(loops)
-		h.clk.Advance(time.Second)
+		h.advance(time.Second)
 	}
 	h.idle(loops)
+}
+
+// advance moves the scheduler's clock d forward: the fake clock, or in a
+// bubble the bubble's time (timers fire at their own instants on the way).
+func (h *harness) advance(d time.Duration) {
+	if h.bubble {
+		time.Sleep(d)
+		return
+	}
+	h.clk.Advance(d)
+}
+
+// now is the scheduler's time.
+func (h *harness) now() time.Time {
+	if h.bubble {
+		return time.Now()
+	}
+	return h.clk.Now()
 }
 
 // claimShard returns a MemWAL writer that has claimed shard of tb.

@@ -243,22 +243,21 @@ func (st *tableState) hasPendingLocked() bool {
 	return false
 }
 
-// leaseReadyLocked reports whether st may start a job now: leasing off, or
+// leaseHeldLocked reports whether st may start a job now: leasing off, or
 // this instance holds its lease with more than half the TTL left (so the
-// lease loop renews it before it can expire under the job). Otherwise it
-// asks the lease loop for the lease. REQUIRES: s.mu held.
-func (s *Scheduler) leaseReadyLocked(st *tableState) bool {
-	if s.deps.Leases == nil {
-		return true
-	}
-	if st.held && s.deps.Leases.Fresh(st.lease) {
-		return true
-	}
+// lease loop renews it before it can expire under the job).
+// REQUIRES: s.mu held.
+func (s *Scheduler) leaseHeldLocked(st *tableState) bool {
+	return s.deps.Leases == nil || (st.held && s.deps.Leases.Fresh(st.lease))
+}
+
+// wantLeaseLocked asks the lease loop for st's lease, which a job waits
+// for. REQUIRES: s.mu held.
+func (s *Scheduler) wantLeaseLocked(st *tableState) {
 	if !st.leaseWanted {
 		st.leaseWanted = true
 		kickChan(s.leaseKick)
 	}
-	return false
 }
 
 // loseLocked stops serving a table whose lease another instance holds:

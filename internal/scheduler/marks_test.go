@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,5 +80,72 @@ func TestMarksHonouredByEveryInstance(t *testing.T) {
 	}
 	if js := b.status("t").Jobs["compact"]; js.NextAttempt != nil {
 		t.Fatalf("no-compact table plans a compaction at %v", js.NextAttempt)
+	}
+}
+
+// staleMarks holds the next listing of the marks, once it has listed,
+// until released: a sync that read the marks before a Pause applies them
+// after it.
+type staleMarks struct {
+	storage.Bucket
+	armed    chan struct{} // closed: the next listing of the marks is held
+	listed   chan struct{} // closed when the held listing has listed
+	release  chan struct{}
+	holdOnce sync.Once
+}
+
+func (b *staleMarks) List(ctx context.Context, prefix string, fn func(storage.Attrs) error) error {
+	err := b.Bucket.List(ctx, prefix, fn)
+	if prefix != marker.Dir {
+		return err
+	}
+	select {
+	case <-b.armed:
+	default:
+		return err
+	}
+	held := false
+	b.holdOnce.Do(func() { held = true })
+	if held {
+		close(b.listed)
+		<-b.release
+	}
+	return err
+}
+
+// A sync that read the marks before an operator's Pause does not undo the
+// pause when it applies what it read.
+func TestPauseSurvivesASyncThatReadTheMarksBefore(t *testing.T) {
+	cfg := testConfig()
+	cfg.Schedule.Merge = "@every 1s"
+	sm := &staleMarks{armed: make(chan struct{}), listed: make(chan struct{}), release: make(chan struct{})}
+	h := start(t, harnessOpts{cfg: cfg, wrap: func(_ string, b storage.Bucket) storage.Bucket {
+		sm.Bucket = b
+		return sm
+	}}, specs(t, "t")...)
+	h.waitSynced("t")
+	h.idle(3)
+	close(sm.armed)
+	h.clk.Advance(cfg.SyncInterval)
+	<-sm.listed // the sync has listed no pause mark
+	if err := h.s.Pause(context.Background(), "t", "test"); err != nil {
+		t.Fatal(err)
+	}
+	// The held sync finishes later than anything before it: the paused
+	// table runs nothing that would sync it meanwhile.
+	before := *h.status("t").LastSync
+	h.clk.Advance(time.Second)
+	close(sm.release)
+	eventually(t, "the held sync done", func() bool { ls := h.status("t").LastSync; return ls != nil && ls.After(before) })
+	if !h.status("t").Paused {
+		t.Fatal("a sync that read the marks before the pause resumed the table")
+	}
+	// The merge that came due with the sync may have run before the
+	// pause; nothing runs after it.
+	h.idle(3)
+	ran := h.jobs.count("t", "")
+	h.tick(3, 3)
+	if n := h.jobs.count("t", ""); n != ran {
+		t.Fatalf("the paused table ran %d jobs", n-ran)
 	}
 }

@@ -38,15 +38,6 @@ type Metrics struct {
 	tables        prometheus.Gauge
 }
 
-// Retained-bytes reasons: why trim keeps an SSTable.
-const (
-	RetainedNotMerged        = "not_merged"
-	RetainedIndexLag         = "index_lag"
-	RetainedVersionRetention = "version_retention"
-)
-
-var retainedReasons = []string{RetainedNotMerged, RetainedIndexLag, RetainedVersionRetention}
-
 // durationBuckets span a no-op job (tens of ms) to a long compaction.
 // Few buckets: the histogram exists per table and kind, and its series
 // are most of an idle daemon's memory.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -103,32 +104,34 @@ compactord_job_failures_total{kind="trim",table="t"} 0
 // The schedule's interval is exported per kind, so that the staleness
 // alert needs no recording rule kept in step with the configuration.
 func TestScheduleMetrics(t *testing.T) {
-	cfg := testConfig()
-	cfg.Schedule.Merge = "@every 30s"
-	cfg.Schedule.Cleanup = "0 * * * *"
-	h := start(t, harnessOpts{cfg: cfg}, specs(t, "t")...)
-	h.waitSynced("t")
-	want := `
-# HELP compactord_job_schedule_interval_seconds The longest gap between two runs of the kind's schedule (an @every interval, or the widest gap of a cron spec over its next runs); 0 when the schedule is off or this build has no job of the kind.
-# TYPE compactord_job_schedule_interval_seconds gauge
-compactord_job_schedule_interval_seconds{kind="cleanup"} 3600
-compactord_job_schedule_interval_seconds{kind="compact"} 0
-compactord_job_schedule_interval_seconds{kind="index"} 0
-compactord_job_schedule_interval_seconds{kind="merge"} 30
-compactord_job_schedule_interval_seconds{kind="trim"} 0
-`
-	if err := testutil.GatherAndCompare(h.reg, strings.NewReader(want), "compactord_job_schedule_interval_seconds"); err != nil {
-		t.Fatal(err)
-	}
-	st := h.status("t")
-	next := st.Jobs["merge"].Next
-	if next == nil {
-		t.Fatal("no next merge")
-	}
-	if got := h.metric("compactord_job_next_run_timestamp_seconds", "table", "t", "kind", "merge"); got != float64(next.UnixMilli())/1e3 {
-		t.Fatalf("next merge metric %v, status %v", got, next)
-	}
-	if got := h.metric("compactord_job_next_run_timestamp_seconds", "table", "t", "kind", "trim"); got != 0 {
-		t.Fatalf("next trim (off) = %v", got)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig()
+		cfg.Schedule.Merge = "@every 30s"
+		cfg.Schedule.Cleanup = "0 * * * *"
+		h := start(t, harnessOpts{bubble: true, cfg: cfg}, specs(t, "t")...)
+		h.waitSynced("t")
+		want := `
+	# HELP compactord_job_schedule_interval_seconds The longest gap between two runs of the kind's schedule (an @every interval, or the widest gap of a cron spec over its next runs); 0 when the schedule is off or this build has no job of the kind.
+	# TYPE compactord_job_schedule_interval_seconds gauge
+	compactord_job_schedule_interval_seconds{kind="cleanup"} 3600
+	compactord_job_schedule_interval_seconds{kind="compact"} 0
+	compactord_job_schedule_interval_seconds{kind="index"} 0
+	compactord_job_schedule_interval_seconds{kind="merge"} 30
+	compactord_job_schedule_interval_seconds{kind="trim"} 0
+	`
+		if err := testutil.GatherAndCompare(h.reg, strings.NewReader(want), "compactord_job_schedule_interval_seconds"); err != nil {
+			t.Fatal(err)
+		}
+		st := h.status("t")
+		next := st.Jobs["merge"].Next
+		if next == nil {
+			t.Fatal("no next merge")
+		}
+		if got := h.metric("compactord_job_next_run_timestamp_seconds", "table", "t", "kind", "merge"); got != float64(next.UnixMilli())/1e3 {
+			t.Fatalf("next merge metric %v, status %v", got, next)
+		}
+		if got := h.metric("compactord_job_next_run_timestamp_seconds", "table", "t", "kind", "trim"); got != 0 {
+			t.Fatalf("next trim (off) = %v", got)
+		}
+	})
 }

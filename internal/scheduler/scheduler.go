@@ -355,9 +355,19 @@ func (s *Scheduler) mainLoop(ctx context.Context) {
 	}
 }
 
-// eligible: the table may start an attempt. REQUIRES: s.mu held.
+// eligible: the table may start an attempt (the picker's rule).
+// REQUIRES: s.mu held.
 func (s *Scheduler) eligibleLocked(st *tableState) bool {
-	return !st.removed && st.owned && st.synced && st.halted == nil && !st.paused && st.handle != nil
+	pt := s.pickTableLocked(st)
+	return pt.eligible()
+}
+
+// pickTableLocked is st as the picker sees it, without its pending jobs.
+// REQUIRES: s.mu held.
+func (s *Scheduler) pickTableLocked(st *tableState) PickTable {
+	return PickTable{Name: st.spec.Name, Owned: st.owned, Synced: st.synced, Open: st.handle != nil,
+		Removed: st.removed, Halted: st.halted != nil, Paused: st.paused, LeaseReady: s.leaseHeldLocked(st),
+		Running: st.running != nil}
 }
 
 // collectDueLocked turns schedules that came due into pending jobs. A
@@ -405,7 +415,7 @@ func (s *Scheduler) nothingToDoLocked(st *tableState, k Kind, now time.Time) boo
 	if k == KindCleanup {
 		return false
 	}
-	if fp := st.snap.fingerprint(); fp != "" && st.clean[k.index()] == fp {
+	if fp := st.snap.Fingerprint(); fp != "" && st.clean[k.index()] == fp {
 		return true
 	}
 	iv := s.cfg.PollInterval
@@ -451,56 +461,35 @@ func (s *Scheduler) nextWakeLocked(now time.Time) (time.Duration, bool) {
 	return best.Sub(now), true
 }
 
-// dispatchLocked starts attempts while workers are free. Per table, the
-// pending kind whose backoff is over and that has waited longest runs,
-// Kinds order breaking ties (so kinds that came due together run in
-// order); across tables, the one whose job has waited longest goes first.
-// Waiting time, not Kinds order alone, decides: under constant flushing a
-// merge is pending again whenever one ends, and strict order starved
-// every other kind (found by the issue-8 concurrency campaign).
-// REQUIRES: s.mu held.
+// dispatchLocked starts attempts while workers are free, as Pick chooses
+// them from a copy of the tables' state (pick.go). REQUIRES: s.mu held.
 func (s *Scheduler) dispatchLocked(now time.Time) {
-	var pendingByKind [numKinds]int
-	type cand struct {
-		st    *tableState
-		i     int
-		since time.Time
-	}
-	var cands []cand
+	env := PickEnv{Now: now, Workers: s.cfg.Workers, Running: s.running, Draining: s.draining,
+		Tables: make([]PickTable, 0, len(s.tables))}
 	for _, st := range s.tables {
-		chosen := -1
+		pt := s.pickTableLocked(st)
 		for i, k := range Kinds {
 			if st.pending[i] == "" {
 				continue
 			}
-			if _, ok := s.deps.Jobs[k]; !ok || st.markedLocked(k) {
-				st.pending[i] = "" // cannot happen through the API; be safe
-				continue
-			}
-			pendingByKind[i]++
-			if !now.Before(st.notBefore[i]) && (chosen < 0 || st.pendSince[i].Before(st.pendSince[chosen])) {
-				chosen = i
-			}
+			_, have := s.deps.Jobs[k]
+			pt.Pending = append(pt.Pending, PickPending{Kind: k, Trigger: st.pending[i], Since: st.pendSince[i],
+				NotBefore: st.notBefore[i], Blocked: !have || st.markedLocked(k)})
 		}
-		if chosen < 0 || st.running != nil || !s.eligibleLocked(st) || s.draining || !s.leaseReadyLocked(st) {
-			continue
-		}
-		cands = append(cands, cand{st, chosen, st.pendSince[chosen]})
+		env.Tables = append(env.Tables, pt)
 	}
-	for i, k := range Kinds {
-		s.metrics.pending.WithLabelValues(string(k)).Set(float64(pendingByKind[i]))
+	res := Pick(env)
+	for _, d := range res.Drop {
+		s.tables[d.Table].pending[d.Kind.index()] = "" // cannot happen through the API; be safe
 	}
-	sort.Slice(cands, func(a, b int) bool {
-		if !cands[a].since.Equal(cands[b].since) {
-			return cands[a].since.Before(cands[b].since)
-		}
-		return cands[a].st.spec.Name < cands[b].st.spec.Name
-	})
-	for _, c := range cands {
-		if s.running >= s.cfg.Workers {
-			return
-		}
-		s.startLocked(c.st, Kinds[c.i], now)
+	for _, k := range Kinds {
+		s.metrics.pending.WithLabelValues(string(k)).Set(float64(res.Pending[k]))
+	}
+	for _, name := range res.WantLease {
+		s.wantLeaseLocked(s.tables[name])
+	}
+	for _, j := range res.Start {
+		s.startLocked(s.tables[j.Table], j.Kind, now)
 	}
 }
 
@@ -509,7 +498,7 @@ func (s *Scheduler) startLocked(st *tableState, k Kind, now time.Time) {
 	i := k.index()
 	s.nextID++
 	ctx, cancel := context.WithCancelCause(context.Background())
-	a := &attempt{id: s.nextID, kind: k, trigger: st.pending[i], started: now, cancel: cancel, fp: st.snap.fingerprint()}
+	a := &attempt{id: s.nextID, kind: k, trigger: st.pending[i], started: now, cancel: cancel, fp: st.snap.Fingerprint()}
 	st.pending[i], st.notBefore[i] = "", time.Time{}
 	st.running = a
 	s.running++
@@ -525,7 +514,7 @@ func (s *Scheduler) startLocked(st *tableState, k Kind, now time.Time) {
 	a.progress = progress.New(progress.Options{Clock: s.clock, Logger: a.logger, Level: zap.DebugLevel})
 	ctx = progress.With(ctx, a.progress)
 	h.Trigger = a.trigger
-	h.Now = s.clock.Now
+	h.Clock = s.clock
 	s.attempts.Add(1)
 	go s.runAttempt(ctx, st, a, &h, s.deps.Jobs[k], s.cfg.Timeouts.For(k))
 }
@@ -573,7 +562,7 @@ func (s *Scheduler) runAttempt(ctx context.Context, st *tableState, a *attempt, 
 	if ctx.Err() == nil {
 		s.syncTable(ctx, st, h, false)
 	}
-	s.finish(st, a, h, out, err, cause)
+	s.finish(st, a, out, err, cause)
 }
 
 // register publishes the attempt's in-flight marker with the head version
@@ -611,7 +600,7 @@ func (s *Scheduler) backoff(n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-func (s *Scheduler) finish(st *tableState, a *attempt, h *TableHandle, out Outcome, err, cause error) {
+func (s *Scheduler) finish(st *tableState, a *attempt, out Outcome, err, cause error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
@@ -672,7 +661,7 @@ func (s *Scheduler) finish(st *tableState, a *attempt, h *TableHandle, out Outco
 		if out.More && class == ClassSuccess {
 			st.pend(a.kind, TriggerContinue, now)
 		}
-		s.lanceFollowUpsLocked(st, h, a.kind, class, out, now)
+		s.followUpsLocked(st, a.kind, class, out, now)
 	case ClassCanceled:
 		a.logger.Info("job canceled", append(fields, zap.NamedError("cause", cause))...)
 	case ClassRetry, ClassError:
@@ -958,6 +947,7 @@ func (s *Scheduler) Pause(ctx context.Context, name, reason string) error {
 		st.marks = map[marker.Kind]marker.Mark{}
 	}
 	st.marks[marker.Pause] = m
+	st.marksSeq++
 	if !st.paused {
 		st.paused = true
 		st.logger.Info("table paused by an operator; the mark in its bucket pauses it on every instance", zap.String("reason", reason))
@@ -989,6 +979,7 @@ func (s *Scheduler) Resume(ctx context.Context, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(st.marks, marker.Pause)
+	st.marksSeq++
 	if st.paused {
 		st.paused = false
 	}

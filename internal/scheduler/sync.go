@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -22,6 +23,10 @@ func (s *Scheduler) ensureOpen(ctx context.Context, st *tableState) (*TableHandl
 		return h, nil
 	}
 	nh, err := s.deps.Open(ctx, st.spec)
+	if err == nil && (nh == nil || nh.Observer == nil) {
+		closeHandle(nh)
+		nh, err = nil, fmt.Errorf("the opener gave %s no observer", st)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -106,6 +111,7 @@ func (s *Scheduler) syncLoop(ctx context.Context) {
 func (s *Scheduler) syncTable(ctx context.Context, st *tableState, h *TableHandle, withMarks bool) {
 	s.mu.Lock()
 	timeout := max(2*s.cfg.SyncInterval, time.Minute)
+	seq := st.marksSeq
 	s.mu.Unlock()
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	var marks map[marker.Kind]marker.Mark
@@ -131,7 +137,7 @@ func (s *Scheduler) syncTable(ctx context.Context, st *tableState, h *TableHandl
 		st.synced, st.snap, st.lastSync, st.syncErr, st.syncFailures = true, snap, now, "", 0
 		st.syncRetries, st.syncFailingSince = 0, time.Time{}
 		st.shardsChecked = now
-		if withMarks {
+		if withMarks && st.marksSeq == seq {
 			s.applyMarksLocked(st, marks)
 		}
 		s.applySnapshotLocked(st, snap)

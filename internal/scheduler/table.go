@@ -7,11 +7,11 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/lease"
 	"github.com/compactord/compactord/internal/marker"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/table"
 )
 
 // TableSpec names a table to maintain.
@@ -27,13 +27,15 @@ type TableHandle struct {
 	URL  string
 	// Bucket is the table root, instrumented with the object-store metrics.
 	Bucket storage.Bucket
-	// Lance is the handle of the Lance dataset: the bucket and the commit
-	// loop, counting into the shared commit metrics.
-	Lance *table.Handle
+	// Observer reads the table's state for the scheduler (syncs, change
+	// polling, the head version). The opener's jobs may keep what they
+	// need of the table with it (the daemon keeps the Lance dataset and
+	// its commit loop there): the scheduler knows only this interface.
+	Observer Observer
 	// Logger is scoped to the table, the job kind and the attempt.
 	Logger *zap.Logger
-	// Now is the scheduler's clock.
-	Now func() time.Time
+	// Clock is the scheduler's clock, which the jobs read time from.
+	Clock clock.Clock
 	// Trigger says why this attempt runs.
 	Trigger Trigger
 	// Close releases the bucket; the scheduler calls it when the table is
@@ -42,7 +44,8 @@ type TableHandle struct {
 }
 
 // Opener opens a table; the daemon supplies one that instruments the
-// bucket and shares the commit metrics.
+// bucket, shares the commit metrics and observes the table (a handle
+// without an Observer is refused).
 type Opener func(ctx context.Context, spec TableSpec) (*TableHandle, error)
 
 // Outcome is what a job reports besides its error.
@@ -93,8 +96,7 @@ type attempt struct {
 }
 
 // tableState is everything the scheduler tracks per table.
-// REQUIRES: Scheduler.mu held for every field except lobs and openMu-guarded
-// ones.
+// REQUIRES: Scheduler.mu held for every field.
 type tableState struct {
 	spec TableSpec
 	// logger is the scheduler's (component=scheduler) scoped to the table;
@@ -103,9 +105,6 @@ type tableState struct {
 	jobLogger *zap.Logger
 	handle    *TableHandle
 	openErr   error
-
-	// lobs observes the table.
-	lobs lanceObserver
 
 	next      [numKinds]time.Time
 	pending   [numKinds]Trigger
@@ -121,10 +120,13 @@ type tableState struct {
 	running *attempt
 	// paused mirrors the pause mark (marks), set at once by Pause and
 	// Resume and read back by every sync.
-	paused  bool
-	marks   map[marker.Kind]marker.Mark
-	halted  *Halt
-	removed bool
+	paused bool
+	marks  map[marker.Kind]marker.Mark
+	// marksSeq counts the operator's Pause and Resume calls: a sync that
+	// read the marks before one of them does not apply what it read.
+	marksSeq uint64
+	halted   *Halt
+	removed  bool
 
 	synced bool
 	snap   *Snapshot

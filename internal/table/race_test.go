@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/compactord/compactord/internal/cleanup"
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
@@ -86,7 +87,7 @@ func raceOn(t *testing.T, uri string, storageOptions map[string]string, bucketUR
 	cfg := commit.DefaultConfig()
 	cfg.MaxAttempts = 50
 	reg := prometheus.NewRegistry()
-	c, err := commit.NewCommitter(cfg, b, commit.RealClock{}, commit.NewMetrics(reg), zap.NewNop())
+	c, err := commit.NewCommitter(cfg, b, clock.Real(), commit.NewMetrics(reg), zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
@@ -29,7 +30,7 @@ func open(t testing.TB, dir string) storage.Bucket {
 
 func handle(t testing.TB, b storage.Bucket, cfg commit.Config) *Handle {
 	t.Helper()
-	c, err := commit.NewCommitter(cfg, b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
+	c, err := commit.NewCommitter(cfg, b, clock.Real(), commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

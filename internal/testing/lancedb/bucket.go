@@ -3,7 +3,7 @@ package lancedb
 import (
 	"encoding/binary"
 
-	"github.com/compactord/compactord/internal/memwal"
+	"github.com/compactord/compactord/internal/memwal/bucketing"
 )
 
 // Bucket is the bucket LanceDB 0.39's bucket LSM spec routes an integer
@@ -14,10 +14,10 @@ import (
 func Bucket(key int64, n int) int {
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], uint64(key))
-	return int(memwal.BucketHash(b[:]) & 0x7fffffff % uint32(n))
+	return int(bucketing.Hash(b[:]) & 0x7fffffff % uint32(n))
 }
 
 // BucketString is Bucket for a utf8 key (its UTF-8 bytes).
 func BucketString(key string, n int) int {
-	return int(memwal.BucketHash([]byte(key)) & 0x7fffffff % uint32(n))
+	return int(bucketing.Hash([]byte(key)) & 0x7fffffff % uint32(n))
 }

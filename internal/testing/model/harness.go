@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
@@ -260,7 +261,7 @@ func (h *harness) setup() error {
 // crash wrappers: a new process's view.
 func (h *harness) handle() (*table.Handle, error) {
 	cfg := commit.DefaultConfig()
-	c, err := commit.NewCommitter(cfg, h.faulty, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
+	c, err := commit.NewCommitter(cfg, h.faulty, clock.Real(), commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
 	if err != nil {
 		return nil, err
 	}

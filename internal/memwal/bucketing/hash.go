@@ -1,16 +1,18 @@
-// Package memwal holds LanceDB's MemWAL format; here the bucket transform of LanceDB's MemWAL sharding
+// Package bucketing is the bucket transform of LanceDB's MemWAL sharding
 // spec, shared by the Go MemWAL writer and the test oracle's key routing.
-package memwal
+// It is a leaf (it imports nothing of compactord), so that the test oracle
+// can use it without importing the MemWAL format package.
+package bucketing
 
 import (
 	"encoding/binary"
 	"math/bits"
 )
 
-// BucketHash is MurmurHash3 x86_32 with seed 0, the hash of LanceDB's bucket
+// Hash is MurmurHash3 x86_32 with seed 0, the hash of LanceDB's bucket
 // transform (as Iceberg's: integers as 8-byte little-endian int64, strings
 // as their UTF-8 bytes; bucket = (hash & 0x7fffffff) % N).
-func BucketHash(data []byte) uint32 {
+func Hash(data []byte) uint32 {
 	const c1, c2 = 0xcc9e2d51, 0x1b873593
 	var h uint32
 	n := len(data)

@@ -1,4 +1,4 @@
-package scheduler
+package memwal_test
 
 import (
 	"context"
@@ -6,7 +6,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
+	"github.com/compactord/compactord/internal/observe"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testing/lancedb"
 )
@@ -37,13 +39,13 @@ func (c *requestCounter) List(ctx context.Context, prefix string, fn func(storag
 	return c.Bucket.List(ctx, prefix, fn)
 }
 
-// TestLancePollRequests: on a LanceDB MemWAL table with 4 shards, a change
+// TestObserverPollRequests: on a LanceDB MemWAL table with 4 shards, a change
 // poll of the idle table costs one request per shard (a GET of the version
 // after the known one, answered "not found"); after LanceDB flushes new
 // generations the poll finds each shard's newest manifest (the one a full
 // listing finds) with at most four requests per changed shard, and says a
 // merge is due.
-func TestLancePollRequests(t *testing.T) {
+func TestObserverPollRequests(t *testing.T) {
 	lancedb.Require(t)
 	const shards = 4
 	f := lancedb.MemWAL(t, "", shards, 2)
@@ -54,15 +56,15 @@ func TestLancePollRequests(t *testing.T) {
 	}
 	defer raw.Close()
 	b := &requestCounter{Bucket: raw}
-	var o lanceObserver
-	snap, err := o.sync(ctx, b)
+	o := memwal.NewObserver(b)
+	snap, err := o.Sync(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The fixture's rows land in some of the buckets: a shard directory
 	// exists for each bucket written.
 	n := int64(len(snap.Shards))
-	if snap.Format != FormatLance || !snap.MemWal || n < 2 {
+	if snap.Format != observe.FormatLance || !snap.MemWal || n < 2 {
 		t.Fatalf("snapshot: format %q, mem_wal %v, %d shards", snap.Format, snap.MemWal, len(snap.Shards))
 	}
 	if snap.PendingGenerations == 0 {
@@ -71,7 +73,7 @@ func TestLancePollRequests(t *testing.T) {
 	t.Logf("sync of a 4-shard table: %d requests", b.n.Load())
 
 	b.n.Store(0)
-	unmerged, snap2, err := o.poll(ctx, b)
+	unmerged, snap2, err := o.Poll(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +87,7 @@ func TestLancePollRequests(t *testing.T) {
 	// LanceDB flushes one more generation on every shard it writes.
 	f.Run(t, lancedb.MergeInsert("id", lancedb.TaggedRows(0, 40, "more-")), lancedb.CloseLsmWriters())
 	b.n.Store(0)
-	unmerged, snap2, err = o.poll(ctx, b)
+	unmerged, snap2, err = o.Poll(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +118,7 @@ func TestLancePollRequests(t *testing.T) {
 		}
 	}
 	// A shard created since the last sync is found by the next sync.
-	if snap, err = o.sync(ctx, b); err != nil {
+	if snap, err = o.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if len(snap.Shards) != shards {
