@@ -351,7 +351,7 @@ func (c *campaign) violation(format string, args ...any) {
 	c.stats.Violations++
 	c.mu.Unlock()
 	if c.damage != nil {
-		c.t.Logf("seed %d: violation (expected: the table was damaged): %s", c.seed, fmt.Sprintf(format, args...))
+		c.t.Logf("seed %d: violation (expected: this test damages the table or provokes the race): %s", c.seed, fmt.Sprintf(format, args...))
 		return
 	}
 	c.t.Errorf("seed %d: violation: %s", c.seed, fmt.Sprintf(format, args...))
@@ -1167,6 +1167,36 @@ func TestLanceConcurrencyCatchesDamage(t *testing.T) {
 		t.Fatalf("the observer did not notice the lost generation: %s", c.stats)
 	}
 	t.Logf("%d violations after the damage: %s", c.stats.Violations, c.stats)
+}
+
+// TestLanceConcurrencyCatchesDeferredRemap proves the campaign fails on
+// the corruption it is there to catch: with compactord's compactions
+// deferring their index remap to the fragment-reuse index, LanceDB's
+// optimize (which remaps the btree through its own compaction's row map
+// only) leaves index entries on addresses no fragment holds. Besides the
+// writers' own optimize calls, worker 0 runs, on the first table, a
+// deferred compaction followed at once by LanceDB's optimize, again and
+// again until the campaign reports a violation.
+func TestLanceConcurrencyCatchesDeferredRemap(t *testing.T) {
+	m := defaultMode(t, "file")
+	m.deferRemap = true
+	c := newCampaign(t, seed(t), m)
+	forced := 0
+	c.damage = func(tb *tab) bool {
+		if _, err := c.run(context.Background(), "compact", tb.url, "--defer-remap=true"); err == nil {
+			if _, err := lancedb.Run(t, lancedb.Program{URI: c.uri, StorageOptions: c.opts, Steps: []lancedb.Step{lancedb.Optimize(lancedb.OptimizeOpts{}).On(tb.spec.name)}}); err == nil {
+				forced++
+			}
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.stats.Violations > 0
+	}
+	c.round(10 * time.Second)
+	t.Logf("%d forced deferred compactions followed by optimize; %s", forced, c.stats)
+	if c.stats.Violations == 0 {
+		t.Fatalf("deferred remap raced with LanceDB's optimize, and the campaign saw nothing: %s", c.stats)
+	}
 }
 
 // ShareSoak is this campaign's share of COMPACTORD_SOAK (see
