@@ -85,6 +85,20 @@ func TestCatchupDerivation(t *testing.T) {
 				NewIndices:     []*pb.IndexMetadata{segment(t, "id_idx", "00000000-0000-4000-8000-000000000002", []uint32{0})}}}},
 			want: cm{shardA: 0},
 		},
+		{
+			name: "an inline-remap rewrite of indexed fragments keeps the credit",
+			read: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1, 2}), memwal(t, cm{shardA: 4}, map[string]cm{"id_idx": {shardA: 4}}, "id_idx")),
+			head: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1, 2}), memwal(t, cm{shardA: 4}, map[string]cm{"id_idx": {shardA: 4}}, "id_idx")),
+			txn:  inlineRewrite(t, 5, []uint64{1, 2}, 7),
+			want: cm{shardA: 4},
+		},
+		{
+			name: "an inline-remap rewrite leaving an unindexed fragment credits nothing",
+			read: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwal(t, cm{shardA: 4}, map[string]cm{"id_idx": {shardA: 4}}, "id_idx")),
+			head: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwal(t, cm{shardA: 4}, map[string]cm{"id_idx": {shardA: 4}}, "id_idx")),
+			txn:  inlineRewrite(t, 5, []uint64{0, 1}, 7),
+			want: cm{shardA: 0},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -174,4 +188,13 @@ func TestDroppedIndexLosesItsEntry(t *testing.T) {
 	if _, ok := catchupOf(t, got)["id_idx"]; ok {
 		t.Error("a dropped index kept its catch-up entry")
 	}
+}
+
+// inlineRewrite compacts the old fragments into fragment newID and remaps
+// id_idx's segment idxA onto it in the same commit.
+func inlineRewrite(t *testing.T, read uint64, old []uint64, newID uint64) *pb.Transaction {
+	txn := rewriteTxn(group(old, newID))
+	txn.ReadVersion = read
+	txn.GetRewrite().RewrittenIndices = []*pb.Transaction_Rewrite_RewrittenIndex{{OldId: uuidOf(t, idxA), NewId: uuidOf(t, "00000000-0000-4000-8000-000000000003")}}
+	return txn
 }
