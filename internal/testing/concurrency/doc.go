@@ -36,7 +36,7 @@
 // its scan, every generation merged and the merged, caught-up ones
 // trimmed.
 //
-//	go test ./internal/testing/concurrency                     (short: 10 s of writing on file:// and on S3, in parallel)
+//	go test ./internal/testing/concurrency                     (short: 10 s of writing on file:// and 7 s on S3, in parallel)
 //	COMPACTORD_LANCE_CONCURRENCY_DURATION=2m go test ./internal/testing/concurrency -run 'TestLanceConcurrency$' -v
 //	COMPACTORD_LANCE_CONCURRENCY_STORES=s3                     (file, s3 or file,s3)
 //	COMPACTORD_LANCE_CONCURRENCY_REMAP=deferred                (inline by default)
