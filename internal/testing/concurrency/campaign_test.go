@@ -222,8 +222,8 @@ func (s Stats) races() int {
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("LanceDB wrote %v, maintained %v (%d refused), CLI jobs %v, daemon jobs %v, %d observations (%d saw a catch-up record withdrawn), %d generations merged, %d violations",
-		s.Writes, s.LanceMaint, s.WriterFailed, s.Jobs, s.Daemon, s.Observations, s.CatchupWithdrawn, s.Merged, s.Violations)
+	return fmt.Sprintf("%d operations, %d races; LanceDB wrote %v, maintained %v (%d refused), CLI jobs %v, daemon jobs %v, %d observations (%d saw a catch-up record withdrawn), %d generations merged, %d violations",
+		s.ops(), s.races(), s.Writes, s.LanceMaint, s.WriterFailed, s.Jobs, s.Daemon, s.Observations, s.CatchupWithdrawn, s.Merged, s.Violations)
 }
 
 type tab struct {
@@ -498,6 +498,13 @@ func (c *campaign) startDaemon(ctx context.Context, i int) (*daemon.Daemon, <-ch
 	cfg.Scheduler.ShutdownGrace = 10 * time.Second
 	cfg.Discover.URL = c.discover
 	cfg.Discover.Interval = time.Second
+	if c.mode.store == "s3" {
+		// A discovery lists every key under the prefix; versitygw walks
+		// its directories to answer, and two daemons doing so every
+		// second starve everything else. The tables exist before the
+		// daemons start, and the first discovery runs at once.
+		cfg.Discover.Interval = time.Minute
+	}
 	cfg.Scheduler.PollInterval = 200 * time.Millisecond
 	cfg.Scheduler.SyncInterval = time.Second
 	cfg.Scheduler.Schedule = scheduler.Schedules{Merge: "@every 3s", Compact: "@every 2s", Index: "@every 2s", Trim: "@every 1s", Cleanup: "@every 2s"}
