@@ -159,12 +159,25 @@ func ReadVersion(ctx context.Context, b storage.Bucket, n Naming, v uint64) (*Ma
 	return f, nil
 }
 
-// ReadLatest reads the newest version.
+// readLatestAttempts bounds ReadLatest's look-ups.
+const readLatestAttempts = 5
+
+// ReadLatest reads the newest version. Between finding it and reading it a
+// writer can commit the next version and a cleanup (retaining one version)
+// remove the one found; a cleanup never removes the newest, so a version
+// found gone means a newer one exists, and ReadLatest looks again.
 func ReadLatest(ctx context.Context, b storage.Bucket) (*ManifestFile, Naming, error) {
-	v, n, err := Latest(ctx, b)
-	if err != nil {
-		return nil, 0, err
+	var err error
+	for range readLatestAttempts {
+		var v uint64
+		var n Naming
+		if v, n, err = Latest(ctx, b); err != nil {
+			return nil, 0, err
+		}
+		var f *ManifestFile
+		if f, err = ReadVersion(ctx, b, n, v); err == nil || !storage.IsNotFound(err) {
+			return f, n, err
+		}
 	}
-	f, err := ReadVersion(ctx, b, n, v)
-	return f, n, err
+	return nil, 0, err
 }
