@@ -1127,7 +1127,8 @@ func TestLanceConcurrency(t *testing.T) {
 			for _, f := range c.lanceFails {
 				t.Logf("a refused LanceDB operation: %.400s", f)
 			}
-			if c.stats.Writes["lsmMerge"] < 5 || c.stats.Writes["delete"] == 0 {
+			// S3 under load gets through a few MemWAL merges in its 7 s.
+			if least := map[string]int{"file": 5, "s3": 2}[store]; c.stats.Writes["lsmMerge"] < least || c.stats.Writes["delete"] == 0 {
 				t.Errorf("LanceDB wrote too little: %v", c.stats.Writes)
 			}
 			for k, w := range m.lanceMaint {
