@@ -31,7 +31,11 @@ var ErrNoTable = errors.New("no Lance dataset here (no manifest under _versions/
 // the head. A hinted version that was cleaned is absent, and Latest lists.
 // A hinted version in that suffix probes along it to its end, the head.
 // The probe can stop short only when the hint names a version kept by a tag
-// (or not yet deleted) while a cleaner removed the version right above it;
+// (or not yet deleted by a cleaner that deletes versions out of order:
+// compactord's deletes them one at a time, oldest first, LanceDB's may
+// not; the concurrency campaign on S3 saw that happen with a cleanup that
+// deleted them concurrently) while a cleaner removed the version right
+// above it;
 // every writer (LanceDB and compactord) rewrites the hint after each
 // commit, so that needs a hint older than a range a cleaner already
 // removed: a hint write overtaken by an older writer's and not rewritten
