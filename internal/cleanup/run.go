@@ -237,7 +237,12 @@ func Execute(ctx context.Context, b storage.Bucket, st State, plan Plan, concurr
 			vsize[v.Key] = v.Bytes
 		}
 	}
-	n, err := storage.DeleteAllFunc(ctx, b, vkeys, concurrency, func(i int) { rep.Add(1, vsize[vkeys[i]]) })
+	// One at a time, oldest first: the versions left are then always a
+	// suffix (plus tagged ones), which meta.Latest's upward probe from a
+	// stale version hint relies on. Deleted concurrently, a hinted
+	// version could outlive the one above it, and the probe stopped
+	// there, below the head.
+	n, err := storage.DeleteAllFunc(ctx, b, vkeys, 1, func(i int) { rep.Add(1, vsize[vkeys[i]]) })
 	res.DeletedVersions = n
 	if err != nil {
 		return fmt.Errorf("delete old manifests (%d of %d gone; no file deleted yet): %w", n, len(vkeys), err)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -309,5 +310,51 @@ func TestLanceDBReadsRetainedVersions(t *testing.T) {
 	}
 	if n, _ := r.Count(4); n != int64(len(before[latest])+1) {
 		t.Errorf("after an append LanceDB counts %d, want %d", n, len(before[latest])+1)
+	}
+}
+
+// orderBucket records the manifests deleted, and how many deletes of
+// manifests were in flight at once.
+type orderBucket struct {
+	storage.Bucket
+	mu                sync.Mutex
+	deleted           []uint64
+	inFlight, maxSeen int
+}
+
+func (o *orderBucket) Delete(ctx context.Context, key string) error {
+	v, _, ok := meta.ParseManifestKey(key)
+	if !ok {
+		return o.Bucket.Delete(ctx, key)
+	}
+	o.mu.Lock()
+	o.inFlight++
+	o.maxSeen = max(o.maxSeen, o.inFlight)
+	o.mu.Unlock()
+	err := o.Bucket.Delete(ctx, key)
+	o.mu.Lock()
+	o.inFlight--
+	o.deleted = append(o.deleted, v)
+	o.mu.Unlock()
+	return err
+}
+
+// TestVersionsDeletedOldestFirst: a cleanup with a high concurrency still
+// deletes manifests one at a time, oldest first, so that a version still
+// there always has every newer version there too (meta.Latest's probe
+// from a stale hint stops at the head, never below it).
+func TestVersionsDeletedOldestFirst(t *testing.T) {
+	dir := lancedb.CorpusDir(t, "compacted")
+	ob := &orderBucket{Bucket: open(t, dir)}
+	now := latestTime(t, ob).Add(time.Hour)
+	res, err := Run(context.Background(), ob, Config{Options: Options{RetainVersions: 1}, Concurrency: 8}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.DeletedVersions < 2 || len(ob.deleted) != res.DeletedVersions {
+		t.Fatalf("deleted %d versions (%v); the test needs at least 2", res.DeletedVersions, ob.deleted)
+	}
+	if ob.maxSeen != 1 || !sort.SliceIsSorted(ob.deleted, func(i, j int) bool { return ob.deleted[i] < ob.deleted[j] }) {
+		t.Errorf("manifests deleted in order %v with up to %d at once; want oldest first, one at a time", ob.deleted, ob.maxSeen)
 	}
 }

@@ -134,7 +134,7 @@ func BuildManifestExtra(head *meta.ManifestFile, txn *pb.Transaction, read *meta
 	m.MaxFragmentId = maxFragmentID(m)
 
 	var err error
-	if indices, err = deriveMemWal(read, head, indices, txn); err != nil {
+	if indices, err = deriveMemWal(read, head, m, indices, txn); err != nil {
 		return nil, err
 	}
 	meta.RecomputeFlags(m, hm.GetReaderFeatureFlags(), hm.GetWriterFeatureFlags())

@@ -23,6 +23,9 @@ import (
 //	creditable[s] min(compacted[s] at the read version, C[s])
 //	proven        the read version has a fragment, every segment of N has a
 //	              bitmap, and the read version's fragments ⊆ ∪ N's bitmaps
+//	              (for a Rewrite, also: the read version's fragments with
+//	              the rewritten ones swapped for the new ones ⊆ ∪ N's
+//	              bitmaps, which is what an inline remap leaves)
 //	prior[s]      the head's entry when N's segments are unchanged, else 0
 //	catchup[N][s] = min(max(prior[s], proven ? creditable[s] : 0), C[s])
 //
@@ -31,13 +34,17 @@ import (
 // losing them, so the credit stays true. Two rules that look simpler are
 // wrong: judging coverage against the fragments live at commit time never
 // fires while writers append, and a max-fragment-id watermark is unsafe
-// once compaction turns fragments 1 and 2 into 3.
+// once compaction turns fragments 1 and 2 into 3. Without the Rewrite
+// clause an inline-remap compaction (new segments, bitmaps on the new
+// fragments) withdrew every maintained index's position, and a table that
+// then saw no other commit kept its merged generations forever: catch-up
+// finds nothing to index and commits nothing.
 //
 // Every index is written for every shard, 0 included: an absent entry reads
 // as "not caught up" to compactord and LanceDB, and as nothing else. Entries
 // of indexes that no longer exist are dropped. When nothing changes, the
 // MemWAL index stays byte-identical (same uuid).
-func deriveMemWal(read, head *meta.ManifestFile, next []*pb.IndexMetadata, txn *pb.Transaction) ([]*pb.IndexMetadata, error) {
+func deriveMemWal(read, head *meta.ManifestFile, nextManifest *pb.Manifest, next []*pb.IndexMetadata, txn *pb.Transaction) ([]*pb.IndexMetadata, error) {
 	i := indexPos(next, meta.MemWalIndexName)
 	if i < 0 {
 		return next, nil
@@ -59,6 +66,7 @@ func deriveMemWal(read, head *meta.ManifestFile, next []*pb.IndexMetadata, txn *
 		}
 		readFrags = fragmentSet(read.Manifest)
 	}
+	movedFrags := rewrittenSet(readFrags, head.Manifest, nextManifest, txn)
 	var headPrior map[string]map[string]uint64
 	if hi := meta.MemWalIndex(head.Indices); hi != nil {
 		hd, err := meta.MemWalDetails(hi)
@@ -87,6 +95,9 @@ func deriveMemWal(read, head *meta.ManifestFile, next []*pb.IndexMetadata, txn *
 			continue // dropped: its entry goes
 		}
 		proven, err := covers(segsNext, readFrags)
+		if err == nil && !proven && movedFrags != nil {
+			proven, err = covers(segsNext, movedFrags)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -124,6 +135,29 @@ func deriveMemWal(read, head *meta.ManifestFile, next []*pb.IndexMetadata, txn *
 		return next, nil
 	}
 	return replaceMemWal(next, i, nd)
+}
+
+// rewrittenSet is, for a Rewrite, the read version's fragments with every
+// group's old fragments swapped for the new ones (the fragments the built
+// version has and the head had not); nil for any other transaction.
+func rewrittenSet(readFrags *roaring.Bitmap, head, built *pb.Manifest, txn *pb.Transaction) *roaring.Bitmap {
+	rw := txn.GetRewrite()
+	if rw == nil || readFrags == nil || built == nil {
+		return nil
+	}
+	out := readFrags.Clone()
+	for _, g := range rw.GetGroups() {
+		for _, of := range g.GetOldFragments() {
+			out.Remove(uint32(of.GetId()))
+		}
+	}
+	had := fragmentSet(head)
+	for _, f := range built.GetFragments() {
+		if !had.Contains(uint32(f.GetId())) {
+			out.Add(uint32(f.GetId()))
+		}
+	}
+	return out
 }
 
 func marshal(m proto.Message) ([]byte, error) {

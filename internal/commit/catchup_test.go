@@ -92,6 +92,30 @@ func TestCatchupDerivation(t *testing.T) {
 			txn:  inlineRewrite(t, idxA, "00000000-0000-4000-8000-000000000002", group([]uint64{0, 1}, 20)),
 			want: cm{shardA: 8},
 		},
+		{
+			name: "an inline-remap rewrite of indexed fragments keeps the credit",
+			read: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1, 2}), memwal(t, cm{shardA: 4}, map[string]cm{"id_idx": {shardA: 4}}, "id_idx")),
+			head: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1, 2}), memwal(t, cm{shardA: 4}, map[string]cm{"id_idx": {shardA: 4}}, "id_idx")),
+			txn:  inlineRewriteInto(t, 5, []uint64{1, 2}, 7),
+			want: cm{shardA: 4},
+		},
+		{
+			// Not proven (fragment 2 is not indexed), but the remapped
+			// segment holds the rows its old one held: the head's position
+			// is carried forward, and nothing more is credited.
+			name: "an inline-remap rewrite leaving an unindexed fragment carries the head's position, credits nothing",
+			read: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwal(t, cm{shardA: 6}, map[string]cm{"id_idx": {shardA: 4}}, "id_idx")),
+			head: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwal(t, cm{shardA: 6}, map[string]cm{"id_idx": {shardA: 4}}, "id_idx")),
+			txn:  inlineRewriteInto(t, 5, []uint64{0, 1}, 7),
+			want: cm{shardA: 4},
+		},
+		{
+			name: "an inline-remap rewrite leaving an unindexed fragment earns no credit",
+			read: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwal(t, cm{shardA: 6}, map[string]cm{"id_idx": {shardA: 0}}, "id_idx")),
+			head: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwal(t, cm{shardA: 6}, map[string]cm{"id_idx": {shardA: 0}}, "id_idx")),
+			txn:  inlineRewriteInto(t, 5, []uint64{0, 1}, 7),
+			want: cm{shardA: 0},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -196,5 +220,14 @@ func inlineRewrite(t *testing.T, old, new string, groups ...*pb.Transaction_Rewr
 	}
 	txn := rewriteTxn(groups...)
 	txn.GetRewrite().RewrittenIndices = []*pb.Transaction_Rewrite_RewrittenIndex{{OldId: o, NewId: n}}
+	return txn
+}
+
+// inlineRewriteInto compacts the old fragments into fragment newID and remaps
+// id_idx's segment idxA onto it in the same commit.
+func inlineRewriteInto(t *testing.T, read uint64, old []uint64, newID uint64) *pb.Transaction {
+	txn := rewriteTxn(group(old, newID))
+	txn.ReadVersion = read
+	txn.GetRewrite().RewrittenIndices = []*pb.Transaction_Rewrite_RewrittenIndex{{OldId: uuidOf(t, idxA), NewId: uuidOf(t, "00000000-0000-4000-8000-000000000003")}}
 	return txn
 }

@@ -31,7 +31,11 @@ var ErrNoTable = errors.New("no Lance dataset here (no manifest under _versions/
 // the head. A hinted version that was cleaned is absent, and Latest lists.
 // A hinted version in that suffix probes along it to its end, the head.
 // The probe can stop short only when the hint names a version kept by a tag
-// (or not yet deleted) while a cleaner removed the version right above it;
+// (or not yet deleted by a cleaner that deletes versions out of order:
+// compactord's deletes them one at a time, oldest first, LanceDB's may
+// not; the concurrency campaign on S3 saw that happen with a cleanup that
+// deleted them concurrently) while a cleaner removed the version right
+// above it;
 // every writer (LanceDB and compactord) rewrites the hint after each
 // commit, so that needs a hint older than a range a cleaner already
 // removed: a hint write overtaken by an older writer's and not rewritten
@@ -159,12 +163,25 @@ func ReadVersion(ctx context.Context, b storage.Bucket, n Naming, v uint64) (*Ma
 	return f, nil
 }
 
-// ReadLatest reads the newest version.
+// readLatestAttempts bounds ReadLatest's look-ups.
+const readLatestAttempts = 5
+
+// ReadLatest reads the newest version. Between finding it and reading it a
+// writer can commit the next version and a cleanup (retaining one version)
+// remove the one found; a cleanup never removes the newest, so a version
+// found gone means a newer one exists, and ReadLatest looks again.
 func ReadLatest(ctx context.Context, b storage.Bucket) (*ManifestFile, Naming, error) {
-	v, n, err := Latest(ctx, b)
-	if err != nil {
-		return nil, 0, err
+	var err error
+	for range readLatestAttempts {
+		var v uint64
+		var n Naming
+		if v, n, err = Latest(ctx, b); err != nil {
+			return nil, 0, err
+		}
+		var f *ManifestFile
+		if f, err = ReadVersion(ctx, b, n, v); err == nil || !storage.IsNotFound(err) {
+			return f, n, err
+		}
 	}
-	f, err := ReadVersion(ctx, b, n, v)
-	return f, n, err
+	return nil, 0, err
 }

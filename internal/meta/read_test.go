@@ -109,3 +109,42 @@ func seq(lo, hi uint64) []uint64 {
 	}
 	return out
 }
+
+// overtakingBucket commits the next version and cleans up the one Latest
+// found at the first read of its manifest, as a writer and a cleanup
+// retaining one version can between a reader's Latest and its read.
+type overtakingBucket struct {
+	storage.Bucket
+	t      *testing.T
+	victim uint64
+	done   bool
+}
+
+func (o *overtakingBucket) Get(ctx context.Context, key string) ([]byte, error) {
+	if !o.done && key == ManifestKey(NamingV2, o.victim) {
+		o.done = true
+		putVersions(o.t, o.Bucket, NamingV2, o.victim+1)
+		if err := o.Bucket.Delete(ctx, key); err != nil {
+			o.t.Fatal(err)
+		}
+	}
+	return o.Bucket.Get(ctx, key)
+}
+
+// TestReadLatestOvertaken: the version Latest found is cleaned up before
+// ReadLatest reads it; ReadLatest reads the newer head instead of failing.
+func TestReadLatestOvertaken(t *testing.T) {
+	for _, hint := range []bool{false, true} {
+		mem := memBucket(t)
+		putVersions(t, mem, NamingV2, 1, 2)
+		if hint {
+			if err := WriteHint(t.Context(), mem, 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f, n, err := ReadLatest(t.Context(), &overtakingBucket{Bucket: mem, t: t, victim: 2})
+		if err != nil || n != NamingV2 || f.Manifest.GetVersion() != 3 {
+			t.Fatalf("hint %v: ReadLatest = %v, %v, %v; want version 3", hint, f, n, err)
+		}
+	}
+}

@@ -20,12 +20,14 @@ import (
 
 	"github.com/compactord/compactord/internal/cli"
 	"github.com/compactord/compactord/internal/daemon"
+	"github.com/compactord/compactord/internal/index"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testing/faults"
 	"github.com/compactord/compactord/internal/testing/lancedb"
 	"github.com/compactord/compactord/internal/testing/model"
+	"github.com/compactord/compactord/internal/testing/s3server"
 	"github.com/compactord/compactord/internal/testing/stores"
 	"github.com/compactord/compactord/internal/verify"
 )
@@ -57,6 +59,99 @@ type tableSpec struct {
 
 var tableSpecs = []tableSpec{{"a", 2, true}, {"b", 3, false}}
 
+// lanceIndexes are what LanceDB's createIndex builds in the campaign:
+// the fixture's two indexes again (id_idx is the one the LSM spec
+// maintains) and two new names. They are on id and cat, the columns the
+// index checks resolve (model.CheckIndices).
+var lanceIndexes = []lancedb.IndexChoice{
+	{Column: "id", Type: "btree", Name: "id_idx"},
+	{Column: "cat", Type: "bitmap", Name: "cat_idx"},
+	{Column: "cat", Type: "btree", Name: "cat_btree"},
+	{Column: "id", Type: "bitmap", Name: "id_bitmap"},
+}
+
+// mode is how a campaign runs.
+type mode struct {
+	store string // file or s3 (versitygw)
+	// deferRemap: every compactord compaction defers its index remap to
+	// the fragment-reuse index (the daemons' jobs.compact.inline_remap
+	// off, the CLI's --defer-remap=true); otherwise every one remaps
+	// inline. LanceDB's optimize remaps the btree through its own row map
+	// only, so a deferred remap followed by optimize corrupts the table:
+	// this mode exists to show that the campaign notices.
+	deferRemap bool
+	// lanceMaint weighs LanceDB's optimize and createIndex among each
+	// table's plain writer's operations (append 3, delete 2, merge 1).
+	lanceMaint map[string]int
+}
+
+func (m mode) String() string {
+	remap := "inline remap"
+	if m.deferRemap {
+		remap = "deferred remap"
+	}
+	return fmt.Sprintf("%s, %s, LanceDB maintenance %v", m.store, remap, m.lanceMaint)
+}
+
+// defaultMode is the mode of $COMPACTORD_LANCE_CONCURRENCY_REMAP (inline,
+// the default, or deferred) and $COMPACTORD_LANCE_CONCURRENCY_LANCE_MAINT
+// (weights as "optimize=1,createIndex=1", the default, or "off") on
+// store.
+func defaultMode(t testing.TB, store string) mode {
+	m := mode{store: store, lanceMaint: map[string]int{"optimize": 1, "createIndex": 1}}
+	switch r := os.Getenv("COMPACTORD_LANCE_CONCURRENCY_REMAP"); r {
+	case "", "inline":
+	case "deferred":
+		m.deferRemap = true
+	default:
+		t.Fatalf("COMPACTORD_LANCE_CONCURRENCY_REMAP=%q: want inline or deferred", r)
+	}
+	w, err := parseWeights(os.Getenv("COMPACTORD_LANCE_CONCURRENCY_LANCE_MAINT"))
+	if err != nil {
+		t.Fatalf("COMPACTORD_LANCE_CONCURRENCY_LANCE_MAINT: %v", err)
+	}
+	if w != nil {
+		m.lanceMaint = w
+	}
+	return m
+}
+
+// parseWeights reads "optimize=1,createIndex=2" ("off": none; "": nil).
+func parseWeights(s string) (map[string]int, error) {
+	switch s {
+	case "":
+		return nil, nil
+	case "off", "0":
+		return map[string]int{}, nil
+	}
+	out := map[string]int{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		var n int
+		if _, err := fmt.Sscanf(v, "%d", &n); !ok || err != nil || n < 0 || (k != "optimize" && k != "createIndex") {
+			return nil, fmt.Errorf("%q: want optimize=N,createIndex=N or off", s)
+		}
+		out[k] = n
+	}
+	return out, nil
+}
+
+// campaignStores are the stores of $COMPACTORD_LANCE_CONCURRENCY_STORES
+// (comma-separated; default file,s3).
+func campaignStores(t testing.TB) []string {
+	s := os.Getenv("COMPACTORD_LANCE_CONCURRENCY_STORES")
+	if s == "" {
+		return []string{"file", "s3"}
+	}
+	out := strings.Split(s, ",")
+	for _, st := range out {
+		if st != "file" && st != "s3" {
+			t.Fatalf("COMPACTORD_LANCE_CONCURRENCY_STORES=%q: want file and/or s3", s)
+		}
+	}
+	return out
+}
+
 // Key ranges: each writer owns its range, so what it was told is exactly
 // what its keys must read as.
 const (
@@ -74,9 +169,10 @@ type Stats struct {
 	// daemons' job runs by kind/result.
 	Jobs, Daemon map[string]int
 	// Writes counts the LanceDB writers' acknowledged operations by kind;
+	// LanceMaint their acknowledged optimize and createIndex calls;
 	// WriterFailed those LanceDB refused or gave up on.
-	Writes       map[string]int
-	WriterFailed int
+	Writes, LanceMaint map[string]int
+	WriterFailed       int
 	// Observations: checks of one table while everything ran.
 	Observations int
 	// CatchupWithdrawn: readings where a shard's floor fell (a LanceDB
@@ -99,15 +195,35 @@ func (s Stats) ops() int {
 	for _, v := range s.Writes {
 		n += v
 	}
+	for _, v := range s.LanceMaint {
+		n += v
+	}
 	for _, v := range s.Daemon {
 		n += v
 	}
 	return n
 }
 
+// races: commits that lost to another writer and were retried or given
+// up on.
+func (s Stats) races() int {
+	n := 0
+	for k, v := range s.Jobs {
+		if strings.HasSuffix(k, "/failed") {
+			n += v
+		}
+	}
+	for k, v := range s.Daemon {
+		if strings.HasSuffix(k, "/retry") {
+			n += v
+		}
+	}
+	return n
+}
+
 func (s Stats) String() string {
-	return fmt.Sprintf("LanceDB wrote %v (%d refused), CLI jobs %v, daemon jobs %v, %d observations (%d saw a catch-up record withdrawn), %d generations merged, %d violations",
-		s.Writes, s.WriterFailed, s.Jobs, s.Daemon, s.Observations, s.CatchupWithdrawn, s.Merged, s.Violations)
+	return fmt.Sprintf("%d operations, %d races; LanceDB wrote %v, maintained %v (%d refused), CLI jobs %v, daemon jobs %v, %d observations (%d saw a catch-up record withdrawn), %d generations merged, %d violations",
+		s.ops(), s.races(), s.Writes, s.LanceMaint, s.WriterFailed, s.Jobs, s.Daemon, s.Observations, s.CatchupWithdrawn, s.Merged, s.Violations)
 }
 
 type tab struct {
@@ -148,15 +264,23 @@ func (tb *tab) raiseFloor(m model.MemWAL) {
 type campaign struct {
 	t    *testing.T
 	seed uint64
-	dir  string
-	bin  string
-	env  []string
-	tabs []*tab
+	mode mode
+	dir  string // file: the database directory
+	// uri and opts are LanceDB's database URI and storage options;
+	// discover the daemons' discover.url.
+	uri      string
+	opts     map[string]string
+	discover string
+	bin      string
+	env      []string
+	tabs     []*tab
 
 	mu    sync.Mutex
 	rng   *rand.Rand
 	stats Stats
 	fails []string // the first failed CLI jobs' messages
+	// lanceFails: the first LanceDB operations refused, by op and error.
+	lanceFails []string
 	// damage, when set, is done once to the first table by the first
 	// worker, behind compactord's back: the test proving the checks fire
 	// sets it, and violations are then logged, not failures.
@@ -164,11 +288,26 @@ type campaign struct {
 	damaged bool
 }
 
-func newCampaign(t *testing.T, seed uint64) *campaign {
+func newCampaign(t *testing.T, seed uint64, m mode) *campaign {
 	lancedb.Require(t)
-	bin, env := compactord()
-	c := &campaign{t: t, seed: seed, dir: t.TempDir(), bin: bin, env: env, rng: rand.New(rand.NewPCG(seed, 0xc0c0)),
-		stats: Stats{Jobs: map[string]int{}, Daemon: map[string]int{}, Writes: map[string]int{}}}
+	c := &campaign{t: t, seed: seed, mode: m, rng: rand.New(rand.NewPCG(seed, 0xc0c0)),
+		stats: Stats{Jobs: map[string]int{}, Daemon: map[string]int{}, Writes: map[string]int{}, LanceMaint: map[string]int{}}}
+	var srv *s3server.Server
+	var prefix string
+	switch m.store {
+	case "file":
+		c.dir = t.TempDir()
+		c.uri, c.discover = c.dir, "file://"+c.dir
+	case "s3":
+		// SharedS3 sets the AWS variables the CLI workers inherit: before
+		// compactord() takes the environment.
+		srv, prefix = stores.SharedS3(t), stores.UniqueName(t)
+		c.uri, c.opts = lancedb.S3(srv, prefix)
+		c.discover = srv.URL(prefix)
+	default:
+		t.Fatalf("unknown store %q", m.store)
+	}
+	c.bin, c.env = compactord()
 	var steps []lancedb.Step
 	for _, sp := range tableSpecs {
 		maintained := []string{}
@@ -184,11 +323,17 @@ func newCampaign(t *testing.T, seed uint64) *campaign {
 		prior, _ := lancedb.RowsByID(base)
 		p2, _ := lancedb.RowsByID(first)
 		maps.Copy(prior, p2)
-		dir := filepath.Join(c.dir, sp.name+".lance")
-		c.tabs = append(c.tabs, &tab{spec: sp, dir: dir, url: "file://" + dir, prior: prior, appended: map[int64]string{}, maybe: map[int64]string{},
+		var dir, url string
+		if m.store == "file" {
+			dir = filepath.Join(c.dir, sp.name+".lance")
+			url = "file://" + dir
+		} else {
+			url = srv.URL(prefix + "/" + sp.name + ".lance")
+		}
+		c.tabs = append(c.tabs, &tab{spec: sp, dir: dir, url: url, prior: prior, appended: map[int64]string{}, maybe: map[int64]string{},
 			lastCompacted: map[string]uint64{}, lastWAL: map[string][]uint64{}, lastFloor: map[string]uint64{}, maxFloor: map[string]uint64{}})
 	}
-	lancedb.MustRun(t, lancedb.Program{URI: c.dir, Steps: steps})
+	lancedb.MustRun(t, lancedb.Program{URI: c.uri, StorageOptions: c.opts, Steps: steps})
 	for _, tb := range c.tabs {
 		b, err := storage.Open(context.Background(), tb.url)
 		if err != nil {
@@ -206,7 +351,7 @@ func (c *campaign) violation(format string, args ...any) {
 	c.stats.Violations++
 	c.mu.Unlock()
 	if c.damage != nil {
-		c.t.Logf("seed %d: violation (expected: the table was damaged): %s", c.seed, fmt.Sprintf(format, args...))
+		c.t.Logf("seed %d: violation (expected: this test damages the table or provokes the race): %s", c.seed, fmt.Sprintf(format, args...))
 		return
 	}
 	c.t.Errorf("seed %d: violation: %s", c.seed, fmt.Sprintf(format, args...))
@@ -278,7 +423,7 @@ func (c *campaign) worker(ctx context.Context, w int) {
 		case "catchup":
 			args = []string{"index", "catchup", tb.url}
 		case "compact":
-			args = []string{"compact", tb.url, fmt.Sprintf("--defer-remap=%v", c.intn(2) == 0)}
+			args = []string{"compact", tb.url, fmt.Sprintf("--defer-remap=%v", c.mode.deferRemap)}
 		case "remap":
 			args = []string{"index", "remap", tb.url}
 		case "trim":
@@ -351,12 +496,20 @@ func (c *campaign) startDaemon(ctx context.Context, i int) (*daemon.Daemon, <-ch
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	cfg.Scheduler.Lease.Enabled = false // both daemons run every job: they race
 	cfg.Scheduler.ShutdownGrace = 10 * time.Second
-	cfg.Discover.URL = "file://" + c.dir
+	cfg.Discover.URL = c.discover
 	cfg.Discover.Interval = time.Second
+	if c.mode.store == "s3" {
+		// A discovery lists every key under the prefix; versitygw walks
+		// its directories to answer, and two daemons doing so every
+		// second starve everything else. The tables exist before the
+		// daemons start, and the first discovery runs at once.
+		cfg.Discover.Interval = time.Minute
+	}
 	cfg.Scheduler.PollInterval = 200 * time.Millisecond
 	cfg.Scheduler.SyncInterval = time.Second
 	cfg.Scheduler.Schedule = scheduler.Schedules{Merge: "@every 3s", Compact: "@every 2s", Index: "@every 2s", Trim: "@every 1s", Cleanup: "@every 2s"}
 	cfg.Jobs.Merge.MaxGenerations = 1 + i
+	cfg.Jobs.Compact.InlineRemap = !c.mode.deferRemap
 	cfg.Scheduler.Retry.BaseBackoff = 50 * time.Millisecond
 	cfg.Scheduler.Retry.MaxBackoff = 500 * time.Millisecond
 	cfg.Jobs.Trim.ReaderGrace = time.Duration(i) * time.Second
@@ -411,10 +564,12 @@ func (c *campaign) round(dur time.Duration) {
 	}
 	var lsmW, plainW []*lancedb.Writer
 	for i, tb := range c.tabs {
-		lsmW = append(lsmW, lancedb.StartWriter(t, lancedb.WriterOpts{URI: c.dir, Table: tb.spec.name, Duration: dur, KeyMin: lsmKeyMin, KeyMax: lsmKeyMax,
+		lsmW = append(lsmW, lancedb.StartWriter(t, lancedb.WriterOpts{URI: c.uri, StorageOptions: c.opts, Table: tb.spec.name, Duration: dur, KeyMin: lsmKeyMin, KeyMax: lsmKeyMax,
 			ID: "lsm" + tb.spec.name, Seed: uint32(c.seed) + uint32(2*i), Weights: map[string]int{"lsmMerge": 1}, CloseEvery: 2}))
-		plainW = append(plainW, lancedb.StartWriter(t, lancedb.WriterOpts{URI: c.dir, Table: tb.spec.name, Duration: dur, KeyMin: plainKeyMin, KeyMax: plainKeyMax,
-			ID: "plain" + tb.spec.name, Seed: uint32(c.seed) + uint32(2*i+1), Weights: map[string]int{"append": 3, "delete": 2, "merge": 1}}))
+		weights := map[string]int{"append": 3, "delete": 2, "merge": 1}
+		maps.Copy(weights, c.mode.lanceMaint)
+		plainW = append(plainW, lancedb.StartWriter(t, lancedb.WriterOpts{URI: c.uri, StorageOptions: c.opts, Table: tb.spec.name, Duration: dur, KeyMin: plainKeyMin, KeyMax: plainKeyMax,
+			ID: "plain" + tb.spec.name, Seed: uint32(c.seed) + uint32(2*i+1), Weights: weights, Indexes: lanceIndexes}))
 	}
 	wctx, wstop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -422,22 +577,23 @@ func (c *campaign) round(dur time.Duration) {
 		wg.Add(1)
 		go func() { defer wg.Done(); c.worker(wctx, w) }()
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			for _, tb := range c.tabs {
+	// One observer per table: on S3 a reading takes seconds.
+	for _, tb := range c.tabs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tick := time.NewTicker(250 * time.Millisecond)
+			defer tick.Stop()
+			for {
 				c.observe(tb)
+				select {
+				case <-wctx.Done():
+					return
+				case <-tick.C:
+				}
 			}
-			select {
-			case <-wctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
+		}()
+	}
 	var lsmOps, plainOps [][]lancedb.WriterOp
 	for i := range c.tabs {
 		<-lsmW[i].Done()
@@ -478,8 +634,23 @@ func (c *campaign) round(dur time.Duration) {
 			c.stats.Writes[op.Op]++
 		}
 		c.stats.WriterFailed += len(lancedb.Failed(lsmOps[i])) + len(lancedb.Failed(plainOps[i]))
+		for _, op := range append(lancedb.Failed(lsmOps[i]), lancedb.Failed(plainOps[i])...) {
+			if len(c.lanceFails) < 5 {
+				c.lanceFails = append(c.lanceFails, fmt.Sprintf("%s on %s: %s", op.Op, c.tabs[i].spec.name, op.Error))
+			}
+		}
+		for _, op := range lancedb.Maintenance(plainOps[i]) {
+			c.stats.LanceMaint[op.Op]++
+			// The harness relies on optimize's prune deleting nothing that
+			// compactord or the other writers may still read.
+			if op.PrunedVersions != 0 || op.PrunedBytes != 0 {
+				c.violation("table %s: LanceDB's optimize pruned %d versions (%d bytes) at version %d", c.tabs[i].spec.name, op.PrunedVersions, op.PrunedBytes, op.Version)
+			}
+		}
 	}
+	drained := time.Now()
 	c.drainAndCheck(lsmOps, plainOps)
+	t.Logf("the drain and the end-state checks took %v", time.Since(drained).Round(time.Millisecond))
 }
 
 // drainAndCheck runs every job to completion on each table, then checks
@@ -489,20 +660,42 @@ func (c *campaign) drainAndCheck(lsmOps, plainOps [][]lancedb.WriterOp) {
 	t.Helper()
 	ctx := context.Background()
 	for _, tb := range c.tabs {
-		for _, args := range [][]string{{"merge", tb.url}, {"compact", tb.url}, {"index", "remap", tb.url}, {"index", "catchup", tb.url}, {"trim", tb.url, "--reader-grace", "0s", "--keep-shard-manifests", "2"},
+		for _, args := range [][]string{{"merge", tb.url}, {"compact", tb.url, fmt.Sprintf("--defer-remap=%v", c.mode.deferRemap)}, {"index", "remap", tb.url}, {"index", "catchup", tb.url}, {"trim", tb.url, "--reader-grace", "0s", "--keep-shard-manifests", "2"},
 			{"cleanup", tb.url, "--retain-versions", "1", "--older-than", "0s", "--min-age", "0s"}} {
 			if _, err := c.run(ctx, args...); err != nil {
 				c.violation("table %s: the drain: %v", tb.spec.name, err)
 			}
 		}
 	}
-	var steps []lancedb.Step
-	for _, tb := range c.tabs {
-		n := tb.spec.name
-		steps = append(steps, lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(true)}).On(n), lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(false)}).On(n),
-			lancedb.IndexStats("id_idx").On(n), lancedb.IndexStats("cat_idx").On(n))
+	// compactord's scan first: the indexes it finds (LanceDB's createIndex
+	// adds some) are those LanceDB is asked about.
+	snaps := make([]*model.Snapshot, len(c.tabs))
+	names := make([][]string, len(c.tabs))
+	for i, tb := range c.tabs {
+		snap, err := model.ReadSnapshot(ctx, tb.b, 0)
+		if err != nil {
+			c.violation("table %s: compactord's scan after the drain: %v", tb.spec.name, err)
+			continue
+		}
+		snaps[i], names[i] = snap, scalarIndexNames(snap.File)
 	}
-	res, err := lancedb.Run(t, lancedb.Program{URI: c.dir, Steps: steps})
+	var steps []lancedb.Step
+	type at struct{ rows, stats, counts int }
+	pos := make([]at, len(c.tabs))
+	for i, tb := range c.tabs {
+		n := tb.spec.name
+		pos[i].rows = len(steps)
+		steps = append(steps, lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(true)}).On(n), lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(false)}).On(n))
+		pos[i].stats = len(steps)
+		for _, name := range names[i] {
+			steps = append(steps, lancedb.IndexStats(name).On(n))
+		}
+		pos[i].counts = len(steps)
+		for _, p := range indexPredicates {
+			steps = append(steps, lancedb.CountRows(p.where).On(n))
+		}
+	}
+	res, err := lancedb.Run(t, lancedb.Program{URI: c.uri, StorageOptions: c.opts, Steps: steps})
 	if err != nil {
 		c.violation("LanceDB reads the tables after the drain: %v", err)
 		return
@@ -512,11 +705,15 @@ func (c *campaign) drainAndCheck(lsmOps, plainOps [][]lancedb.WriterOp) {
 		want := lancedb.Expected(tb.prior, lsmOps[i])
 		maps.Copy(want, lancedb.Expected(nil, plainOps[i]))
 		maps.Copy(want, tb.appended)
+		var base []lancedb.Row
 		for j, view := range []string{"LSM view", "base view"} {
-			rows, err := res.Rows(4*i + j)
+			rows, err := res.Rows(pos[i].rows + j)
 			if err != nil {
 				c.violation("table %s: LanceDB's %s: %v", n, view, err)
 				continue
+			}
+			if j == 1 {
+				base = rows
 			}
 			got, err := lancedb.RowsByID(rows)
 			if err != nil {
@@ -527,14 +724,23 @@ func (c *campaign) drainAndCheck(lsmOps, plainOps [][]lancedb.WriterOp) {
 				c.violation("table %s: LanceDB's %s vs the acknowledged writes:\n%s", n, view, d)
 			}
 		}
-		for j, name := range []string{"id_idx", "cat_idx"} {
-			if st, err := res.IndexStats(4*i + 2 + j); err != nil || st == nil || st.NumUnindexedRows != 0 {
+		for j, name := range names[i] {
+			if st, err := res.IndexStats(pos[i].stats + j); err != nil || st == nil || st.NumUnindexedRows != 0 {
 				c.violation("table %s: LanceDB's indexStats(%s) after the drain: %+v, %v", n, name, st, err)
 			}
 		}
-		snap, err := model.ReadSnapshot(ctx, tb.b, 0)
-		if err != nil {
-			c.violation("table %s: compactord's scan after the drain: %v", n, err)
+		// Every row is indexed now, so LanceDB answers these filters
+		// through the btree and bitmap indexes; its full scan must agree.
+		if base != nil {
+			for j, p := range indexPredicates {
+				got, err := res.Count(pos[i].counts + j)
+				if scan := p.count(base); err != nil || got != scan {
+					c.violation("table %s: LanceDB counts %d rows where %s, its scan %d (%v)", n, got, p.where, scan, err)
+				}
+			}
+		}
+		snap := snaps[i]
+		if snap == nil {
 			continue
 		}
 		if d := c.diff(tb, snap.Rows, want); d != "" {
@@ -543,16 +749,64 @@ func (c *campaign) drainAndCheck(lsmOps, plainOps [][]lancedb.WriterOp) {
 		if bad, err := model.CheckIndices(ctx, tb.b, snap); err != nil || len(bad) > 0 {
 			c.violation("table %s: indexes after the drain: %v %v", n, err, bad)
 		}
-		for _, name := range []string{"id_idx", "cat_idx"} {
+		for _, name := range names[i] {
 			if u, err := model.Unindexed(ctx, tb.b, snap, name); err != nil || u > 0 {
 				c.violation("table %s: %d rows outside %s after the drain (%v)", n, u, name, err)
 			}
+		}
+		if !slices.Contains(names[i], "id_idx") || !slices.Contains(names[i], "cat_idx") {
+			c.violation("table %s: the fixture's indexes are gone after the drain: %v", n, names[i])
 		}
 		if rep, err := verify.Run(ctx, tb.b, verify.Options{Deep: true}); err != nil || !rep.OK() {
 			c.violation("table %s: verify after the drain: %v %+v", n, err, rep)
 		}
 		c.checkDrained(tb, snap)
 	}
+}
+
+// scalarIndexNames: the btree and bitmap indexes of a version, by name.
+func scalarIndexNames(f *meta.ManifestFile) []string {
+	var out []string
+	for _, ix := range f.Indices {
+		if k := meta.IndexKind(ix); meta.IsSystemIndex(ix) || (k != index.KindBTree && k != index.KindBitmap) || slices.Contains(out, ix.GetName()) {
+			continue
+		}
+		out = append(out, ix.GetName())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// indexPredicate is a filter LanceDB answers through the campaign's
+// indexes (on id and cat), and the same filter on a row it read.
+type indexPredicate struct {
+	where string
+	match func(id, cat int64) bool
+}
+
+func (p indexPredicate) count(rows []lancedb.Row) int64 {
+	var n int64
+	for _, r := range rows {
+		id, _ := r.Int("id")
+		cat, _ := r.Int("cat")
+		if p.match(id, cat) {
+			n++
+		}
+	}
+	return n
+}
+
+// indexPredicates cover each writer's keys: the fixture's (cat = id % 4),
+// LanceDB's writers' (cat = id) and compactord's appends (cat = id % 4).
+var indexPredicates = []indexPredicate{
+	{"cat = 0", func(_, c int64) bool { return c == 0 }},
+	{"cat = 3", func(_, c int64) bool { return c == 3 }},
+	{"cat < 4", func(_, c int64) bool { return c < 4 }},
+	{"cat = 150", func(_, c int64) bool { return c == 150 }},
+	{"cat >= 1000 AND cat < 1050", func(_, c int64) bool { return c >= 1000 && c < 1050 }},
+	{"id >= 100 AND id <= 150", func(id, _ int64) bool { return id >= 100 && id <= 150 }},
+	{"id IN (3, 105, 160, 1010, 1099)", func(id, _ int64) bool { return slices.Contains([]int64{3, 105, 160, 1010, 1099}, id) }},
+	{"id > 1050", func(id, _ int64) bool { return id > 1050 }},
 }
 
 // diff is lancedb.DiffByID, where a key of a failed compactord append may
@@ -831,9 +1085,11 @@ func seed(t *testing.T) uint64 {
 	return uint64(time.Now().UnixNano()) % 1_000_000_000
 }
 
-// writeDuration is how long LanceDB writes in TestLanceConcurrency:
-// $COMPACTORD_LANCE_CONCURRENCY_DURATION, else 20 s.
-func writeDuration(t *testing.T) time.Duration {
+// writeDuration is how long LanceDB writes on store in
+// TestLanceConcurrency: $COMPACTORD_LANCE_CONCURRENCY_DURATION, else 10 s
+// on file:// and 7 s on S3, whose round spends longer setting up and
+// draining (the two run in parallel; the S3 round sets the test's length).
+func writeDuration(t *testing.T, store string) time.Duration {
 	if s := os.Getenv("COMPACTORD_LANCE_CONCURRENCY_DURATION"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil {
@@ -841,26 +1097,49 @@ func writeDuration(t *testing.T) time.Duration {
 		}
 		return d
 	}
-	return 20 * time.Second
+	if store == "s3" {
+		return 7 * time.Second
+	}
+	return 10 * time.Second
 }
 
-// TestLanceConcurrency runs one round: LanceDB writers on two tables
-// (2 and 3 shards, id_idx maintained on the first) against two daemons
-// and two CLI workers, the observer checking throughout, then the drain
-// and the end-state checks.
+// TestLanceConcurrency runs one round on each store (file://, and S3
+// through versitygw): LanceDB writers on two tables (2 and 3 shards,
+// id_idx maintained on the first), calling LanceDB's optimize and
+// createIndex among their writes, against two daemons and two CLI
+// workers, the observer checking throughout, then the drain and the
+// end-state checks.
 func TestLanceConcurrency(t *testing.T) {
-	s := seed(t)
-	c := newCampaign(t, s)
-	c.round(writeDuration(t))
-	t.Logf("seed %d: %s", s, c.stats)
-	for _, f := range c.fails {
-		t.Logf("a failed CLI job: %.400s", f)
-	}
-	if c.stats.Writes["lsmMerge"] < 10 || c.stats.Writes["delete"] == 0 {
-		t.Errorf("LanceDB wrote too little: %v", c.stats.Writes)
-	}
-	if c.stats.Merged == 0 || c.stats.Jobs["merge/ok"] == 0 {
-		t.Errorf("nothing merged: %s", c.stats)
+	for _, store := range campaignStores(t) {
+		t.Run(store, func(t *testing.T) {
+			// In parallel: an S3 round spends most of its time waiting on
+			// the gateway, and the two together stay within make test's
+			// budget.
+			t.Parallel()
+			s := seed(t)
+			m := defaultMode(t, store)
+			c := newCampaign(t, s, m)
+			c.round(writeDuration(t, store))
+			t.Logf("seed %d (%s): %s", s, m, c.stats)
+			for _, f := range c.fails {
+				t.Logf("a failed CLI job: %.400s", f)
+			}
+			for _, f := range c.lanceFails {
+				t.Logf("a refused LanceDB operation: %.400s", f)
+			}
+			// S3 under load gets through a few MemWAL merges in its 7 s.
+			if least := map[string]int{"file": 5, "s3": 2}[store]; c.stats.Writes["lsmMerge"] < least || c.stats.Writes["delete"] == 0 {
+				t.Errorf("LanceDB wrote too little: %v", c.stats.Writes)
+			}
+			for k, w := range m.lanceMaint {
+				if w > 0 && c.stats.LanceMaint[k] == 0 {
+					t.Errorf("LanceDB's %s never succeeded: %s", k, c.stats)
+				}
+			}
+			if c.stats.Merged == 0 || c.stats.Jobs["merge/ok"]+c.stats.Daemon["merge/success"] == 0 {
+				t.Errorf("nothing merged: %s", c.stats)
+			}
+		})
 	}
 }
 
@@ -868,7 +1147,7 @@ func TestLanceConcurrency(t *testing.T) {
 // unmerged generation deleted behind compactord's back mid-run is a
 // violation.
 func TestLanceConcurrencyCatchesDamage(t *testing.T) {
-	c := newCampaign(t, seed(t))
+	c := newCampaign(t, seed(t), defaultMode(t, "file"))
 	c.damage = func(tb *tab) bool {
 		ctx := context.Background()
 		f, _, err := meta.ReadLatest(ctx, tb.b)
@@ -903,6 +1182,64 @@ func TestLanceConcurrencyCatchesDamage(t *testing.T) {
 	t.Logf("%d violations after the damage: %s", c.stats.Violations, c.stats)
 }
 
+// TestLanceConcurrencyCatchesDeferredRemap proves the campaign fails on
+// the corruption it is there to catch: with compactord's compactions
+// deferring their index remap to the fragment-reuse index, LanceDB's
+// optimize (which remaps the btree through its own compaction's row map
+// only) can leave index entries on addresses no fragment holds, and
+// LanceDB's deletes and merge-inserts, which find rows through the index,
+// then resurrect and duplicate keys. Besides the writers' own optimize
+// calls, worker 0 runs, on the first table, a deferred compaction
+// followed at once by LanceDB's optimize, again and again. The corruption
+// needs an interleaving the campaign reaches by chance (in one 10-second
+// round in two to five on file://, in most minute-long rounds), so the
+// test runs fresh 30-second rounds until one reports a violation, for at
+// most $COMPACTORD_LANCE_CONCURRENCY_PROOF_BUDGET (default 5m); it is
+// opt-in (COMPACTORD_LANCE_CONCURRENCY_PROVE_DEFERRED=1) to keep make
+// test short and deterministic.
+func TestLanceConcurrencyCatchesDeferredRemap(t *testing.T) {
+	if os.Getenv("COMPACTORD_LANCE_CONCURRENCY_PROVE_DEFERRED") != "1" {
+		t.Skip("set COMPACTORD_LANCE_CONCURRENCY_PROVE_DEFERRED=1 to run")
+	}
+	budget := 5 * time.Minute
+	if s := os.Getenv("COMPACTORD_LANCE_CONCURRENCY_PROOF_BUDGET"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("COMPACTORD_LANCE_CONCURRENCY_PROOF_BUDGET: %v", err)
+		}
+		budget = d
+	}
+	deadline := time.Now().Add(budget)
+	stores := campaignStores(t)
+	for round := 1; time.Now().Before(deadline); round++ {
+		store := stores[(round-1)%len(stores)]
+		var st Stats
+		forced := 0
+		t.Run(fmt.Sprintf("round=%d/%s", round, store), func(t *testing.T) {
+			m := defaultMode(t, store)
+			m.deferRemap = true
+			c := newCampaign(t, seed(t), m)
+			c.damage = func(tb *tab) bool {
+				if _, err := c.run(context.Background(), "compact", tb.url, "--defer-remap=true"); err == nil {
+					if _, err := lancedb.Run(t, lancedb.Program{URI: c.uri, StorageOptions: c.opts, Steps: []lancedb.Step{lancedb.Optimize(lancedb.OptimizeOpts{}).On(tb.spec.name)}}); err == nil {
+						forced++
+					}
+				}
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				return c.stats.Violations > 0
+			}
+			c.round(30 * time.Second)
+			st = c.stats
+		})
+		t.Logf("round %d (%s): %d forced deferred compactions followed by optimize; %s", round, store, forced, st)
+		if st.Violations > 0 {
+			return
+		}
+	}
+	t.Fatalf("deferred remap raced with LanceDB's optimize for %v, and the campaign saw nothing", budget)
+}
+
 // ShareSoak is this campaign's share of COMPACTORD_SOAK (see
 // model's ShareSoak).
 const ShareSoak = 0.40
@@ -924,16 +1261,20 @@ func TestSoakLanceConcurrency(t *testing.T) {
 	for round := 1; time.Until(deadline) > 20*time.Second; round++ {
 		dur := min(2*time.Minute, time.Until(deadline)-15*time.Second)
 		var st Stats
-		t.Run(fmt.Sprintf("round=%d", round), func(t *testing.T) {
+		// The rounds alternate between the stores.
+		stores := campaignStores(t)
+		store := stores[(round-1)%len(stores)]
+		t.Run(fmt.Sprintf("round=%d/%s", round, store), func(t *testing.T) {
 			s := seed(t)
-			c := newCampaign(t, s)
+			m := defaultMode(t, store)
+			c := newCampaign(t, s, m)
 			c.round(dur)
 			st = c.stats
-			t.Logf("seed %d, %v of writing: %s", s, dur.Round(time.Second), st)
+			t.Logf("seed %d (%s), %v of writing: %s", s, m, dur.Round(time.Second), st)
 		})
 		sum.Runs++
 		sum.Ops += st.ops()
-		sum.Races += st.Jobs["merge/failed"] + st.Daemon["merge/retry"]
+		sum.Races += st.races()
 		sum.Violations += st.Violations
 		if st.Violations > 0 || t.Failed() {
 			break

@@ -349,6 +349,53 @@ func TestWriterLSM(t *testing.T) {
 	}
 }
 
+// TestWriterMaintenance: a writer weighing in LanceDB's optimize and
+// createIndex acknowledges both, its optimize prunes nothing (the default
+// keeps every version a concurrent test still reads), the indexes it
+// named exist afterwards, and its data operations are all visible.
+func TestWriterMaintenance(t *testing.T) {
+	f := Indexed(t, "")
+	w := StartWriter(t, WriterOpts{URI: f.URI, Table: f.Table, Duration: 4 * time.Second, KeyMin: 100, KeyMax: 140, Seed: 11, ID: "m",
+		Weights: map[string]int{"append": 2, "delete": 1, "optimize": 2, "createIndex": 2},
+		Indexes: []IndexChoice{{Column: "id", Type: "btree", Name: "id_idx"}, {Column: "cat", Type: "btree", Name: "cat_btree"}}})
+	<-w.Done()
+	ops, err := w.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, op := range Maintenance(ops) {
+		kinds[op.Op]++
+		if op.Op == "optimize" && (op.PrunedBytes != 0 || op.PrunedVersions != 0) {
+			t.Errorf("optimize pruned %d versions, %d bytes: %+v", op.PrunedVersions, op.PrunedBytes, op)
+		}
+		if op.Op == "createIndex" && (op.Name == "" || op.Version == 0) {
+			t.Errorf("createIndex line without its index or version: %+v", op)
+		}
+	}
+	t.Logf("maintenance %v, failed %+v", kinds, Failed(ops))
+	if kinds["optimize"] == 0 || kinds["createIndex"] == 0 {
+		t.Fatalf("no optimize or createIndex acknowledged: %+v", ops)
+	}
+	if d := DiffByID(readByID(t, f, ReadOpts{}), Expected(f.Want, ops)); d != "" {
+		t.Errorf("acknowledged operations not visible:\n%s", d)
+	}
+	res := f.Run(t, ListIndices())
+	ixs, err := res.Indices(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, ix := range ixs {
+		names[ix.Name] = true
+	}
+	for _, op := range Maintenance(ops) {
+		if op.Op == "createIndex" && !names[op.Name] {
+			t.Errorf("index %s built by the writer is not listed: %+v", op.Name, ixs)
+		}
+	}
+}
+
 // TestWriterStopsOnStdinClose: a writer meant to run for a minute stops
 // promptly when Stop closes its stdin, with its stop line.
 func TestWriterStopsOnStdinClose(t *testing.T) {

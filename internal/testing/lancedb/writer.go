@@ -36,8 +36,13 @@ type WriterOpts struct {
 	// ID prefixes the value tags the writer writes ("<ID>-<seq>").
 	ID string
 	// Weights of append, delete, merge (plain) and lsmMerge (through the
-	// MemWAL; ignored without a spec); nil is {3, 1, 2, 2}.
+	// MemWAL; ignored without a spec); nil is {3, 1, 2, 2}. LanceDB's own
+	// maintenance can be weighed in too: optimize (Table.optimize with its
+	// defaults) and createIndex (one of Indexes, replace: true); both
+	// default to 0.
 	Weights map[string]int
+	// Indexes are what createIndex chooses from.
+	Indexes []IndexChoice
 	// Batch is how many keys an operation touches at most (default 3).
 	Batch int
 	// CloseEvery closes the MemWAL writers after this many lsmMerges
@@ -45,11 +50,19 @@ type WriterOpts struct {
 	CloseEvery int
 }
 
+// IndexChoice is an index the writer's createIndex may build: Type is
+// btree, bitmap or label_list; an existing Name is replaced.
+type IndexChoice struct {
+	Column string `json:"column"`
+	Type   string `json:"type"`
+	Name   string `json:"name"`
+}
+
 // WriterOp is one line the writer printed: an operation LanceDB
 // acknowledged, or (Failed) one it refused or gave up on.
 type WriterOp struct {
-	// Op is append, delete, merge, lsmMerge, closeLsmWriters, or start,
-	// stop, fatal.
+	// Op is append, delete, merge, lsmMerge, closeLsmWriters, optimize,
+	// createIndex, or start, stop, fatal.
 	Op   string  `json:"op"`
 	Keys []int64 `json:"keys"`
 	// Tag is the value written into the value column.
@@ -62,6 +75,15 @@ type WriterOp struct {
 	Failed  bool   `json:"failed"`
 	Error   string `json:"error"`
 	Deleted int64  `json:"deleted"`
+	// createIndex: the index built.
+	Name      string `json:"name"`
+	Column    string `json:"column"`
+	IndexType string `json:"indexType"`
+	// optimize: what its compaction rewrote and its prune removed.
+	FragmentsRemoved int64 `json:"fragmentsRemoved"`
+	FragmentsAdded   int64 `json:"fragmentsAdded"`
+	PrunedVersions   int64 `json:"prunedVersions"`
+	PrunedBytes      int64 `json:"prunedBytes"`
 }
 
 // Writer is a running random writer.
@@ -111,6 +133,9 @@ func StartWriter(t testing.TB, o WriterOpts) *Writer {
 	}
 	if o.Weights != nil {
 		cfg["weights"] = o.Weights
+	}
+	if o.Indexes != nil {
+		cfg["indexes"] = o.Indexes
 	}
 	body, err := json.Marshal(cfg)
 	if err != nil {
@@ -237,6 +262,19 @@ func Acknowledged(ops []WriterOp) []WriterOp {
 		}
 		switch op.Op {
 		case "append", "delete", "merge", "lsmMerge":
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// Maintenance returns LanceDB's acknowledged maintenance operations
+// (optimize, createIndex), in order. Acknowledged leaves them out: they
+// change no row.
+func Maintenance(ops []WriterOp) []WriterOp {
+	var out []WriterOp
+	for _, op := range ops {
+		if !op.Failed && (op.Op == "optimize" || op.Op == "createIndex") {
 			out = append(out, op)
 		}
 	}

@@ -773,6 +773,10 @@ async function runWriter(cfg) {
   const batch = cfg.batch || 3;
   const closeEvery = cfg.closeEvery || 4;
   const w = cfg.weights || { append: 3, delete: 1, merge: 2, lsmMerge: 2 };
+  // createIndex picks one of cfg.indexes ({column, type, name}) and
+  // builds it with replace: true, so an existing name is rebuilt and a new
+  // one is added.
+  const indexes = cfg.indexes || [];
   const rand = rng(cfg.seed ?? Date.now());
   const deadline = Date.now() + (cfg.durationMs ?? 2000);
   const id = cfg.id || `w${process.pid}`;
@@ -791,6 +795,7 @@ async function runWriter(cfg) {
   const spec = await t.getLsmWriteSpec();
   const weights = { ...w };
   if (!spec) weights.lsmMerge = 0;
+  if (indexes.length === 0) weights.createIndex = 0;
   // The keys this writer believes present: it appends only those it
   // believes absent, so that a writer owning its key range never makes
   // duplicates (shared ranges can).
@@ -860,6 +865,25 @@ async function runWriter(cfg) {
           await s.closeLsm(name);
           out({ op: "closeLsmWriters" });
         }
+      } else if (op === "optimize") {
+        // LanceDB's own maintenance: compaction, index optimize, and a
+        // prune that, with the default cleanupOlderThan (7 days) and
+        // deleteUnverified off, removes nothing a concurrent writer or
+        // reader of a test's table could still need. The prune's figures
+        // are reported so the harness can check exactly that.
+        const r = await t.optimize();
+        out({
+          op,
+          version: await t.version(),
+          fragmentsRemoved: r.compaction.fragmentsRemoved,
+          fragmentsAdded: r.compaction.fragmentsAdded,
+          prunedVersions: r.prune.oldVersionsRemoved,
+          prunedBytes: r.prune.bytesRemoved,
+        });
+      } else if (op === "createIndex") {
+        const ix = indexes[Math.floor(rand() * indexes.length)];
+        await t.createIndex(ix.column, { config: indexConfig(ix.type), name: ix.name, replace: true });
+        out({ op, name: ix.name, column: ix.column, indexType: ix.type, version: await t.version() });
       }
     } catch (e) {
       out({ op, keys: keys || [], tag, failed: true, error: String(e && e.message ? e.message : e) });
