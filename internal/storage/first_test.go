@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testing/faults"
 	"github.com/compactord/compactord/internal/testing/stores"
 )
 
@@ -26,7 +27,7 @@ func TestFirst(t *testing.T) {
 		views := map[string]storage.Bucket{
 			"plain":   b,
 			"metrics": storage.WithMetrics(b, storage.NewMetrics(prometheus.NewRegistry())),
-			"faulty":  storage.NewFaulty(b),
+			"faulty":  faults.NewFaulty(b),
 		}
 		for name, v := range views {
 			a, ok, err := storage.First(ctx, v, "v/")
