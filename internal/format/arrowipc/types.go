@@ -285,17 +285,10 @@ func (a *Array) ListRange(i int) (start, end int) {
 	return 0, 0
 }
 
-// Typed views of Values. They alias Values when it is suitably aligned on a
-// little-endian machine, and copy otherwise. The caller must ask for the type
-// the column has; a mismatched width gives a view of a different length.
-func (a *Array) Int8s() []int8       { return view[int8](a.Values, a.Len) }
 func (a *Array) Int16s() []int16     { return view[int16](a.Values, a.Len) }
 func (a *Array) Int32s() []int32     { return view[int32](a.Values, a.Len) }
 func (a *Array) Int64s() []int64     { return view[int64](a.Values, a.Len) }
-func (a *Array) Uint8s() []uint8     { return a.Values[:a.Len] }
-func (a *Array) Uint16s() []uint16   { return view[uint16](a.Values, a.Len) }
 func (a *Array) Uint32s() []uint32   { return view[uint32](a.Values, a.Len) }
-func (a *Array) Uint64s() []uint64   { return view[uint64](a.Values, a.Len) }
 func (a *Array) Float32s() []float32 { return view[float32](a.Values, a.Len) }
 func (a *Array) Float64s() []float64 { return view[float64](a.Values, a.Len) }
 
