@@ -88,10 +88,9 @@ JSON line (version, groups, stats, rebased, retried). --dry-run prints the plan.
 
 // compactFlags are the Lance-only flags.
 type compactFlags struct {
-	maxRowsPerGroup   uint64
-	maxBytesPerFile   uint64
-	noMaterialize     bool
-	fragmentsOverride string
+	maxRowsPerGroup uint64
+	maxBytesPerFile uint64
+	noMaterialize   bool
 }
 
 func addCompactFlags(cmd *cobra.Command) *compactFlags {
