@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 
@@ -140,11 +139,7 @@ func (d *Daemon) openTable(ctx context.Context, spec scheduler.TableSpec, cc com
 // this attempt, never retried.
 func mergeJob(cfg func() JobsConfig) scheduler.JobFunc {
 	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
-		maxGen := cfg().Merge.MaxGenerations
-		if maxGen <= 0 {
-			maxGen = math.MaxInt32 // 0: no bound
-		}
-		env := merge.Env{MaxGenerations: maxGen}
+		env := cfg().Merge.Env("")
 		h := t.Lance
 		var out scheduler.Outcome
 		// done: the shards merged (one job each per attempt), lost or
@@ -250,15 +245,7 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc {
 	}
 	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
 		cc := cfg().Compact
-		o := compact.DefaultOptions()
-		if cc.TargetRowsPerFragment > 0 {
-			o.TargetRowsPerFragment = cc.TargetRowsPerFragment
-		}
-		if cc.DeletionThreshold > 0 {
-			o.DeletionThreshold = cc.DeletionThreshold
-		}
-		o.DeferRemap = !cc.InlineRemap
-		res, err := compact.Run(ctx, t.Lance, o, compact.Env{Now: t.Now, Attempts: cc.Replans + 1, Parallelism: cc.Parallelism, Memory: budgetOf(cc.MemoryBudgetMiB)})
+		res, err := compact.Run(ctx, t.Lance, cc.Options(), cc.Env(t.Now, budgetOf(cc.MemoryBudgetMiB)))
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
@@ -288,7 +275,7 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc {
 func indexJob(cfg func() JobsConfig) scheduler.JobFunc {
 	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
 		ic := cfg().Index
-		rm, err := index.RemapIndexes(ctx, t.Lance, index.RemapJobOptions{Indices: ic.Indices, Now: t.Now, Attempts: ic.Replans})
+		rm, err := index.RemapIndexes(ctx, t.Lance, ic.RemapJobOptions(t.Now))
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
@@ -307,7 +294,7 @@ func indexJob(cfg func() JobsConfig) scheduler.JobFunc {
 		if n := len(rm.Versions); n > 0 {
 			remapVersion = rm.Versions[n-1]
 		}
-		o := index.Options{Indices: ic.Indices, Now: t.Now, Attempts: ic.Replans}
+		o := ic.Options(t.Now)
 		if ic.OnlyMaintained && len(o.Indices) == 0 {
 			read, _, err := t.Lance.ReadForWrite(ctx)
 			if err != nil {
@@ -359,8 +346,7 @@ func indexJob(cfg func() JobsConfig) scheduler.JobFunc {
 // Lance: trim never writes a shard manifest).
 func trimJob(cfg func() JobsConfig) scheduler.JobFunc {
 	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
-		tc := cfg().Trim
-		res, err := trim.Run(ctx, t.Bucket, trim.Config{ReaderGrace: tc.ReaderGrace, KeepShardManifests: tc.KeepShardManifests, Concurrency: tc.Concurrency}, t.Now())
+		res, err := trim.Run(ctx, t.Bucket, cfg().Trim, t.Now())
 		if res == nil {
 			return scheduler.Outcome{}, err
 		}
@@ -380,9 +366,7 @@ func trimJob(cfg func() JobsConfig) scheduler.JobFunc {
 // (retain_versions, older_than, min_age) and concurrency.
 func cleanupJob(cfg func() JobsConfig) scheduler.JobFunc {
 	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
-		cc := cfg().Cleanup
-		opts := cleanup.Options{RetainVersions: cc.Policy.RetainVersions, OlderThan: cc.Policy.OlderThan, MinAge: cc.Policy.MinAge}
-		res, err := cleanup.Run(ctx, t.Bucket, cleanup.Config{Options: opts, Concurrency: cc.Concurrency}, t.Now())
+		res, err := cleanup.Run(ctx, t.Bucket, cfg().Cleanup, t.Now())
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
