@@ -8,6 +8,7 @@ import (
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testing/faults"
+	"github.com/compactord/compactord/internal/testing/stores"
 )
 
 func version1(col string) *meta.ManifestFile {
@@ -25,14 +26,7 @@ func version1(col string) *meta.ManifestFile {
 // response was lost is recognised as landed.
 func TestCreateVersion1(t *testing.T) {
 	ctx := t.Context()
-	open := func() *faults.Faulty {
-		b, err := storage.Open(ctx, "mem://")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Close() })
-		return faults.NewFaulty(b)
-	}
+	open := func() *faults.Faulty { return faults.NewFaulty(stores.Open(t, "mem://")) }
 
 	b := open()
 	first, second := version1("a"), version1("b")

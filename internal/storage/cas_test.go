@@ -9,6 +9,7 @@ import (
 
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testing/faults"
+	"github.com/compactord/compactord/internal/testing/stores"
 )
 
 // PutNext classifies every way a put-if-absent of a versioned object can
@@ -50,7 +51,7 @@ func TestPutNext(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := t.Context()
-			f := faults.NewFaulty(open(t, "mem://"))
+			f := faults.NewFaulty(stores.Open(t, "mem://"))
 			if c.existing != nil {
 				if err := f.Put(ctx, key, c.existing); err != nil {
 					t.Fatal(err)

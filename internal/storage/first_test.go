@@ -18,7 +18,7 @@ import (
 func TestFirst(t *testing.T) {
 	stores.ForEachStore(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		b := open(t, url)
+		b := stores.Open(t, url)
 		for _, k := range []string{"v/003", "v/001", "v/002", "w/000", "u/999"} {
 			if err := b.Put(ctx, k, []byte(k)); err != nil {
 				t.Fatal(err)
@@ -51,7 +51,7 @@ func TestFirst(t *testing.T) {
 func TestFirstAgreesWithList(t *testing.T) {
 	stores.ForEachStore(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		b := open(t, url)
+		b := stores.Open(t, url)
 		check := func(prefix string) {
 			t.Helper()
 			var want string

@@ -11,17 +11,8 @@ import (
 
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testing/faults"
+	"github.com/compactord/compactord/internal/testing/stores"
 )
-
-func open(t *testing.T, url string) storage.Bucket {
-	t.Helper()
-	b, err := storage.Open(t.Context(), url)
-	if err != nil {
-		t.Fatalf("Open(%q): %v", url, err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
-}
 
 // waitUntil polls cond, for at most 10s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
@@ -39,7 +30,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 
 func TestFaultyNthCall(t *testing.T) {
 	ctx := t.Context()
-	f := faults.NewFaulty(open(t, "mem://"))
+	f := faults.NewFaulty(stores.Open(t, "mem://"))
 	r := f.Add(faults.Fault{Ops: []storage.Op{storage.OpPut}, KeyPrefix: "data/", Nth: 2, Action: faults.Fail(nil)})
 
 	for i, c := range []struct {
@@ -79,7 +70,7 @@ func TestFaultyNthCall(t *testing.T) {
 
 func TestFaultyLandThenFail(t *testing.T) {
 	ctx := t.Context()
-	f := faults.NewFaulty(open(t, "mem://"))
+	f := faults.NewFaulty(stores.Open(t, "mem://"))
 	f.Add(faults.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, Nth: 1, Action: faults.LandThenFail(nil)})
 
 	err := f.PutIfAbsent(ctx, "_log/1.json", []byte("mine"))
@@ -120,7 +111,7 @@ func TestFaultyLandThenFail(t *testing.T) {
 
 func TestFaultyBlockAndDelay(t *testing.T) {
 	ctx := t.Context()
-	f := faults.NewFaulty(open(t, "mem://"))
+	f := faults.NewFaulty(stores.Open(t, "mem://"))
 
 	release := make(chan struct{})
 	r := f.Add(faults.Fault{Ops: []storage.Op{storage.OpPut}, Action: faults.Block(release)})
@@ -167,7 +158,7 @@ func TestFaultyBlockAndDelay(t *testing.T) {
 
 func TestFaultyConcurrent(t *testing.T) {
 	ctx := t.Context()
-	f := faults.NewFaulty(open(t, "mem://"))
+	f := faults.NewFaulty(stores.Open(t, "mem://"))
 	r := f.Add(faults.Fault{Ops: []storage.Op{storage.OpGet}, Nth: 50, Action: faults.Fail(nil)})
 	f.Put(ctx, "k", []byte("v"))
 	var failed atomic.Int32
