@@ -140,7 +140,7 @@ func runCatchup(cmd *cobra.Command, e *env, url, names string) error {
 		return err
 	}
 	defer done()
-	o := index.Options{}
+	o := index.DefaultConfig().Options(nil)
 	if names != "" {
 		for _, n := range strings.Split(names, ",") {
 			if n = strings.TrimSpace(n); n != "" {
@@ -186,7 +186,7 @@ func runRemap(cmd *cobra.Command, e *env, url, names string) error {
 		return err
 	}
 	defer done()
-	o := index.RemapJobOptions{}
+	o := index.DefaultConfig().RemapJobOptions(nil)
 	for _, n := range strings.Split(names, ",") {
 		if n = strings.TrimSpace(n); n != "" {
 			o.Indices = append(o.Indices, n)

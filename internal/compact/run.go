@@ -28,7 +28,8 @@ import (
 type Env struct {
 	// Now stamps the fragment-reuse index entry (created_at).
 	Now func() time.Time
-	// Attempts bounds the re-plans after a retryable conflict (default 3).
+	// Attempts bounds the tries after a retryable conflict (0: those of
+	// DefaultConfig).
 	Attempts int
 	// Parallelism bounds the groups executed at once (default GOMAXPROCS;
 	// a compaction smaller than BytesPerWorker per group runs fewer).
@@ -79,7 +80,7 @@ func Run(ctx context.Context, h *table.Handle, o Options, env Env) (*Result, err
 		env.Now = time.Now
 	}
 	if env.Attempts <= 0 {
-		env.Attempts = 3
+		env.Attempts = DefaultConfig().Replans + 1
 	}
 	if env.Parallelism <= 0 {
 		env.Parallelism = runtime.GOMAXPROCS(0)
