@@ -49,13 +49,6 @@ func (t *fsstTable) decode(dst, src []byte) ([]byte, error) {
 	return dst, nil
 }
 
-// Float64s views float64 values.
-func (a *Array) Float64s() []float64 { return viewAs[float64](a.Values, a.Len) }
-
-// Float32s views float32 values; for a fixed-size list of float32 call it
-// on Children[0].
-func (a *Array) Float32s() []float32 { return viewAs[float32](a.Values, a.Len) }
-
 func newFSSTEncoder() *fsstEncoder {
 	e := &fsstEncoder{}
 	e.reset()
