@@ -241,14 +241,9 @@ func (w *Writer) writeGeneration(ctx context.Context, gb storage.Bucket, gen uin
 		DataFormat:    proto.Clone(st.read.Manifest.GetDataFormat()).(*pb.Manifest_DataStorageFormat),
 	}
 	meta.RecomputeFlags(m, 0, 0)
-	mdata, err := meta.EncodeManifestFile(&meta.ManifestFile{Manifest: m, Indices: ixs})
-	if err != nil {
+	if err := commit.CreateVersion1(ctx, gb, &meta.ManifestFile{Manifest: m, Indices: ixs}); err != nil {
 		return nil, err
 	}
-	if err := gb.PutIfAbsent(ctx, meta.ManifestKey(meta.NamingV2, 1), mdata); err != nil {
-		return nil, err
-	}
-	_ = meta.WriteHint(ctx, gb, 1)
 
 	// 4. The primary-key sidecar and the bloom filter of every key written
 	// (tombstones and overwritten writes included, as LanceDB's).

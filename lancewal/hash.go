@@ -106,17 +106,6 @@ func (b *bloom) insert(h uint64) {
 	}
 }
 
-func (b *bloom) contains(h uint64) bool {
-	nb := uint64(len(b.blocks) / 8)
-	blk := ((h >> 32) * nb) >> 32
-	for i, s := range sbbfSalt {
-		if b.blocks[blk*8+uint64(i)]&(1<<((uint32(h)*s)>>27)) == 0 {
-			return false
-		}
-	}
-	return true
-}
-
 func (b *bloom) bytes() []byte {
 	out := make([]byte, 0, 4*len(b.blocks))
 	for _, w := range b.blocks {

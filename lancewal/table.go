@@ -72,14 +72,6 @@ func OpenTable(ctx context.Context, url string) (*Table, error) {
 	return t, nil
 }
 
-// openBucket wraps a bucket the caller keeps (tests, fault injection).
-func openBucket(b storage.Bucket, now func() time.Time) *Table {
-	if now == nil {
-		now = time.Now
-	}
-	return &Table{b: b, now: now}
-}
-
 // Close releases the table's storage.
 func (t *Table) Close() error {
 	if t.owned {

@@ -1,7 +1,6 @@
 package lancewal
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -162,11 +161,11 @@ func (w *Writer) claim(ctx context.Context) error {
 		// position; a put there loses and tells it it was fenced.
 		pos := last + 1
 		for {
-			err := b.PutIfAbsent(ctx, meta.WALKey(w.shard, pos), fenceSentinel(w.manifest.GetWriterEpoch()))
-			if err == nil {
+			out, err := storage.PutNext(ctx, b, meta.WALKey(w.shard, pos), fenceSentinel(w.manifest.GetWriterEpoch()), storage.ReadBack{Taken: true})
+			if out == storage.PutLanded {
 				break
 			}
-			if !storage.IsAlreadyExists(err) {
+			if out != storage.PutLost {
 				return fmt.Errorf("lancewal: fence shard %s: %w", w.shard, err)
 			}
 			pos++ // the previous owner appended meanwhile: fence after it
@@ -207,17 +206,12 @@ func (w *Writer) putManifest(ctx context.Context, m *pb.ShardManifest) error {
 	if err != nil {
 		return err
 	}
+	// An outcome we do not know (a timeout, or a retried put that found
+	// its own first attempt) is ours if the key holds our bytes: otherwise
+	// the writer would take its own manifest for a rival's.
 	key := meta.ShardManifestKey(w.shard, m.GetVersion())
-	if err := w.t.b.PutIfAbsent(ctx, key, data); err != nil {
-		// An outcome we do not know (a timeout, or a retried put that
-		// found its own first attempt) is ours if the key holds our bytes:
-		// otherwise the writer would take its own manifest for a rival's.
-		if got, gerr := w.t.b.Get(context.WithoutCancel(ctx), key); gerr == nil && bytes.Equal(got, data) {
-			err = nil
-		}
-		if err != nil {
-			return err
-		}
+	if _, err := storage.PutNext(ctx, w.t.b, key, data, storage.ReadBack{Taken: true}); err != nil {
+		return err
 	}
 	_ = w.t.b.Put(ctx, meta.ShardHintKey(w.shard), meta.EncodeHint(m.GetVersion()))
 	return nil
@@ -284,14 +278,9 @@ func (w *Writer) write(ctx context.Context, rows []Row, tombstone bool) error {
 	if err != nil {
 		return err
 	}
+	// As for manifests: an entry holding our bytes is ours.
 	key := meta.WALKey(w.shard, w.nextWAL)
-	if err = w.t.b.PutIfAbsent(ctx, key, data); err != nil {
-		// As for manifests: an entry holding our bytes is ours.
-		if got, gerr := w.t.b.Get(context.WithoutCancel(ctx), key); gerr == nil && bytes.Equal(got, data) {
-			err = nil
-		}
-	}
-	if err != nil {
+	if _, err = storage.PutNext(ctx, w.t.b, key, data, storage.ReadBack{Taken: true}); err != nil {
 		if storage.IsAlreadyExists(err) {
 			return w.fail(ctx, fmt.Errorf("WAL position %d is taken", w.nextWAL))
 		}

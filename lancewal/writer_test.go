@@ -12,12 +12,13 @@ import (
 
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testing/faults"
 	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
 // corpusTable opens a private copy of a LanceDB corpus table (no node
 // needed) through a fault-injecting bucket.
-func corpusTable(t testing.TB, name string) (*Table, *storage.Faulty) {
+func corpusTable(t testing.TB, name string) (*Table, *faults.Faulty) {
 	t.Helper()
 	dir := lancedb.CorpusDir(t, name)
 	b, err := storage.Open(t.Context(), (&url.URL{Scheme: "file", Path: dir}).String())
@@ -25,7 +26,7 @@ func corpusTable(t testing.TB, name string) (*Table, *storage.Faulty) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	fb := storage.NewFaulty(b)
+	fb := faults.NewFaulty(b)
 	return openBucket(fb, time.Now), fb
 }
 
@@ -147,7 +148,7 @@ func TestFlushFailureKeepsRows(t *testing.T) {
 	if err := w.Upsert(ctx, goRows(0, 4, "f-")); err != nil {
 		t.Fatal(err)
 	}
-	r := fb.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyContains: "/manifest/", Nth: 1, Action: storage.Fail(errors.New("injected"))})
+	r := fb.Add(faults.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyContains: "/manifest/", Nth: 1, Action: faults.Fail(errors.New("injected"))})
 	if _, err := w.Flush(ctx); err == nil || errors.Is(err, ErrFenced) {
 		t.Fatalf("flush with a failing manifest put: %v", err)
 	}
@@ -352,7 +353,7 @@ func TestAmbiguousManifestPut(t *testing.T) {
 	if err := w.Upsert(ctx, goRows(0, 2, "amb-")); err != nil {
 		t.Fatal(err)
 	}
-	r := fb.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyContains: "/manifest/", Nth: 1, Action: storage.LandThenFail(errors.New("injected timeout"))})
+	r := fb.Add(faults.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyContains: "/manifest/", Nth: 1, Action: faults.LandThenFail(errors.New("injected timeout"))})
 	if _, err := w.Flush(ctx); err != nil {
 		t.Fatalf("flush whose manifest put landed but failed: %v", err)
 	}
@@ -374,7 +375,7 @@ func TestAmbiguousWALPut(t *testing.T) {
 	ctx := t.Context()
 	tbl, fb := corpusTable(t, "memwal_1")
 	w := mustWriter(t, tbl, int64(0))
-	fb.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyContains: "/wal/", Nth: 1, Action: storage.LandThenFail(errors.New("injected timeout"))})
+	fb.Add(faults.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyContains: "/wal/", Nth: 1, Action: faults.LandThenFail(errors.New("injected timeout"))})
 	if err := w.Upsert(ctx, goRows(0, 2, "amb-")); err != nil {
 		t.Fatalf("append that landed: %v", err)
 	}

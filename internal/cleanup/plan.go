@@ -80,22 +80,22 @@ const DefaultMinAge = 7 * 24 * time.Hour
 // Options is the retention policy.
 type Options struct {
 	// RetainVersions keeps the newest N versions (at least 1).
-	RetainVersions int
+	RetainVersions int `yaml:"retain_versions"`
 	// OlderThan: a version committed at or after now − OlderThan is kept.
-	OlderThan time.Duration
+	OlderThan time.Duration `yaml:"older_than"`
 	// MinAge: a file no version references is kept while younger.
-	MinAge time.Duration
+	MinAge time.Duration `yaml:"min_age"`
 }
 
-// Validate checks the options.
+// Validate checks the options. A message starts with the setting's key.
 func (o Options) Validate() error {
 	switch {
 	case o.RetainVersions < 1:
-		return fmt.Errorf("retain-versions must be at least 1 (the latest version is always kept), got %d", o.RetainVersions)
+		return fmt.Errorf("retain_versions must be at least 1 (the latest version is always kept), got %d", o.RetainVersions)
 	case o.OlderThan < 0:
-		return fmt.Errorf("older-than must not be negative, got %s", o.OlderThan)
+		return fmt.Errorf("older_than must not be negative, got %s", o.OlderThan)
 	case o.MinAge < 0:
-		return fmt.Errorf("min-age must not be negative, got %s", o.MinAge)
+		return fmt.Errorf("min_age must not be negative, got %s", o.MinAge)
 	}
 	return nil
 }

@@ -16,12 +16,33 @@ import (
 	"github.com/compactord/compactord/internal/storage"
 )
 
-// Config of a run.
+// Config is cleanup's settings: jobs.cleanup in the daemon's configuration
+// and the flags of `compactord cleanup`, both built from DefaultConfig.
 type Config struct {
-	Options
+	Options `yaml:",inline"`
 	// Concurrency bounds parallel reads and deletes.
-	Concurrency int
-	DryRun      bool
+	Concurrency int `yaml:"concurrency"`
+	// DryRun plans and deletes nothing; a one-shot choice, not a setting.
+	DryRun bool `yaml:"-"`
+}
+
+// DefaultConfig is cleanup's defaults, the only place they are set. MinAge
+// is Lance's: an unreferenced file may belong to a commit in progress of
+// any writer (LanceDB's included, which registers no in-flight marker),
+// and a shorter floor risks deleting it.
+func DefaultConfig() Config {
+	return Config{Options: Options{RetainVersions: 10, OlderThan: 24 * time.Hour, MinAge: DefaultMinAge}, Concurrency: 16}
+}
+
+// Validate checks the config. A message starts with the setting's key.
+func (c Config) Validate() error {
+	if err := c.Options.Validate(); err != nil {
+		return err
+	}
+	if c.Concurrency < 1 {
+		return fmt.Errorf("concurrency must be at least 1, got %d", c.Concurrency)
+	}
+	return nil
 }
 
 // Result of a run.
@@ -193,9 +214,6 @@ func Load(ctx context.Context, b storage.Bucket, concurrency int, now time.Time)
 func Run(ctx context.Context, b storage.Bucket, cfg Config, now time.Time) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if cfg.Concurrency < 1 {
-		return nil, fmt.Errorf("cleanup concurrency must be at least 1, got %d", cfg.Concurrency)
 	}
 	st, err := Load(ctx, b, cfg.Concurrency, now)
 	if err != nil {

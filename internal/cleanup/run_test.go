@@ -15,6 +15,7 @@ import (
 
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testing/faults"
 	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
@@ -167,10 +168,10 @@ func TestCrashAtEveryDelete(t *testing.T) {
 			}
 			for k := 1; k <= total; k++ {
 				dir := lancedb.CorpusDir(t, name)
-				fb := storage.NewFaulty(open(t, dir))
-				fb.Add(storage.Fault{Ops: []storage.Op{storage.OpDelete}, Nth: k, Action: storage.Fail(nil)})
+				fb := faults.NewFaulty(open(t, dir))
+				fb.Add(faults.Fault{Ops: []storage.Op{storage.OpDelete}, Nth: k, Action: faults.Fail(nil)})
 				_, err := Run(ctx, fb, cfg, now)
-				if !errors.Is(err, storage.ErrInjected) {
+				if !errors.Is(err, faults.ErrInjected) {
 					t.Fatalf("crash at delete %d: got %v", k, err)
 				}
 				fb.Clear()

@@ -33,8 +33,7 @@ func (f durationFlag) Set(s string) error {
 }
 
 func newCleanupCmd(e *env) *cobra.Command {
-	opts := cleanup.Options{RetainVersions: 10, OlderThan: 24 * time.Hour, MinAge: cleanup.DefaultMinAge}
-	concurrency, dryRun := 16, false
+	cfg := cleanup.DefaultConfig()
 	cmd := &cobra.Command{
 		Use:   "cleanup URL [--retain-versions N] [--older-than D] [--min-age D] [--concurrency C] [--dry-run]",
 		Short: "Delete old versions and the files only they reference, as Lance's cleanup does",
@@ -47,22 +46,19 @@ by no in-flight marker. _mem_wal/ (see trim) and _refs/ are never touched. --dry
 every version and file with delete/keep and a reason.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch {
-			case opts.RetainVersions < 1:
-				return fmt.Errorf("--retain-versions must be at least 1 (the latest version is always kept), got %d", opts.RetainVersions)
-			case concurrency < 1:
-				return fmt.Errorf("--concurrency must be at least 1, got %d", concurrency)
+			if err := cfg.Validate(); err != nil {
+				return flagError(err, nil)
 			}
 			b, err := openTable(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			defer b.Close()
-			res, err := cleanup.Run(cmd.Context(), b, cleanup.Config{Options: opts, Concurrency: concurrency, DryRun: dryRun}, e.clock.Now())
+			res, err := cleanup.Run(cmd.Context(), b, cfg, e.clock.Now())
 			if err != nil {
 				return err
 			}
-			if dryRun {
+			if cfg.DryRun {
 				return printJSON(e.stdout, res.Plan)
 			}
 			kept := len(res.Plan.Versions) - res.Plan.DeleteVersions
@@ -75,10 +71,10 @@ every version and file with delete/keep and a reason.`,
 			})
 		},
 	}
-	cmd.Flags().IntVar(&opts.RetainVersions, "retain-versions", opts.RetainVersions, "keep the newest N versions (at least 1)")
-	cmd.Flags().Var(durationFlag{&opts.OlderThan, "older-than"}, "older-than", "keep every version younger than this (0s: age keeps nothing)")
-	cmd.Flags().Var(durationFlag{&opts.MinAge, "min-age"}, "min-age", "never delete an unreferenced file younger than this")
-	cmd.Flags().IntVar(&concurrency, "concurrency", concurrency, "parallel deletes")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan (what, why, bytes) and change nothing")
+	cmd.Flags().IntVar(&cfg.RetainVersions, "retain-versions", cfg.RetainVersions, "keep the newest N versions (at least 1)")
+	cmd.Flags().Var(durationFlag{&cfg.OlderThan, "older-than"}, "older-than", "keep every version younger than this (0s: age keeps nothing)")
+	cmd.Flags().Var(durationFlag{&cfg.MinAge, "min-age"}, "min-age", "never delete an unreferenced file younger than this")
+	cmd.Flags().IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "parallel deletes")
+	cmd.Flags().BoolVar(&cfg.DryRun, "dry-run", false, "print the plan (what, why, bytes) and change nothing")
 	return cmd
 }

@@ -12,12 +12,10 @@ import (
 func init() { extraCommands = append(extraCommands, newCompactCmd) }
 
 func newCompactCmd(e *env) *cobra.Command {
-	cfg := struct {
-		TargetRowsPerFragment uint64
-		DeletionThreshold     float64
-		Parallelism           int
-	}{TargetRowsPerFragment: 1 << 20, DeletionThreshold: 0.1, Parallelism: 4}
-	deferRemap := false
+	cfg := compact.DefaultConfig()
+	// --defer-remap is jobs.compact.inline_remap negated; its default
+	// follows the config's.
+	deferRemap := !cfg.InlineRemap
 	dryRun := false
 	var fragments string
 	var lf *compactFlags
@@ -26,33 +24,27 @@ func newCompactCmd(e *env) *cobra.Command {
 		Short: "Rewrite small or deletion-heavy fragments into fewer, larger ones",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cfg.TargetRowsPerFragment == 0 {
-				return fmt.Errorf("--target-rows must be positive")
-			}
-			if !(cfg.DeletionThreshold > 0 && cfg.DeletionThreshold <= 1) {
-				return fmt.Errorf("--deletion-threshold must be in (0, 1], got %v", cfg.DeletionThreshold)
-			}
-			if cfg.Parallelism < 1 {
-				return fmt.Errorf("--parallelism must be at least 1, got %d", cfg.Parallelism)
+			cfg.InlineRemap = !deferRemap
+			if err := cfg.Validate(); err != nil {
+				return flagError(err, map[string]string{"target_rows_per_fragment": "target-rows"})
 			}
 			only, err := parseFragmentIDs(fragments)
 			if err != nil {
 				return err
 			}
-			lo := compact.DefaultOptions()
-			lo.TargetRowsPerFragment, lo.DeletionThreshold, lo.DeferRemap = cfg.TargetRowsPerFragment, cfg.DeletionThreshold, deferRemap
+			lo := cfg.Options()
 			for _, id := range only {
 				lo.Fragments = append(lo.Fragments, uint64(id))
 			}
-			err = runCompact(cmd, e, args[0], lo, lf, dryRun, cmd.Flags().Changed("target-rows"))
-			return err
+			return runCompact(cmd, e, args[0], lo, cfg.Env(e.clock, nil), lf, dryRun)
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&deferRemap, "defer-remap", false, "record a fragment-reuse version instead of remapping the indices in the same commit (opt-in: run `index remap` before LanceDB's optimize, see --help)")
+	f.BoolVar(&deferRemap, "defer-remap", deferRemap, "record a fragment-reuse version instead of remapping the indices in the same commit (opt-in: run `index remap` before LanceDB's optimize, see --help)")
 	f.Uint64Var(&cfg.TargetRowsPerFragment, "target-rows", cfg.TargetRowsPerFragment, "fragments with fewer live rows are small; outputs hold at most this many")
-	f.Float64Var(&cfg.DeletionThreshold, "deletion-threshold", cfg.DeletionThreshold, "deleted share of a fragment's rows from which it is rewritten")
+	f.Float64Var(&cfg.DeletionThreshold, "deletion-threshold", cfg.DeletionThreshold, "deleted share of a fragment's rows from which it is rewritten, in (0, 1]")
 	f.IntVar(&cfg.Parallelism, "parallelism", cfg.Parallelism, "at most this many groups rewritten at once (one per 256 MiB of input to re-encode)")
+	f.IntVar(&cfg.Replans, "replans", cfg.Replans, "plan again at most this many times after a retryable conflict")
 	f.StringVar(&fragments, "fragments", "", "only consider these fragment ids (comma separated)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan as JSON and change nothing")
 	lf = addCompactFlags(cmd)
@@ -96,10 +88,9 @@ before any LanceDB maintenance of the table (the daemon does so before any other
 
 // compactFlags are the Lance-only flags.
 type compactFlags struct {
-	maxRowsPerGroup   uint64
-	maxBytesPerFile   uint64
-	noMaterialize     bool
-	fragmentsOverride string
+	maxRowsPerGroup uint64
+	maxBytesPerFile uint64
+	noMaterialize   bool
 }
 
 func addCompactFlags(cmd *cobra.Command) *compactFlags {
@@ -129,17 +120,13 @@ type groupLine struct {
 }
 
 // runCompact runs compact when url is a Lance dataset.
-func runCompact(cmd *cobra.Command, e *env, url string, o compact.Options, lf *compactFlags, dryRun bool, targetSet bool) error {
+func runCompact(cmd *cobra.Command, e *env, url string, o compact.Options, env compact.Env, lf *compactFlags, dryRun bool) error {
 	ctx := cmd.Context()
 	h, done, err := openHandle(ctx, e, url)
 	if err != nil {
 		return err
 	}
 	defer done()
-	d := compact.DefaultOptions()
-	if !targetSet {
-		o.TargetRowsPerFragment = d.TargetRowsPerFragment
-	}
 	o.MaxRowsPerGroup = lf.maxRowsPerGroup
 	o.MaxBytesPerFile = lf.maxBytesPerFile
 	o.MaterializeDeletions = !lf.noMaterialize
@@ -165,7 +152,7 @@ func runCompact(cmd *cobra.Command, e *env, url string, o compact.Options, lf *c
 		}
 		return printJSON(e.stdout, line)
 	}
-	res, err := compact.Run(ctx, h, o, compact.Env{Clock: e.clock})
+	res, err := compact.Run(ctx, h, o, env)
 	if err != nil {
 		return err
 	}

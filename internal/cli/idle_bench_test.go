@@ -3,10 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -176,7 +179,57 @@ func measureIdle(t *testing.T, bin, dir, cfg string, window time.Duration, minRu
 	anon, mapped := procField(t, pid, "RssAnon:"), procField(t, pid, "RssFile:")
 	t.Logf("%0.fs window: RSS max %.1f MiB (high-water %.1f MiB; at the end %.1f MiB anonymous + %.1f MiB of the binary's pages), CPU %.3f%% of one core (%.2f CPU-seconds per minute)",
 		elapsed, float64(maxRSS)/(1<<20), float64(hwm)/(1<<20), float64(anon)/(1<<20), float64(mapped)/(1<<20), cpuPct, float64(cpu1-cpu0)/hz/elapsed*60)
+	// Then the object-store requests of an idle table, over a second
+	// window of the same length (scraping /metrics during the first would
+	// have grown the heap it measured).
+	ops0, jobs0 := objstoreOps(t, base), finished()
+	start = time.Now()
+	time.Sleep(window) // measuring, not synchronising
+	ops1, jobs1 := objstoreOps(t, base), finished()
+	elapsed = time.Since(start).Seconds()
+	var total float64
+	var parts []string
+	for _, op := range slices.Sorted(maps.Keys(ops1)) {
+		if d := ops1[op] - ops0[op]; d > 0 {
+			total += d
+			parts = append(parts, fmt.Sprintf("%s=%.0f", op, d))
+		}
+	}
+	tables := float64(strings.Count(cfg, "- url:"))
+	t.Logf("%0.fs window: %.0f object-store requests (%s), %.3f per second per table; %d job attempts finished in it",
+		elapsed, total, strings.Join(parts, " "), total/elapsed/tables, jobs1-jobs0)
 	return maxRSS, cpuPct
+}
+
+// objstoreOps scrapes the daemon's object-store operation counters, summed
+// by operation.
+func objstoreOps(t *testing.T, base string) map[string]float64 {
+	t.Helper()
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		rest, ok := strings.CutPrefix(line, "compactord_objstore_operations_total{")
+		if !ok {
+			continue
+		}
+		labels, value, _ := strings.Cut(rest, "} ")
+		_, op, _ := strings.Cut(labels, `operation="`)
+		op, _, _ = strings.Cut(op, `"`)
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		out[op] += v
+	}
+	return out
 }
 
 func procCPU(t *testing.T, pid int) (ticks int64, hz float64) {

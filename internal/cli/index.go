@@ -135,7 +135,7 @@ func runCatchup(cmd *cobra.Command, e *env, url, names string) error {
 		return err
 	}
 	defer done()
-	o := index.Options{Clock: e.clock}
+	o := index.DefaultConfig().Options(e.clock)
 	if names != "" {
 		for _, n := range strings.Split(names, ",") {
 			if n = strings.TrimSpace(n); n != "" {
@@ -181,7 +181,7 @@ func runRemap(cmd *cobra.Command, e *env, url, names string) error {
 		return err
 	}
 	defer done()
-	o := index.RemapJobOptions{Clock: e.clock}
+	o := index.DefaultConfig().RemapJobOptions(e.clock)
 	for _, n := range strings.Split(names, ",") {
 		if n = strings.TrimSpace(n); n != "" {
 			o.Indices = append(o.Indices, n)

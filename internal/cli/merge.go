@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"math"
-
 	"github.com/compactord/compactord/internal/merge"
 	"github.com/compactord/compactord/internal/table"
 	"github.com/spf13/cobra"
@@ -13,20 +11,22 @@ func init() { extraCommands = append(extraCommands, newMergeCmd) }
 func newMergeCmd(e *env) *cobra.Command {
 	var shard string
 	var dryRun bool
-	var maxGens int
+	cfg := merge.DefaultConfig()
 	cmd := &cobra.Command{
 		Use:   "merge URL [--shard S] [--dry-run] [--max-generations N]",
 		Short: "Merge flushed MemWAL generations into the base table, per shard in generation order",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := runMerge(cmd, e, args[0], shard, dryRun, maxGens)
-			return err
+			if err := cfg.Validate(); err != nil {
+				return flagError(err, nil)
+			}
+			return runMerge(cmd, e, args[0], shard, dryRun, cfg)
 		},
 	}
 	cmd.Long = cmd.Short + "." + mergeHelp
 	cmd.Flags().StringVar(&shard, "shard", "", "merge only this shard")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan without merging")
-	cmd.Flags().IntVar(&maxGens, "max-generations", 0, "bound the generations of one merge commit (0 = all pending)")
+	cmd.Flags().IntVar(&cfg.MaxGenerations, "max-generations", cfg.MaxGenerations, "bound the generations of one merge commit, and its memory; the rest land in further commits (0 = all pending in one)")
 	return cmd
 }
 
@@ -70,17 +70,14 @@ type mergePlanLine struct {
 }
 
 // runMerge runs merge when url is a Lance dataset.
-func runMerge(cmd *cobra.Command, e *env, url, shard string, dryRun bool, maxGens int) error {
+func runMerge(cmd *cobra.Command, e *env, url, shard string, dryRun bool, cfg merge.Config) error {
 	ctx := cmd.Context()
 	h, done, err := openHandle(ctx, e, url)
 	if err != nil {
 		return err
 	}
 	defer done()
-	env := merge.Env{MaxGenerations: maxGens, Shard: shard}
-	if maxGens == 0 {
-		env.MaxGenerations = math.MaxInt
-	}
+	env := cfg.Env(shard)
 	if dryRun {
 		return mergeDryRun(cmd, e, h, env)
 	}

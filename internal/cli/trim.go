@@ -1,9 +1,6 @@
 package cli
 
 import (
-	"fmt"
-	"time"
-
 	"github.com/spf13/cobra"
 
 	"github.com/compactord/compactord/internal/trim"
@@ -12,7 +9,7 @@ import (
 func init() { extraCommands = append(extraCommands, newTrimCmd) }
 
 func newTrimCmd(e *env) *cobra.Command {
-	cfg := trim.Config{ReaderGrace: time.Minute, KeepShardManifests: 10, Concurrency: 16}
+	cfg := trim.DefaultConfig()
 	cmd := &cobra.Command{
 		Use:   "trim URL [--dry-run] [--concurrency C] [--keep-shard-manifests K] [--reader-grace D]",
 		Short: "Delete merged, caught-up MemWAL generations and covered WAL entries",
@@ -24,13 +21,8 @@ newest covered one and every fence sentinel (reasons above_replay_cursor, newest
 fence_sentinel). It never writes a shard manifest: the MemWAL writer owns that chain.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch {
-			case cfg.Concurrency < 1:
-				return fmt.Errorf("--concurrency must be at least 1, got %d", cfg.Concurrency)
-			case cfg.KeepShardManifests < 2:
-				return fmt.Errorf("--keep-shard-manifests must be at least 2, got %d", cfg.KeepShardManifests)
-			case cfg.ReaderGrace < 0:
-				return fmt.Errorf("--reader-grace must not be negative, got %s", cfg.ReaderGrace)
+			if err := cfg.Validate(); err != nil {
+				return flagError(err, nil)
 			}
 			b, err := openTable(cmd.Context(), args[0])
 			if err != nil {

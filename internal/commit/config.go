@@ -3,11 +3,7 @@ package commit
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"syscall"
 	"time"
-
-	"gocloud.dev/gcerrors"
 
 	"github.com/compactord/compactord/internal/jobclass"
 )
@@ -114,18 +110,4 @@ const (
 
 func (d Decision) String() string {
 	return [...]string{"compatible", "rebase", "retryable", "incompatible"}[d]
-}
-
-// isPermanent reports whether a failed put certainly did not land and will
-// not succeed on retry (denied, read-only, full, malformed). Everything else
-// (timeouts, resets, 5xx) is ambiguous and resolved by reading back.
-func isPermanent(err error) bool {
-	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.ENOSPC) {
-		return true
-	}
-	switch gcerrors.Code(err) {
-	case gcerrors.PermissionDenied, gcerrors.InvalidArgument, gcerrors.Unimplemented:
-		return true
-	}
-	return false
 }

@@ -237,27 +237,31 @@ func (a *attempt) run(ctx context.Context) (*Result, error) {
 		}
 		v := head + 1
 		c.metrics.attempts.WithLabelValues(op).Inc()
-		err = c.bucket.PutIfAbsent(ctx, meta.ManifestKey(a.txn.Naming, v), data)
-		switch {
-		case err == nil:
+		var found *meta.ManifestFile // the version read back after an ambiguous put
+		out, err := storage.PutNext(ctx, c.bucket, meta.ManifestKey(a.txn.Naming, v), data, a.readBack(&found))
+		switch out {
+		case storage.PutLanded:
+			if found != nil {
+				// An ambiguous put that the read-back found landed.
+				c.metrics.ambiguous.WithLabelValues("ours").Inc()
+				return a.landed(ctx, v, found, n), nil
+			}
 			return a.landed(ctx, v, next, n), nil
-		case storage.IsAlreadyExists(err):
-			lastErr = err
-			continue
-		case isPermanent(err):
+		case storage.PutFailed:
 			return nil, fmt.Errorf("put version %d: %w", v, err)
+		case storage.PutLost:
+			if found != nil {
+				c.metrics.ambiguous.WithLabelValues("theirs").Inc()
+				a.mayHaveLanded = true
+			}
+		case storage.PutAbsent:
+			c.metrics.ambiguous.WithLabelValues("absent").Inc()
+			a.mayHaveLanded = true
+		case storage.PutUnknown:
+			c.metrics.ambiguous.WithLabelValues("unresolved").Inc()
+			a.mayHaveLanded = true
 		}
-		// Unknown outcome: it may have landed.
-		a.mayHaveLanded = true
-		switch res, how := a.readBack(ctx, v, n); how {
-		case "ours":
-			return res, nil
-		case "theirs", "absent":
-			lastErr = err
-			continue
-		default:
-			lastErr = err
-		}
+		lastErr = err
 	}
 	return a.giveUp(ctx, lastErr)
 }
@@ -403,33 +407,23 @@ func (a *attempt) landed(ctx context.Context, v uint64, f *meta.ManifestFile, n 
 	return &Result{Version: v, Attempts: n, Rebases: a.rebases, Manifest: f, Transaction: a.cur}
 }
 
-// readBack resolves an ambiguous put of version v.
-func (a *attempt) readBack(ctx context.Context, v uint64, n int) (*Result, string) {
+// readBack resolves an ambiguous put of a version: the version is ours when
+// its transaction is one of this commit's attempts (whose uuids a.uuids
+// holds); *found is set to the version read.
+func (a *attempt) readBack(found **meta.ManifestFile) storage.ReadBack {
 	c := a.c
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.ReadBackTimeout)
-	defer cancel()
-	for i := 0; ; i++ {
-		f, err := meta.ReadVersion(rctx, c.bucket, a.txn.Naming, v)
-		switch {
-		case err == nil:
-			if t, err := meta.ReadTransaction(rctx, c.bucket, f); err == nil && t != nil && a.uuids[t.GetUuid()] {
-				c.metrics.ambiguous.WithLabelValues("ours").Inc()
-				return a.landed(ctx, v, f, n), "ours"
+	return storage.ReadBack{
+		Timeout: c.cfg.ReadBackTimeout,
+		Ours: func(ctx context.Context, got []byte) (bool, error) {
+			f, err := meta.DecodeManifestFile(got)
+			if err != nil {
+				return false, err
 			}
-			c.metrics.ambiguous.WithLabelValues("theirs").Inc()
-			return nil, "theirs"
-		case storage.IsNotFound(err):
-			c.metrics.ambiguous.WithLabelValues("absent").Inc()
-			return nil, "absent"
-		}
-		if rctx.Err() != nil {
-			c.metrics.ambiguous.WithLabelValues("unresolved").Inc()
-			return nil, "unresolved"
-		}
-		if clock.Sleep(rctx, c.clock, c.cfg.BaseBackoff<<min(i, 8)) != nil {
-			c.metrics.ambiguous.WithLabelValues("unresolved").Inc()
-			return nil, "unresolved"
-		}
+			*found = f
+			t, err := meta.ReadTransaction(ctx, c.bucket, f)
+			return err == nil && t != nil && a.uuids[t.GetUuid()], nil
+		},
+		Wait: func(ctx context.Context, i int) error { return clock.Sleep(ctx, c.clock, c.cfg.BaseBackoff<<min(i, 8)) },
 	}
 }
 

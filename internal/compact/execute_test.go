@@ -21,6 +21,7 @@ import (
 	"github.com/compactord/compactord/internal/scan"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
+	"github.com/compactord/compactord/internal/testing/faults"
 )
 
 // smallTable is a compactord-made table of three 10-row fragments (ids
@@ -230,7 +231,7 @@ func TestExecuteLocalCopyMatchesStreamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	streamed, err := Execute(ctx, storage.NewFaulty(h.Bucket), read.Manifest, p.Groups[0], o)
+	streamed, err := Execute(ctx, faults.NewFaulty(h.Bucket), read.Manifest, p.Groups[0], o)
 	if err != nil {
 		t.Fatal(err)
 	}

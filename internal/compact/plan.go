@@ -53,28 +53,21 @@ type Options struct {
 	Fragments []uint64
 }
 
-// DefaultOptions are Lance's defaults: the indexes are remapped in the
-// compaction's commit.
-func DefaultOptions() Options {
-	return Options{TargetRowsPerFragment: 1 << 20, MaxRowsPerGroup: 1024, MaterializeDeletions: true,
-		DeletionThreshold: 0.1}
-}
+// DefaultOptions are the options of DefaultConfig.
+func DefaultOptions() Options { return DefaultConfig().Options() }
 
 // DefaultMaxBytesPerFile is Lance's max_bytes_per_file default.
 const DefaultMaxBytesPerFile = 90 << 30
 
 // Validate checks the options.
 func (o Options) Validate() error {
-	if o.TargetRowsPerFragment == 0 || o.TargetRowsPerFragment > 1<<32-1 {
-		return fmt.Errorf("target rows per fragment must be in [1, %d], got %d", uint64(1<<32-1), o.TargetRowsPerFragment)
+	if err := validateTargetRows(o.TargetRowsPerFragment); err != nil {
+		return err
 	}
 	if o.MaxRowsPerGroup == 0 {
-		return fmt.Errorf("max rows per group must be positive")
+		return fmt.Errorf("max_rows_per_group must be positive")
 	}
-	if o.DeletionThreshold < 0 {
-		return fmt.Errorf("deletion threshold must not be negative, got %v", o.DeletionThreshold)
-	}
-	return nil
+	return validateDeletionThreshold(o.DeletionThreshold)
 }
 
 // Reason is why a fragment is in a group.

@@ -30,7 +30,8 @@ type Env struct {
 	// Clock stamps the fragment-reuse index entry (created_at); nil is the
 	// wall clock.
 	Clock clock.Clock
-	// Attempts bounds the re-plans after a retryable conflict (default 3).
+	// Attempts bounds the tries after a retryable conflict (0: those of
+	// DefaultConfig).
 	Attempts int
 	// Parallelism bounds the groups executed at once (default GOMAXPROCS;
 	// a compaction smaller than BytesPerWorker per group runs fewer).
@@ -81,7 +82,7 @@ func Run(ctx context.Context, h *table.Handle, o Options, env Env) (*Result, err
 		env.Clock = clock.Real()
 	}
 	if env.Attempts <= 0 {
-		env.Attempts = 3
+		env.Attempts = DefaultConfig().Replans + 1
 	}
 	if env.Parallelism <= 0 {
 		env.Parallelism = runtime.GOMAXPROCS(0)

@@ -15,9 +15,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/compactord/compactord/internal/cleanup"
 	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/compact"
 	"github.com/compactord/compactord/internal/demo/democfg"
+	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/merge"
 	"github.com/compactord/compactord/internal/scheduler"
+	"github.com/compactord/compactord/internal/trim"
 )
 
 // Config is the whole daemon configuration (configs/compactord.yaml
@@ -75,16 +80,20 @@ type DiscoverConfig struct {
 	Interval time.Duration `yaml:"interval"`
 }
 
-// JobsConfig holds each job's own settings.
+// JobsConfig holds each job's own settings. Each job package owns its
+// Config: the YAML keys, the defaults and the validation; the command
+// line registers its flags from the same Config.
 type JobsConfig struct {
-	Merge   MergeConfig   `yaml:"merge"`
-	Compact CompactConfig `yaml:"compact"`
-	Index   IndexConfig   `yaml:"index"`
-	Trim    TrimConfig    `yaml:"trim"`
-	Cleanup CleanupConfig `yaml:"cleanup"`
+	Merge   merge.Config   `yaml:"merge"`
+	Compact compact.Config `yaml:"compact"`
+	Index   index.Config   `yaml:"index"`
+	Trim    trim.Config    `yaml:"trim"`
+	Cleanup cleanup.Config `yaml:"cleanup"`
 }
 
-// DefaultConfig is the single place defaults live.
+// DefaultConfig assembles the defaults: each component's come from its
+// package (scheduler, commit, the jobs, demo), so they are set once; only
+// the daemon's own (log, HTTP, discovery, GC target) are set here.
 func DefaultConfig() Config {
 	return Config{
 		Scheduler: scheduler.DefaultConfig(),
@@ -93,13 +102,11 @@ func DefaultConfig() Config {
 		Discover:  DiscoverConfig{Interval: 5 * time.Minute},
 		Commit:    commit.DefaultConfig(),
 		Jobs: JobsConfig{
-			// Bound one merge commit (and its memory); the job loops over
-			// the rest.
-			Merge:   MergeConfig{MaxGenerations: 16},
-			Compact: CompactConfig{TargetRowsPerFragment: 1 << 20, DeletionThreshold: 0.1, Parallelism: 4, InlineRemap: true, Replans: 2, MemoryBudgetMiB: 256},
-			Index:   IndexConfig{Replans: 3},
-			Trim:    TrimConfig{Concurrency: 16, KeepShardManifests: 10, ReaderGrace: time.Minute},
-			Cleanup: CleanupConfig{Policy: CleanupPolicy{RetainVersions: 10, OlderThan: 24 * time.Hour, MinAge: time.Hour}, Concurrency: 16},
+			Merge:   merge.DefaultConfig(),
+			Compact: compact.DefaultConfig(),
+			Index:   index.DefaultConfig(),
+			Trim:    trim.DefaultConfig(),
+			Cleanup: cleanup.DefaultConfig(),
 		},
 		Demo:      democfg.DefaultConfig(),
 		GCPercent: 50,

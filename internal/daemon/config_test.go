@@ -198,3 +198,23 @@ func TestExampleConfigHasEveryKey(t *testing.T) {
 		t.Fatalf("configs/compactord.yaml does not document: %s", strings.Join(missing, ", "))
 	}
 }
+
+// configs/compactord.yaml states the defaults of the jobs and the commit
+// loop: a value there that differs from the package's DefaultConfig would
+// tell operators a default that is not the one they get.
+func TestExampleConfigStatesTheDefaults(t *testing.T) {
+	cfg, err := daemon.Load("../../configs/compactord.yaml", daemon.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := daemon.DefaultConfig()
+	if len(cfg.Jobs.Index.Indices) == 0 {
+		cfg.Jobs.Index.Indices = nil // indices: [] states "all", as nil does
+	}
+	if !reflect.DeepEqual(cfg.Jobs, d.Jobs) {
+		t.Errorf("configs/compactord.yaml jobs:\n%+v\ndefaults:\n%+v", cfg.Jobs, d.Jobs)
+	}
+	if cfg.Commit != d.Commit {
+		t.Errorf("configs/compactord.yaml commit: %+v, defaults %+v", cfg.Commit, d.Commit)
+	}
+}

@@ -236,14 +236,6 @@ func (d *Daemon) Scheduler() *scheduler.Scheduler { return d.sched }
 // Registry is the daemon's metrics registry.
 func (d *Daemon) Registry() *prometheus.Registry { return d.reg }
 
-// Addr is the HTTP listen address once Run has bound it ("" before).
-func (d *Daemon) Addr() string {
-	if a := d.addr.Load(); a != nil {
-		return *a
-	}
-	return ""
-}
-
 // Ready: the first sync of every table and the first discovery scan are
 // done, and no shutdown has started.
 func (d *Daemon) Ready() bool {

@@ -375,9 +375,9 @@ func runLanceDaemonWithWriters(t *testing.T, shards int, maintained bool, dur ti
 	cfg.Scheduler.Retry.BaseBackoff = 100 * time.Millisecond
 	cfg.Scheduler.Retry.MaxBackoff = time.Second
 	cfg.Jobs.Trim.ReaderGrace = 2 * time.Second
-	cfg.Jobs.Cleanup.Policy.RetainVersions = 10
-	cfg.Jobs.Cleanup.Policy.OlderThan = 10 * time.Second
-	cfg.Jobs.Cleanup.Policy.MinAge = 10 * time.Second
+	cfg.Jobs.Cleanup.RetainVersions = 10
+	cfg.Jobs.Cleanup.OlderThan = 10 * time.Second
+	cfg.Jobs.Cleanup.MinAge = 10 * time.Second
 	r := run(t, cfg, daemon.Deps{})
 	eventually(t, "ready", r.d.Ready)
 	eventually(t, "table t discovered and synced", func() bool {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 
@@ -277,11 +276,7 @@ func (d *Daemon) openTable(ctx context.Context, spec scheduler.TableSpec, cc com
 // this attempt, never retried.
 func mergeJob(cfg func() JobsConfig) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
-		maxGen := cfg().Merge.MaxGenerations
-		if maxGen <= 0 {
-			maxGen = math.MaxInt32 // 0: no bound
-		}
-		env := merge.Env{MaxGenerations: maxGen}
+		env := cfg().Merge.Env("")
 		h := lance
 		var out scheduler.Outcome
 		// done: the shards merged (one job each per attempt), lost or
@@ -390,15 +385,7 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) lanceJob {
 	}
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
 		cc := cfg().Compact
-		o := compact.DefaultOptions()
-		if cc.TargetRowsPerFragment > 0 {
-			o.TargetRowsPerFragment = cc.TargetRowsPerFragment
-		}
-		if cc.DeletionThreshold > 0 {
-			o.DeletionThreshold = cc.DeletionThreshold
-		}
-		o.DeferRemap = !cc.InlineRemap
-		res, err := compact.Run(ctx, lance, o, compact.Env{Clock: t.Clock, Attempts: cc.Replans + 1, Parallelism: cc.Parallelism, Memory: budgetOf(cc.MemoryBudgetMiB)})
+		res, err := compact.Run(ctx, lance, cc.Options(), cc.Env(t.Clock, budgetOf(cc.MemoryBudgetMiB)))
 		if res != nil {
 			m.planned(t.Name, res.Plan)
 		}
@@ -438,7 +425,7 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) lanceJob {
 func indexJob(cfg func() JobsConfig) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
 		ic := cfg().Index
-		rm, err := index.RemapIndexes(ctx, lance, index.RemapJobOptions{Indices: ic.Indices, Clock: t.Clock, Attempts: ic.Replans})
+		rm, err := index.RemapIndexes(ctx, lance, ic.RemapJobOptions(t.Clock))
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
@@ -447,7 +434,7 @@ func indexJob(cfg func() JobsConfig) lanceJob {
 		if n := len(rm.Versions); n > 0 {
 			remapVersion = rm.Versions[n-1]
 		}
-		o := index.Options{Indices: ic.Indices, Clock: t.Clock, Attempts: ic.Replans}
+		o := ic.Options(t.Clock)
 		if ic.OnlyMaintained && len(o.Indices) == 0 {
 			read, _, err := lance.ReadForWrite(ctx)
 			if err != nil {
@@ -499,8 +486,7 @@ func indexJob(cfg func() JobsConfig) lanceJob {
 // Lance: trim never writes a shard manifest).
 func trimJob(cfg func() JobsConfig) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
-		tc := cfg().Trim
-		res, err := trim.Run(ctx, t.Bucket, trim.Config{ReaderGrace: tc.ReaderGrace, KeepShardManifests: tc.KeepShardManifests, Concurrency: tc.Concurrency}, t.Clock.Now())
+		res, err := trim.Run(ctx, t.Bucket, cfg().Trim, t.Clock.Now())
 		if res == nil {
 			return scheduler.Outcome{}, err
 		}
@@ -520,9 +506,7 @@ func trimJob(cfg func() JobsConfig) lanceJob {
 // (retain_versions, older_than, min_age) and concurrency.
 func cleanupJob(cfg func() JobsConfig) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
-		cc := cfg().Cleanup
-		opts := cleanup.Options{RetainVersions: cc.Policy.RetainVersions, OlderThan: cc.Policy.OlderThan, MinAge: cc.Policy.MinAge}
-		res, err := cleanup.Run(ctx, t.Bucket, cleanup.Config{Options: opts, Concurrency: cc.Concurrency}, t.Clock.Now())
+		res, err := cleanup.Run(ctx, t.Bucket, cfg().Cleanup, t.Clock.Now())
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testing/faults"
 	"github.com/compactord/compactord/internal/testing/lancedb"
 	"github.com/compactord/compactord/internal/testing/tables"
 )
@@ -170,22 +171,22 @@ func TestLanceJobFailureStreak(t *testing.T) {
 	files := appendFragments(t, url, 4, 10)
 	fc := clock.NewFake(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
 	var mu sync.Mutex
-	var faulty *storage.Faulty
+	var faulty *faults.Faulty
 	cfg := baseConfig()
 	cfg.Tables = []daemon.TableConfig{{URL: url}}
 	cfg.Scheduler.Retry = scheduler.RetryConfig{BaseBackoff: time.Minute, MaxBackoff: time.Hour, QuarantineAfter: 5}
 	r := run(t, cfg, daemon.Deps{Clock: fc, WrapBucket: func(_ string, b storage.Bucket) storage.Bucket {
 		mu.Lock()
 		defer mu.Unlock()
-		faulty = storage.NewFaulty(b)
+		faulty = faults.NewFaulty(b)
 		return faulty
 	}})
 	eventually(t, "synced", func() bool { st, _ := r.d.Scheduler().Table("t"); return st.Synced })
-	fail := func(err error) *storage.FaultRule {
+	fail := func(err error) *faults.FaultRule {
 		mu.Lock()
 		defer mu.Unlock()
 		faulty.Clear()
-		return faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpGet, storage.OpGetRange}, KeyContains: files[1], Action: storage.Fail(err)})
+		return faulty.Add(faults.Fault{Ops: []storage.Op{storage.OpGet, storage.OpGetRange}, KeyContains: files[1], Action: faults.Fail(err)})
 	}
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	fail(refused)

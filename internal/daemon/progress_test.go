@@ -17,6 +17,7 @@ import (
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
+	"github.com/compactord/compactord/internal/testing/faults"
 	"github.com/compactord/compactord/lancewal"
 )
 
@@ -75,14 +76,14 @@ func TestRunningShowsProgress(t *testing.T) {
 	var once sync.Once
 	open := func() { once.Do(func() { close(release) }) }
 	var mu sync.Mutex
-	var rules []*storage.FaultRule
+	var rules []*faults.FaultRule
 	cfg := baseConfig()
 	cfg.Tables = []daemon.TableConfig{{URL: url}}
 	// One group at a time: the fragments are read in id order.
 	cfg.Jobs.Compact.Parallelism = 1
 	r := run(t, cfg, daemon.Deps{WrapBucket: func(_ string, b storage.Bucket) storage.Bucket {
-		f := storage.NewFaulty(b)
-		rule := f.Add(storage.Fault{Ops: []storage.Op{storage.OpGet, storage.OpGetRange}, KeyContains: held, Action: storage.Block(release)})
+		f := faults.NewFaulty(b)
+		rule := f.Add(faults.Fault{Ops: []storage.Op{storage.OpGet, storage.OpGetRange}, KeyContains: held, Action: faults.Block(release)})
 		mu.Lock()
 		rules = append(rules, rule)
 		mu.Unlock()
@@ -191,12 +192,12 @@ func TestRunningShowsMergeProgress(t *testing.T) {
 	var once sync.Once
 	open := func() { once.Do(func() { close(release) }) }
 	var mu sync.Mutex
-	var rules []*storage.FaultRule
+	var rules []*faults.FaultRule
 	cfg := baseConfig()
 	cfg.Tables = []daemon.TableConfig{{URL: url}}
 	r := run(t, cfg, daemon.Deps{WrapBucket: func(_ string, b storage.Bucket) storage.Bucket {
-		f := storage.NewFaulty(b)
-		rule := f.Add(storage.Fault{Ops: []storage.Op{storage.OpGet, storage.OpGetRange}, KeyContains: held, Action: storage.Block(release)})
+		f := faults.NewFaulty(b)
+		rule := f.Add(faults.Fault{Ops: []storage.Op{storage.OpGet, storage.OpGetRange}, KeyContains: held, Action: faults.Block(release)})
 		mu.Lock()
 		rules = append(rules, rule)
 		mu.Unlock()

@@ -137,17 +137,6 @@ func New(cfg Config, logger *zap.Logger) (*Workload, error) {
 	return w, nil
 }
 
-// Model returns what table name should read as once the workload stopped
-// (Run returned): key → "cat/val". Call it only after Run.
-func (w *Workload) Model(name string) map[int64]string {
-	for _, t := range w.tables {
-		if t.name == name {
-			return t.model
-		}
-	}
-	return nil
-}
-
 func value(cat string, val float64) string { return fmt.Sprintf("%s/%g", cat, val) }
 
 // Setup creates what is missing: each table, its first rows, its indices

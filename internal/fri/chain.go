@@ -335,9 +335,6 @@ func (v *version) find(id uint32) *touched {
 	return nil
 }
 
-// Len returns the number of versions in the chain.
-func (c *Chain) Len() int { return len(c.versions) }
-
 // start returns the index of the first version with dataset_version >=
 // since.
 func (c *Chain) start(since uint64) int {

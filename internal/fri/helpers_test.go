@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
-	"google.golang.org/protobuf/proto"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/meta"
@@ -117,5 +116,3 @@ func mem(t testing.TB) storage.Bucket {
 	t.Cleanup(func() { _ = b.Close() })
 	return b
 }
-
-func clonePB[T proto.Message](m T) T { return proto.Clone(m).(T) }

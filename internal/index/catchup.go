@@ -34,7 +34,8 @@ type Options struct {
 	MaxSegments int
 	// Clock is the clock of created_at (the wall clock if nil).
 	Clock clock.Clock
-	// Attempts bounds the re-plans after a retryable conflict (0: 3).
+	// Attempts bounds the tries after a retryable conflict (0: those of
+	// DefaultConfig).
 	Attempts int
 	// FRI is the read version's fragment-reuse index (nil: none). CatchUp
 	// loads it; Plan judges coverage through its load-time remap.
@@ -88,7 +89,7 @@ func CatchUp(ctx context.Context, h *table.Handle, o Options) (*Result, error) {
 	}
 	attempts := o.Attempts
 	if attempts <= 0 {
-		attempts = 3
+		attempts = DefaultConfig().Replans + 1
 	}
 	var last error
 	for i := 1; i <= attempts; i++ {

@@ -24,8 +24,8 @@ type RemapJobOptions struct {
 	NoTrim bool
 	// Clock is the clock of created_at (the wall clock if nil).
 	Clock clock.Clock
-	// Attempts bounds the re-plans of one commit after a retryable
-	// conflict (0: 3).
+	// Attempts bounds the tries of one commit after a retryable conflict
+	// (0: those of DefaultConfig).
 	Attempts int
 }
 
@@ -80,7 +80,7 @@ func RemapIndexes(ctx context.Context, h *table.Handle, o RemapJobOptions) (*Rem
 		o.Clock = clock.Real()
 	}
 	if o.Attempts <= 0 {
-		o.Attempts = 3
+		o.Attempts = DefaultConfig().Replans + 1
 	}
 	read, _, err := h.ReadForWrite(ctx)
 	if err != nil {

@@ -306,22 +306,26 @@ func (m *Manager) write(ctx context.Context, b storage.Bucket, name string, cur 
 		return State{}, false, err
 	}
 	key := Key(name, next.Epoch)
-	perr := b.PutIfAbsent(ctx, key, data)
-	if perr != nil && !storage.IsAlreadyExists(perr) {
-		// The put may have landed: the record itself says who wrote it.
-		got, rerr := m.Read(ctx, b, name)
-		if rerr != nil {
-			return State{}, false, fmt.Errorf("write lease %s: %w", name, perr)
-		}
-		return got, got.Holder == m.holder && got.Epoch == next.Epoch && got.Live(m.clock.Now()), nil
-	}
-	if storage.IsAlreadyExists(perr) {
+	// A put whose outcome is unknown is read back: the record holds our
+	// bytes only if our put landed.
+	switch out, perr := storage.PutNext(ctx, b, key, data, storage.ReadBack{Timeout: m.ttl}); out {
+	case storage.PutLanded:
+	case storage.PutLost:
 		// Someone else moved first; whoever wrote that epoch decides.
 		got, err := m.Read(ctx, b, name)
 		if err != nil {
 			return State{}, false, err
 		}
 		return got, got.Holder == m.holder && got.Live(m.clock.Now()), nil
+	case storage.PutAbsent:
+		// It did not land: the newest record says who holds the lease.
+		got, err := m.Read(ctx, b, name)
+		if err != nil {
+			return State{}, false, fmt.Errorf("write lease %s: %w", name, perr)
+		}
+		return got, false, nil
+	default:
+		return State{}, false, fmt.Errorf("write lease %s: %w", name, perr)
 	}
 	// Confirm that our record is the newest. A slow instance that read an
 	// old record could otherwise write an epoch whose key an older cleanup

@@ -3,6 +3,7 @@ package lease_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/lease"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testing/faults"
 	"github.com/compactord/compactord/internal/testing/stores"
 )
 
@@ -327,5 +329,30 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := lease.ValidateHolder(lease.DefaultHolder()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A lease write is a put-if-absent of the next epoch; when its response is
+// lost, reading the record back decides: a landed write holds the lease, a
+// write that did not land does not, and a permanent failure is an error.
+func TestLeaseWriteWithUnknownOutcome(t *testing.T) {
+	ctx := context.Background()
+	_, a, _ := twoHolders(t)
+	putFault := func(act faults.Action) *faults.Faulty {
+		f := faults.NewFaulty(openStore(t, "mem://"))
+		f.Add(faults.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, Nth: 1, Action: act})
+		return f
+	}
+
+	st, held, err := a.TryAcquire(ctx, putFault(faults.LandThenFail(nil)), "table")
+	if err != nil || !held || st.Epoch != 1 || st.Holder != "a" {
+		t.Errorf("landed, response lost: %+v held=%v err=%v; want epoch 1 held by a", st, held, err)
+	}
+	st, held, err = a.TryAcquire(ctx, putFault(faults.Fail(faults.ErrInjectedTimeout)), "table")
+	if err != nil || held || st.Epoch != 0 {
+		t.Errorf("not landed, response lost: %+v held=%v err=%v; want not held, no record", st, held, err)
+	}
+	if _, held, err = a.TryAcquire(ctx, putFault(faults.Fail(fs.ErrPermission)), "table"); err == nil || held {
+		t.Errorf("permission denied: held=%v err=%v; want an error", held, err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/scheduler"
-	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testing/faults"
 )
 
 func TestClassify(t *testing.T) {
@@ -34,7 +34,7 @@ func TestClassify(t *testing.T) {
 		{"deadline inside the job", fmt.Errorf("commit: %w", context.DeadlineExceeded), nil, scheduler.ClassRetry, ""},
 		{"retryable conflict", &commit.ConflictError{Class: commit.ErrRetryable}, nil, scheduler.ClassRetry, ""},
 		{"ambiguous commit", &commit.AmbiguousError{Version: 3, Err: errors.New("reset")}, nil, scheduler.ClassRetry, ""},
-		{"network timeout", fmt.Errorf("get: %w", storage.ErrInjectedTimeout), nil, scheduler.ClassRetry, ""},
+		{"network timeout", fmt.Errorf("get: %w", faults.ErrInjectedTimeout), nil, scheduler.ClassRetry, ""},
 		{"already merged elsewhere", fmt.Errorf("merge: %w", &commit.ConflictError{Class: commit.ErrIncompatible}), nil, scheduler.ClassSkipped, ""},
 		{"corrupt", fmt.Errorf("manifest 3: %w", meta.ErrCorrupt), nil, scheduler.ClassError, scheduler.ReasonCorrupt},
 		{"anything else", errors.New("boom"), nil, scheduler.ClassError, scheduler.ReasonFailing},

@@ -18,29 +18,30 @@ import (
 	"github.com/compactord/compactord/internal/lease"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testing/faults"
 )
 
-// faults collects the Faulty wrappers of one instance's buckets, so that a
+// faultSet collects the Faulty wrappers of one instance's buckets, so that a
 // test can "kill" the instance: every operation fails from then on, and
 // its leases are never released.
-type faults struct {
+type faultSet struct {
 	mu  sync.Mutex
-	all []*storage.Faulty
+	all []*faults.Faulty
 }
 
-func (f *faults) wrap(_ string, b storage.Bucket) storage.Bucket {
-	fb := storage.NewFaulty(b)
+func (f *faultSet) wrap(_ string, b storage.Bucket) storage.Bucket {
+	fb := faults.NewFaulty(b)
 	f.mu.Lock()
 	f.all = append(f.all, fb)
 	f.mu.Unlock()
 	return fb
 }
 
-func (f *faults) kill() {
+func (f *faultSet) kill() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, fb := range f.all {
-		fb.Add(storage.Fault{Action: storage.Fail(nil)})
+		fb.Add(faults.Fault{Action: faults.Fail(nil)})
 	}
 }
 
@@ -69,7 +70,7 @@ func within(cond func() bool) bool {
 // leaseInstance starts one instance named holder over sp with leasing on
 // and, when membersURL is set, membership there. f (optional) lets the test
 // kill it; count (optional) counts its operations on every bucket.
-func leaseInstance(t *testing.T, holder string, cfg scheduler.Config, clk *clock.Fake, jobs *fakeJobs, membersURL string, f *faults, count *opCounter, sp []scheduler.TableSpec) *harness {
+func leaseInstance(t *testing.T, holder string, cfg scheduler.Config, clk *clock.Fake, jobs *fakeJobs, membersURL string, f *faultSet, count *opCounter, sp []scheduler.TableSpec) *harness {
 	t.Helper()
 	wrap := func(name string, b storage.Bucket) storage.Bucket {
 		if count != nil {
@@ -130,7 +131,7 @@ func TestTwoInstancesSplitTablesViaLeases(t *testing.T) {
 	cfg.Schedule.Merge = "@every 1s"
 	cfg.Schedule.Compact = "@every 3s"
 
-	fa := &faults{}
+	fa := &faultSet{}
 	a := leaseInstance(t, "a", cfg, clk, jobs, membersURL, fa, nil, sp)
 	b := leaseInstance(t, "b", cfg, clk, jobs, membersURL, nil, nil, sp)
 
@@ -236,7 +237,7 @@ func TestTakeoverWaitsForTheDeadHoldersLease(t *testing.T) {
 	// started first.
 	want := lease.Assign([]string{"t"}, []string{"a", "b"})["t"]
 	other := map[string]string{"a": "b", "b": "a"}[want]
-	fa := &faults{}
+	fa := &faultSet{}
 	owner := leaseInstance(t, want, cfg, clk, jobs, membersURL, fa, nil, sp)
 	spare := leaseInstance(t, other, cfg, clk, jobs, membersURL, nil, nil, sp)
 	eventually(t, "the assignee serves t", func() bool {

@@ -9,16 +9,10 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// DeleteAll deletes keys with at most limit deletes in flight. A key that is
-// already gone counts as deleted (a rerun after a crash is idempotent). It
-// returns how many keys are now gone and the first error; on error some
-// deletes may not have been attempted.
-func DeleteAll(ctx context.Context, b Bucket, keys []string, limit int) (int, error) {
-	return DeleteAllFunc(ctx, b, keys, limit, nil)
-}
-
-// DeleteAllFunc is DeleteAll calling deleted(i), when not nil, as keys[i]
-// is gone (concurrently, from the deleting goroutines).
+// DeleteAllFunc deletes keys with at most limit deletes in flight, treating
+// a missing key as deleted, and calls deleted(i), when not nil, as keys[i]
+// is gone (concurrently, from the deleting goroutines). It returns how many
+// keys are gone.
 func DeleteAllFunc(ctx context.Context, b Bucket, keys []string, limit int, deleted func(i int)) (int, error) {
 	if limit < 1 {
 		return 0, fmt.Errorf("delete: concurrency must be at least 1, got %d", limit)

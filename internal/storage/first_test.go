@@ -11,13 +11,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testing/faults"
 	"github.com/compactord/compactord/internal/testing/stores"
 )
 
 func TestFirst(t *testing.T) {
 	stores.ForEachStore(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		b := open(t, url)
+		b := stores.Open(t, url)
 		for _, k := range []string{"v/003", "v/001", "v/002", "w/000", "u/999"} {
 			if err := b.Put(ctx, k, []byte(k)); err != nil {
 				t.Fatal(err)
@@ -26,7 +27,7 @@ func TestFirst(t *testing.T) {
 		views := map[string]storage.Bucket{
 			"plain":   b,
 			"metrics": storage.WithMetrics(b, storage.NewMetrics(prometheus.NewRegistry())),
-			"faulty":  storage.NewFaulty(b),
+			"faulty":  faults.NewFaulty(b),
 		}
 		for name, v := range views {
 			a, ok, err := storage.First(ctx, v, "v/")
@@ -50,7 +51,7 @@ func TestFirst(t *testing.T) {
 func TestFirstAgreesWithList(t *testing.T) {
 	stores.ForEachStore(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		b := open(t, url)
+		b := stores.Open(t, url)
 		check := func(prefix string) {
 			t.Helper()
 			var want string

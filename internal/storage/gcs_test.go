@@ -19,7 +19,7 @@ import (
 // the 412 classification (putIfAbsentRace, shared with TestGCSEmulator).
 func TestGCSPutIfAbsentRace(t *testing.T) {
 	storage.NewFakeGCS(t)
-	putIfAbsentRace(t, open(t, "gs://bucket/"+stores.UniqueName(t)), 8, 50)
+	putIfAbsentRace(t, stores.Open(t, "gs://bucket/"+stores.UniqueName(t)), 8, 50)
 }
 
 // A conditional write whose response is lost is not retried by the driver:
@@ -33,7 +33,7 @@ func TestGCSConditionalWriteIsSentOnce(t *testing.T) {
 		}
 		return 0, false
 	})
-	b := open(t, "gs://bucket")
+	b := stores.Open(t, "gs://bucket")
 	err := b.PutIfAbsent(t.Context(), "k", []byte("v"))
 	if err == nil || storage.IsAlreadyExists(err) || !storage.IsTransient(err) {
 		t.Fatalf("PutIfAbsent with a lost response: %v; want a transient error that is not already-exists", err)
@@ -49,7 +49,7 @@ func TestGCSConditionalWriteIsSentOnce(t *testing.T) {
 // Idempotent requests ride out a transient answer, as with the Google SDK.
 func TestGCSReadsRetryTransientErrors(t *testing.T) {
 	f := storage.NewFakeGCS(t)
-	b := open(t, "gs://bucket")
+	b := stores.Open(t, "gs://bucket")
 	ctx := t.Context()
 	if err := b.Put(ctx, "dir/k", []byte("value")); err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestGCSReadsRetryTransientErrors(t *testing.T) {
 
 func TestGCSErrorClasses(t *testing.T) {
 	f := storage.NewFakeGCS(t)
-	b := open(t, "gs://bucket")
+	b := stores.Open(t, "gs://bucket")
 	ctx := t.Context()
 	if err := b.Put(ctx, "k", []byte("v")); err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func TestGCSErrorClasses(t *testing.T) {
 // A full download is checked against the object's CRC32C.
 func TestGCSDetectsCorruptDownload(t *testing.T) {
 	f := storage.NewFakeGCS(t)
-	b := open(t, "gs://bucket")
+	b := stores.Open(t, "gs://bucket")
 	ctx := t.Context()
 	data := bytes.Repeat([]byte("0123456789"), 1000)
 	if err := b.Put(ctx, "k", data); err != nil {
@@ -129,7 +129,7 @@ func TestGCSDetectsCorruptDownload(t *testing.T) {
 
 func TestGCSReadPastEnd(t *testing.T) {
 	storage.NewFakeGCS(t)
-	readPastEnd(t, open(t, "gs://bucket"))
+	readPastEnd(t, stores.Open(t, "gs://bucket"))
 }
 
 // readPastEnd: ranges that start at or past the end of an object, and empty

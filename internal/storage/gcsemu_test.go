@@ -65,7 +65,7 @@ func TestGCSEmulator(t *testing.T) {
 		// every request of which must reach the emulator through the
 		// proxy (the upload URL it hands out names the host asked).
 		ctx := t.Context()
-		b := open(t, url)
+		b := stores.Open(t, url)
 		payload := bytes.Repeat([]byte("0123456789abcdef"), 20<<16) // 20 MiB
 		i0, c0 := initiated.Load(), chunks.Load()
 		w, err := b.NewWriter(ctx, "resumable")
@@ -103,11 +103,11 @@ func TestGCSEmulator(t *testing.T) {
 	})
 
 	t.Run("put-if-absent-race", func(t *testing.T) {
-		putIfAbsentRace(t, open(t, url+"/race"), 8, 20)
+		putIfAbsentRace(t, stores.Open(t, url+"/race"), 8, 20)
 	})
 
 	t.Run("read-past-end", func(t *testing.T) {
-		readPastEnd(t, open(t, url+"/past-end"))
+		readPastEnd(t, stores.Open(t, url+"/past-end"))
 	})
 
 	t.Run("list-pages", func(t *testing.T) {
@@ -116,7 +116,7 @@ func TestGCSEmulator(t *testing.T) {
 		// the driver is asked for 3 here.)
 		ctx := t.Context()
 		name := stores.UniqueName(t)
-		b := open(t, "gs://"+bucket+"/"+name)
+		b := stores.Open(t, "gs://"+bucket+"/"+name)
 		var want []string
 		for i := range 7 {
 			k := fmt.Sprintf("o/%02d", i)

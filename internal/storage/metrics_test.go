@@ -11,13 +11,14 @@ import (
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testing/stores"
 )
 
 func TestMetrics(t *testing.T) {
 	ctx := t.Context()
 	reg := prometheus.NewPedanticRegistry()
 	m := storage.NewMetrics(reg)
-	b := storage.WithMetrics(open(t, "mem://"), m)
+	b := storage.WithMetrics(stores.Open(t, "mem://"), m)
 
 	// Every series exists from the start.
 	if n := promtest.CollectAndCount(reg, "compactord_objstore_operations_total"); n != 8*5 {

@@ -26,7 +26,7 @@ func TestPutIfAbsentRace(t *testing.T) {
 		rounds = 100
 	}
 	stores.ForEachStore(t, func(t *testing.T, url string) {
-		putIfAbsentRace(t, open(t, url), writers, rounds)
+		putIfAbsentRace(t, stores.Open(t, url), writers, rounds)
 	})
 }
 
@@ -171,7 +171,7 @@ func TestPutIfAbsentCrossProcess(t *testing.T) {
 		}
 	}
 	t.Logf("rounds won per child: %v", wins)
-	b := open(t, "file://"+dir)
+	b := stores.Open(t, "file://"+dir)
 	for r := range rounds {
 		w := winners[r]
 		if len(w) != 1 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testing/stores"
 )
 
 // fakeS3 answers PUTs with scripted status codes per key, to drive the S3
@@ -67,7 +68,7 @@ func TestS3ConditionalWriteErrors(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "k")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
 	q := url.Values{"endpoint": {srv.URL}, "region": {"us-east-1"}, "use_path_style": {"true"}}
-	b := open(t, "s3://bucket?"+q.Encode())
+	b := stores.Open(t, "s3://bucket?"+q.Encode())
 	ctx := t.Context()
 
 	err := b.PutIfAbsent(ctx, "won-after-conflicts", []byte("x"))

@@ -22,16 +22,6 @@ func TestMain(m *testing.M) {
 	stores.Main(m)
 }
 
-func open(t *testing.T, url string) storage.Bucket {
-	t.Helper()
-	b, err := storage.Open(t.Context(), url)
-	if err != nil {
-		t.Fatalf("Open(%q): %v", url, err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
-}
-
 // TestConformance checks the Bucket contract on every backend; gs:// runs
 // against the in-process JSON API fake (gcsfake_test.go).
 func TestConformance(t *testing.T) {
@@ -45,7 +35,7 @@ func TestConformance(t *testing.T) {
 func conformance(t *testing.T, url string) {
 	t.Logf("store %s", url)
 	ctx := t.Context()
-	b := open(t, url)
+	b := stores.Open(t, url)
 
 	// Missing keys.
 	if _, err := b.Get(ctx, "nope"); !storage.IsNotFound(err) {
@@ -210,7 +200,7 @@ func conformance(t *testing.T, url string) {
 	}
 
 	// Reopening the URL sees the same objects.
-	b2 := open(t, url)
+	b2 := stores.Open(t, url)
 	if got, err := b2.Get(ctx, "log/1"); err != nil || string(got) != "first" {
 		t.Errorf("reopened Get = %q, %v", got, err)
 	}
@@ -234,21 +224,21 @@ func TestOpenBadURL(t *testing.T) {
 func TestMemRegistry(t *testing.T) {
 	ctx := t.Context()
 	name := "mem://" + stores.UniqueName(t)
-	a := open(t, name)
+	a := stores.Open(t, name)
 	if err := a.Put(ctx, "k", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
 	a.Close()
-	b := open(t, name)
+	b := stores.Open(t, name)
 	if got, err := b.Get(ctx, "k"); err != nil || string(got) != "v" {
 		t.Errorf("same name after close: %q, %v", got, err)
 	}
-	fresh1, fresh2 := open(t, "mem://"), open(t, "mem://")
+	fresh1, fresh2 := stores.Open(t, "mem://"), stores.Open(t, "mem://")
 	fresh1.Put(ctx, "k", []byte("v"))
 	if _, err := fresh2.Get(ctx, "k"); !storage.IsNotFound(err) {
 		t.Errorf("bare mem:// buckets are shared: %v", err)
 	}
-	prefixed := open(t, name+"/p/q")
+	prefixed := stores.Open(t, name+"/p/q")
 	if err := prefixed.Put(ctx, "k", []byte("pv")); err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +250,7 @@ func TestMemRegistry(t *testing.T) {
 func TestFileLocalPath(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	b := open(t, "file://"+dir)
+	b := stores.Open(t, "file://"+dir)
 	if err := b.Put(ctx, "d/x.parquet", []byte("data")); err != nil {
 		t.Fatal(err)
 	}

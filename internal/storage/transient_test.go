@@ -18,7 +18,7 @@ func TestIsTransient(t *testing.T) {
 	transient := []error{
 		&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED},
 		fmt.Errorf("get x: %w", syscall.ECONNRESET),
-		ErrInjectedTimeout,
+		fmt.Errorf("read: %w", os.ErrDeadlineExceeded),
 		fmt.Errorf("put: %w", ErrConflict),
 	}
 	for _, err := range transient {

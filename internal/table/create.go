@@ -137,25 +137,11 @@ func Create(ctx context.Context, b storage.Bucket, fields []*pb.Field, fileVersi
 	}
 	meta.RecomputeFlags(m, 0, 0)
 	mf := &meta.ManifestFile{Manifest: m, Transaction: txn}
-	data, err := meta.EncodeManifestFile(mf)
-	if err != nil {
-		return nil, err
-	}
-	tdata, err := meta.EncodeTransaction(txn)
-	if err != nil {
-		return nil, err
-	}
-	tkey := meta.TransactionKey(m.TransactionFile)
-	if err := b.Put(ctx, tkey, tdata); err != nil {
-		return nil, fmt.Errorf("write transaction file: %w", err)
-	}
-	if err := b.PutIfAbsent(ctx, meta.ManifestKey(meta.NamingV2, 1), data); err != nil {
+	if err := commit.CreateVersion1(ctx, b, mf); err != nil {
 		if storage.IsAlreadyExists(err) {
-			_ = b.Delete(context.WithoutCancel(ctx), tkey)
 			return nil, fmt.Errorf("%w (created concurrently)", ErrExists)
 		}
-		return nil, fmt.Errorf("put version 1: %w", err)
+		return nil, err
 	}
-	_ = meta.WriteHint(ctx, b, 1)
 	return mf, nil
 }

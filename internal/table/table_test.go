@@ -15,6 +15,7 @@ import (
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testing/faults"
 	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
@@ -290,9 +291,9 @@ func TestSameFragmentTwice(t *testing.T) {
 // reads the version back and reports success, and no file is removed.
 func TestAmbiguousPutIsOurs(t *testing.T) {
 	ctx := t.Context()
-	fb := storage.NewFaulty(open(t, t.TempDir()))
+	fb := faults.NewFaulty(open(t, t.TempDir()))
 	syntheticTable(t, fb, 3)
-	rule := fb.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: meta.VersionsDir, Nth: 1, Action: storage.LandThenFail(nil)})
+	rule := fb.Add(faults.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: meta.VersionsDir, Nth: 1, Action: faults.LandThenFail(nil)})
 	h := handle(t, fb, commit.DefaultConfig())
 	res, err := h.DeleteFragments(ctx, []uint64{1})
 	if err != nil {
@@ -313,9 +314,9 @@ func TestAmbiguousPutIsOurs(t *testing.T) {
 // conflict and the transaction files are gone.
 func TestRetriesExhausted(t *testing.T) {
 	ctx := t.Context()
-	fb := storage.NewFaulty(open(t, t.TempDir()))
+	fb := faults.NewFaulty(open(t, t.TempDir()))
 	syntheticTable(t, fb, 3)
-	fb.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: meta.VersionsDir, Action: storage.Fail(storage.ErrAlreadyExists)})
+	fb.Add(faults.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: meta.VersionsDir, Action: faults.Fail(storage.ErrAlreadyExists)})
 	cfg := commit.DefaultConfig()
 	cfg.MaxAttempts = 3
 	h := handle(t, fb, cfg)

@@ -15,31 +15,34 @@ import (
 	"github.com/compactord/compactord/internal/storage"
 )
 
-// Config of a run.
+// Config is trim's settings: jobs.trim in the daemon's configuration and
+// the flags of `compactord trim`, both built from DefaultConfig.
 type Config struct {
 	// ReaderGrace: a version that stopped being the latest less than this
 	// ago still pins the generations its LSM view reads.
-	ReaderGrace time.Duration
+	ReaderGrace time.Duration `yaml:"reader_grace"`
 	// KeepShardManifests newest shard manifest versions are kept (>= 2).
-	KeepShardManifests int
-	Concurrency        int
-	DryRun             bool
+	KeepShardManifests int `yaml:"keep_shard_manifests"`
+	// Concurrency bounds parallel deletes.
+	Concurrency int `yaml:"concurrency"`
+	// DryRun plans and deletes nothing; a one-shot choice, not a setting.
+	DryRun bool `yaml:"-"`
 }
 
-// DefaultConfig is the default.
+// DefaultConfig is trim's defaults, the only place they are set.
 func DefaultConfig() Config {
 	return Config{ReaderGrace: time.Minute, KeepShardManifests: 10, Concurrency: 16}
 }
 
-// Validate checks the config.
+// Validate checks the config. A message starts with the setting's key.
 func (c Config) Validate() error {
 	switch {
 	case c.ReaderGrace < 0:
-		return fmt.Errorf("reader-grace must not be negative, got %s", c.ReaderGrace)
+		return fmt.Errorf("reader_grace must not be negative, got %s", c.ReaderGrace)
 	case c.KeepShardManifests < 2:
-		return fmt.Errorf("keep-shard-manifests must be at least 2, got %d", c.KeepShardManifests)
+		return fmt.Errorf("keep_shard_manifests must be at least 2, got %d", c.KeepShardManifests)
 	case c.Concurrency < 1:
-		return fmt.Errorf("trim concurrency must be at least 1, got %d", c.Concurrency)
+		return fmt.Errorf("concurrency must be at least 1, got %d", c.Concurrency)
 	}
 	return nil
 }

@@ -113,8 +113,6 @@ func (t tbl) field(slot int) int {
 	return t.pos + v
 }
 
-func (t tbl) has(slot int) bool { return t.field(slot) >= 0 }
-
 func (t tbl) u8(slot int, def uint8) uint8 {
 	if p := t.field(slot); p >= 0 {
 		return t.f.u8(p)
@@ -202,24 +200,6 @@ func (t tbl) str(slot int) string {
 		return ""
 	}
 	return string(t.f.b[start : start+n])
-}
-
-// strAt reads the string whose uoffset is stored at p.
-func (f *fbuf) strAt(p int) string {
-	o := f.u32(p)
-	if f.err != nil {
-		return ""
-	}
-	q := uint64(p) + uint64(o)
-	if q > uint64(len(f.b)) {
-		f.fail("string reference outside the buffer")
-		return ""
-	}
-	l := f.u32(int(q))
-	if !f.in(int(q)+4, int(l)) {
-		return ""
-	}
-	return string(f.b[int(q)+4 : int(q)+4+int(l)])
 }
 
 // fbw builds a FlatBuffers buffer front to back: a table is written before

@@ -112,14 +112,6 @@ func TTimestamp(u TimeUnit, tz string) DataType {
 	return DataType{ID: Timestamp, BitWidth: 64, Unit: u, TZ: tz}
 }
 
-// TTime is time32 (seconds, milliseconds) or time64 (micro-, nanoseconds).
-func TTime(u TimeUnit) DataType {
-	if u <= Millisecond {
-		return DataType{ID: Time, BitWidth: 32, Unit: u}
-	}
-	return DataType{ID: Time, BitWidth: 64, Unit: u}
-}
-
 // ByteWidth is the width of one value of a fixed-width type, 0 for others
 // (and for Bool, whose values are bits).
 func (t DataType) ByteWidth() int {
@@ -268,36 +260,7 @@ func (a *Array) Bytes(i int) []byte {
 	return nil
 }
 
-// Str returns value i of a string array as a string (a copy).
-func (a *Array) Str(i int) string { return string(a.Bytes(i)) }
-
-// ListRange returns the range of child positions of list value i.
-func (a *Array) ListRange(i int) (start, end int) {
-	switch {
-	case a.Offsets != nil:
-		return int(a.Offsets[i]), int(a.Offsets[i+1])
-	case a.LargeOffsets != nil:
-		return int(a.LargeOffsets[i]), int(a.LargeOffsets[i+1])
-	case a.Type.ID == FixedSizeList:
-		n := int(a.Type.Size)
-		return i * n, (i + 1) * n
-	}
-	return 0, 0
-}
-
-// Typed views of Values. They alias Values when it is suitably aligned on a
-// little-endian machine, and copy otherwise. The caller must ask for the type
-// the column has; a mismatched width gives a view of a different length.
-func (a *Array) Int8s() []int8       { return view[int8](a.Values, a.Len) }
-func (a *Array) Int16s() []int16     { return view[int16](a.Values, a.Len) }
-func (a *Array) Int32s() []int32     { return view[int32](a.Values, a.Len) }
-func (a *Array) Int64s() []int64     { return view[int64](a.Values, a.Len) }
-func (a *Array) Uint8s() []uint8     { return a.Values[:a.Len] }
-func (a *Array) Uint16s() []uint16   { return view[uint16](a.Values, a.Len) }
-func (a *Array) Uint32s() []uint32   { return view[uint32](a.Values, a.Len) }
-func (a *Array) Uint64s() []uint64   { return view[uint64](a.Values, a.Len) }
-func (a *Array) Float32s() []float32 { return view[float32](a.Values, a.Len) }
-func (a *Array) Float64s() []float64 { return view[float64](a.Values, a.Len) }
+func (a *Array) Uint32s() []uint32 { return view[uint32](a.Values, a.Len) }
 
 type number interface {
 	~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~float32 | ~float64

@@ -33,16 +33,6 @@ type block struct {
 	bodyLen int64
 }
 
-// NewStreamWriter starts an IPC stream on w by writing the schema message.
-func NewStreamWriter(w io.Writer, s *Schema, codec Compression) (*Writer, error) {
-	return newWriter(w, s, codec, false)
-}
-
-// NewFileWriter starts an IPC file on w; Close writes the footer.
-func NewFileWriter(w io.Writer, s *Schema, codec Compression) (*Writer, error) {
-	return newWriter(w, s, codec, true)
-}
-
 func newWriter(w io.Writer, s *Schema, codec Compression, file bool) (*Writer, error) {
 	if codec != None && codec != LZ4Frame && codec != ZSTD {
 		return nil, fmt.Errorf("arrowipc: unknown codec %d", codec)

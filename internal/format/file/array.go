@@ -113,13 +113,6 @@ func (a *Array) Int64s() []int64 { return viewAs[int64](a.Values, a.Len) }
 // Int32s views 4-byte values (int32, uint32, date32, ...).
 func (a *Array) Int32s() []int32 { return viewAs[int32](a.Values, a.Len) }
 
-// Float64s views float64 values.
-func (a *Array) Float64s() []float64 { return viewAs[float64](a.Values, a.Len) }
-
-// Float32s views float32 values; for a fixed-size list of float32 call it
-// on Children[0].
-func (a *Array) Float32s() []float32 { return viewAs[float32](a.Values, a.Len) }
-
 // viewAs reinterprets little-endian bytes as a slice of T. Values buffers
 // are allocated 8-byte aligned (alloc), so the view is aligned.
 func viewAs[T any](b []byte, n int) []T {

@@ -9,10 +9,6 @@ import "unsafe"
 
 var flOrder = [8]int{0, 4, 2, 6, 1, 5, 3, 7}
 
-// flIndex is the position in the 1024-value block of the value that row r
-// of lane l packs.
-func flIndex(row, lane int) int { return flOrder[row/8]*16 + (row%8)*128 + lane }
-
 // unpackFL decodes one block of 1024 values of a w-bit type (w = 8, 16, 32
 // or 64) packed at bw bits from src (bw*1024/8 bytes) into dst (1024
 // values of w/8 bytes each, little endian).

@@ -32,30 +32,6 @@ func (w *Writer) CopyFile(src *File) error {
 	return nil
 }
 
-// CopyColumns copies the pages of some columns of src (indices as in
-// File.Columns) to the same columns of the file being written, appending
-// src's rows to just those columns. With CopyColumns a file can be
-// assembled from unchanged columns of several files; every column must
-// hold the same number of rows at Close. Columns are leaves in 2.1+ and
-// schema nodes in 2.0 (see Field.Column).
-func (w *Writer) CopyColumns(src *File, columns []int) error {
-	if err := w.copyColumns(src, columns); err != nil {
-		return err
-	}
-	// The file's rows are the rows its top-level columns hold.
-	w.rows = 0
-	for _, f := range w.schema.Fields {
-		for _, p := range leafPaths(f) {
-			c := p[0].Column
-			if w.opts.Version != V2_0 {
-				c = p[len(p)-1].Column
-			}
-			w.rows = max(w.rows, w.colRows[c])
-		}
-	}
-	return nil
-}
-
 func (w *Writer) copyColumns(src *File, columns []int) error {
 	if w.err != nil {
 		return w.err

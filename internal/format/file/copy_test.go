@@ -20,6 +20,7 @@ import (
 
 	"github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testing/faults"
 	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
@@ -352,7 +353,7 @@ func TestCopyFileInKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	streamed, sreads := copyThrough(t, storage.NewFaulty(fb), "src.lance", "streamed.lance", fields)
+	streamed, sreads := copyThrough(t, faults.NewFaulty(fb), "src.lance", "streamed.lance", fields)
 	if want := 48 << 20 / copyChunk; sreads < want {
 		t.Fatalf("the streaming copy made %d reads, want at least %d (is the count working?)", sreads, want)
 	}

@@ -233,13 +233,6 @@ func DropSpareBuffers() {
 	sparePool.b, sparePool.i64, sparePool.held = nil, nil, 0
 }
 
-// spareHeld is the bytes sparePool keeps (tests).
-func spareHeld() int {
-	sparePool.mu.Lock()
-	defer sparePool.mu.Unlock()
-	return sparePool.held
-}
-
 func (p *spares) putInt64s(b []int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

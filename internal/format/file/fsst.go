@@ -167,21 +167,6 @@ func (t *fsstTable) expand(out []byte, pos int, src []byte) int {
 	return pos
 }
 
-// decode appends the expansion of src to dst.
-func (t *fsstTable) decode(dst, src []byte) ([]byte, error) {
-	if t.raw {
-		return append(dst, src...), nil
-	}
-	n, err := t.expandedLen(src)
-	if err != nil {
-		return nil, err
-	}
-	pos := len(dst)
-	dst = append(dst, make([]byte, n)...)
-	t.expand(dst, pos, src)
-	return dst, nil
-}
-
 // unfsstBlocks decodes FSST-compressed variable-width blocks (the chunks
 // of one page, in order) into one block: a first pass takes every value's
 // decoded length from the table and sets the offsets, so the output is

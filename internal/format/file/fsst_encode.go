@@ -54,12 +54,6 @@ func fsstHash(w uint64) uint32 {
 	return uint32((w&0xffffff)*0x9E3779B1) >> (32 - fsstHashBits)
 }
 
-func newFSSTEncoder() *fsstEncoder {
-	e := &fsstEncoder{}
-	e.reset()
-	return e
-}
-
 func (e *fsstEncoder) reset() {
 	e.ns = 0
 	e.hash = [1 << fsstHashBits]fsstHashEntry{}
@@ -152,11 +146,6 @@ type fsstCand struct {
 	sym  uint64
 	len  uint8
 	gain uint64
-}
-
-// build makes the symbol table from a sample of values.
-func (e *fsstEncoder) build(sample [][]byte) {
-	e.buildCounts(sample, nil)
 }
 
 // fsstCounts are build's counters, kept between builds: the pair counts
@@ -278,21 +267,6 @@ func (e *fsstEncoder) buildCounts(sample [][]byte, k *fsstCounts) {
 		}
 	}
 	*e = *best
-}
-
-// compress appends the compressed form of the value data[lo:hi] to dst;
-// bytes of data past hi may be loaded but never matched.
-func (e *fsstEncoder) compress(dst, data []byte, lo, hi int) []byte {
-	for i := lo; i < hi; {
-		c, l := e.match(load(data, i), hi-i)
-		if c >= fsstPseudo {
-			dst = append(dst, fsstEscape, data[i])
-		} else {
-			dst = append(dst, byte(c))
-		}
-		i += l
-	}
-	return dst
 }
 
 // compressAll compresses every value of v, setting offs (n+1 entries).

@@ -329,19 +329,6 @@ func concatVarInto(bs []*block, rb *decodeBufs) *block {
 	return out
 }
 
-// decodeChunk parses one chunk and decodes its values.
-func decodeChunk(ml *pb.MiniBlockLayout, venc *pb.CompressiveEncoding, chunk []byte, n int, hasRep, hasDef bool, nbuf, ws int) ([]uint16, []uint16, *block, error) {
-	rep, def, bufs, err := chunkParts(ml, chunk, hasRep, hasDef, nbuf, ws)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	v, err := decodeMini(venc, bufs, n)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return rep, def, v, nil
-}
-
 // chunkParts parses one chunk: u16 level count, u16 sizes of the rep and
 // def buffers present, a size per value buffer (u16, or u32 in large-chunk
 // pages), padding to 8, then each buffer padded to 8. It decodes the

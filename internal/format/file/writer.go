@@ -420,9 +420,6 @@ func wrapEncoding(m proto.Message) (*pb.Encoding, error) {
 	return &pb.Encoding{Location: &pb.Encoding_Direct{Direct: &pb.DirectEncoding{Encoding: raw}}}, nil
 }
 
-// NumRows is the number of rows written so far.
-func (w *Writer) NumRows() uint64 { return w.rows }
-
 // Close flushes the buffered rows and writes the metadata and footer. It
 // does not close the underlying writer.
 func (w *Writer) Close() error {

@@ -513,9 +513,9 @@ func (c *campaign) startDaemon(ctx context.Context, i int) (*daemon.Daemon, <-ch
 	cfg.Scheduler.Retry.BaseBackoff = 50 * time.Millisecond
 	cfg.Scheduler.Retry.MaxBackoff = 500 * time.Millisecond
 	cfg.Jobs.Trim.ReaderGrace = time.Duration(i) * time.Second
-	cfg.Jobs.Cleanup.Policy.RetainVersions = 2
-	cfg.Jobs.Cleanup.Policy.OlderThan = time.Second
-	cfg.Jobs.Cleanup.Policy.MinAge = 30 * time.Second
+	cfg.Jobs.Cleanup.RetainVersions = 2
+	cfg.Jobs.Cleanup.OlderThan = time.Second
+	cfg.Jobs.Cleanup.MinAge = 30 * time.Second
 	d, err := daemon.New(cfg, daemon.Deps{Logger: zap.NewNop()})
 	if err != nil {
 		c.t.Fatal(err)

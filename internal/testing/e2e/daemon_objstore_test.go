@@ -110,7 +110,7 @@ func (c opCounts) String() string {
 func TestDaemonJobsOnObjectStores(t *testing.T) {
 	bin := imageBinary(t)
 	// COMPACTORD_E2E_SCALE multiplies the table's size; the numbers in
-	// docs/operations.md were measured with 1, 10 and 50.
+	// docs/operations.md were measured with 1 and 10.
 	scale := int64(1)
 	if v := os.Getenv("COMPACTORD_E2E_SCALE"); v != "" {
 		if _, err := fmt.Sscan(v, &scale); err != nil || scale < 1 {

@@ -14,9 +14,9 @@ import (
 // of one operation kind under a key prefix is performed and then reports
 // a timeout (it landed; the caller cannot know), and the next K calls of
 // any kind fail with a timeout without being performed. It is what a
-// dropped connection looks like from the client: storage.Faulty's rules
+// dropped connection looks like from the client: Faulty's rules
 // count calls per rule, so they cannot express "the K calls after that
-// one". Every error matches storage.ErrInjected.
+// one". Every error matches ErrInjected.
 type OutageBucket struct {
 	b  storage.Bucket
 	mu sync.Mutex
@@ -71,7 +71,7 @@ func (o *OutageBucket) decide(op storage.Op, key string) (perform bool, err erro
 		if o.left > 0 {
 			o.left--
 			o.fired++
-			return false, fmt.Errorf("%s %s: %w", op, key, storage.ErrInjectedTimeout)
+			return false, fmt.Errorf("%s %s: %w", op, key, ErrInjectedTimeout)
 		}
 		return true, nil
 	}
@@ -79,7 +79,7 @@ func (o *OutageBucket) decide(op storage.Op, key string) (perform bool, err erro
 		o.seen++
 		if o.seen == o.nth {
 			o.fired++
-			return true, fmt.Errorf("%s %s: %w", op, key, storage.ErrInjectedTimeout)
+			return true, fmt.Errorf("%s %s: %w", op, key, ErrInjectedTimeout)
 		}
 	}
 	return true, nil

@@ -24,7 +24,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -64,11 +63,6 @@ func (s *Server) URL(prefix string) string {
 	u := url.URL{Scheme: "gs", Host: s.Bucket, Path: "/" + strings.Trim(prefix, "/")}
 	return u.String()
 }
-
-// SetEnv points STORAGE_EMULATOR_HOST at the server, process-wide: for a
-// server shared by a whole test binary, where t.Setenv (undone at the end of
-// one test) does not fit.
-func (s *Server) SetEnv() { os.Setenv(EnvVar, s.Host) }
 
 // ErrNotInstalled is returned (wrapped) by Binary when fake-gcs-server is
 // missing.

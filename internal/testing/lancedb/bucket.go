@@ -16,8 +16,3 @@ func Bucket(key int64, n int) int {
 	binary.LittleEndian.PutUint64(b[:], uint64(key))
 	return int(bucketing.Hash(b[:]) & 0x7fffffff % uint32(n))
 }
-
-// BucketString is Bucket for a utf8 key (its UTF-8 bytes).
-func BucketString(key string, n int) int {
-	return int(bucketing.Hash([]byte(key)) & 0x7fffffff % uint32(n))
-}

@@ -113,11 +113,6 @@ func Create(schema []Column, rows []Row) Step {
 	return op("create", "schema", schema, "rows", encodeRows(rows))
 }
 
-// Overwrite creates the table, replacing one that exists.
-func Overwrite(schema []Column, rows []Row) Step {
-	return op("create", "schema", schema, "rows", encodeRows(rows), "mode", "overwrite")
-}
-
 // Open forgets cached table handles and reopens the table.
 func Open() Step { return op("open") }
 
@@ -195,11 +190,6 @@ func TagCreate(tag string, version uint64) Step {
 	return op("tagCreate", "tag", tag, "version", version)
 }
 
-// TagUpdate moves a tag.
-func TagUpdate(tag string, version uint64) Step {
-	return op("tagUpdate", "tag", tag, "version", version)
-}
-
 // TagDelete deletes a tag.
 func TagDelete(tag string) Step { return op("tagDelete", "tag", tag) }
 
@@ -213,18 +203,12 @@ func SetPrimaryKey(columns ...string) Step { return op("setPrimaryKey", "columns
 // means LanceDB's default (all indexes); use []string{} for none.
 func SetLsmWriteSpec(spec LsmWriteSpec) Step { return op("setLsmWriteSpec", "spec", spec) }
 
-// UnsetLsmWriteSpec removes the spec.
-func UnsetLsmWriteSpec() Step { return op("unsetLsmWriteSpec") }
-
 // GetLsmWriteSpec reads the spec (Results.LsmWriteSpec).
 func GetLsmWriteSpec() Step { return op("getLsmWriteSpec") }
 
 // LsmOp calls flushLsm, compactLsm or checkpointLsm (all refused by the
 // OSS build: "not supported on this table type").
 func LsmOp(name string) Step { return op(name) }
-
-// LsmStats calls getLsmStats (refused by the OSS build).
-func LsmStats() Step { return op("lsmStats") }
 
 // Checkout puts the table handle into time-travel mode at version.
 func Checkout(version uint64) Step { return op("checkout", "version", version) }
@@ -234,9 +218,6 @@ func CheckoutTag(tag string) Step { return op("checkout", "tag", tag) }
 
 // CheckoutLatest leaves time-travel mode.
 func CheckoutLatest() Step { return op("checkoutLatest") }
-
-// Restore makes the checked-out version the latest (a new version).
-func Restore() Step { return op("restore") }
 
 // ReadOpts select what ReadRows reads.
 type ReadOpts struct {

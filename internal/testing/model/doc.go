@@ -5,7 +5,7 @@
 // generations, appends, deletes, plain merge-inserts, tags) and
 // compactord jobs run in-process (merge, index catch-up, trim, cleanup,
 // Go appends and fragment deletes), the latter with injected storage
-// faults (storage.Faulty: failed reads, writes, lists and deletes, puts
+// faults (faults.Faulty: failed reads, writes, lists and deletes, puts
 // and deletes that land but report failure), lost responses followed by
 // outages (model.OutageBucket), simulated crashes
 // (model.CrashBucket: every operation after the Nth fails as if the

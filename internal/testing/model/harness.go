@@ -145,7 +145,7 @@ type harness struct {
 	raw       storage.Bucket
 	crash     *faults.CrashBucket
 	outage    *faults.OutageBucket
-	faulty    *storage.Faulty
+	faulty    *faults.Faulty
 	ref       *Ref
 	stats     *Stats
 	snap      *Snapshot // the last checked latest version
@@ -248,7 +248,7 @@ func (h *harness) setup() error {
 	}
 	h.crash = faults.NewCrashBucket(h.raw)
 	h.outage = faults.NewOutageBucket(h.crash)
-	h.faulty = storage.NewFaulty(h.outage)
+	h.faulty = faults.NewFaulty(h.outage)
 	want, _ := lancedb.RowsByID(base)
 	h.ref = NewRef(want)
 	if err := h.check(false); err != nil {

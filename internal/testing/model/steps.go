@@ -14,6 +14,7 @@ import (
 	"github.com/compactord/compactord/internal/merge"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testing/faults"
 	"github.com/compactord/compactord/internal/testing/lancedb"
 	"github.com/compactord/compactord/internal/trim"
 )
@@ -273,7 +274,7 @@ type injected struct {
 // crash wrappers, maybe with a LanceDB commit landing under its commit.
 func (h *harness) compactordStep(kind string) error {
 	var inj injected
-	var rule *storage.FaultRule
+	var rule *faults.FaultRule
 	if h.rng.Float64() < h.cfg.FaultRate {
 		inj.fault = true
 		rule = h.addFault()
@@ -476,7 +477,7 @@ func (h *harness) compactordStep(kind string) error {
 // rebase or retry. A step that never commits runs alone, then LanceDB.
 func (h *harness) raced(inj *injected, run func()) error {
 	release := make(chan struct{})
-	rule := h.faulty.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: meta.VersionsDir, Nth: 1, Action: storage.Block(release)})
+	rule := h.faulty.Add(faults.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: meta.VersionsDir, Nth: 1, Action: faults.Block(release)})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -510,23 +511,23 @@ wait:
 	return h.applyLance(inj.race)
 }
 
-func (h *harness) addFault() *storage.FaultRule {
-	err := storage.ErrInjected
+func (h *harness) addFault() *faults.FaultRule {
+	err := faults.ErrInjected
 	nth := 1 + h.rng.IntN(12)
-	var f storage.Fault
+	var f faults.Fault
 	switch h.rng.IntN(5) {
 	case 0:
 		// The manifest put lands but its answer is lost: the commit's
 		// outcome is ambiguous.
-		f = storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: meta.VersionsDir, Nth: 1, Action: storage.LandThenFail(err)}
+		f = faults.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyPrefix: meta.VersionsDir, Nth: 1, Action: faults.LandThenFail(err)}
 	case 1:
-		f = storage.Fault{Ops: []storage.Op{storage.OpDelete}, Nth: nth, Action: storage.LandThenFail(err)}
+		f = faults.Fault{Ops: []storage.Op{storage.OpDelete}, Nth: nth, Action: faults.LandThenFail(err)}
 	case 2:
-		f = storage.Fault{Ops: []storage.Op{storage.OpGet, storage.OpGetRange, storage.OpAttributes}, Nth: nth, Action: storage.Fail(err)}
+		f = faults.Fault{Ops: []storage.Op{storage.OpGet, storage.OpGetRange, storage.OpAttributes}, Nth: nth, Action: faults.Fail(err)}
 	case 3:
-		f = storage.Fault{Ops: []storage.Op{storage.OpPut, storage.OpPutIfAbsent, storage.OpUpload, storage.OpDelete}, Nth: nth, Action: storage.Fail(err)}
+		f = faults.Fault{Ops: []storage.Op{storage.OpPut, storage.OpPutIfAbsent, storage.OpUpload, storage.OpDelete}, Nth: nth, Action: faults.Fail(err)}
 	default:
-		f = storage.Fault{Ops: []storage.Op{storage.OpList}, Nth: 1 + h.rng.IntN(4), Action: storage.Fail(err)}
+		f = faults.Fault{Ops: []storage.Op{storage.OpList}, Nth: 1 + h.rng.IntN(4), Action: faults.Fail(err)}
 	}
 	return h.faulty.Add(f)
 }

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testing/s3server"
 )
 
@@ -97,6 +98,17 @@ func ForEachStore(t *testing.T, fn func(t *testing.T, url string)) {
 		srv := SharedS3(t)
 		fn(t, srv.URL(UniqueName(t)))
 	})
+}
+
+// Open opens the store at url for the test, which closes it at its end.
+func Open(t testing.TB, url string) storage.Bucket {
+	t.Helper()
+	b, err := storage.Open(context.Background(), url)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", url, err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
 }
 
 // UniqueName returns a name derived from the test name, safe for URL hosts

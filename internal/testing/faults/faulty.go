@@ -1,4 +1,4 @@
-package storage
+package faults
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/compactord/compactord/internal/storage"
 )
 
 // ErrInjected is the error a fault rule returns when none is given, and the
@@ -84,7 +86,7 @@ func orInjected(err error) error {
 // Fault describes a fault rule: which calls it matches and what it does.
 type Fault struct {
 	// Ops restricts the rule to these operation kinds; empty matches all.
-	Ops []Op
+	Ops []storage.Op
 	// KeyPrefix and KeyContains restrict the rule by key (for List, by the
 	// listing prefix). Empty matches all.
 	KeyPrefix   string
@@ -118,20 +120,20 @@ func (r *FaultRule) Fired() int {
 	return r.fired
 }
 
-// Faulty wraps a Bucket and injects faults into the calls that match its
+// Faulty wraps a storage.Bucket and injects faults into the calls that match its
 // rules. Rules can be added and removed while the bucket is in use from many
-// goroutines. It deliberately does not implement LocalPather: direct file
+// goroutines. It deliberately does not implement storage.LocalPather: direct file
 // access would bypass the faults.
 type Faulty struct {
-	b     Bucket
+	b     storage.Bucket
 	mu    sync.Mutex
 	rules []*FaultRule
 }
 
-var _ Bucket = (*Faulty)(nil)
+var _ storage.Bucket = (*Faulty)(nil)
 
 // NewFaulty wraps b. With no rules it behaves exactly like b.
-func NewFaulty(b Bucket) *Faulty { return &Faulty{b: b} }
+func NewFaulty(b storage.Bucket) *Faulty { return &Faulty{b: b} }
 
 // Add installs a rule and returns it, for counting and removal.
 func (f *Faulty) Add(spec Fault) *FaultRule {
@@ -181,7 +183,7 @@ type plan struct {
 
 // match counts the call against every rule. All firing delays and blocks
 // are applied, then the first firing Fail or LandThenFail.
-func (f *Faulty) match(op Op, key string) plan {
+func (f *Faulty) match(op storage.Op, key string) plan {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var p plan
@@ -211,7 +213,7 @@ func (f *Faulty) match(op Op, key string) plan {
 	return p
 }
 
-func containsOp(ops []Op, op Op) bool {
+func containsOp(ops []storage.Op, op storage.Op) bool {
 	for _, o := range ops {
 		if o == op {
 			return true
@@ -222,7 +224,7 @@ func containsOp(ops []Op, op Op) bool {
 
 // before applies the waits and a Fail. It returns a non-nil error if the
 // operation must not be performed.
-func (p plan) before(ctx context.Context, op Op, key string) error {
+func (p plan) before(ctx context.Context, op storage.Op, key string) error {
 	for _, a := range p.waits {
 		var timeout <-chan time.Time // nil (never ready) for Block
 		if a.kind == actDelay {
@@ -245,7 +247,7 @@ func (p plan) before(ctx context.Context, op Op, key string) error {
 
 // after returns the LandThenFail error, if any, in place of opErr when the
 // operation itself succeeded.
-func (p plan) after(op Op, key string, opErr error) error {
+func (p plan) after(op storage.Op, key string, opErr error) error {
 	if opErr == nil && p.landErr {
 		return fmt.Errorf("%s %s: %w", op, key, p.err)
 	}
@@ -253,46 +255,46 @@ func (p plan) after(op Op, key string, opErr error) error {
 }
 
 func (f *Faulty) Get(ctx context.Context, key string) ([]byte, error) {
-	p := f.match(OpGet, key)
-	if err := p.before(ctx, OpGet, key); err != nil {
+	p := f.match(storage.OpGet, key)
+	if err := p.before(ctx, storage.OpGet, key); err != nil {
 		return nil, err
 	}
 	data, err := f.b.Get(ctx, key)
-	if err = p.after(OpGet, key, err); err != nil {
+	if err = p.after(storage.OpGet, key, err); err != nil {
 		return nil, err
 	}
 	return data, nil
 }
 
 func (f *Faulty) NewRangeReader(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
-	p := f.match(OpGetRange, key)
-	if err := p.before(ctx, OpGetRange, key); err != nil {
+	p := f.match(storage.OpGetRange, key)
+	if err := p.before(ctx, storage.OpGetRange, key); err != nil {
 		return nil, err
 	}
 	r, err := f.b.NewRangeReader(ctx, key, offset, length)
 	if err == nil && p.landErr {
 		r.Close()
 	}
-	if err = p.after(OpGetRange, key, err); err != nil {
+	if err = p.after(storage.OpGetRange, key, err); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
 func (f *Faulty) Put(ctx context.Context, key string, data []byte) error {
-	p := f.match(OpPut, key)
-	if err := p.before(ctx, OpPut, key); err != nil {
+	p := f.match(storage.OpPut, key)
+	if err := p.before(ctx, storage.OpPut, key); err != nil {
 		return err
 	}
-	return p.after(OpPut, key, f.b.Put(ctx, key, data))
+	return p.after(storage.OpPut, key, f.b.Put(ctx, key, data))
 }
 
 func (f *Faulty) PutIfAbsent(ctx context.Context, key string, data []byte) error {
-	p := f.match(OpPutIfAbsent, key)
-	if err := p.before(ctx, OpPutIfAbsent, key); err != nil {
+	p := f.match(storage.OpPutIfAbsent, key)
+	if err := p.before(ctx, storage.OpPutIfAbsent, key); err != nil {
 		return err
 	}
-	return p.after(OpPutIfAbsent, key, f.b.PutIfAbsent(ctx, key, data))
+	return p.after(storage.OpPutIfAbsent, key, f.b.PutIfAbsent(ctx, key, data))
 }
 
 // NewWriter matches the rules when the writer is created and applies the
@@ -300,7 +302,7 @@ func (f *Faulty) PutIfAbsent(ctx context.Context, key string, data []byte) error
 // write, LandThenFail publishes it and then fails, Delay and Block hold the
 // publication.
 func (f *Faulty) NewWriter(ctx context.Context, key string) (io.WriteCloser, error) {
-	p := f.match(OpUpload, key)
+	p := f.match(storage.OpUpload, key)
 	wctx, cancel := context.WithCancel(ctx)
 	w, err := f.b.NewWriter(wctx, key)
 	if err != nil {
@@ -320,40 +322,40 @@ type faultyWriter struct {
 
 func (w *faultyWriter) Close() error {
 	defer w.cancel()
-	if err := w.p.before(w.ctx, OpUpload, w.key); err != nil {
+	if err := w.p.before(w.ctx, storage.OpUpload, w.key); err != nil {
 		w.cancel() // abandon: the inner writer sees a canceled context
 		w.WriteCloser.Close()
 		return err
 	}
-	return w.p.after(OpUpload, w.key, w.WriteCloser.Close())
+	return w.p.after(storage.OpUpload, w.key, w.WriteCloser.Close())
 }
 
-func (f *Faulty) Attributes(ctx context.Context, key string) (Attrs, error) {
-	p := f.match(OpAttributes, key)
-	if err := p.before(ctx, OpAttributes, key); err != nil {
-		return Attrs{}, err
+func (f *Faulty) Attributes(ctx context.Context, key string) (storage.Attrs, error) {
+	p := f.match(storage.OpAttributes, key)
+	if err := p.before(ctx, storage.OpAttributes, key); err != nil {
+		return storage.Attrs{}, err
 	}
 	a, err := f.b.Attributes(ctx, key)
-	if err = p.after(OpAttributes, key, err); err != nil {
-		return Attrs{}, err
+	if err = p.after(storage.OpAttributes, key, err); err != nil {
+		return storage.Attrs{}, err
 	}
 	return a, nil
 }
 
-func (f *Faulty) List(ctx context.Context, prefix string, fn func(Attrs) error) error {
-	p := f.match(OpList, prefix)
-	if err := p.before(ctx, OpList, prefix); err != nil {
+func (f *Faulty) List(ctx context.Context, prefix string, fn func(storage.Attrs) error) error {
+	p := f.match(storage.OpList, prefix)
+	if err := p.before(ctx, storage.OpList, prefix); err != nil {
 		return err
 	}
-	return p.after(OpList, prefix, f.b.List(ctx, prefix, fn))
+	return p.after(storage.OpList, prefix, f.b.List(ctx, prefix, fn))
 }
 
 func (f *Faulty) Delete(ctx context.Context, key string) error {
-	p := f.match(OpDelete, key)
-	if err := p.before(ctx, OpDelete, key); err != nil {
+	p := f.match(storage.OpDelete, key)
+	if err := p.before(ctx, storage.OpDelete, key); err != nil {
 		return err
 	}
-	return p.after(OpDelete, key, f.b.Delete(ctx, key))
+	return p.after(storage.OpDelete, key, f.b.Delete(ctx, key))
 }
 
 func (f *Faulty) Close() error { return f.b.Close() }

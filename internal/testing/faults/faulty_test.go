@@ -1,4 +1,4 @@
-package storage_test
+package faults_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testing/faults"
+	"github.com/compactord/compactord/internal/testing/stores"
 )
 
 // waitUntil polls cond, for at most 10s.
@@ -28,15 +30,15 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 
 func TestFaultyNthCall(t *testing.T) {
 	ctx := t.Context()
-	f := storage.NewFaulty(open(t, "mem://"))
-	r := f.Add(storage.Fault{Ops: []storage.Op{storage.OpPut}, KeyPrefix: "data/", Nth: 2, Action: storage.Fail(nil)})
+	f := faults.NewFaulty(stores.Open(t, "mem://"))
+	r := f.Add(faults.Fault{Ops: []storage.Op{storage.OpPut}, KeyPrefix: "data/", Nth: 2, Action: faults.Fail(nil)})
 
 	for i, c := range []struct {
 		key     string
 		wantErr bool
 	}{{"data/1", false}, {"other/x", false}, {"data/2", true}, {"data/3", false}} {
 		err := f.Put(ctx, c.key, []byte("v"))
-		if got := errors.Is(err, storage.ErrInjected); got != c.wantErr {
+		if got := errors.Is(err, faults.ErrInjected); got != c.wantErr {
 			t.Errorf("call %d (%s): %v", i, c.key, err)
 		}
 	}
@@ -49,7 +51,7 @@ func TestFaultyNthCall(t *testing.T) {
 
 	// Every call, by substring, with a custom error; then removal.
 	boom := errors.New("boom")
-	r2 := f.Add(storage.Fault{KeyContains: "x", Action: storage.Fail(boom)})
+	r2 := f.Add(faults.Fault{KeyContains: "x", Action: faults.Fail(boom)})
 	if _, err := f.Get(ctx, "other/x"); !errors.Is(err, boom) {
 		t.Errorf("Get: %v, want boom", err)
 	}
@@ -68,12 +70,12 @@ func TestFaultyNthCall(t *testing.T) {
 
 func TestFaultyLandThenFail(t *testing.T) {
 	ctx := t.Context()
-	f := storage.NewFaulty(open(t, "mem://"))
-	f.Add(storage.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, Nth: 1, Action: storage.LandThenFail(nil)})
+	f := faults.NewFaulty(stores.Open(t, "mem://"))
+	f.Add(faults.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, Nth: 1, Action: faults.LandThenFail(nil)})
 
 	err := f.PutIfAbsent(ctx, "_log/1.json", []byte("mine"))
 	var netErr net.Error
-	if !errors.Is(err, storage.ErrInjected) || !errors.As(err, &netErr) || !netErr.Timeout() {
+	if !errors.Is(err, faults.ErrInjected) || !errors.As(err, &netErr) || !netErr.Timeout() {
 		t.Fatalf("PutIfAbsent: %v, want an injected timeout", err)
 	}
 	if storage.IsAlreadyExists(err) || errors.Is(err, context.DeadlineExceeded) {
@@ -89,15 +91,15 @@ func TestFaultyLandThenFail(t *testing.T) {
 	}
 
 	// Streamed writes: Fail abandons, LandThenFail publishes.
-	f.Add(storage.Fault{Ops: []storage.Op{storage.OpUpload}, KeyPrefix: "fail", Action: storage.Fail(nil)})
-	f.Add(storage.Fault{Ops: []storage.Op{storage.OpUpload}, KeyPrefix: "land", Action: storage.LandThenFail(nil)})
+	f.Add(faults.Fault{Ops: []storage.Op{storage.OpUpload}, KeyPrefix: "fail", Action: faults.Fail(nil)})
+	f.Add(faults.Fault{Ops: []storage.Op{storage.OpUpload}, KeyPrefix: "land", Action: faults.LandThenFail(nil)})
 	for key, wantExists := range map[string]bool{"fail.parquet": false, "land.parquet": true} {
 		w, err := f.NewWriter(ctx, key)
 		if err != nil {
 			t.Fatal(err)
 		}
 		w.Write([]byte("data"))
-		if err := w.Close(); !errors.Is(err, storage.ErrInjected) {
+		if err := w.Close(); !errors.Is(err, faults.ErrInjected) {
 			t.Errorf("%s: Close = %v", key, err)
 		}
 		_, err = f.Get(ctx, key)
@@ -109,10 +111,10 @@ func TestFaultyLandThenFail(t *testing.T) {
 
 func TestFaultyBlockAndDelay(t *testing.T) {
 	ctx := t.Context()
-	f := storage.NewFaulty(open(t, "mem://"))
+	f := faults.NewFaulty(stores.Open(t, "mem://"))
 
 	release := make(chan struct{})
-	r := f.Add(storage.Fault{Ops: []storage.Op{storage.OpPut}, Action: storage.Block(release)})
+	r := f.Add(faults.Fault{Ops: []storage.Op{storage.OpPut}, Action: faults.Block(release)})
 	res := make(chan error, 1)
 	go func() { res <- f.Put(ctx, "k", []byte("v")) }()
 	waitUntil(t, "the put to block", func() bool { return r.Fired() == 1 })
@@ -134,7 +136,7 @@ func TestFaultyBlockAndDelay(t *testing.T) {
 	f.Remove(r)
 
 	// A delay ends early, without performing the op, when ctx is canceled.
-	r = f.Add(storage.Fault{Ops: []storage.Op{storage.OpPut}, Action: storage.Delay(time.Hour)})
+	r = f.Add(faults.Fault{Ops: []storage.Op{storage.OpPut}, Action: faults.Delay(time.Hour)})
 	cctx, cancel := context.WithCancel(ctx)
 	go func() { res <- f.Put(cctx, "delayed", []byte("v")) }()
 	waitUntil(t, "the put to be delayed", func() bool { return r.Fired() == 1 })
@@ -148,7 +150,7 @@ func TestFaultyBlockAndDelay(t *testing.T) {
 	f.Remove(r)
 
 	// A short delay, then the op happens.
-	f.Add(storage.Fault{Ops: []storage.Op{storage.OpPut}, Action: storage.Delay(time.Millisecond)})
+	f.Add(faults.Fault{Ops: []storage.Op{storage.OpPut}, Action: faults.Delay(time.Millisecond)})
 	if err := f.Put(ctx, "delayed", []byte("v")); err != nil {
 		t.Errorf("delayed put: %v", err)
 	}
@@ -156,14 +158,14 @@ func TestFaultyBlockAndDelay(t *testing.T) {
 
 func TestFaultyConcurrent(t *testing.T) {
 	ctx := t.Context()
-	f := storage.NewFaulty(open(t, "mem://"))
-	r := f.Add(storage.Fault{Ops: []storage.Op{storage.OpGet}, Nth: 50, Action: storage.Fail(nil)})
+	f := faults.NewFaulty(stores.Open(t, "mem://"))
+	r := f.Add(faults.Fault{Ops: []storage.Op{storage.OpGet}, Nth: 50, Action: faults.Fail(nil)})
 	f.Put(ctx, "k", []byte("v"))
 	var failed atomic.Int32
 	var wg sync.WaitGroup
 	for range 100 {
 		wg.Go(func() {
-			if _, err := f.Get(ctx, "k"); errors.Is(err, storage.ErrInjected) {
+			if _, err := f.Get(ctx, "k"); errors.Is(err, faults.ErrInjected) {
 				failed.Add(1)
 			}
 		})
