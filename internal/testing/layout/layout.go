@@ -75,11 +75,6 @@ var Project = Rules{
 	NoDemo:    []string{"internal/daemon"},
 	Demo:      []string{"internal/demo", "lancewal"},
 	FaultFree: []string{"internal/storage"},
-	Allow: []string{
-		// Moving to internal/testing/faults on another branch; drop this
-		// line when that lands (Check then reports it as stale).
-		"fault-free: internal/storage: faults.go ",
-	},
 }
 
 // FaultSymbol reports whether a top-level name is fault injection's.
