@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/internal/daemon"
+	"github.com/compactord/compactord/internal/index"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
@@ -528,7 +529,7 @@ func runLanceDaemonWithWriters(t *testing.T, shards int, maintained bool, dur ti
 		t.Errorf("trim deleted no merged generation: %v bytes, trimmed through %d", trimmed, snapTrimmed)
 	}
 
-	rep, err := verify.Run(ctx, tb, verify.Options{Deep: true})
+	rep, err := verify.Run(ctx, tb, verify.Options{Deep: true, IndexContent: index.ContentChecker})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/compactord/compactord/internal/cli"
+	"github.com/compactord/compactord/internal/index"
 	"github.com/compactord/compactord/internal/testing/faults"
 	"github.com/compactord/compactord/internal/testing/lancedb"
 	"github.com/compactord/compactord/internal/testing/stores"
@@ -256,7 +257,7 @@ func (c *campaign) verify(p *point, when string) {
 		c.t.Fatal(err)
 	}
 	defer b.Close()
-	rep, err := verify.Run(context.Background(), b, verify.Options{Deep: true})
+	rep, err := verify.Run(context.Background(), b, verify.Options{Deep: true, IndexContent: index.ContentChecker})
 	if err != nil {
 		c.pviolation(p, "%s: verify: %v", when, err)
 		return

@@ -17,6 +17,7 @@ import (
 
 	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/index"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
@@ -349,7 +350,7 @@ func (h *harness) check(mergeStep bool) error {
 	if err := h.checkVersions(snap); err != nil {
 		return err
 	}
-	rep, err := verify.Run(ctx, h.raw, verify.Options{Deep: true})
+	rep, err := verify.Run(ctx, h.raw, verify.Options{Deep: true, IndexContent: index.ContentChecker})
 	if err != nil {
 		return violationf("verify: %v", err)
 	}
