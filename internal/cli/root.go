@@ -205,7 +205,9 @@ func guardMarkedTables(root *cobra.Command) {
 func refuseMarked(cmd *cobra.Command, job, rawURL string, kinds []marker.Kind) error {
 	b, err := openTable(cmd.Context(), rawURL)
 	if err != nil {
-		return err
+		// No table to carry a mark: the command reports what is wrong,
+		// after its own checks of its flags.
+		return nil
 	}
 	defer b.Close()
 	marks, err := marker.Load(cmd.Context(), b)
