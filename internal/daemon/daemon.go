@@ -251,7 +251,7 @@ func (d *Daemon) Config() Config {
 
 // open opens a table for the scheduler: the bucket is instrumented with the
 // shared object-store metrics and the committer with the shared commit
-// metrics (lance_jobs.go). A location holding no table yet gets a handle
+// metrics (jobs.go). A location holding no table yet gets a handle
 // too (the jobs find nothing to do until one is created); one holding a
 // table of another format is refused.
 func (d *Daemon) open(ctx context.Context, spec scheduler.TableSpec) (*scheduler.TableHandle, error) {
