@@ -22,9 +22,20 @@ type Config struct {
 	Options `yaml:",inline"`
 	// Concurrency bounds parallel reads and deletes.
 	Concurrency int `yaml:"concurrency"`
+	// AllowDeletingInFlightWrites accepts a MinAge below MinAgeFloor. Its
+	// name is the hazard: a LanceDB writer's new data file is unreferenced
+	// until its commit lands, and LanceDB registers no in-flight marker, so
+	// a short min_age lets cleanup delete a file an append then commits (a
+	// table broken this way had its file deleted 0.8 s after it was written).
+	AllowDeletingInFlightWrites bool `yaml:"allow_deleting_in_flight_writes"`
 	// DryRun plans and deletes nothing; a one-shot choice, not a setting.
 	DryRun bool `yaml:"-"`
 }
+
+// MinAgeFloor is the least min_age accepted without
+// AllowDeletingInFlightWrites: longer than any commit of a writer in flight
+// should take.
+const MinAgeFloor = time.Hour
 
 // DefaultConfig is cleanup's defaults, the only place they are set. MinAge
 // is Lance's: an unreferenced file may belong to a commit in progress of
@@ -41,6 +52,9 @@ func (c Config) Validate() error {
 	}
 	if c.Concurrency < 1 {
 		return fmt.Errorf("concurrency must be at least 1, got %d", c.Concurrency)
+	}
+	if c.MinAge < MinAgeFloor && !c.AllowDeletingInFlightWrites {
+		return fmt.Errorf("min_age %s is below the floor of %s: writers' files are unreferenced until their commits land (LanceDB's register no in-flight marker), so cleanup would delete files of appends in flight; raise it, or set allow_deleting_in_flight_writes: true to accept that", c.MinAge, MinAgeFloor)
 	}
 	return nil
 }

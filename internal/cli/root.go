@@ -42,6 +42,9 @@ type env struct {
 	// progress logs the progress of long work (info, whatever
 	// --log-level says); logger the rest, off unless --log-level is given.
 	progress *zap.Logger
+	// warn logs a command's warnings (a setting an operator chose that
+	// risks data), shown whatever --log-level says, as progress is.
+	warn *zap.Logger
 	// progressInterval is --progress-interval: the least time between two
 	// progress lines (0: none).
 	progressInterval time.Duration
@@ -273,6 +276,7 @@ func (e *env) setupLogger(cmd *cobra.Command) error {
 		return usageError(err)
 	}
 	e.progress = pl.With(zap.String("component", "progress"))
+	e.warn = pl.With(zap.String("component", "cli"))
 	opts := progress.Options{Clock: e.clock, Interval: e.progressInterval}
 	if e.progressInterval > 0 {
 		opts.Logger = e.progress

@@ -379,6 +379,7 @@ func runLanceDaemonWithWriters(t *testing.T, shards int, maintained bool, dur ti
 	cfg.Jobs.Cleanup.RetainVersions = 10
 	cfg.Jobs.Cleanup.OlderThan = 10 * time.Second
 	cfg.Jobs.Cleanup.MinAge = 10 * time.Second
+	cfg.Jobs.Cleanup.AllowDeletingInFlightWrites = true
 	r := run(t, cfg, daemon.Deps{})
 	eventually(t, "ready", r.d.Ready)
 	eventually(t, "table t discovered and synced", func() bool {

@@ -45,6 +45,7 @@ jobs:
     retain_versions: 1
     older_than: 0s
     min_age: 0s
+    allow_deleting_in_flight_writes: true
   trim:
     # With no reader grace the versions the merged generations were read
     # through do not pin them.

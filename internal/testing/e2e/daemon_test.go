@@ -41,6 +41,7 @@ jobs:
     retain_versions: 10
     older_than: 2s
     min_age: 2s
+    allow_deleting_in_flight_writes: true
 demo:
   enabled: true
   url: %s
