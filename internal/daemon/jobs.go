@@ -284,7 +284,9 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) scheduler.JobFunc {
 // usually removes the FRI.
 // jobs.index.indices limits both (only_maintained: catch-up to the MemWAL's
 // maintained indices); replans bounds the re-plans after a retryable
-// conflict.
+// conflict. With nothing to index, a maintained index whose coverage is
+// proven while its catch-up record lags gets the record raised by a
+// record-only commit (index.CatchUp).
 func indexJob(cfg func() JobsConfig) scheduler.JobFunc {
 	return func(ctx context.Context, t *scheduler.TableHandle) (scheduler.Outcome, error) {
 		ic := cfg().Index
@@ -349,6 +351,9 @@ func indexJob(cfg func() JobsConfig) scheduler.JobFunc {
 				what = "rebuilt"
 			}
 			parts = append(parts, fmt.Sprintf("catch-up %s: %s over %d fragments (%d rows)", ir.Name, what, len(ir.Fragments), ir.Rows))
+		}
+		for _, a := range res.Credited {
+			parts = append(parts, fmt.Sprintf("catch-up %s: shard %s recorded at generation %d (was %d; the index already covered it)", a.Index, a.Shard, a.To, a.From))
 		}
 		return scheduler.Outcome{Version: res.Version, Summary: strings.Join(parts, "; ")}, nil
 	}

@@ -134,7 +134,7 @@ func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (_ *Result, re
 	// lost race, which CatchUp re-plans.
 	defer func() { retErr = table.ReadCleanedUp(ctx, h.Bucket, naming, read, "index catch-up", retErr) }()
 	m := read.Manifest
-	res := &Result{ReadVersion: m.GetVersion(), Indices: []IndexResult{}}
+	res := &Result{ReadVersion: m.GetVersion(), Indices: []IndexResult{}, Credited: []commit.Advance{}}
 	if o.FRI, err = fri.Load(ctx, h.Bucket, read); err != nil {
 		return nil, err
 	}

@@ -1,15 +1,19 @@
-package index
+package index_test
 
 import (
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/compact"
 	"github.com/compactord/compactord/internal/fri"
+	"github.com/compactord/compactord/internal/index"
 	"github.com/compactord/compactord/internal/merge"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
@@ -22,7 +26,7 @@ import (
 // id_idx, per shard.
 func memwalState(t *testing.T, h *table.Handle) (f *meta.ManifestFile, merged, caught map[string]uint64) {
 	t.Helper()
-	f = mustRead(t, h)
+	f = creditHead(t, h)
 	d, err := meta.MemWalDetails(meta.MemWalIndex(f.Indices))
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +44,14 @@ func trimAll(t *testing.T, h *table.Handle) *trim.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := trimReasons(res)
+	r := map[string]int{}
+	for _, g := range res.Plan.Generations {
+		if g.Delete {
+			r["delete"]++
+		} else {
+			r[g.Reason]++
+		}
+	}
 	if r["delete"] == 0 || len(r) != 1 || res.DeletedGenerations != r["delete"] {
 		t.Fatalf("trim --reader-grace 0s: %v, %d deleted (want every generation deleted, none kept)", r, res.DeletedGenerations)
 	}
@@ -134,7 +145,8 @@ func lagRecordOnce(t *testing.T, h *table.Handle) bool {
 // retires every generation and LanceDB reads the same rows:
 //   - LanceDB's optimize() indexed the merged rows (it records the credit
 //     itself): catch-up finds nothing to do and commits nothing;
-//   - the record lags behind a covering index: catch-up has nothing to
+//   - the record lags behind a covering index (built directly, and as
+//     compactord's inline compaction leaves it): catch-up has nothing to
 //     index and commits a record-only version (an empty CreateIndex) that
 //     records the credit; a second run finds nothing due.
 func TestCatchUpCredit(t *testing.T) {
@@ -150,24 +162,39 @@ func TestCatchUpCredit(t *testing.T) {
 			f.Run(t, lancedb.Optimize(lancedb.OptimizeOpts{}))
 		}, false},
 		{"the record lags behind a covering index", func(t *testing.T, f *lancedb.Fixture, h *table.Handle) {
-			cu, err := CatchUp(t.Context(), h, Options{})
+			cu, err := index.CatchUp(t.Context(), h, index.Options{})
 			if err != nil || !cu.Committed || len(cu.Indices) != 1 {
 				t.Fatalf("catch-up of the merged fragments: %+v, %v", cu, err)
 			}
 			lagRecord(t, h)
 		}, true},
+		{"compactord's inline compaction moved the index", func(t *testing.T, f *lancedb.Fixture, h *table.Handle) {
+			// The Rewrite remaps id_idx onto the new fragments, so its
+			// own read version (the old fragments) proves nothing and the
+			// position is withdrawn, though the index covers every row.
+			cu, err := index.CatchUp(t.Context(), h, index.Options{})
+			if err != nil || !cu.Committed || len(cu.Indices) != 1 {
+				t.Fatalf("catch-up of the merged fragments: %+v, %v", cu, err)
+			}
+			o := compact.DefaultOptions()
+			o.DeferRemap = false
+			res, err := compact.Run(t.Context(), h, o, compact.Env{})
+			if err != nil || res.Commit == nil {
+				t.Fatalf("compact: %+v, %v", res, err)
+			}
+		}, true},
 	} {
 		for _, shards := range []int{1, 3} {
 			t.Run(fmt.Sprintf("%s/%d shards", c.name, shards), func(t *testing.T) {
 				f := lancedb.MemWAL(t, "", shards, 3)
-				before := lsmRows(t, f, true)
-				h := openHandle(t, f.Dir)
+				before := creditRows(t, f, true)
+				h := creditHandle(t, f.Dir)
 				if out, err := merge.RunAll(t.Context(), h, merge.Env{MaxGenerations: 8}); err != nil || len(out.Landed) == 0 {
 					t.Fatalf("merge: %v, %+v", err, out)
 				}
 				c.cover(t, f, h)
 				read, merged, caught := memwalState(t, h)
-				if plans, _, err := Plan(read, Options{FRI: loadFRI(t, h, read)}); err != nil || len(plans) != 0 {
+				if plans, _, err := index.Plan(read, index.Options{FRI: loadFRI(t, h, read)}); err != nil || len(plans) != 0 {
 					t.Fatalf("id_idx does not cover the table: %+v, %v", plans, err)
 				}
 				lags := false
@@ -178,7 +205,7 @@ func TestCatchUpCredit(t *testing.T) {
 					t.Fatalf("before catch-up: merged %v, id_idx caught up to %v (want lagging: %v)", merged, caught, c.recordOnly)
 				}
 
-				cu, err := CatchUp(t.Context(), h, Options{})
+				cu, err := index.CatchUp(t.Context(), h, index.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -201,7 +228,7 @@ func TestCatchUpCredit(t *testing.T) {
 					if len(after.Manifest.GetFragments()) != len(read.Manifest.GetFragments()) {
 						t.Fatalf("record-only commit changed the fragments")
 					}
-					again, err := CatchUp(t.Context(), h, Options{})
+					again, err := index.CatchUp(t.Context(), h, index.Options{})
 					if err != nil || again.Committed {
 						t.Fatalf("second catch-up: %+v, %v (want nothing committed)", again, err)
 					}
@@ -209,7 +236,7 @@ func TestCatchUpCredit(t *testing.T) {
 
 				trimAll(t, h)
 				res := f.Run(t, lancedb.IndexStats("id_idx"), lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(false)}), lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(true)}))
-				if st := stats(t, res, 0); st.NumUnindexedRows != 0 {
+				if st, err := res.IndexStats(0); err != nil || st == nil || st.NumUnindexedRows != 0 {
 					t.Errorf("LanceDB's indexStats: %+v", st)
 				}
 				for i := 1; i <= 2; i++ {
@@ -228,6 +255,47 @@ func TestCatchUpCredit(t *testing.T) {
 			})
 		}
 	}
+}
+
+func creditHandle(t *testing.T, dir string) *table.Handle {
+	t.Helper()
+	b, err := storage.Open(t.Context(), "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	c, err := commit.NewCommitter(commit.DefaultConfig(), b, commit.RealClock{}, commit.NewMetrics(prometheus.NewRegistry()), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := table.New(b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func creditHead(t *testing.T, h *table.Handle) *meta.ManifestFile {
+	t.Helper()
+	f, _, err := h.ReadForWrite(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// creditRows is what LanceDB reads, by id, through its LSM view or not.
+func creditRows(t *testing.T, f *lancedb.Fixture, lsm bool) map[int64]string {
+	t.Helper()
+	rows, err := f.Run(t, lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(lsm)})).Rows(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := lancedb.RowsByID(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 func loadFRI(t *testing.T, h *table.Handle, read *meta.ManifestFile) *fri.Index {
@@ -250,14 +318,14 @@ func TestCatchUpCreditRacingLanceDB(t *testing.T) {
 	lancedb.Require(t)
 	ctx := t.Context()
 	f := lancedb.MemWAL(t, "", 1, 2)
-	h := openHandle(t, f.Dir)
+	h := creditHandle(t, f.Dir)
 	if out, err := merge.RunAll(ctx, h, merge.Env{MaxGenerations: 8}); err != nil || len(out.Landed) == 0 {
 		t.Fatalf("merge: %v, %+v", err, out)
 	}
-	if cu, err := CatchUp(ctx, h, Options{}); err != nil || !cu.Committed {
+	if cu, err := index.CatchUp(ctx, h, index.Options{}); err != nil || !cu.Committed {
 		t.Fatalf("catch-up of the merged fragments: %+v, %v", cu, err)
 	}
-	prior := lsmRows(t, f, false)
+	prior := creditRows(t, f, false)
 
 	w := lancedb.StartWriter(t, lancedb.WriterOpts{URI: f.URI, Duration: time.Minute, KeyMin: 1000, KeyMax: 1300, Seed: 7,
 		ID: "w", Weights: map[string]int{"append": 2, "delete": 2, "merge": 2}})
@@ -324,7 +392,7 @@ func TestCatchUpCreditRacingLanceDB(t *testing.T) {
 			if lag {
 				lagRecord(t, h)
 			}
-			cu, err := CatchUp(ctx, h, Options{Attempts: 10})
+			cu, err := index.CatchUp(ctx, h, index.Options{Attempts: 10})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -351,10 +419,10 @@ func TestCatchUpCreditRacingLanceDB(t *testing.T) {
 	// LanceDB opens the table and reads what its operations left; the
 	// table then drains as usual.
 	want := lancedb.Expected(prior, ops)
-	if d := lancedb.DiffByID(lsmRows(t, f, false), want); d != "" {
+	if d := lancedb.DiffByID(creditRows(t, f, false), want); d != "" {
 		t.Fatalf("LanceDB after the race: %s", d)
 	}
-	if _, err := CatchUp(ctx, h, Options{}); err != nil {
+	if _, err := index.CatchUp(ctx, h, index.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	_, merged, caught := memwalState(t, h)
@@ -364,7 +432,7 @@ func TestCatchUpCreditRacingLanceDB(t *testing.T) {
 		}
 	}
 	trimAll(t, h)
-	if d := lancedb.DiffByID(lsmRows(t, f, true), want); d != "" {
+	if d := lancedb.DiffByID(creditRows(t, f, true), want); d != "" {
 		t.Fatalf("LanceDB's LSM view after trim: %s", d)
 	}
 }
