@@ -13,7 +13,8 @@ import (
 // the old fragments, which the remapped bitmaps no longer name), index
 // catchup has nothing to index, records the credit in a record-only
 // commit and lists it under "credited"; trim --reader-grace 0s then
-// deletes every generation, and LanceDB reads the same rows.
+// deletes every generation, verify --deep finds every invariant holding,
+// and LanceDB reads the same rows.
 func TestLanceIndexCatchupCreditCLI(t *testing.T) {
 	lancedb.Require(t)
 	f := lancedb.MemWAL(t, "", 2, 3)
@@ -50,6 +51,9 @@ func TestLanceIndexCatchupCreditCLI(t *testing.T) {
 	tr := one("trim", f.Dir, "--reader-grace", "0s")
 	if g, _ := tr["deleted_generations"].(float64); int(g) != 6 {
 		t.Fatalf("trim: %v (want the 6 generations of 2 shards deleted)", tr)
+	}
+	if r := run(t, "", "verify", f.Dir, "--deep"); r.code != 0 {
+		t.Fatalf("verify --deep: exit %d: %s %s", r.code, r.stdout, r.stderr)
 	}
 	rows, err := f.Run(t, lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(true)})).Rows(0)
 	if err != nil {
