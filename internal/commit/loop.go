@@ -380,9 +380,6 @@ func (a *attempt) classifyUpTo(ctx context.Context, head uint64) (done bool, res
 	return false, nil, nil
 }
 
-// writeTransactionFile writes the transaction as it stands, once per
-// distinct content: other writers classify their conflicts from it. A table
-// with transaction files disabled gets none.
 // recordsSomething builds the version on the head before anything is
 // written: a record-only transaction that raises no catch-up position
 // there is not worth a version.
@@ -401,6 +398,9 @@ func (a *attempt) recordsSomething() error {
 	return nil
 }
 
+// writeTransactionFile writes the transaction as it stands, once per
+// distinct content: other writers classify their conflicts from it. A table
+// with transaction files disabled gets none.
 func (a *attempt) writeTransactionFile(ctx context.Context) error {
 	if a.head.Manifest.GetWriterFeatureFlags()&meta.FlagNoTxnFiles != 0 {
 		return nil
