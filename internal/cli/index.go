@@ -126,7 +126,9 @@ On a Lance dataset, catch-up covers every btree and bitmap index's missing fragm
 the latest version no segment's fragment bitmap names) with a delta segment over their live rows,
 all in one CreateIndex; --rebuild (or an index reaching --max-segments) replaces the index's
 segments with one over the whole version. A MemWAL table's index_catchup then records the
-generations the read version had merged, so trim can delete them.`
+generations the read version had merged, so trim can delete them. With nothing to index, a
+maintained index that covers every fragment of the version while its index_catchup lags gets
+that credit recorded by a record-only commit (an empty CreateIndex; "credited" lists it).`
 
 // runCatchup runs `index catchup` when url is a Lance dataset.
 func runCatchup(cmd *cobra.Command, e *env, url, names string) error {
@@ -154,7 +156,7 @@ func runCatchup(cmd *cobra.Command, e *env, url, names string) error {
 		return err
 	}
 	return printJSON(e.stdout, map[string]any{"version": res.Version, "read_version": res.ReadVersion,
-		"operation": "index_catchup", "committed": res.Committed, "indices": res.Indices, "skipped": res.Skipped, "attempts": res.Attempts})
+		"operation": "index_catchup", "committed": res.Committed, "indices": res.Indices, "credited": res.Credited, "skipped": res.Skipped, "attempts": res.Attempts})
 }
 
 // addCatchupFlags adds the Lance-only flags of index catchup.

@@ -28,7 +28,7 @@ type Metrics struct {
 	commits   *prometheus.CounterVec
 }
 
-var results = []string{"success", "retryable", "incompatible", "ambiguous", "error"}
+var results = []string{"success", "retryable", "incompatible", "ambiguous", "error", "unchanged"}
 
 // NewMetrics registers the commit metrics with every series pre-created.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -106,6 +106,12 @@ type Txn struct {
 	// recorded what changed writes its files here, once for all the
 	// versions it rebased over. It returns the transaction to commit.
 	Prepare func(ctx context.Context, cur *pb.Transaction) (*pb.Transaction, []string, error)
+	// RecordOnly marks a transaction whose version changes nothing but
+	// the MemWAL catch-up positions BuildManifest derives (NewRecordOnly).
+	// When the version built on the head would raise no position above
+	// the head's (another commit recorded them meanwhile, or withdrew the
+	// coverage), nothing is put and Commit returns ErrNothingToRecord.
+	RecordOnly bool
 }
 
 // Result describes a landed commit.
@@ -153,6 +159,8 @@ func (c *Committer) Commit(ctx context.Context, txn *Txn) (*Result, error) {
 	var ae *AmbiguousError
 	switch {
 	case err == nil:
+	case errors.Is(err, ErrNothingToRecord):
+		result = "unchanged"
 	case errors.As(err, &ae):
 		result = "ambiguous"
 	case errors.As(err, &ce) && errors.Is(err, ErrIncompatible):
@@ -221,6 +229,11 @@ func (a *attempt) run(ctx context.Context) (*Result, error) {
 			if next != a.cur {
 				a.cur = next
 				a.uuids[next.GetUuid()] = true
+			}
+		}
+		if a.txn.RecordOnly {
+			if err := a.recordsSomething(); err != nil {
+				return nil, err
 			}
 		}
 		if err := a.writeTransactionFile(ctx); err != nil {
@@ -370,6 +383,24 @@ func (a *attempt) classifyUpTo(ctx context.Context, head uint64) (done bool, res
 		a.checked, a.head = v, f
 	}
 	return false, nil, nil
+}
+
+// recordsSomething builds the version on the head before anything is
+// written: a record-only transaction that raises no catch-up position
+// there is not worth a version.
+func (a *attempt) recordsSomething() error {
+	next, err := BuildManifestExtra(a.head, a.cur, a.txn.Read, a.c.clock.Now(), a.txn.Extra)
+	if err != nil {
+		return fmt.Errorf("build version %d: %w", a.head.Manifest.GetVersion()+1, err)
+	}
+	adv, err := CatchupAdvances(a.head.Indices, next.Indices)
+	if err != nil {
+		return err
+	}
+	if len(adv) == 0 {
+		return ErrNothingToRecord
+	}
+	return nil
 }
 
 // writeTransactionFile writes the transaction as it stands, once per

@@ -421,7 +421,9 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) lanceJob {
 // usually removes the FRI.
 // jobs.index.indices limits both (only_maintained: catch-up to the MemWAL's
 // maintained indices); replans bounds the re-plans after a retryable
-// conflict.
+// conflict. With nothing to index, a maintained index whose coverage is
+// proven while its catch-up record lags gets the record raised by a
+// record-only commit (index.CatchUp).
 func indexJob(cfg func() JobsConfig) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
 		ic := cfg().Index
@@ -476,6 +478,9 @@ func indexJob(cfg func() JobsConfig) lanceJob {
 				what = "rebuilt"
 			}
 			parts = append(parts, fmt.Sprintf("catch-up %s: %s over %d fragments (%d rows)", ir.Name, what, len(ir.Fragments), ir.Rows))
+		}
+		for _, a := range res.Credited {
+			parts = append(parts, fmt.Sprintf("catch-up %s: shard %s recorded at generation %d (was %d; the index already covered it)", a.Index, a.Shard, a.To, a.From))
 		}
 		return scheduler.Outcome{Version: res.Version, Summary: strings.Join(parts, "; ")}, nil
 	}

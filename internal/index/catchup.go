@@ -71,8 +71,12 @@ type Result struct {
 	Version     uint64        `json:"version"`
 	Committed   bool          `json:"committed"`
 	Indices     []IndexResult `json:"indices"`
-	Skipped     []Skip        `json:"skipped,omitempty"`
-	Attempts    int           `json:"attempts"`
+	// Credited are the MemWAL catch-up positions a record-only commit
+	// raised (no index lagged, but a maintained index's coverage was
+	// proven at the read version while its record stayed behind).
+	Credited []commit.Advance `json:"credited,omitempty"`
+	Skipped  []Skip           `json:"skipped,omitempty"`
+	Attempts int              `json:"attempts"`
 }
 
 // CatchUp builds, for every btree and bitmap index that does not cover
@@ -80,6 +84,12 @@ type Result struct {
 // lacks (or a rebuilt one) and commits them in one CreateIndex. The new
 // segments' dataset_version is the read version, so the commit earns the
 // MemWAL catch-up the read version's merged generations allow.
+//
+// When no index lags, a maintained index whose coverage is proven at the
+// read version (it covers every fragment live there) while its catch-up
+// record stays behind gets that credit recorded by a record-only commit
+// (commit.NewRecordOnly): nothing else would ever record it, and trim
+// would keep those generations for ever.
 func CatchUp(ctx context.Context, h *table.Handle, o Options) (*Result, error) {
 	if o.Clock == nil {
 		o.Clock = clock.Real()
@@ -125,7 +135,7 @@ func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (_ *Result, re
 	// lost race, which CatchUp re-plans.
 	defer func() { retErr = table.ReadCleanedUp(ctx, h.Bucket, naming, read, "index catch-up", retErr) }()
 	m := read.Manifest
-	res := &Result{ReadVersion: m.GetVersion(), Indices: []IndexResult{}}
+	res := &Result{ReadVersion: m.GetVersion(), Indices: []IndexResult{}, Credited: []commit.Advance{}}
 	if o.FRI, err = fri.Load(ctx, h.Bucket, read); err != nil {
 		return nil, err
 	}
@@ -135,7 +145,7 @@ func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (_ *Result, re
 	}
 	res.Skipped = skipped
 	if len(plans) == 0 {
-		return res, nil
+		return recordCredit(ctx, h, read, naming, o, res)
 	}
 	live := roaring.New()
 	for _, f := range m.GetFragments() {
@@ -198,6 +208,35 @@ func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (_ *Result, re
 		return nil, fmt.Errorf("index catch-up: %w", err)
 	}
 	res.Version, res.Committed = cr.Version, true
+	return res, nil
+}
+
+// recordCredit commits the catch-up positions due at read (commit.CreditDue)
+// of the indexes o names (all when it names none) in a record-only commit.
+func recordCredit(ctx context.Context, h *table.Handle, read *meta.ManifestFile, naming meta.Naming, o Options, res *Result) (*Result, error) {
+	due, err := commit.CreditDue(read)
+	if err != nil {
+		return nil, fmt.Errorf("index catch-up: %w", err)
+	}
+	due = slices.DeleteFunc(due, func(a commit.Advance) bool {
+		return o.Indices != nil && !slices.Contains(o.Indices, a.Index)
+	})
+	if len(due) == 0 {
+		return res, nil
+	}
+	txn := commit.NewRecordOnly(read.Manifest.GetVersion())
+	cr, err := h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn, RecordOnly: true})
+	if errors.Is(err, commit.ErrNothingToRecord) {
+		return res, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("index catch-up: record the catch-up: %w", err)
+	}
+	// Report what landed (built on the head, not on read) against read.
+	if adv, err := commit.CatchupAdvances(read.Indices, cr.Manifest.Indices); err == nil {
+		due = adv
+	}
+	res.Version, res.Committed, res.Credited = cr.Version, true, due
 	return res, nil
 }
 

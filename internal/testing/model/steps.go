@@ -620,8 +620,16 @@ func (h *harness) drain() error {
 	if err != nil {
 		return err
 	}
+	// Coverage is proven against the fragments live at a commit's read
+	// version, and an empty version proves nothing (an empty fragment list
+	// is also what a manifest whose merge published no fragments looks
+	// like, and then the SSTables hold the only copy): on an emptied table
+	// a catch-up position an index change withdrew stays behind, and its
+	// SSTables are kept, until rows come back. Anywhere else, the drain's
+	// catch-up must have recorded what the indexes cover.
+	emptied := len(f.Manifest.GetFragments()) == 0
 	for shard, gs := range h.ref.Gens {
-		if mw.Floor(shard) != mw.Compacted[shard] {
+		if mw.Floor(shard) != mw.Compacted[shard] && !emptied {
 			return violationf("drain: shard %s: maintained indexes %v caught up to %d, merged %d", shard, mw.Maintained, mw.Floor(shard), mw.Compacted[shard])
 		}
 		for _, g := range gs {
