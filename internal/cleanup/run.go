@@ -53,6 +53,14 @@ func (c Config) Validate() error {
 	if c.Concurrency < 1 {
 		return fmt.Errorf("concurrency must be at least 1, got %d", c.Concurrency)
 	}
+	return nil
+}
+
+// ValidateFloor refuses a MinAge below MinAgeFloor unless
+// AllowDeletingInFlightWrites: the daemon's rule, for tables it cleans up
+// unattended beside writers. A one-shot run (the CLI warns) and a library
+// caller that knows its writers need not apply it.
+func (c Config) ValidateFloor() error {
 	if c.MinAge < MinAgeFloor && !c.AllowDeletingInFlightWrites {
 		return fmt.Errorf("min_age %s is below the floor of %s: writers' files are unreferenced until their commits land (LanceDB's register no in-flight marker), so cleanup would delete files of appends in flight; raise it, or set allow_deleting_in_flight_writes: true to accept that", c.MinAge, MinAgeFloor)
 	}

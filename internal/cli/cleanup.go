@@ -47,13 +47,12 @@ by no in-flight marker. _mem_wal/ (see trim) and _refs/ are never touched. --dry
 every version and file with delete/keep and a reason.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// A one-shot run is the operator's own choice: below the floor
-			// the daemon refuses, the command warns.
-			cfg.AllowDeletingInFlightWrites = true
 			if err := cfg.Validate(); err != nil {
 				return flagError(err, nil)
 			}
-			if cfg.MinAge < cleanup.MinAgeFloor && !cfg.DryRun {
+			// A one-shot run is the operator's own choice: below the floor
+			// the daemon refuses (ValidateFloor), the command warns.
+			if cfg.ValidateFloor() != nil && !cfg.DryRun {
 				e.warn.Warn("--min-age is below the floor: an unreferenced file of a writer's commit in flight (LanceDB's register no in-flight marker) may be deleted before the commit names it",
 					zap.Duration("min_age", cfg.MinAge), zap.Duration("floor", cleanup.MinAgeFloor))
 			}

@@ -190,6 +190,9 @@ func (c *Config) Validate() error {
 	if err := c.Jobs.Cleanup.Validate(); err != nil {
 		return fmt.Errorf("jobs.cleanup: %w", err)
 	}
+	if err := c.Jobs.Cleanup.ValidateFloor(); err != nil {
+		return fmt.Errorf("jobs.cleanup: %w", err)
+	}
 	if err := c.Jobs.Compact.Validate(); err != nil {
 		return fmt.Errorf("jobs.compact: %w", err)
 	}
