@@ -9,12 +9,12 @@ import (
 )
 
 // TestLanceIndexCatchupCreditCLI: after merge, catch-up and an inline
-// compaction (which withdraws id_idx's catch-up position: its Rewrite read
-// the old fragments, which the remapped bitmaps no longer name), index
-// catchup has nothing to index, records the credit in a record-only
-// commit and lists it under "credited"; trim --reader-grace 0s then
-// deletes every generation, verify --deep finds every invariant holding,
-// and LanceDB reads the same rows.
+// compaction (whose Rewrite remaps id_idx and carries its catch-up
+// position forward), index catchup has nothing to index and nothing to
+// record; trim --reader-grace 0s then deletes every generation, verify
+// --deep finds every invariant holding, and LanceDB reads the same rows.
+// (A record that lags behind a covering index, which catch-up raises in a
+// record-only commit, is index.TestCatchUpCredit's.)
 func TestLanceIndexCatchupCreditCLI(t *testing.T) {
 	lancedb.Require(t)
 	f := lancedb.MemWAL(t, "", 2, 3)
@@ -37,16 +37,11 @@ func TestLanceIndexCatchupCreditCLI(t *testing.T) {
 		t.Fatalf("catch-up of the merged fragments: %v", m)
 	}
 	one("compact", f.Dir, "--defer-remap=false", "--target-rows", "1000")
-	if r := run(t, "", "trim", f.Dir, "--reader-grace", "0s", "--dry-run"); r.code != 0 || !strings.Contains(r.stdout, "index_lag") {
-		t.Fatalf("trim after the inline compaction: exit %d, want generations kept for index_lag: %s %s", r.code, r.stdout, r.stderr)
+	if r := run(t, "", "trim", f.Dir, "--reader-grace", "0s", "--dry-run"); r.code != 0 || strings.Contains(r.stdout, `"reason":"index_lag"`) {
+		t.Fatalf("trim after the inline compaction: exit %d, want no generation kept for index_lag: %s %s", r.code, r.stdout, r.stderr)
 	}
-	m := one("index", "catchup", f.Dir)
-	credited, _ := m["credited"].([]any)
-	if m["committed"] != true || len(m["indices"].([]any)) != 0 || len(credited) != 2 {
-		t.Fatalf("record-only catch-up: %v (want committed, nothing indexed, 2 shards credited)", m)
-	}
-	if m = one("index", "catchup", f.Dir); m["committed"] != false {
-		t.Fatalf("second catch-up: %v (want nothing committed)", m)
+	if m := one("index", "catchup", f.Dir); m["committed"] != false {
+		t.Fatalf("catch-up after the compaction: %v (want nothing committed)", m)
 	}
 	tr := one("trim", f.Dir, "--reader-grace", "0s")
 	if g, _ := tr["deleted_generations"].(float64); int(g) != 6 {
