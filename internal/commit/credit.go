@@ -67,7 +67,7 @@ func CatchupAdvances(before, after []*pb.IndexMetadata) ([]Advance, error) {
 // credits (a maintained index covering every fragment live at read earns
 // read's compacted generations) above the ones read records. It is how a
 // job finds that an index's coverage is proven while its record lags,
-// e.g. after a compaction or remap withdrew the position (the commit that
+// e.g. after a remap withdrew the position (the commit that
 // moved the index read fragments its new bitmaps no longer name), or when
 // the last commits read versions the index did not yet cover.
 //
