@@ -200,7 +200,7 @@ func runOnce(ctx context.Context, h *table.Handle, o Options, env Env) (*Result,
 	prev, err := fri.Load(ctx, b, read)
 	if err != nil {
 		removeQuietly(h, files)
-		return res, err
+		return res, table.ReadCleanedUp(ctx, b, naming, read, "compact", err)
 	}
 	for _, out := range outs {
 		var old []uint64
@@ -248,7 +248,9 @@ func runOnce(ctx context.Context, h *table.Handle, o Options, env Env) (*Result,
 		files = append(files, keys...)
 		if err != nil {
 			removeQuietly(h, files)
-			return res, err
+			// A cleanup that removed the read version took the segments
+			// being remapped too (an index replaced since): a lost race.
+			return res, table.ReadCleanedUp(ctx, b, naming, read, "compact", err)
 		}
 		rw.RewrittenIndices = ris
 		res.RewrittenIndices = len(ris)
