@@ -16,6 +16,7 @@ import (
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/format/file"
 	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
@@ -57,7 +58,7 @@ func (w *Writer) flush(ctx context.Context) (*Generation, error) {
 	// Fencing is checked before the work (one request: any newer manifest
 	// starts with the next version): a fenced writer's rows belong to the
 	// new owner's replay, not to a generation.
-	next := meta.ShardManifestKey(w.shard, w.manifest.GetVersion()+1)
+	next := memwal.ShardManifestKey(w.shard, w.manifest.GetVersion()+1)
 	switch _, err := w.t.b.Attributes(ctx, next); {
 	case err == nil:
 		return nil, w.fail(ctx, fmt.Errorf("shard manifest version %d exists", w.manifest.GetVersion()+1))
@@ -68,7 +69,7 @@ func (w *Writer) flush(ctx context.Context) (*Generation, error) {
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
 	path := fmt.Sprintf("%s_gen_%d", hex.EncodeToString(rnd[:]), gen)
-	gb := storage.Sub(w.t.b, meta.GenerationDir(w.shard, path))
+	gb := storage.Sub(w.t.b, memwal.GenerationDir(w.shard, path))
 	g, err := w.writeGeneration(ctx, gb, gen)
 	if err != nil {
 		return nil, fmt.Errorf("lancewal: flush generation %d of shard %s: %w", gen, w.shard, err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/compactord/compactord/internal/format/arrowipc"
 	"github.com/compactord/compactord/internal/format/file"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/testing/lancedb"
 )
@@ -44,7 +45,7 @@ func corpusShardDir(t *testing.T) string {
 // LanceDB's first entry decodes to the same schema (names, types,
 // nullability, field and schema metadata), compression and values.
 func TestWALEntryMatchesLanceDB(t *testing.T) {
-	theirs, err := os.ReadFile(filepath.Join(corpusShardDir(t), "wal", meta.BitName(1)+".arrow"))
+	theirs, err := os.ReadFile(filepath.Join(corpusShardDir(t), "wal", memwal.BitName(1)+".arrow"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestGenerationMatchesLanceDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours := filepath.Join(dir, meta.GenerationDir(w.Shard(), g.Path))
+	ours := filepath.Join(dir, memwal.GenerationDir(w.Shard(), g.Path))
 	if got, want := layout(t, ours), layout(t, theirs); !slices.Equal(got, want) {
 		t.Errorf("files\n got %v\nwant %v", got, want)
 	}
@@ -175,7 +176,7 @@ func TestGenerationMatchesLanceDB(t *testing.T) {
 	if got, want := dumpLance(t, mustRead(t, od[0])), dumpLance(t, mustRead(t, td[0])); got != want {
 		t.Errorf("data\n got %s\nwant %s", got, want)
 	}
-	ss, err := meta.ReadShard(ctx, tbl.b, w.Shard())
+	ss, err := memwal.ReadShard(ctx, tbl.b, w.Shard())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 )
@@ -117,8 +118,8 @@ func (t *Table) state(ctx context.Context) (*state, error) {
 	if st.pk < 0 {
 		return nil, errors.New("lancewal: the table has no primary key (LanceDB setUnenforcedPrimaryKey); the MemWAL needs one")
 	}
-	if ix := meta.MemWalIndex(read.Indices); ix != nil {
-		if st.details, err = meta.MemWalDetails(ix); err != nil {
+	if ix := memwal.Index(read.Indices); ix != nil {
+		if st.details, err = memwal.Details(ix); err != nil {
 			return nil, fmt.Errorf("lancewal: %w", err)
 		}
 	}
@@ -215,7 +216,7 @@ func (t *Table) EnableMemWAL(ctx context.Context, cfg Config) (*Config, error) {
 	}
 	details := &pb.MemWalIndexDetails{NumShards: num, ShardingSpecs: []*pb.ShardingSpec{{SpecId: 1, Fields: []*pb.ShardingField{spec}}},
 		MaintainedIndexes: slices.Clone(cfg.MaintainedIndexes)}
-	any, err := meta.EncodeMemWalDetails(details)
+	any, err := memwal.EncodeDetails(details)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/format/arrowipc"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 )
@@ -117,7 +118,7 @@ func (w *Writer) claim(ctx context.Context) error {
 		return fmt.Errorf("lancewal: shard id: %w", err)
 	}
 	for attempt := 0; ; attempt++ {
-		ss, err := meta.ReadShard(ctx, b, w.shard)
+		ss, err := memwal.ReadShard(ctx, b, w.shard)
 		if err != nil {
 			return fmt.Errorf("lancewal: %w", err)
 		}
@@ -144,7 +145,7 @@ func (w *Writer) claim(ctx context.Context) error {
 	}
 	// The position after every WAL entry present: where the previous owner
 	// would append next.
-	positions, err := meta.ListWAL(ctx, b, w.shard)
+	positions, err := memwal.ListWAL(ctx, b, w.shard)
 	if err != nil {
 		return fmt.Errorf("lancewal: %w", err)
 	}
@@ -161,7 +162,7 @@ func (w *Writer) claim(ctx context.Context) error {
 		// position; a put there loses and tells it it was fenced.
 		pos := last + 1
 		for {
-			out, err := storage.PutNext(ctx, b, meta.WALKey(w.shard, pos), fenceSentinel(w.manifest.GetWriterEpoch()), storage.ReadBack{Taken: true})
+			out, err := storage.PutNext(ctx, b, memwal.WALKey(w.shard, pos), fenceSentinel(w.manifest.GetWriterEpoch()), storage.ReadBack{Taken: true})
 			if out == storage.PutLanded {
 				break
 			}
@@ -202,25 +203,25 @@ func fenceSentinel(epoch uint64) []byte {
 // putManifest writes shard manifest m at its version (put-if-absent), then
 // the shard's version hint (a hint only: its failure is ignored).
 func (w *Writer) putManifest(ctx context.Context, m *pb.ShardManifest) error {
-	data, err := meta.EncodeShardManifest(m)
+	data, err := memwal.EncodeShardManifest(m)
 	if err != nil {
 		return err
 	}
 	// An outcome we do not know (a timeout, or a retried put that found
 	// its own first attempt) is ours if the key holds our bytes: otherwise
 	// the writer would take its own manifest for a rival's.
-	key := meta.ShardManifestKey(w.shard, m.GetVersion())
+	key := memwal.ShardManifestKey(w.shard, m.GetVersion())
 	if _, err := storage.PutNext(ctx, w.t.b, key, data, storage.ReadBack{Taken: true}); err != nil {
 		return err
 	}
-	_ = w.t.b.Put(ctx, meta.ShardHintKey(w.shard), meta.EncodeHint(m.GetVersion()))
+	_ = w.t.b.Put(ctx, memwal.ShardHintKey(w.shard), meta.EncodeHint(m.GetVersion()))
 	return nil
 }
 
 // fail classifies a lost put: a newer epoch in the shard's newest manifest
 // means this writer was fenced, and it stays unusable.
 func (w *Writer) fail(ctx context.Context, cause error) error {
-	ss, err := meta.ReadShard(ctx, w.t.b, w.shard)
+	ss, err := memwal.ReadShard(ctx, w.t.b, w.shard)
 	if err == nil && ss.Manifest != nil && ss.Manifest.GetWriterEpoch() > w.manifest.GetWriterEpoch() {
 		w.err = ErrFenced
 		return fmt.Errorf("%w: epoch %d took over from %d (%v)", ErrFenced, ss.Manifest.GetWriterEpoch(), w.manifest.GetWriterEpoch(), cause)
@@ -279,7 +280,7 @@ func (w *Writer) write(ctx context.Context, rows []Row, tombstone bool) error {
 		return err
 	}
 	// As for manifests: an entry holding our bytes is ours.
-	key := meta.WALKey(w.shard, w.nextWAL)
+	key := memwal.WALKey(w.shard, w.nextWAL)
 	if _, err = storage.PutNext(ctx, w.t.b, key, data, storage.ReadBack{Taken: true}); err != nil {
 		if storage.IsAlreadyExists(err) {
 			return w.fail(ctx, fmt.Errorf("WAL position %d is taken", w.nextWAL))
@@ -298,7 +299,7 @@ func (w *Writer) write(ctx context.Context, rows []Row, tombstone bool) error {
 
 // replay loads WAL entry p (skipping fence sentinels) into the MemTable.
 func (w *Writer) replay(ctx context.Context, p uint64) error {
-	key := meta.WALKey(w.shard, p)
+	key := memwal.WALKey(w.shard, p)
 	data, err := w.t.b.Get(ctx, key)
 	if storage.IsNotFound(err) {
 		return nil // a writer that died between positions leaves a gap

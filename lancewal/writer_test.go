@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/compactord/compactord/internal/meta"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testing/faults"
 	"github.com/compactord/compactord/internal/testing/lancedb"
@@ -45,7 +45,7 @@ func mustWriter(t *testing.T, tbl *Table, key any) *Writer {
 
 func walCount(t *testing.T, tbl *Table, shard string) int {
 	t.Helper()
-	ps, err := meta.ListWAL(t.Context(), tbl.b, shard)
+	ps, err := memwal.ListWAL(t.Context(), tbl.b, shard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestFlushFailureKeepsRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss, err := meta.ReadShard(ctx, tbl.b, w.Shard())
+	ss, err := memwal.ReadShard(ctx, tbl.b, w.Shard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestReplayGarbage(t *testing.T) {
 			w := mustWriter(t, tbl, int64(0))
 			pos := w.nextWAL
 			w.Abandon()
-			key := meta.WALKey(w.Shard(), pos)
+			key := memwal.WALKey(w.Shard(), pos)
 			if err := tbl.b.Put(ctx, key, data); err != nil {
 				t.Fatal(err)
 			}
@@ -241,13 +241,13 @@ func TestDamagedShardManifest(t *testing.T) {
 	w := mustWriter(t, tbl, int64(0))
 	w.Abandon()
 	next := w.manifest.GetVersion() + 1
-	key := meta.ShardManifestKey(w.Shard(), next)
+	key := memwal.ShardManifestKey(w.Shard(), next)
 	if err := tbl.b.Put(ctx, key, []byte("\xff\xff not a protobuf")); err != nil {
 		t.Fatal(err)
 	}
 	before := walCount(t, tbl, w.Shard())
 	_, err := tbl.OpenWriter(ctx, w.Shard(), WriterOptions{})
-	if err == nil || !strings.Contains(err.Error(), meta.BitName(next)) {
+	if err == nil || !strings.Contains(err.Error(), memwal.BitName(next)) {
 		t.Fatalf("claim over a damaged manifest: %v", err)
 	}
 	if got := walCount(t, tbl, w.Shard()); got != before {

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 )
 
@@ -278,11 +279,11 @@ func advanceCompacted(ixs []*pb.IndexMetadata, merged []*pb.CompactedSsTable) ([
 	if i < 0 {
 		return nil, fmt.Errorf("update merges MemWAL generations but the table has no %s index", meta.MemWalIndexName)
 	}
-	d, err := meta.MemWalDetails(ixs[i])
+	d, err := memwal.Details(ixs[i])
 	if err != nil {
 		return nil, err
 	}
-	cur := meta.Compacted(d)
+	cur := memwal.Compacted(d)
 	for _, c := range merged {
 		id := meta.UUIDString(c.GetShardId())
 		if c.GetGeneration() <= cur[id] {
@@ -290,7 +291,7 @@ func advanceCompacted(ixs []*pb.IndexMetadata, merged []*pb.CompactedSsTable) ([
 		}
 		cur[id] = c.GetGeneration()
 	}
-	if d.CompactedSstables, err = meta.CompactedList(cur); err != nil {
+	if d.CompactedSstables, err = memwal.CompactedList(cur); err != nil {
 		return nil, err
 	}
 	return replaceMemWal(ixs, i, d)
@@ -310,7 +311,7 @@ func indexPos(ixs []*pb.IndexMetadata, name string) int {
 // The uuid is derived from the old one and the new content, so retries of
 // one commit produce the same bytes.
 func replaceMemWal(ixs []*pb.IndexMetadata, i int, d *pb.MemWalIndexDetails) ([]*pb.IndexMetadata, error) {
-	any, err := meta.EncodeMemWalDetails(d)
+	any, err := memwal.EncodeDetails(d)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 )
 
@@ -49,31 +50,31 @@ func deriveMemWal(read, head *meta.ManifestFile, nextManifest *pb.Manifest, next
 	if i < 0 {
 		return next, nil
 	}
-	d, err := meta.MemWalDetails(next[i])
+	d, err := memwal.Details(next[i])
 	if err != nil {
 		return nil, err
 	}
-	C := meta.Compacted(d)
+	C := memwal.Compacted(d)
 	readCompacted := map[string]uint64{}
 	var readFrags *roaring.Bitmap
 	if read != nil {
-		if ri := meta.MemWalIndex(read.Indices); ri != nil {
-			rd, err := meta.MemWalDetails(ri)
+		if ri := memwal.Index(read.Indices); ri != nil {
+			rd, err := memwal.Details(ri)
 			if err != nil {
 				return nil, err
 			}
-			readCompacted = meta.Compacted(rd)
+			readCompacted = memwal.Compacted(rd)
 		}
 		readFrags = fragmentSet(read.Manifest)
 	}
 	movedFrags := rewrittenSet(readFrags, head.Manifest, nextManifest, txn)
 	var headPrior map[string]map[string]uint64
-	if hi := meta.MemWalIndex(head.Indices); hi != nil {
-		hd, err := meta.MemWalDetails(hi)
+	if hi := memwal.Index(head.Indices); hi != nil {
+		hd, err := memwal.Details(hi)
 		if err != nil {
 			return nil, err
 		}
-		headPrior = meta.Catchup(hd)
+		headPrior = memwal.Catchup(hd)
 	}
 	sets := []map[string]uint64{C, readCompacted}
 	for _, byShard := range headPrior {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 )
 
@@ -22,64 +23,64 @@ func TestCatchupDerivation(t *testing.T) {
 	}{
 		{
 			name: "covering the read version credits what the read version had merged",
-			read: version(5, []uint64{0, 1}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwal(t, cm{shardA: 2}, nil, "id_idx")),
-			head: version(6, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwal(t, cm{shardA: 2}, nil, "id_idx")),
+			read: version(5, []uint64{0, 1}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwalIndex(t, cm{shardA: 2}, nil, "id_idx")),
+			head: version(6, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwalIndex(t, cm{shardA: 2}, nil, "id_idx")),
 			txn:  appendTxn(5, 1),
 			want: cm{shardA: 2},
 		},
 		{
 			name: "credit is capped by the read version (read had 2, the commit records 3)",
-			read: version(5, []uint64{0, 1}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwal(t, cm{shardA: 2}, nil, "id_idx")),
-			head: version(6, []uint64{0, 1}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwal(t, cm{shardA: 2}, nil, "id_idx")),
+			read: version(5, []uint64{0, 1}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwalIndex(t, cm{shardA: 2}, nil, "id_idx")),
+			head: version(6, []uint64{0, 1}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwalIndex(t, cm{shardA: 2}, nil, "id_idx")),
 			txn:  mergeTxn(5, shardA, 3),
 			want: cm{shardA: 2},
 		},
 		{
 			name: "credit is capped by the commit (read had 9, the head records 3 after a restore)",
-			read: version(5, []uint64{0}, segment(t, "id_idx", idxA, []uint32{0}), memwal(t, cm{shardA: 9}, nil, "id_idx")),
-			head: version(6, []uint64{0}, segment(t, "id_idx", idxA, []uint32{0}), memwal(t, cm{shardA: 3}, nil, "id_idx")),
+			read: version(5, []uint64{0}, segment(t, "id_idx", idxA, []uint32{0}), memwalIndex(t, cm{shardA: 9}, nil, "id_idx")),
+			head: version(6, []uint64{0}, segment(t, "id_idx", idxA, []uint32{0}), memwalIndex(t, cm{shardA: 3}, nil, "id_idx")),
 			txn:  appendTxn(5, 1),
 			want: cm{shardA: 3},
 		},
 		{
 			name: "an empty read version credits nothing",
-			read: version(5, nil, segment(t, "id_idx", idxA, []uint32{}), memwal(t, cm{shardA: 2}, nil, "id_idx")),
-			head: version(6, nil, segment(t, "id_idx", idxA, []uint32{}), memwal(t, cm{shardA: 2}, nil, "id_idx")),
+			read: version(5, nil, segment(t, "id_idx", idxA, []uint32{}), memwalIndex(t, cm{shardA: 2}, nil, "id_idx")),
+			head: version(6, nil, segment(t, "id_idx", idxA, []uint32{}), memwalIndex(t, cm{shardA: 2}, nil, "id_idx")),
 			txn:  appendTxn(5, 1),
 			want: cm{shardA: 0},
 		},
 		{
 			name: "appends between read and commit do not block credit",
-			read: version(5, []uint64{0}, segment(t, "id_idx", idxA, []uint32{0}), memwal(t, cm{shardA: 4}, nil, "id_idx")),
-			head: version(9, []uint64{0, 1, 2, 3}, segment(t, "id_idx", idxA, []uint32{0}), memwal(t, cm{shardA: 4}, nil, "id_idx")),
+			read: version(5, []uint64{0}, segment(t, "id_idx", idxA, []uint32{0}), memwalIndex(t, cm{shardA: 4}, nil, "id_idx")),
+			head: version(9, []uint64{0, 1, 2, 3}, segment(t, "id_idx", idxA, []uint32{0}), memwalIndex(t, cm{shardA: 4}, nil, "id_idx")),
 			txn:  appendTxn(5, 1),
 			want: cm{shardA: 4},
 		},
 		{
 			name: "coverage is a set: {0,4} does not cover a read version with 3",
-			read: version(5, []uint64{0, 3, 4}, segment(t, "id_idx", idxA, []uint32{0, 4}), memwal(t, cm{shardA: 4}, nil, "id_idx")),
-			head: version(6, []uint64{0, 3, 4}, segment(t, "id_idx", idxA, []uint32{0, 4}), memwal(t, cm{shardA: 4}, nil, "id_idx")),
+			read: version(5, []uint64{0, 3, 4}, segment(t, "id_idx", idxA, []uint32{0, 4}), memwalIndex(t, cm{shardA: 4}, nil, "id_idx")),
+			head: version(6, []uint64{0, 3, 4}, segment(t, "id_idx", idxA, []uint32{0, 4}), memwalIndex(t, cm{shardA: 4}, nil, "id_idx")),
 			txn:  appendTxn(5, 1),
 			want: cm{shardA: 0},
 		},
 		{
 			name: "a segment without a bitmap makes the index unproven",
-			read: version(5, []uint64{0}, segment(t, "id_idx", idxA, nil), memwal(t, cm{shardA: 4}, nil, "id_idx")),
-			head: version(6, []uint64{0}, segment(t, "id_idx", idxA, nil), memwal(t, cm{shardA: 4}, nil, "id_idx")),
+			read: version(5, []uint64{0}, segment(t, "id_idx", idxA, nil), memwalIndex(t, cm{shardA: 4}, nil, "id_idx")),
+			head: version(6, []uint64{0}, segment(t, "id_idx", idxA, nil), memwalIndex(t, cm{shardA: 4}, nil, "id_idx")),
 			txn:  appendTxn(5, 1),
 			want: cm{shardA: 0},
 		},
 		{
 			name: "unchanged and unproven keeps the head's position, shard by shard",
-			read: version(5, []uint64{0, 7}, segment(t, "id_idx", idxA, []uint32{0}), memwal(t, cm{shardA: 10, shardB: 10}, nil, "id_idx")),
-			head: version(6, []uint64{0, 7}, segment(t, "id_idx", idxA, []uint32{0}), memwal(t, cm{shardA: 10, shardB: 10}, map[string]cm{"id_idx": {shardA: 8, shardB: 2}}, "id_idx")),
+			read: version(5, []uint64{0, 7}, segment(t, "id_idx", idxA, []uint32{0}), memwalIndex(t, cm{shardA: 10, shardB: 10}, nil, "id_idx")),
+			head: version(6, []uint64{0, 7}, segment(t, "id_idx", idxA, []uint32{0}), memwalIndex(t, cm{shardA: 10, shardB: 10}, map[string]cm{"id_idx": {shardA: 8, shardB: 2}}, "id_idx")),
 			txn:  appendTxn(5, 1),
 			want: cm{shardA: 8, shardB: 2},
 		},
 		{
 			name: "a bitmap narrowed in place under the old uuid drops the old position",
-			read: version(5, []uint64{0, 7}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwal(t, cm{shardA: 10}, nil, "id_idx")),
-			head: version(6, []uint64{0, 7}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwal(t, cm{shardA: 10}, map[string]cm{"id_idx": {shardA: 8}}, "id_idx")),
+			read: version(5, []uint64{0, 7}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwalIndex(t, cm{shardA: 10}, nil, "id_idx")),
+			head: version(6, []uint64{0, 7}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwalIndex(t, cm{shardA: 10}, map[string]cm{"id_idx": {shardA: 8}}, "id_idx")),
 			txn: &pb.Transaction{ReadVersion: 5, Uuid: "33333333-3333-4333-8333-333333333333", Operation: &pb.Transaction_CreateIndex_{CreateIndex: &pb.Transaction_CreateIndex{
 				RemovedIndices: []*pb.IndexMetadata{segment(t, "id_idx", idxA, []uint32{0, 1})},
 				NewIndices:     []*pb.IndexMetadata{segment(t, "id_idx", "00000000-0000-4000-8000-000000000002", []uint32{0})}}}},
@@ -87,15 +88,15 @@ func TestCatchupDerivation(t *testing.T) {
 		},
 		{
 			name: "a rewrite that remaps the segment inline keeps the head's position",
-			read: version(4, []uint64{0, 1, 7}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwal(t, cm{shardA: 10}, nil, "id_idx")),
-			head: version(4, []uint64{0, 1, 7}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwal(t, cm{shardA: 10}, map[string]cm{"id_idx": {shardA: 8}}, "id_idx")),
+			read: version(4, []uint64{0, 1, 7}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwalIndex(t, cm{shardA: 10}, nil, "id_idx")),
+			head: version(4, []uint64{0, 1, 7}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwalIndex(t, cm{shardA: 10}, map[string]cm{"id_idx": {shardA: 8}}, "id_idx")),
 			txn:  inlineRewrite(t, idxA, "00000000-0000-4000-8000-000000000002", group([]uint64{0, 1}, 20)),
 			want: cm{shardA: 8},
 		},
 		{
 			name: "an inline-remap rewrite of indexed fragments keeps the credit",
-			read: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1, 2}), memwal(t, cm{shardA: 4}, map[string]cm{"id_idx": {shardA: 4}}, "id_idx")),
-			head: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1, 2}), memwal(t, cm{shardA: 4}, map[string]cm{"id_idx": {shardA: 4}}, "id_idx")),
+			read: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1, 2}), memwalIndex(t, cm{shardA: 4}, map[string]cm{"id_idx": {shardA: 4}}, "id_idx")),
+			head: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1, 2}), memwalIndex(t, cm{shardA: 4}, map[string]cm{"id_idx": {shardA: 4}}, "id_idx")),
 			txn:  inlineRewriteInto(t, 5, []uint64{1, 2}, 7),
 			want: cm{shardA: 4},
 		},
@@ -104,15 +105,15 @@ func TestCatchupDerivation(t *testing.T) {
 			// segment holds the rows its old one held: the head's position
 			// is carried forward, and nothing more is credited.
 			name: "an inline-remap rewrite leaving an unindexed fragment carries the head's position, credits nothing",
-			read: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwal(t, cm{shardA: 6}, map[string]cm{"id_idx": {shardA: 4}}, "id_idx")),
-			head: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwal(t, cm{shardA: 6}, map[string]cm{"id_idx": {shardA: 4}}, "id_idx")),
+			read: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwalIndex(t, cm{shardA: 6}, map[string]cm{"id_idx": {shardA: 4}}, "id_idx")),
+			head: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwalIndex(t, cm{shardA: 6}, map[string]cm{"id_idx": {shardA: 4}}, "id_idx")),
 			txn:  inlineRewriteInto(t, 5, []uint64{0, 1}, 7),
 			want: cm{shardA: 4},
 		},
 		{
 			name: "an inline-remap rewrite leaving an unindexed fragment earns no credit",
-			read: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwal(t, cm{shardA: 6}, map[string]cm{"id_idx": {shardA: 0}}, "id_idx")),
-			head: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwal(t, cm{shardA: 6}, map[string]cm{"id_idx": {shardA: 0}}, "id_idx")),
+			read: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwalIndex(t, cm{shardA: 6}, map[string]cm{"id_idx": {shardA: 0}}, "id_idx")),
+			head: version(5, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1}), memwalIndex(t, cm{shardA: 6}, map[string]cm{"id_idx": {shardA: 0}}, "id_idx")),
 			txn:  inlineRewriteInto(t, 5, []uint64{0, 1}, 7),
 			want: cm{shardA: 0},
 		},
@@ -149,14 +150,14 @@ func TestCatchupDerivation(t *testing.T) {
 // TestCatchupNoChangeKeepsUUID: a commit that changes no position leaves the
 // MemWAL index as it was (readers cache it by uuid).
 func TestCatchupNoChangeKeepsUUID(t *testing.T) {
-	mw := memwal(t, map[string]uint64{shardA: 2}, map[string]map[string]uint64{"id_idx": {shardA: 2}}, "id_idx")
+	mw := memwalIndex(t, map[string]uint64{shardA: 2}, map[string]map[string]uint64{"id_idx": {shardA: 2}}, "id_idx")
 	read := version(5, []uint64{0}, segment(t, "id_idx", idxA, []uint32{0}), mw)
 	head := version(6, []uint64{0, 1}, segment(t, "id_idx", idxA, []uint32{0}), mw)
 	got, err := BuildManifest(head, appendTxn(5, 1), read, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if meta.UUIDString(meta.MemWalIndex(got.Indices).GetUuid()) != meta.UUIDString(mw.GetUuid()) {
+	if meta.UUIDString(memwal.Index(got.Indices).GetUuid()) != meta.UUIDString(mw.GetUuid()) {
 		t.Error("MemWAL uuid changed though no position did")
 	}
 	// A merge changes it: a new uuid.
@@ -164,16 +165,16 @@ func TestCatchupNoChangeKeepsUUID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if meta.UUIDString(meta.MemWalIndex(got.Indices).GetUuid()) == meta.UUIDString(mw.GetUuid()) {
+	if meta.UUIDString(memwal.Index(got.Indices).GetUuid()) == meta.UUIDString(mw.GetUuid()) {
 		t.Error("MemWAL details changed under the old uuid")
 	}
-	if c := meta.Compacted(mustDetails(t, got)); c[shardA] != 3 {
+	if c := memwal.Compacted(mustDetails(t, got)); c[shardA] != 3 {
 		t.Errorf("compacted = %v", c)
 	}
 }
 
 func mustDetails(t *testing.T, f *meta.ManifestFile) *pb.MemWalIndexDetails {
-	d, err := meta.MemWalDetails(meta.MemWalIndex(f.Indices))
+	d, err := memwal.Details(memwal.Index(f.Indices))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func mustDetails(t *testing.T, f *meta.ManifestFile) *pb.MemWalIndexDetails {
 // TestStaleMergeFailsWhole: a generation at or below the recorded one fails
 // the commit, and no rows land.
 func TestStaleMergeFailsWhole(t *testing.T) {
-	mw := memwal(t, map[string]uint64{shardA: 3}, nil, "id_idx")
+	mw := memwalIndex(t, map[string]uint64{shardA: 3}, nil, "id_idx")
 	head := version(6, []uint64{0}, segment(t, "id_idx", idxA, []uint32{0}), mw)
 	txn := mergeTxn(6, shardA, 3)
 	txn.GetUpdate().NewFragments = []*pb.DataFragment{{PhysicalRows: 4}}
@@ -194,7 +195,7 @@ func TestStaleMergeFailsWhole(t *testing.T) {
 
 // TestDroppedIndexLosesItsEntry: entries of indexes that no longer exist go.
 func TestDroppedIndexLosesItsEntry(t *testing.T) {
-	mw := memwal(t, map[string]uint64{shardA: 2}, map[string]map[string]uint64{"id_idx": {shardA: 2}}, "id_idx")
+	mw := memwalIndex(t, map[string]uint64{shardA: 2}, map[string]map[string]uint64{"id_idx": {shardA: 2}}, "id_idx")
 	seg := segment(t, "id_idx", idxA, []uint32{0})
 	head := version(6, []uint64{0}, seg, mw)
 	drop := &pb.Transaction{ReadVersion: 6, Uuid: "44444444-4444-4444-8444-444444444444", Operation: &pb.Transaction_CreateIndex_{CreateIndex: &pb.Transaction_CreateIndex{RemovedIndices: []*pb.IndexMetadata{seg}}}}

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 )
 
@@ -27,15 +28,15 @@ type Advance struct {
 // exists to raise a position, and only a rise is worth a version.
 func CatchupAdvances(before, after []*pb.IndexMetadata) ([]Advance, error) {
 	positions := func(ixs []*pb.IndexMetadata) (map[string]map[string]uint64, error) {
-		ix := meta.MemWalIndex(ixs)
+		ix := memwal.Index(ixs)
 		if ix == nil {
 			return nil, nil
 		}
-		d, err := meta.MemWalDetails(ix)
+		d, err := memwal.Details(ix)
 		if err != nil {
 			return nil, err
 		}
-		return meta.Catchup(d), nil
+		return memwal.Catchup(d), nil
 	}
 	b, err := positions(before)
 	if err != nil {

@@ -27,58 +27,58 @@ func TestCreditDue(t *testing.T) {
 	}{
 		{
 			name: "a covering index whose record lags is due the read version's merged generations",
-			read: version(7, []uint64{3, 4}, idx(3, 4), memwal(t, cm{shardA: 2}, map[string]cm{"id_idx": {shardA: 0}}, "id_idx")),
+			read: version(7, []uint64{3, 4}, idx(3, 4), memwalIndex(t, cm{shardA: 2}, map[string]cm{"id_idx": {shardA: 0}}, "id_idx")),
 			want: []Advance{{Index: "id_idx", Shard: shardA, From: 0, To: 2}},
 		},
 		{
 			name: "an absent entry lags like a 0",
-			read: version(7, []uint64{3}, idx(3), memwal(t, cm{shardA: 2, shardB: 5}, nil, "id_idx")),
+			read: version(7, []uint64{3}, idx(3), memwalIndex(t, cm{shardA: 2, shardB: 5}, nil, "id_idx")),
 			want: []Advance{{Index: "id_idx", Shard: shardA, From: 0, To: 2}, {Index: "id_idx", Shard: shardB, From: 0, To: 5}},
 		},
 		{
 			name: "only the shards that lag are due",
-			read: version(7, []uint64{3}, idx(3), memwal(t, cm{shardA: 2, shardB: 5}, map[string]cm{"id_idx": {shardA: 2, shardB: 1}}, "id_idx")),
+			read: version(7, []uint64{3}, idx(3), memwalIndex(t, cm{shardA: 2, shardB: 5}, map[string]cm{"id_idx": {shardA: 2, shardB: 1}}, "id_idx")),
 			want: []Advance{{Index: "id_idx", Shard: shardB, From: 1, To: 5}},
 		},
 		{
 			name: "a record already at the merged position is not due",
-			read: version(7, []uint64{3}, idx(3), memwal(t, cm{shardA: 2}, map[string]cm{"id_idx": {shardA: 2}}, "id_idx")),
+			read: version(7, []uint64{3}, idx(3), memwalIndex(t, cm{shardA: 2}, map[string]cm{"id_idx": {shardA: 2}}, "id_idx")),
 		},
 		{
 			name: "an index missing a live fragment proves nothing",
-			read: version(7, []uint64{3, 4}, idx(3), memwal(t, cm{shardA: 2}, nil, "id_idx")),
+			read: version(7, []uint64{3, 4}, idx(3), memwalIndex(t, cm{shardA: 2}, nil, "id_idx")),
 		},
 		{
 			name: "segments are unioned: {3} and {4} cover {3, 4}",
-			read: version(7, []uint64{3, 4}, idx(3), segment(t, "id_idx", idxB, []uint32{4}), memwal(t, cm{shardA: 2}, nil, "id_idx")),
+			read: version(7, []uint64{3, 4}, idx(3), segment(t, "id_idx", idxB, []uint32{4}), memwalIndex(t, cm{shardA: 2}, nil, "id_idx")),
 			want: []Advance{{Index: "id_idx", Shard: shardA, From: 0, To: 2}},
 		},
 		{
 			name: "an empty read version proves nothing (the seed's rule: an emptied table keeps its SSTables)",
-			read: version(7, nil, idx(), memwal(t, cm{shardA: 2}, nil, "id_idx")),
+			read: version(7, nil, idx(), memwalIndex(t, cm{shardA: 2}, nil, "id_idx")),
 		},
 		{
 			name: "a segment without a bitmap proves nothing",
-			read: version(7, []uint64{3}, segment(t, "id_idx", idxA, nil), memwal(t, cm{shardA: 2}, nil, "id_idx")),
+			read: version(7, []uint64{3}, segment(t, "id_idx", idxA, nil), memwalIndex(t, cm{shardA: 2}, nil, "id_idx")),
 		},
 		{
 			name: "an index the MemWAL does not maintain is never due",
-			read: version(7, []uint64{3}, idx(3), segment(t, "cat_idx", idxB, []uint32{3}), memwal(t, cm{shardA: 2}, nil, "id_idx")),
+			read: version(7, []uint64{3}, idx(3), segment(t, "cat_idx", idxB, []uint32{3}), memwalIndex(t, cm{shardA: 2}, nil, "id_idx")),
 			want: []Advance{{Index: "id_idx", Shard: shardA, From: 0, To: 2}},
 		},
 		{
 			name: "a maintained index that does not exist is never due",
-			read: version(7, []uint64{3}, idx(3), memwal(t, cm{shardA: 2}, nil, "id_idx", "gone_idx")),
+			read: version(7, []uint64{3}, idx(3), memwalIndex(t, cm{shardA: 2}, nil, "id_idx", "gone_idx")),
 			want: []Advance{{Index: "id_idx", Shard: shardA, From: 0, To: 2}},
 		},
 		{
 			name: "indexes are judged independently",
-			read: version(7, []uint64{3, 4}, idx(3, 4), segment(t, "cat_idx", idxB, []uint32{3}), memwal(t, cm{shardA: 2}, nil, "cat_idx", "id_idx")),
+			read: version(7, []uint64{3, 4}, idx(3, 4), segment(t, "cat_idx", idxB, []uint32{3}), memwalIndex(t, cm{shardA: 2}, nil, "cat_idx", "id_idx")),
 			want: []Advance{{Index: "id_idx", Shard: shardA, From: 0, To: 2}},
 		},
 		{
 			name: "nothing merged, nothing due",
-			read: version(7, []uint64{3}, idx(3), memwal(t, nil, nil, "id_idx")),
+			read: version(7, []uint64{3}, idx(3), memwalIndex(t, nil, nil, "id_idx")),
 		},
 		{
 			name: "no MemWAL, nothing due",
@@ -118,22 +118,22 @@ func TestCreditDue(t *testing.T) {
 func TestRecordOnlyOnHead(t *testing.T) {
 	type cm = map[string]uint64
 	idx := func(frags ...uint32) *pb.IndexMetadata { return segment(t, "id_idx", idxA, frags) }
-	read := version(7, []uint64{3}, idx(3), memwal(t, cm{shardA: 2}, map[string]cm{"id_idx": {shardA: 0}}, "id_idx"))
+	read := version(7, []uint64{3}, idx(3), memwalIndex(t, cm{shardA: 2}, map[string]cm{"id_idx": {shardA: 0}}, "id_idx"))
 	cases := []struct {
 		name string
 		head *meta.ManifestFile
 		want cm
 	}{
 		{"appends since the read do not block the credit",
-			version(9, []uint64{3, 4, 5}, idx(3), memwal(t, cm{shardA: 2}, map[string]cm{"id_idx": {shardA: 0}}, "id_idx")), cm{shardA: 2}},
+			version(9, []uint64{3, 4, 5}, idx(3), memwalIndex(t, cm{shardA: 2}, map[string]cm{"id_idx": {shardA: 0}}, "id_idx")), cm{shardA: 2}},
 		{"a merge since the read is not credited (its rows are in fragments the read did not have)",
-			version(9, []uint64{3, 4}, idx(3), memwal(t, cm{shardA: 5}, map[string]cm{"id_idx": {shardA: 0}}, "id_idx")), cm{shardA: 2}},
+			version(9, []uint64{3, 4}, idx(3), memwalIndex(t, cm{shardA: 5}, map[string]cm{"id_idx": {shardA: 0}}, "id_idx")), cm{shardA: 2}},
 		{"a higher position recorded meanwhile is never lowered",
-			version(9, []uint64{3, 4}, idx(3, 4), memwal(t, cm{shardA: 5}, map[string]cm{"id_idx": {shardA: 5}}, "id_idx")), cm{shardA: 5}},
+			version(9, []uint64{3, 4}, idx(3, 4), memwalIndex(t, cm{shardA: 5}, map[string]cm{"id_idx": {shardA: 5}}, "id_idx")), cm{shardA: 5}},
 		{"the head's merged position caps the credit (a restore meanwhile)",
-			version(9, []uint64{3}, idx(3), memwal(t, cm{shardA: 1}, map[string]cm{"id_idx": {shardA: 0}}, "id_idx")), cm{shardA: 1}},
+			version(9, []uint64{3}, idx(3), memwalIndex(t, cm{shardA: 1}, map[string]cm{"id_idx": {shardA: 0}}, "id_idx")), cm{shardA: 1}},
 		{"an index replaced meanwhile by one that does not cover the read version earns nothing",
-			version(9, []uint64{3, 4}, segment(t, "id_idx", idxB, []uint32{4}), memwal(t, cm{shardA: 2}, map[string]cm{"id_idx": {shardA: 0}}, "id_idx")), cm{shardA: 0}},
+			version(9, []uint64{3, 4}, segment(t, "id_idx", idxB, []uint32{4}), memwalIndex(t, cm{shardA: 2}, map[string]cm{"id_idx": {shardA: 0}}, "id_idx")), cm{shardA: 0}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -157,7 +157,7 @@ func TestRecordOnlyOnHead(t *testing.T) {
 func TestRecordOnlyCommit(t *testing.T) {
 	type cm = map[string]uint64
 	ctx := context.Background()
-	lagging := version(1, []uint64{3}, segment(t, "id_idx", idxA, []uint32{3}), memwal(t, cm{shardA: 2}, nil, "id_idx"))
+	lagging := version(1, []uint64{3}, segment(t, "id_idx", idxA, []uint32{3}), memwalIndex(t, cm{shardA: 2}, nil, "id_idx"))
 	c, b := loopTable(t, lagging)
 	res, err := c.Commit(ctx, &Txn{Read: lagging, Naming: meta.NamingV2, Transaction: NewRecordOnly(1), RecordOnly: true})
 	if err != nil {

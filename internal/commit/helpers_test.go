@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 )
 
@@ -39,22 +40,22 @@ func segment(t testing.TB, name, id string, frags []uint32) *pb.IndexMetadata {
 	return ix
 }
 
-// memwal is a MemWAL index with compacted positions and catch-up entries.
-func memwal(t testing.TB, compacted map[string]uint64, catchup map[string]map[string]uint64, maintained ...string) *pb.IndexMetadata {
+// memwalIndex is a MemWAL index with compacted positions and catch-up entries.
+func memwalIndex(t testing.TB, compacted map[string]uint64, catchup map[string]map[string]uint64, maintained ...string) *pb.IndexMetadata {
 	t.Helper()
-	list, err := meta.CompactedList(compacted)
+	list, err := memwal.CompactedList(compacted)
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := &pb.MemWalIndexDetails{NumShards: 2, MaintainedIndexes: maintained, CompactedSstables: list}
 	for _, name := range sortedUnique(keys(catchup)) {
-		cl, err := meta.CompactedList(catchup[name])
+		cl, err := memwal.CompactedList(catchup[name])
 		if err != nil {
 			t.Fatal(err)
 		}
 		d.IndexCatchup = append(d.IndexCatchup, &pb.IndexCatchupProgress{IndexName: name, CaughtUpGenerations: cl})
 	}
-	any, err := meta.EncodeMemWalDetails(d)
+	any, err := memwal.EncodeDetails(d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,15 +87,15 @@ func version(v uint64, frags []uint64, ixs ...*pb.IndexMetadata) *meta.ManifestF
 
 func catchupOf(t testing.TB, f *meta.ManifestFile) map[string]map[string]uint64 {
 	t.Helper()
-	ix := meta.MemWalIndex(f.Indices)
+	ix := memwal.Index(f.Indices)
 	if ix == nil {
 		t.Fatal("no MemWAL index")
 	}
-	d, err := meta.MemWalDetails(ix)
+	d, err := memwal.Details(ix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return meta.Catchup(d)
+	return memwal.Catchup(d)
 }
 
 func mergeTxn(read uint64, shard string, gen uint64) *pb.Transaction {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/compactord/compactord/internal/daemon"
 	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
@@ -225,19 +226,19 @@ func lsmState(t *testing.T, b storage.Bucket) (compacted map[string]uint64, pend
 		t.Fatal(err)
 	}
 	compacted = map[string]uint64{}
-	if ix := meta.MemWalIndex(f.Indices); ix != nil {
-		d, err := meta.MemWalDetails(ix)
+	if ix := memwal.Index(f.Indices); ix != nil {
+		d, err := memwal.Details(ix)
 		if err != nil {
 			t.Fatal(err)
 		}
-		compacted = meta.Compacted(d)
+		compacted = memwal.Compacted(d)
 	}
-	ids, err := meta.ListShards(ctx, b)
+	ids, err := memwal.ListShards(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
-		st, err := meta.ReadShard(ctx, b, id)
+		st, err := memwal.ReadShard(ctx, b, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -514,11 +515,11 @@ func runLanceDaemonWithWriters(t *testing.T, shards int, maintained bool, dur ti
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := meta.MemWalDetails(meta.MemWalIndex(f.Indices))
+		d, err := memwal.Details(memwal.Index(f.Indices))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cu := meta.Catchup(d)["id_idx"]; !maps.Equal(cu, after) {
+		if cu := memwal.Catchup(d)["id_idx"]; !maps.Equal(cu, after) {
 			t.Errorf("id_idx caught up to %v, merged %v", cu, after)
 		}
 	}

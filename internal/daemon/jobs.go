@@ -295,7 +295,7 @@ func mergeJob(cfg func() JobsConfig) lanceJob {
 			if err != nil {
 				return out, err
 			}
-			if meta.MemWalIndex(p.Read.Indices) == nil {
+			if memwal.Index(p.Read.Indices) == nil {
 				return scheduler.Outcome{Summary: "no MemWAL configured", NothingToDo: true}, nil
 			}
 			for _, s := range p.Skips {
@@ -442,11 +442,11 @@ func indexJob(cfg func() JobsConfig) lanceJob {
 			if err != nil {
 				return scheduler.Outcome{}, err
 			}
-			ix := meta.MemWalIndex(read.Indices)
+			ix := memwal.Index(read.Indices)
 			if ix == nil {
 				return scheduler.Outcome{Summary: "no MemWAL: no maintained index", NothingToDo: true}, nil
 			}
-			d, err := meta.MemWalDetails(ix)
+			d, err := memwal.Details(ix)
 			if err != nil {
 				return scheduler.Outcome{}, err
 			}

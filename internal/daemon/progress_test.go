@@ -14,6 +14,7 @@ import (
 	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/daemon"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
@@ -173,7 +174,7 @@ func TestRunningShowsMergeProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := meta.ReadShard(ctx, b, shard)
+	st, err := memwal.ReadShard(ctx, b, shard)
 	_ = b.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +182,7 @@ func TestRunningShowsMergeProgress(t *testing.T) {
 	var held string
 	for _, s := range st.Manifest.GetSstables() {
 		if s.GetGeneration() == 2 {
-			held = meta.GenerationDir(shard, s.GetPath())
+			held = memwal.GenerationDir(shard, s.GetPath())
 		}
 	}
 	if held == "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/compactord/compactord/internal/compact"
 	"github.com/compactord/compactord/internal/fri"
 	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/merge"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
@@ -28,11 +29,11 @@ import (
 func memwalState(t *testing.T, h *table.Handle) (f *meta.ManifestFile, merged, caught map[string]uint64) {
 	t.Helper()
 	f = creditHead(t, h)
-	d, err := meta.MemWalDetails(meta.MemWalIndex(f.Indices))
+	d, err := memwal.Details(memwal.Index(f.Indices))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return f, meta.Compacted(d), meta.Catchup(d)["id_idx"]
+	return f, memwal.Compacted(d), memwal.Catchup(d)["id_idx"]
 }
 
 // trimAll runs trim with no reader grace and requires it to delete every
@@ -87,21 +88,21 @@ func lagRecordOnce(t *testing.T, h *table.Handle) bool {
 			i = k
 		}
 	}
-	d, err := meta.MemWalDetails(head.Indices[i])
+	d, err := memwal.Details(head.Indices[i])
 	if err != nil {
 		t.Fatal(err)
 	}
 	d = proto.Clone(d).(*pb.MemWalIndexDetails)
 	zero := map[string]uint64{}
-	for s := range meta.Compacted(d) {
+	for s := range memwal.Compacted(d) {
 		zero[s] = 0
 	}
-	list, err := meta.CompactedList(zero)
+	list, err := memwal.CompactedList(zero)
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.IndexCatchup = []*pb.IndexCatchupProgress{{IndexName: "id_idx", CaughtUpGenerations: list}}
-	any, err := meta.EncodeMemWalDetails(d)
+	any, err := memwal.EncodeDetails(d)
 	if err != nil {
 		t.Fatal(err)
 	}

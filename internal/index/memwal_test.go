@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/merge"
-	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/testing/lancedb"
 	"github.com/compactord/compactord/internal/trim"
 )
@@ -82,11 +82,11 @@ func TestMemWALChain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := meta.MemWalDetails(meta.MemWalIndex(head.Indices))
+			d, err := memwal.Details(memwal.Index(head.Indices))
 			if err != nil {
 				t.Fatal(err)
 			}
-			compacted, caught := meta.Compacted(d), meta.Catchup(d)["id_idx"]
+			compacted, caught := memwal.Compacted(d), memwal.Catchup(d)["id_idx"]
 			if len(compacted) == 0 {
 				t.Fatal("no compacted generations recorded")
 			}

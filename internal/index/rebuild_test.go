@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/merge"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/testing/lancedb"
@@ -36,11 +37,11 @@ func TestRebuildMemWAL(t *testing.T) {
 	if len(segs) != 1 || meta.UUIDString(segs[0].GetUuid()) != res.Segment || segs[0].GetDatasetVersion() != res.ReadVersion {
 		t.Fatalf("segments after rebuild: %v", segs)
 	}
-	d, err := meta.MemWalDetails(meta.MemWalIndex(head.Indices))
+	d, err := memwal.Details(memwal.Index(head.Indices))
 	if err != nil {
 		t.Fatal(err)
 	}
-	compacted, caught := meta.Compacted(d), meta.Catchup(d)["id_idx"]
+	compacted, caught := memwal.Compacted(d), memwal.Catchup(d)["id_idx"]
 	if len(compacted) == 0 {
 		t.Fatal("no merged generations recorded")
 	}

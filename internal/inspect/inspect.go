@@ -22,6 +22,7 @@ import (
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/format/deletion"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 )
@@ -393,11 +394,11 @@ func index(ix *pb.IndexMetadata, names map[int32]string, maxFragments uint64) (I
 // memWal is nil for a table that never had a MemWAL (no index, no shard
 // directories).
 func memWal(ctx context.Context, b storage.Bucket, ixs []*pb.IndexMetadata) (*MemWal, error) {
-	shardIDs, err := meta.ListShards(ctx, b)
+	shardIDs, err := memwal.ListShards(ctx, b)
 	if err != nil {
 		return nil, err
 	}
-	ix := meta.MemWalIndex(ixs)
+	ix := memwal.Index(ixs)
 	if ix == nil && len(shardIDs) == 0 {
 		return nil, nil
 	}
@@ -406,13 +407,13 @@ func memWal(ctx context.Context, b storage.Bucket, ixs []*pb.IndexMetadata) (*Me
 	if ix != nil {
 		u := meta.UUIDString(ix.GetUuid())
 		out.IndexUUID = &u
-		det, err := meta.MemWalDetails(ix)
+		det, err := memwal.Details(ix)
 		if err != nil {
 			return nil, err
 		}
 		out.NumShards = det.GetNumShards()
-		compacted = meta.Compacted(det)
-		out.IndexCatchup = meta.Catchup(det)
+		compacted = memwal.Compacted(det)
+		out.IndexCatchup = memwal.Catchup(det)
 		out.MaintainedIndexes = append(out.MaintainedIndexes, det.GetMaintainedIndexes()...)
 		sort.Strings(out.MaintainedIndexes)
 		for _, s := range det.GetShardingSpecs() {
@@ -448,7 +449,7 @@ func memWal(ctx context.Context, b storage.Bucket, ixs []*pb.IndexMetadata) (*Me
 	sort.Strings(ids)
 	for _, id := range ids {
 		sh := Shard{ID: id, CompactedSSTables: compacted[id], WalEntries: []uint64{}, SSTables: []SSTable{}}
-		st, err := meta.ReadShard(ctx, b, id)
+		st, err := memwal.ReadShard(ctx, b, id)
 		if err != nil {
 			return nil, err
 		}
@@ -467,7 +468,7 @@ func memWal(ctx context.Context, b storage.Bucket, ixs []*pb.IndexMetadata) (*Me
 			}
 			sort.Slice(sh.SSTables, func(i, j int) bool { return sh.SSTables[i].Generation < sh.SSTables[j].Generation })
 		}
-		if sh.WalEntries, err = meta.ListWAL(ctx, b, id); err != nil {
+		if sh.WalEntries, err = memwal.ListWAL(ctx, b, id); err != nil {
 			return nil, err
 		}
 		if sh.WalEntries == nil {

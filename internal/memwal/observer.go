@@ -18,7 +18,7 @@ import (
 // Change polling on a Lance table (LanceDB's MemWAL layout).
 //
 // A shard's manifests live under _mem_wal/{shard}/manifest/ named by the
-// bit-reversed version (meta.BitName), so a listing's first key is not the
+// bit-reversed version (BitName), so a listing's first key is not the
 // newest version, and a one-key listing tells nothing. Versions are
 // consecutive (each is put-if-absent at the previous one plus 1), so the
 // poll probes the version after the one it knows: a GET that answers "not
@@ -87,7 +87,7 @@ func (o *Observer) Sync(ctx context.Context) (*observe.Snapshot, error) {
 	if o.shards == nil {
 		o.shards = map[string]*lpb.ShardManifest{}
 	}
-	if meta.MemWalIndex(o.manifest.Indices) == nil {
+	if Index(o.manifest.Indices) == nil {
 		clear(o.shards)
 		o.files, o.ids = nil, nil
 		return Summarize(o.manifest, nil, nil), nil
@@ -115,7 +115,7 @@ func (o *Observer) Sync(ctx context.Context) (*observe.Snapshot, error) {
 		if old := o.shards[id]; old != nil && old.GetVersion() >= nv {
 			continue
 		}
-		sm, err := meta.ReadShardManifest(ctx, b, id, nv)
+		sm, err := ReadShardManifest(ctx, b, id, nv)
 		if storage.IsNotFound(err) {
 			continue // trimmed since the listing: a newer one exists
 		}
@@ -163,7 +163,7 @@ const maxProbes = 64
 // cur (nil: unchanged). An idle shard costs one GET answered "not found".
 func advanceShard(ctx context.Context, b storage.Bucket, id string, cur *lpb.ShardManifest) (*lpb.ShardManifest, error) {
 	next := cur.GetVersion() + 1
-	best, err := meta.ReadShardManifest(ctx, b, id, next)
+	best, err := ReadShardManifest(ctx, b, id, next)
 	if storage.IsNotFound(err) {
 		return nil, nil
 	}
@@ -172,19 +172,19 @@ func advanceShard(ctx context.Context, b storage.Bucket, id string, cur *lpb.Sha
 	}
 	// Jump by the hint; a missing, stale or unreadable hint only costs
 	// probes.
-	if data, err := b.Get(ctx, meta.ShardHintKey(id)); err == nil {
+	if data, err := b.Get(ctx, ShardHintKey(id)); err == nil {
 		if hv, err := meta.DecodeHint(data); err == nil && hv > best.GetVersion() {
-			if sm, err := meta.ReadShardManifest(ctx, b, id, hv); err == nil {
+			if sm, err := ReadShardManifest(ctx, b, id, hv); err == nil {
 				best = sm
 			} else if !storage.IsNotFound(err) {
 				return nil, err
 			}
 		}
 	} else if !storage.IsNotFound(err) {
-		return nil, fmt.Errorf("read %s: %w", meta.ShardHintKey(id), err)
+		return nil, fmt.Errorf("read %s: %w", ShardHintKey(id), err)
 	}
 	for range maxProbes {
-		sm, err := meta.ReadShardManifest(ctx, b, id, best.GetVersion()+1)
+		sm, err := ReadShardManifest(ctx, b, id, best.GetVersion()+1)
 		if storage.IsNotFound(err) {
 			break
 		}
@@ -215,7 +215,7 @@ func listMemWal(ctx context.Context, b storage.Bucket) (map[string]uint64, map[s
 		case !nested:
 		case top == "manifest":
 			if n, ok := strings.CutSuffix(name, ".binpb"); ok {
-				if v, ok := meta.ParseBitName(n); ok && v > newest[id] {
+				if v, ok := ParseBitName(n); ok && v > newest[id] {
 					newest[id] = v
 				}
 			}
@@ -264,9 +264,9 @@ func Summarize(f *meta.ManifestFile, shards map[string]*lpb.ShardManifest, files
 		}
 	}
 	var d *lpb.MemWalIndexDetails
-	if ix := meta.MemWalIndex(f.Indices); ix != nil {
+	if ix := Index(f.Indices); ix != nil {
 		var err error
-		if d, err = meta.MemWalDetails(ix); err != nil {
+		if d, err = Details(ix); err != nil {
 			d = nil
 		}
 	}
@@ -297,8 +297,8 @@ func Summarize(f *meta.ManifestFile, shards map[string]*lpb.ShardManifest, files
 		return s
 	}
 	s.MemWal = true
-	compacted := meta.Compacted(d)
-	catchup := meta.Catchup(d)
+	compacted := Compacted(d)
+	catchup := Catchup(d)
 	lagIndices := map[string]bool{}
 	for n := range catchup {
 		lagIndices[n] = true

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/compactord/compactord/internal/memwal"
-	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/observe"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testing/lancedb"
@@ -100,7 +99,7 @@ func TestObserverPollRequests(t *testing.T) {
 		t.Fatalf("poll after a flush: unmerged %v, snapshot %v", unmerged, snap2)
 	}
 	for _, sh := range snap2.Shards {
-		st, err := meta.ReadShard(ctx, raw, sh.ID)
+		st, err := memwal.ReadShard(ctx, raw, sh.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

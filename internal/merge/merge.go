@@ -11,6 +11,7 @@ import (
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/format/deletion"
 	"github.com/compactord/compactord/internal/format/file"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
@@ -238,7 +239,7 @@ func (g genFragment) tomb(r int) bool { return g.tombs != nil && g.tombs.IsValid
 // readGeneration reads a flushed generation (a Lance dataset of its own
 // under the shard directory) with its deletion vectors applied.
 func readGeneration(ctx context.Context, b storage.Bucket, shard string, sst *pb.SsTable, pk *pb.Field, rep *progress.Reporter) ([]genFragment, error) {
-	gb := storage.Sub(b, meta.GenerationDir(shard, sst.GetPath()))
+	gb := storage.Sub(b, memwal.GenerationDir(shard, sst.GetPath()))
 	gm, _, err := meta.ReadLatest(ctx, gb)
 	if err != nil {
 		return nil, fmt.Errorf("merge: generation %d of shard %s (%s): %w", sst.GetGeneration(), shard, sst.GetPath(), err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/compactord/compactord/internal/commit"
-	"github.com/compactord/compactord/internal/meta"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/table"
 	"github.com/compactord/compactord/internal/testing/lancedb"
 	"github.com/compactord/compactord/internal/testing/tables"
@@ -115,12 +115,12 @@ func TestLosingMergeIsSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, _ := meta.ListShards(ctx, h2.Bucket)
-	st, err := meta.ReadShard(ctx, h2.Bucket, ids[0])
+	ids, _ := memwal.ListShards(ctx, h2.Bucket)
+	st, err := memwal.ReadShard(ctx, h2.Bucket, ids[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs, _, err := Plan(read, []*meta.ShardState{st}, Env{MaxGenerations: 8})
+	jobs, _, err := Plan(read, []*memwal.ShardState{st}, Env{MaxGenerations: 8})
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("plan: %v, %v", jobs, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sort"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 )
 
@@ -47,19 +48,19 @@ type Skip struct {
 
 // Plan returns one job per shard with flushed generations above its
 // compacted position, and the shards it had to skip.
-func Plan(read *meta.ManifestFile, shards []*meta.ShardState, env Env) ([]Job, []Skip, error) {
+func Plan(read *meta.ManifestFile, shards []*memwal.ShardState, env Env) ([]Job, []Skip, error) {
 	if env.MaxGenerations < 1 {
 		return nil, nil, fmt.Errorf("merge: max generations must be at least 1, got %d", env.MaxGenerations)
 	}
-	ix := meta.MemWalIndex(read.Indices)
+	ix := memwal.Index(read.Indices)
 	if ix == nil {
 		return nil, nil, nil
 	}
-	d, err := meta.MemWalDetails(ix)
+	d, err := memwal.Details(ix)
 	if err != nil {
 		return nil, nil, err
 	}
-	compacted := meta.Compacted(d)
+	compacted := memwal.Compacted(d)
 	var jobs []Job
 	var skips []Skip
 	for _, st := range shards {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testing/lancedb"
@@ -15,11 +16,11 @@ const shardA = "aa48498d-ac91-59e2-8452-69f46010ace2"
 
 func readState(t *testing.T, compacted map[string]uint64) *meta.ManifestFile {
 	t.Helper()
-	list, err := meta.CompactedList(compacted)
+	list, err := memwal.CompactedList(compacted)
 	if err != nil {
 		t.Fatal(err)
 	}
-	any, err := meta.EncodeMemWalDetails(&pb.MemWalIndexDetails{NumShards: 1, CompactedSstables: list})
+	any, err := memwal.EncodeDetails(&pb.MemWalIndexDetails{NumShards: 1, CompactedSstables: list})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,14 +28,14 @@ func readState(t *testing.T, compacted map[string]uint64) *meta.ManifestFile {
 		Indices: []*pb.IndexMetadata{{Name: meta.MemWalIndexName, IndexDetails: any}}}
 }
 
-func shardState(t *testing.T, current uint64, gens ...uint64) *meta.ShardState {
+func shardState(t *testing.T, current uint64, gens ...uint64) *memwal.ShardState {
 	t.Helper()
 	u, _ := meta.ParseUUID(shardA)
 	m := &pb.ShardManifest{Version: 3, ShardId: u, CurrentGeneration: current}
 	for _, g := range gens {
 		m.Sstables = append(m.Sstables, &pb.SsTable{Generation: g, Path: "x_gen_" + string(rune('0'+g))})
 	}
-	return &meta.ShardState{ID: shardA, Manifest: m}
+	return &memwal.ShardState{ID: shardA, Manifest: m}
 }
 
 func gensOf(j Job) []uint64 {
@@ -49,7 +50,7 @@ func TestPlan(t *testing.T) {
 	cases := []struct {
 		name      string
 		compacted uint64
-		shard     *meta.ShardState
+		shard     *memwal.ShardState
 		max       int
 		want      []uint64
 		skip      string
@@ -61,7 +62,7 @@ func TestPlan(t *testing.T) {
 		{"a gap stops the run", 0, shardState(t, 5, 1, 2, 4), 10, []uint64{1, 2}, ""},
 		{"a missing next generation skips the shard", 1, shardState(t, 5, 1, 3), 10, nil, "generation 2 is next"},
 		{"never past the current (unflushed) generation", 0, shardState(t, 2, 1, 2), 10, []uint64{1}, ""},
-		{"no manifest", 0, &meta.ShardState{ID: shardA}, 10, nil, "no manifest"},
+		{"no manifest", 0, &memwal.ShardState{ID: shardA}, 10, nil, "no manifest"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,7 +70,7 @@ func TestPlan(t *testing.T) {
 			if tc.compacted > 0 {
 				comp[shardA] = tc.compacted
 			}
-			jobs, skips, err := Plan(readState(t, comp), []*meta.ShardState{tc.shard}, Env{MaxGenerations: tc.max})
+			jobs, skips, err := Plan(readState(t, comp), []*memwal.ShardState{tc.shard}, Env{MaxGenerations: tc.max})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,7 +104,7 @@ func TestPlan(t *testing.T) {
 	// The shard manifest must be the shard's own.
 	other := shardState(t, 4, 1)
 	other.ID = "e00299e4-8c4b-50fc-bbdd-ce8179135761"
-	if _, _, err := Plan(readState(t, nil), []*meta.ShardState{other}, Env{MaxGenerations: 1}); err == nil {
+	if _, _, err := Plan(readState(t, nil), []*memwal.ShardState{other}, Env{MaxGenerations: 1}); err == nil {
 		t.Error("a shard directory holding another shard's manifest was planned")
 	}
 }
@@ -135,14 +136,14 @@ func TestPlanOnLanceDBTables(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ids, err := meta.ListShards(ctx, b)
+			ids, err := memwal.ListShards(ctx, b)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var shards []*meta.ShardState
+			var shards []*memwal.ShardState
 			flushed := 0
 			for _, id := range ids {
-				st, err := meta.ReadShard(ctx, b, id)
+				st, err := memwal.ReadShard(ctx, b, id)
 				if err != nil {
 					t.Fatal(err)
 				}

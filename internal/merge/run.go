@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/table"
@@ -39,7 +40,7 @@ func PlanLatest(ctx context.Context, h *table.Handle, env Env, exclude map[strin
 	if err != nil {
 		return nil, err
 	}
-	ids, err := meta.ListShards(ctx, h.Bucket)
+	ids, err := memwal.ListShards(ctx, h.Bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -49,12 +50,12 @@ func PlanLatest(ctx context.Context, h *table.Handle, env Env, exclude map[strin
 		}
 		ids = []string{env.Shard}
 	}
-	var shards []*meta.ShardState
+	var shards []*memwal.ShardState
 	for _, id := range ids {
 		if exclude[id] {
 			continue
 		}
-		st, err := meta.ReadShard(ctx, h.Bucket, id)
+		st, err := memwal.ReadShard(ctx, h.Bucket, id)
 		if err != nil {
 			return nil, err
 		}

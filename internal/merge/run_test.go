@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testing/lancedb"
@@ -71,7 +72,7 @@ func TestRunAllBounded(t *testing.T) {
 	lancedb.Require(t)
 	f := lancedb.MemWAL(t, "", 4, 2)
 	h := openHandle(t, f.Dir)
-	ids, err := meta.ListShards(t.Context(), h.Bucket)
+	ids, err := memwal.ListShards(t.Context(), h.Bucket)
 	if err != nil || len(ids) < 2 {
 		t.Fatalf("shards %v: %v", ids, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/compactord/compactord/internal/format/file"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testing/lancedb"
@@ -17,17 +18,17 @@ import (
 // the generation is edited in place (a test of the reading side only).
 func plantTombstones(t *testing.T, ctx context.Context, b storage.Bucket, keys ...int64) {
 	t.Helper()
-	ids, err := meta.ListShards(ctx, b)
+	ids, err := memwal.ListShards(ctx, b)
 	if err != nil || len(ids) != 1 {
 		t.Fatalf("shards %v, %v", ids, err)
 	}
-	st, err := meta.ReadShard(ctx, b, ids[0])
+	st, err := memwal.ReadShard(ctx, b, ids[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	ssts := st.Manifest.GetSstables()
 	gen := ssts[len(ssts)-1]
-	gb := storage.Sub(b, meta.GenerationDir(ids[0], gen.GetPath()))
+	gb := storage.Sub(b, memwal.GenerationDir(ids[0], gen.GetPath()))
 	gm, n, err := meta.ReadLatest(ctx, gb)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,8 @@
 // Package meta is Lance's table metadata on storage: the key layout of a
 // dataset, the manifest file (index section, inline transaction, manifest,
-// footer), transaction files, the latest-version hint, tags, feature flags,
-// and the MemWAL system index and shard manifests.
+// footer), transaction files, the latest-version hint, tags and feature
+// flags. The MemWAL's own format (shard manifests, the system index's
+// details) is internal/memwal's.
 //
 // Everything here was derived from the Lance table-format specification and
 // checked against files LanceDB 0.39 (lance 12) wrote. Fields compactord
@@ -14,5 +15,5 @@
 //   - flags.go: reader and writer feature flags
 //   - read.go: finding and reading versions
 //   - txnfile.go, hint.go, tags.go: the small side files
-//   - index.go, memwal.go, shard.go: index metadata and the MemWAL
+//   - index.go: index metadata
 package meta

@@ -36,12 +36,6 @@ func FuzzDecodeManifestFile(f *testing.F) {
 		_ = CheckWrite(m.Manifest)
 		for _, ix := range m.Indices {
 			_, _, _ = FragmentBitmap(ix)
-			if ix.GetName() == MemWalIndexName {
-				if d, err := MemWalDetails(ix); err == nil {
-					_ = Compacted(d)
-					_ = Catchup(d)
-				}
-			}
 		}
 	})
 }
@@ -56,20 +50,6 @@ func FuzzDecodeTransaction(f *testing.F) {
 		if _, err := EncodeTransaction(txn); err != nil {
 			t.Fatal(err)
 		}
-	})
-}
-
-func FuzzDecodeShardManifest(f *testing.F) {
-	addSeeds(f, isShardManifest)
-	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := DecodeShardManifest(data)
-		if err != nil {
-			return
-		}
-		if _, err := EncodeShardManifest(m); err != nil {
-			t.Fatal(err)
-		}
-		_ = UUIDString(m.GetShardId())
 	})
 }
 

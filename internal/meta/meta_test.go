@@ -215,29 +215,6 @@ func TestTransactionFilesDecode(t *testing.T) {
 	}
 }
 
-func TestShardManifestNamesMatchVersions(t *testing.T) {
-	for _, p := range corpusFiles(t, isShardManifest) {
-		raw, _ := os.ReadFile(p)
-		m, err := DecodeShardManifest(raw)
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		v, ok := ParseBitName(strings.TrimSuffix(filepath.Base(p), ".binpb"))
-		if !ok || v != m.GetVersion() {
-			t.Errorf("%s: name says %d (ok=%v), manifest says %d", p, v, ok, m.GetVersion())
-		}
-		shard := filepath.Base(filepath.Dir(filepath.Dir(p)))
-		if got := UUIDString(m.GetShardId()); got != shard {
-			t.Errorf("%s: shard id %s, directory %s", p, got, shard)
-		}
-	}
-	for _, p := range corpusFiles(t, func(p string) bool { return strings.Contains(p, "/wal/") && strings.HasSuffix(p, ".arrow") }) {
-		if _, ok := ParseBitName(strings.TrimSuffix(filepath.Base(p), ".arrow")); !ok {
-			t.Errorf("%s: WAL entry name does not parse", p)
-		}
-	}
-}
-
 func TestNames(t *testing.T) {
 	if got := ManifestKey(NamingV2, 1); got != "_versions/18446744073709551614.manifest" {
 		t.Errorf("v1 = %s", got)
@@ -261,20 +238,6 @@ func TestNames(t *testing.T) {
 		if _, _, ok := ParseManifestKey(bad); ok {
 			t.Errorf("ParseManifestKey(%q) accepted", bad)
 		}
-	}
-	if BitName(1) != "1"+strings.Repeat("0", 63) || BitName(5) != "101"+strings.Repeat("0", 61) {
-		t.Errorf("BitName(1) = %s, BitName(5) = %s", BitName(1), BitName(5))
-	}
-	for _, n := range []uint64{0, 1, 2, 3, 1234567, math.MaxUint64} {
-		if got, ok := ParseBitName(BitName(n)); !ok || got != n {
-			t.Errorf("ParseBitName(BitName(%d)) = %d, %v", n, got, ok)
-		}
-	}
-	if _, ok := ParseBitName("10"); ok {
-		t.Error("short bit name accepted")
-	}
-	if g, ok := ParseGenerationDir("138ce5c3_gen_12"); !ok || g != 12 {
-		t.Errorf("ParseGenerationDir = %d, %v", g, ok)
 	}
 	if got := TransactionName(3, "u"); got != "3-u.txn" {
 		t.Errorf("TransactionName = %s", got)

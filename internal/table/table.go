@@ -13,6 +13,7 @@ import (
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 )
@@ -115,8 +116,8 @@ func (h *Handle) PlanDropIndex(ctx context.Context, name string) (*commit.Txn, e
 		}
 		return nil, fmt.Errorf("no index %q in version %d (indexes: %s)", name, read.Manifest.GetVersion(), strings.Join(slices.Compact(slices.Sorted(slices.Values(names))), ", "))
 	}
-	if mw := meta.MemWalIndex(read.Indices); mw != nil {
-		d, err := meta.MemWalDetails(mw)
+	if mw := memwal.Index(read.Indices); mw != nil {
+		d, err := memwal.Details(mw)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/compactord/compactord/internal/format/arrowipc"
 	"github.com/compactord/compactord/internal/inflight"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
@@ -65,17 +66,17 @@ const sentinelMaxBytes = 4096
 // ViewOf reads the MemWAL state a manifest records.
 func ViewOf(f *meta.ManifestFile) (View, error) {
 	v := View{Version: f.Manifest.GetVersion(), Compacted: map[string]uint64{}, Catchup: map[string]map[string]uint64{}, Maintained: []string{}}
-	ix := meta.MemWalIndex(f.Indices)
+	ix := memwal.Index(f.Indices)
 	if ix == nil {
 		return v, nil
 	}
-	d, err := meta.MemWalDetails(ix)
+	d, err := memwal.Details(ix)
 	if err != nil {
 		return v, fmt.Errorf("version %d: %w", v.Version, err)
 	}
 	v.HasMemWal = true
-	v.Compacted = meta.Compacted(d)
-	v.Catchup = meta.Catchup(d)
+	v.Compacted = memwal.Compacted(d)
+	v.Catchup = memwal.Catchup(d)
 	for _, n := range d.GetMaintainedIndexes() {
 		if len(meta.FindIndex(f.Indices, n)) > 0 {
 			v.Maintained = append(v.Maintained, n)
@@ -179,7 +180,7 @@ func Load(ctx context.Context, b storage.Bucket, cfg Config, now time.Time) (Sta
 	}
 	sort.Slice(st.Pins, func(i, j int) bool { return st.Pins[i].Version < st.Pins[j].Version })
 
-	ids, err := meta.ListShards(ctx, b)
+	ids, err := memwal.ListShards(ctx, b)
 	if err != nil {
 		return st, err
 	}
@@ -195,7 +196,7 @@ func Load(ctx context.Context, b storage.Bucket, cfg Config, now time.Time) (Sta
 
 func loadShard(ctx context.Context, b storage.Bucket, id string) (Shard, error) {
 	sh := Shard{ID: id, ManifestKeys: map[uint64]string{}}
-	ss, err := meta.ReadShard(ctx, b, id)
+	ss, err := memwal.ReadShard(ctx, b, id)
 	if err != nil {
 		return sh, err
 	}
@@ -210,17 +211,17 @@ func loadShard(ctx context.Context, b storage.Bucket, id string) (Shard, error) 
 		}
 		sh.ManifestVersions = ss.ManifestVersions
 		for _, v := range ss.ManifestVersions {
-			sh.ManifestKeys[v] = meta.ShardManifestKey(id, v)
+			sh.ManifestKeys[v] = memwal.ShardManifestKey(id, v)
 		}
-		if data, err := b.Get(ctx, meta.ShardHintKey(id)); err == nil {
+		if data, err := b.Get(ctx, memwal.ShardHintKey(id)); err == nil {
 			if v, err := meta.DecodeHint(data); err == nil {
 				sh.HintVersion = v
 			}
 		} else if !storage.IsNotFound(err) {
-			return sh, fmt.Errorf("read %s: %w", meta.ShardHintKey(id), err)
+			return sh, fmt.Errorf("read %s: %w", memwal.ShardHintKey(id), err)
 		}
 	}
-	dir := meta.ShardDir(id)
+	dir := memwal.ShardDir(id)
 	dirs := map[string]*Dir{}
 	var walKeys []storage.Attrs
 	if err := b.List(ctx, dir, func(a storage.Attrs) error {
@@ -249,13 +250,13 @@ func loadShard(ctx context.Context, b storage.Bucket, id string) (Shard, error) 
 		sh.Dirs = append(sh.Dirs, *d)
 	}
 	sort.Slice(sh.Dirs, func(i, j int) bool { return sh.Dirs[i].Name < sh.Dirs[j].Name })
-	wdir := meta.WALDir(id)
+	wdir := memwal.WALDir(id)
 	for _, a := range walKeys {
 		name, ok := strings.CutSuffix(strings.TrimPrefix(a.Key, wdir), ".arrow")
 		if !ok {
 			continue
 		}
-		pos, ok := meta.ParseBitName(name)
+		pos, ok := memwal.ParseBitName(name)
 		if !ok {
 			continue
 		}
@@ -280,7 +281,7 @@ func loadShard(ctx context.Context, b storage.Bucket, id string) (Shard, error) 
 	return sh, nil
 }
 
-func parseGen(name string) (uint64, bool) { return meta.ParseGenerationDir(name) }
+func parseGen(name string) (uint64, bool) { return memwal.ParseGenerationDir(name) }
 
 // Run plans and, unless DryRun, executes a trim.
 func Run(ctx context.Context, b storage.Bucket, cfg Config, now time.Time) (*Result, error) {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testing/lancedb"
@@ -140,12 +141,12 @@ func fabricateMerge(t *testing.T, b storage.Bucket, compacted, catchup uint64) t
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix := meta.MemWalIndex(f.Indices)
-	d, err := meta.MemWalDetails(ix)
+	ix := memwal.Index(f.Indices)
+	d, err := memwal.Details(ix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	shards, err := meta.ListShards(ctx, b)
+	shards, err := memwal.ListShards(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func fabricateMerge(t *testing.T, b storage.Bucket, compacted, catchup uint64) t
 	}
 	nix := proto.Clone(ix).(*pb.IndexMetadata)
 	nix.Uuid, _ = meta.NewUUID()
-	if nix.IndexDetails, err = meta.EncodeMemWalDetails(d); err != nil {
+	if nix.IndexDetails, err = memwal.EncodeDetails(d); err != nil {
 		t.Fatal(err)
 	}
 	var ixs []*pb.IndexMetadata
@@ -315,7 +316,7 @@ func TestFabricatedMerge(t *testing.T) {
 			for _, g := range res.Plan.Generations {
 				gone := true
 				for k := range snapshot(t, dir) {
-					if len(k) > len(meta.ShardDir(g.Shard)+g.Dir) && k[:len(meta.ShardDir(g.Shard)+g.Dir)+1] == meta.ShardDir(g.Shard)+g.Dir+"/" {
+					if len(k) > len(memwal.ShardDir(g.Shard)+g.Dir) && k[:len(memwal.ShardDir(g.Shard)+g.Dir)+1] == memwal.ShardDir(g.Shard)+g.Dir+"/" {
 						gone = false
 					}
 				}

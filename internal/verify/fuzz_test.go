@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/compactord/compactord/internal/inspect"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testing/lancedb"
@@ -85,18 +86,18 @@ func FuzzNewestManifest(f *testing.F) {
 func FuzzShardManifest(f *testing.F) {
 	b := memCopy(f, "memwal_1")
 	ctx := context.Background()
-	ids, err := meta.ListShards(ctx, b)
+	ids, err := memwal.ListShards(ctx, b)
 	if err != nil || len(ids) != 1 {
 		f.Fatalf("shards %v %v", ids, err)
 	}
-	st, err := meta.ReadShard(ctx, b, ids[0])
+	st, err := memwal.ReadShard(ctx, b, ids[0])
 	if err != nil {
 		f.Fatal(err)
 	}
 	for _, v := range st.ManifestVersions {
-		seed(f, b, meta.ShardManifestKey(ids[0], v))
+		seed(f, b, memwal.ShardManifestKey(ids[0], v))
 	}
-	key := meta.ShardManifestKey(ids[0], st.Manifest.GetVersion())
+	key := memwal.ShardManifestKey(ids[0], st.Manifest.GetVersion())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if err := b.Put(ctx, key, data); err != nil {
 			t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 	"github.com/compactord/compactord/internal/format/file"
 	"github.com/compactord/compactord/internal/index/content"
 	"github.com/compactord/compactord/internal/inspect"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
@@ -568,18 +569,18 @@ func optU32(p *uint32) string {
 // memWalIndex checks the MemWAL index of one version on its own: catch-up
 // never ahead of the merged generation, maintained indexes present.
 func (c *checker) memWalIndex(f *meta.ManifestFile, mkey string) {
-	ix := meta.MemWalIndex(f.Indices)
+	ix := memwal.Index(f.Indices)
 	if ix == nil {
 		return
 	}
 	obj := fmt.Sprintf("%s index %s (%s)", mkey, ix.GetName(), meta.UUIDString(ix.GetUuid()))
-	d, err := meta.MemWalDetails(ix)
+	d, err := memwal.Details(ix)
 	if err != nil {
 		c.add(CheckMemWal, obj, fmt.Sprintf("details do not decode: %v", err))
 		return
 	}
-	compacted := meta.Compacted(d)
-	for idx, shards := range meta.Catchup(d) {
+	compacted := memwal.Compacted(d)
+	for idx, shards := range memwal.Catchup(d) {
 		for shard, g := range shards {
 			if g > compacted[shard] {
 				c.add(CheckMemWal, obj, fmt.Sprintf("index %s is caught up to generation %d of shard %s, above its merged generation %d", idx, g, shard, compacted[shard]))
@@ -596,17 +597,17 @@ func (c *checker) memWalIndex(f *meta.ManifestFile, mkey string) {
 // compactedMonotone: a shard's merged generation never goes back; a
 // generation merged twice would apply its rows twice.
 func (c *checker) compactedMonotone(prev, f *meta.ManifestFile) {
-	pi, ix := meta.MemWalIndex(prev.Indices), meta.MemWalIndex(f.Indices)
+	pi, ix := memwal.Index(prev.Indices), memwal.Index(f.Indices)
 	if pi == nil || ix == nil {
 		return
 	}
-	pd, err1 := meta.MemWalDetails(pi)
-	d, err2 := meta.MemWalDetails(ix)
+	pd, err1 := memwal.Details(pi)
+	d, err2 := memwal.Details(ix)
 	if err1 != nil || err2 != nil {
 		return
 	}
-	now := meta.Compacted(d)
-	for shard, g := range meta.Compacted(pd) {
+	now := memwal.Compacted(d)
+	for shard, g := range memwal.Compacted(pd) {
 		if now[shard] < g {
 			c.add(CheckMemWal, meta.ManifestKey(c.naming, f.Manifest.GetVersion()),
 				fmt.Sprintf("shard %s's merged generation went back from %d (version %d) to %d", shard, g, prev.Manifest.GetVersion(), now[shard]))
@@ -618,16 +619,16 @@ func (c *checker) compactedMonotone(prev, f *meta.ManifestFile) {
 // shard manifests decode, merged ≤ flushed, unmerged generations present,
 // WAL entries above the replay position present without gaps.
 func (c *checker) memWalShards(ctx context.Context, f *meta.ManifestFile) error {
-	ids, err := meta.ListShards(ctx, c.b)
+	ids, err := memwal.ListShards(ctx, c.b)
 	if err != nil {
 		return err
 	}
 	compacted := map[string]uint64{}
 	catchup := map[string]map[string]uint64{}
-	if ix := meta.MemWalIndex(f.Indices); ix != nil {
-		if d, err := meta.MemWalDetails(ix); err == nil {
-			compacted = meta.Compacted(d)
-			catchup = meta.Catchup(d)
+	if ix := memwal.Index(f.Indices); ix != nil {
+		if d, err := memwal.Details(ix); err == nil {
+			compacted = memwal.Compacted(d)
+			catchup = memwal.Catchup(d)
 		}
 	}
 	have := map[string]bool{}
@@ -639,13 +640,13 @@ func (c *checker) memWalShards(ctx context.Context, f *meta.ManifestFile) error 
 	}
 	for shard, g := range compacted {
 		if !have[shard] && g > 0 {
-			c.add(CheckMemWal, meta.ShardDir(shard), fmt.Sprintf("generation %d is recorded as merged but the shard has no directory", g))
+			c.add(CheckMemWal, memwal.ShardDir(shard), fmt.Sprintf("generation %d is recorded as merged but the shard has no directory", g))
 		}
 	}
 	for idx, shards := range catchup {
 		for shard := range shards {
 			if !have[shard] {
-				c.add(CheckMemWal, meta.ShardDir(shard), fmt.Sprintf("index %s records catch-up for a shard with no directory", idx))
+				c.add(CheckMemWal, memwal.ShardDir(shard), fmt.Sprintf("index %s records catch-up for a shard with no directory", idx))
 			}
 		}
 	}
@@ -653,7 +654,7 @@ func (c *checker) memWalShards(ctx context.Context, f *meta.ManifestFile) error 
 }
 
 func (c *checker) shard(ctx context.Context, id string, compacted uint64) error {
-	dir := meta.ShardManifestDir(id)
+	dir := memwal.ShardManifestDir(id)
 	var versions []uint64
 	for key := range c.files {
 		name, ok := strings.CutPrefix(key, dir)
@@ -661,7 +662,7 @@ func (c *checker) shard(ctx context.Context, id string, compacted uint64) error 
 			continue
 		}
 		if bits, ok := strings.CutSuffix(name, ".binpb"); ok {
-			if v, ok := meta.ParseBitName(bits); ok {
+			if v, ok := memwal.ParseBitName(bits); ok {
 				versions = append(versions, v)
 				continue
 			}
@@ -671,7 +672,7 @@ func (c *checker) shard(ctx context.Context, id string, compacted uint64) error 
 	sort.Slice(versions, func(i, j int) bool { return versions[i] < versions[j] })
 	var newest *pb.ShardManifest
 	for _, v := range versions {
-		key := meta.ShardManifestKey(id, v)
+		key := memwal.ShardManifestKey(id, v)
 		data, err := c.b.Get(ctx, key)
 		if err != nil {
 			if storage.IsNotFound(err) {
@@ -680,7 +681,7 @@ func (c *checker) shard(ctx context.Context, id string, compacted uint64) error 
 			return fmt.Errorf("read %s: %w", key, err)
 		}
 		c.rep.Objects++
-		m, err := meta.DecodeShardManifest(data)
+		m, err := memwal.DecodeShardManifest(data)
 		switch {
 		case err != nil:
 			c.add(CheckShardManifest, key, fmt.Sprintf("does not decode: %v", err))
@@ -696,11 +697,11 @@ func (c *checker) shard(ctx context.Context, id string, compacted uint64) error 
 	}
 	if newest == nil {
 		if compacted > 0 {
-			c.add(CheckMemWal, meta.ShardDir(id), fmt.Sprintf("generation %d is recorded as merged but the shard has no readable manifest", compacted))
+			c.add(CheckMemWal, memwal.ShardDir(id), fmt.Sprintf("generation %d is recorded as merged but the shard has no readable manifest", compacted))
 		}
 		return nil
 	}
-	obj := meta.ShardManifestKey(id, newest.GetVersion())
+	obj := memwal.ShardManifestKey(id, newest.GetVersion())
 	flushed := uint64(0)
 	if g := newest.GetCurrentGeneration(); g > 0 {
 		flushed = g - 1
@@ -721,7 +722,7 @@ func (c *checker) shard(ctx context.Context, id string, compacted uint64) error 
 		if g <= compacted {
 			continue // merged: trim may have removed it
 		}
-		gdir := meta.GenerationDir(id, s.GetPath())
+		gdir := memwal.GenerationDir(id, s.GetPath())
 		if !c.checked[gdir] {
 			c.checked[gdir] = true
 			c.rep.Objects++
@@ -745,7 +746,7 @@ func (c *checker) shard(ctx context.Context, id string, compacted uint64) error 
 			}
 		}
 	}
-	pos, err := meta.ListWAL(ctx, c.b, id)
+	pos, err := memwal.ListWAL(ctx, c.b, id)
 	if err != nil {
 		return err
 	}
@@ -756,12 +757,12 @@ func (c *checker) shard(ctx context.Context, id string, compacted uint64) error 
 			continue
 		}
 		if p != next {
-			c.add(CheckWAL, meta.WALKey(id, next), fmt.Sprintf("is missing: WAL entries above the replay position %d must be contiguous, but %d follows %d", replay, p, next-1))
+			c.add(CheckWAL, memwal.WALKey(id, next), fmt.Sprintf("is missing: WAL entries above the replay position %d must be contiguous, but %d follows %d", replay, p, next-1))
 			break
 		}
 		next++
 		if c.opt.Deep {
-			if err := c.walEntry(ctx, meta.WALKey(id, p)); err != nil {
+			if err := c.walEntry(ctx, memwal.WALKey(id, p)); err != nil {
 				return err
 			}
 		}

@@ -15,6 +15,7 @@ import (
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testing/lancedb"
@@ -131,20 +132,20 @@ func rewriteLatest(t *testing.T, dir string, edit func(f *meta.ManifestFile)) {
 
 func editMemWal(t *testing.T, f *meta.ManifestFile, edit func(d *pb.MemWalIndexDetails)) {
 	t.Helper()
-	ix := meta.MemWalIndex(f.Indices)
-	d, err := meta.MemWalDetails(ix)
+	ix := memwal.Index(f.Indices)
+	d, err := memwal.Details(ix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	edit(d)
-	if ix.IndexDetails, err = meta.EncodeMemWalDetails(d); err != nil {
+	if ix.IndexDetails, err = memwal.EncodeDetails(d); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func shardID(t *testing.T, dir string) string {
 	t.Helper()
-	ids, err := meta.ListShards(context.Background(), open(t, dir))
+	ids, err := memwal.ListShards(context.Background(), open(t, dir))
 	if err != nil || len(ids) == 0 {
 		t.Fatalf("shards %v %v", ids, err)
 	}
@@ -193,18 +194,18 @@ func TestViolations(t *testing.T) {
 			ctx := context.Background()
 			b := open(t, dir)
 			sh := shardID(t, dir)
-			st, err := meta.ReadShard(ctx, b, sh)
+			st, err := memwal.ReadShard(ctx, b, sh)
 			if err != nil {
 				t.Fatal(err)
 			}
 			m := proto.Clone(st.Manifest).(*pb.ShardManifest)
 			m.Version++
 			m.ReplayAfterWalEntryPosition = 0
-			data, _ := meta.EncodeShardManifest(m)
-			if err := b.Put(ctx, meta.ShardManifestKey(sh, m.Version), data); err != nil {
+			data, _ := memwal.EncodeShardManifest(m)
+			if err := b.Put(ctx, memwal.ShardManifestKey(sh, m.Version), data); err != nil {
 				t.Fatal(err)
 			}
-			if err := b.Delete(ctx, meta.WALKey(sh, 2)); err != nil {
+			if err := b.Delete(ctx, memwal.WALKey(sh, 2)); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -212,18 +213,18 @@ func TestViolations(t *testing.T) {
 			ctx := context.Background()
 			b := open(t, dir)
 			sh := shardID(t, dir)
-			st, err := meta.ReadShard(ctx, b, sh)
+			st, err := memwal.ReadShard(ctx, b, sh)
 			if err != nil {
 				t.Fatal(err)
 			}
 			m := proto.Clone(st.Manifest).(*pb.ShardManifest)
 			m.Version++
 			m.ReplayAfterWalEntryPosition = 0
-			data, _ := meta.EncodeShardManifest(m)
-			if err := b.Put(ctx, meta.ShardManifestKey(sh, m.Version), data); err != nil {
+			data, _ := memwal.EncodeShardManifest(m)
+			if err := b.Put(ctx, memwal.ShardManifestKey(sh, m.Version), data); err != nil {
 				t.Fatal(err)
 			}
-			p := filepath.Join(dir, filepath.FromSlash(meta.WALKey(sh, 2)))
+			p := filepath.Join(dir, filepath.FromSlash(memwal.WALKey(sh, 2)))
 			entry, err := os.ReadFile(p)
 			if err != nil {
 				t.Fatal(err)
@@ -255,11 +256,11 @@ func TestViolations(t *testing.T) {
 			ctx := context.Background()
 			b := open(t, dir)
 			sh := shardID(t, dir)
-			st, _ := meta.ReadShard(ctx, b, sh)
+			st, _ := memwal.ReadShard(ctx, b, sh)
 			m := proto.Clone(st.Manifest).(*pb.ShardManifest)
 			m.Version = 1
-			data, _ := meta.EncodeShardManifest(m)
-			if err := b.Put(ctx, meta.ShardManifestKey(sh, st.Manifest.GetVersion()), data); err != nil {
+			data, _ := memwal.EncodeShardManifest(m)
+			if err := b.Put(ctx, memwal.ShardManifestKey(sh, st.Manifest.GetVersion()), data); err != nil {
 				t.Fatal(err)
 			}
 		}},

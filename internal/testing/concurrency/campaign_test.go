@@ -21,6 +21,7 @@ import (
 	"github.com/compactord/compactord/internal/cli"
 	"github.com/compactord/compactord/internal/daemon"
 	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/scheduler"
 	"github.com/compactord/compactord/internal/storage"
@@ -833,13 +834,13 @@ func (c *campaign) checkDrained(tb *tab, snap *model.Snapshot) {
 		c.violation("table %s: %v", tb.spec.name, err)
 		return
 	}
-	ids, err := meta.ListShards(ctx, tb.b)
+	ids, err := memwal.ListShards(ctx, tb.b)
 	if err != nil {
 		c.violation("table %s: %v", tb.spec.name, err)
 		return
 	}
 	for _, id := range ids {
-		ss, err := meta.ReadShard(ctx, tb.b, id)
+		ss, err := memwal.ReadShard(ctx, tb.b, id)
 		if err != nil || ss.Manifest == nil {
 			c.violation("table %s shard %s: %v", tb.spec.name, id, err)
 			continue
@@ -849,10 +850,10 @@ func (c *campaign) checkDrained(tb *tab, snap *model.Snapshot) {
 			c.violation("table %s shard %s: flushed up to %d, merged %d, caught up (maintained %v) %d after the drain", tb.spec.name, id, top, mw.Compacted[id], mw.Maintained, mw.Floor(id))
 		}
 		c.stats.Merged += mw.Compacted[id]
-		err = tb.b.List(ctx, meta.ShardDir(id), func(a storage.Attrs) error {
-			rest := strings.TrimPrefix(a.Key, meta.ShardDir(id))
+		err = tb.b.List(ctx, memwal.ShardDir(id), func(a storage.Attrs) error {
+			rest := strings.TrimPrefix(a.Key, memwal.ShardDir(id))
 			dir, _, _ := strings.Cut(rest, "/")
-			if g, ok := meta.ParseGenerationDir(dir); ok && g <= mw.Floor(id) {
+			if g, ok := memwal.ParseGenerationDir(dir); ok && g <= mw.Floor(id) {
 				return fmt.Errorf("generation %d is merged and caught up but %s is still there", g, a.Key)
 			}
 			return nil
@@ -948,7 +949,7 @@ func (c *campaign) observe(tb *tab) {
 	// Generations and WAL entries: a file found gone is a violation only
 	// if it is still needed after a second reading (a trim that ran in
 	// between may have deleted it legitimately).
-	ids, err := meta.ListShards(ctx, tb.b)
+	ids, err := memwal.ListShards(ctx, tb.b)
 	if err != nil {
 		c.violation("table %s: list shards: %v", n, err)
 		return
@@ -960,7 +961,7 @@ func (c *campaign) observe(tb *tab) {
 	var lost []gone
 	wal := map[string]map[uint64]bool{}
 	for _, id := range ids {
-		ss, err := meta.ReadShard(ctx, tb.b, id)
+		ss, err := memwal.ReadShard(ctx, tb.b, id)
 		if err != nil || ss.Manifest == nil {
 			c.violation("table %s shard %s: %v", n, id, err)
 			continue
@@ -970,12 +971,12 @@ func (c *campaign) observe(tb *tab) {
 				continue
 			}
 			found := false
-			err := tb.b.List(ctx, meta.GenerationDir(id, st.GetPath())+meta.VersionsDir, func(storage.Attrs) error { found = true; return nil })
+			err := tb.b.List(ctx, memwal.GenerationDir(id, st.GetPath())+meta.VersionsDir, func(storage.Attrs) error { found = true; return nil })
 			if err != nil || !found {
 				lost = append(lost, gone{id, st.GetGeneration()})
 			}
 		}
-		ps, err := meta.ListWAL(ctx, tb.b, id)
+		ps, err := memwal.ListWAL(ctx, tb.b, id)
 		if err != nil {
 			c.violation("table %s shard %s: list the WAL: %v", n, id, err)
 			continue
@@ -1022,7 +1023,7 @@ func (c *campaign) observe(tb *tab) {
 		if len(missing) == 0 {
 			continue
 		}
-		ss, err := meta.ReadShard(ctx, tb.b, id)
+		ss, err := memwal.ReadShard(ctx, tb.b, id)
 		if err != nil || ss.Manifest == nil {
 			continue
 		}
@@ -1161,15 +1162,15 @@ func TestLanceConcurrencyCatchesDamage(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		ids, _ := meta.ListShards(ctx, tb.b)
+		ids, _ := memwal.ListShards(ctx, tb.b)
 		for _, id := range ids {
-			ss, err := meta.ReadShard(ctx, tb.b, id)
+			ss, err := memwal.ReadShard(ctx, tb.b, id)
 			if err != nil || ss.Manifest == nil {
 				continue
 			}
 			for _, st := range ss.Manifest.GetSstables() {
 				if st.GetGeneration() > mw.Compacted[id] {
-					return os.RemoveAll(filepath.Join(tb.dir, meta.GenerationDir(id, st.GetPath()), "_versions")) == nil
+					return os.RemoveAll(filepath.Join(tb.dir, memwal.GenerationDir(id, st.GetPath()), "_versions")) == nil
 				}
 			}
 		}

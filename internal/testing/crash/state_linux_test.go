@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 )
@@ -53,13 +54,13 @@ func loadShards(dir string) ([]shardInfo, error) {
 		return nil, err
 	}
 	defer b.Close()
-	ids, err := meta.ListShards(ctx, b)
+	ids, err := memwal.ListShards(ctx, b)
 	if err != nil {
 		return nil, err
 	}
 	var out []shardInfo
 	for _, id := range ids {
-		ss, err := meta.ReadShard(ctx, b, id)
+		ss, err := memwal.ReadShard(ctx, b, id)
 		if err != nil {
 			return nil, err
 		}
@@ -69,7 +70,7 @@ func loadShards(dir string) ([]shardInfo, error) {
 		sh := shardInfo{id: id, wal: map[uint64]string{}, walSize: map[uint64]int64{},
 			replayAfter: ss.Manifest.GetReplayAfterWalEntryPosition(), manifestVersion: ss.Manifest.GetVersion()}
 		for _, t := range ss.Manifest.GetSstables() {
-			g := genInfo{gen: t.GetGeneration(), dir: strings.TrimSuffix(meta.GenerationDir(id, t.GetPath()), "/")}
+			g := genInfo{gen: t.GetGeneration(), dir: strings.TrimSuffix(memwal.GenerationDir(id, t.GetPath()), "/")}
 			err := filepath.WalkDir(filepath.Join(dir, g.dir), func(p string, d fs.DirEntry, err error) error {
 				if err != nil || d.IsDir() {
 					return err
@@ -87,12 +88,12 @@ func loadShards(dir string) ([]shardInfo, error) {
 			sh.gens = append(sh.gens, g)
 			sh.top = max(sh.top, g.gen)
 		}
-		ps, err := meta.ListWAL(ctx, b, id)
+		ps, err := memwal.ListWAL(ctx, b, id)
 		if err != nil {
 			return nil, err
 		}
 		for _, pos := range ps {
-			k := meta.WALKey(id, pos)
+			k := memwal.WALKey(id, pos)
 			fi, err := os.Stat(filepath.Join(dir, k))
 			if err != nil {
 				return nil, err
@@ -129,16 +130,16 @@ func readMemWAL(b storage.Bucket) (memwalState, error) {
 	if err != nil {
 		return st, err
 	}
-	ix := meta.MemWalIndex(f.Indices)
+	ix := memwal.Index(f.Indices)
 	if ix == nil {
 		return st, fmt.Errorf("version %d has no MemWAL index", v)
 	}
-	d, err := meta.MemWalDetails(ix)
+	d, err := memwal.Details(ix)
 	if err != nil {
 		return st, err
 	}
-	st.compacted = meta.Compacted(d)
-	catchup := meta.Catchup(d)
+	st.compacted = memwal.Compacted(d)
+	catchup := memwal.Catchup(d)
 	st.maintained = d.GetMaintainedIndexes()
 	if len(st.maintained) == 0 {
 		return st, fmt.Errorf("version %d maintains no index", v)
@@ -215,7 +216,7 @@ func (c *campaign) checkRetained(p *point, when string) (memwalState, bool) {
 					sh.id, g.gen, st.compacted[sh.id], st.maintained, st.floor[sh.id], st.version, len(lost), len(g.files), lost[0])
 			}
 		}
-		ss, err := meta.ReadShard(context.Background(), b, sh.id)
+		ss, err := memwal.ReadShard(context.Background(), b, sh.id)
 		if err != nil || ss.Manifest == nil {
 			bad("shard %s: the shard manifest: %v", sh.id, err)
 			continue

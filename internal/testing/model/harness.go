@@ -18,6 +18,7 @@ import (
 	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
@@ -366,12 +367,12 @@ func (h *harness) check(mergeStep bool) error {
 // ascending per shard.
 func (h *harness) lsmView(snap *Snapshot, mw MemWAL) (map[int64]string, error) {
 	v := maps.Clone(snap.Rows)
-	ids, err := meta.ListShards(h.ctx, h.raw)
+	ids, err := memwal.ListShards(h.ctx, h.raw)
 	if err != nil {
 		return nil, err
 	}
 	for _, id := range ids {
-		ss, err := meta.ReadShard(h.ctx, h.raw, id)
+		ss, err := memwal.ReadShard(h.ctx, h.raw, id)
 		if err != nil {
 			return nil, err
 		}
@@ -456,7 +457,7 @@ func (h *harness) checkRetained(latest *meta.ManifestFile, mw MemWAL) error {
 				}
 			}
 		}
-		ss, err := meta.ReadShard(h.ctx, h.raw, shard)
+		ss, err := memwal.ReadShard(h.ctx, h.raw, shard)
 		if err != nil || ss.Manifest == nil {
 			return violationf("shard %s: the shard manifest: %v", shard, err)
 		}
@@ -471,7 +472,7 @@ func (h *harness) checkRetained(latest *meta.ManifestFile, mw MemWAL) error {
 			if p <= cursor && p != newestCovered {
 				continue
 			}
-			if _, err := h.raw.Attributes(h.ctx, meta.WALKey(shard, p)); err != nil {
+			if _, err := h.raw.Attributes(h.ctx, memwal.WALKey(shard, p)); err != nil {
 				return violationf("shard %s: WAL entry %d (replay cursor %d, newest covered %d) is gone: %v", shard, p, cursor, newestCovered, err)
 			}
 		}

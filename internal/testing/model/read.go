@@ -12,6 +12,7 @@ import (
 	"github.com/compactord/compactord/internal/format/file"
 	"github.com/compactord/compactord/internal/fri"
 	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/scan"
 	"github.com/compactord/compactord/internal/storage"
@@ -83,7 +84,7 @@ func ReadSnapshot(ctx context.Context, b storage.Bucket, v uint64) (*Snapshot, e
 // ReadGeneration reads a flushed generation (a Lance dataset of its own):
 // key → value tag, and the keys it tombstones.
 func ReadGeneration(ctx context.Context, b storage.Bucket, shard string, t *pb.SsTable) (rows map[int64]string, tombs map[int64]bool, err error) {
-	gb := storage.Sub(b, meta.GenerationDir(shard, t.GetPath()))
+	gb := storage.Sub(b, memwal.GenerationDir(shard, t.GetPath()))
 	st, err := scan.Open(ctx, gb, scan.Options{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("generation %d of shard %s: %w", t.GetGeneration(), shard, err)
@@ -132,15 +133,15 @@ type MemWAL struct {
 
 // MemWALOf reads the MemWAL index of a manifest (zero without one).
 func MemWALOf(f *meta.ManifestFile) (MemWAL, error) {
-	ix := meta.MemWalIndex(f.Indices)
+	ix := memwal.Index(f.Indices)
 	if ix == nil {
 		return MemWAL{Compacted: map[string]uint64{}, Catchup: map[string]map[string]uint64{}}, nil
 	}
-	d, err := meta.MemWalDetails(ix)
+	d, err := memwal.Details(ix)
 	if err != nil {
 		return MemWAL{}, err
 	}
-	return MemWAL{Compacted: meta.Compacted(d), Catchup: meta.Catchup(d), Maintained: d.GetMaintainedIndexes()}, nil
+	return MemWAL{Compacted: memwal.Compacted(d), Catchup: memwal.Catchup(d), Maintained: d.GetMaintainedIndexes()}, nil
 }
 
 // Floor is, per shard, the generation below which (inclusive) this

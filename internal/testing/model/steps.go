@@ -11,6 +11,7 @@ import (
 	"github.com/compactord/compactord/internal/cleanup"
 	"github.com/compactord/compactord/internal/compact"
 	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/merge"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
@@ -195,13 +196,13 @@ func (h *harness) applyLance(ops []lanceOp) error {
 			delete(h.ref.Tags, op.untag)
 		}
 	}
-	ids, err := meta.ListShards(h.ctx, h.raw)
+	ids, err := memwal.ListShards(h.ctx, h.raw)
 	if err != nil {
 		return err
 	}
 	flushed := map[int]bool{}
 	for _, id := range ids {
-		ss, err := meta.ReadShard(h.ctx, h.raw, id)
+		ss, err := memwal.ReadShard(h.ctx, h.raw, id)
 		if err != nil {
 			return violationf("shard %s after LanceDB wrote: %v", id, err)
 		}
@@ -234,7 +235,7 @@ func (h *harness) applyLance(ops []lanceOp) error {
 			if d := Diff(rows, pending[b]); d != "" {
 				return violationf("shard %s generation %d is not what LanceDB was given for bucket %d: %s", id, t.GetGeneration(), b, d)
 			}
-			g := &gen{n: t.GetGeneration(), rows: rows, dir: meta.GenerationDir(id, t.GetPath())}
+			g := &gen{n: t.GetGeneration(), rows: rows, dir: memwal.GenerationDir(id, t.GetPath())}
 			err = h.raw.List(h.ctx, g.dir, func(a storage.Attrs) error {
 				g.files = append(g.files, a.Key)
 				return nil
@@ -244,7 +245,7 @@ func (h *harness) applyLance(ops []lanceOp) error {
 			}
 			h.ref.Gens[id] = append(h.ref.Gens[id], g)
 		}
-		ps, err := meta.ListWAL(h.ctx, h.raw, id)
+		ps, err := memwal.ListWAL(h.ctx, h.raw, id)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package meta
+package memwal
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 )
 
@@ -35,7 +36,7 @@ func ParseBitName(s string) (uint64, bool) {
 }
 
 // ShardDir is a shard's directory.
-func ShardDir(shard string) string { return MemWalDir + shard + "/" }
+func ShardDir(shard string) string { return meta.MemWalDir + shard + "/" }
 
 // ShardManifestDir holds a shard's manifests.
 func ShardManifestDir(shard string) string { return ShardDir(shard) + "manifest/" }
@@ -81,8 +82,8 @@ type ShardState struct {
 // ListShards returns the shard ids that have a directory under _mem_wal/.
 func ListShards(ctx context.Context, b storage.Bucket) ([]string, error) {
 	seen := map[string]bool{}
-	err := b.List(ctx, MemWalDir, func(a storage.Attrs) error {
-		rest := strings.TrimPrefix(a.Key, MemWalDir)
+	err := b.List(ctx, meta.MemWalDir, func(a storage.Attrs) error {
+		rest := strings.TrimPrefix(a.Key, meta.MemWalDir)
 		if id, _, ok := strings.Cut(rest, "/"); ok && id != "" {
 			seen[id] = true
 		}
@@ -144,7 +145,7 @@ func ReadShard(ctx context.Context, b storage.Bucket, shard string) (*ShardState
 
 // ReadShardManifest reads version v of a shard's manifest. An absent one
 // is an error that matches storage.IsNotFound; one that does not decode,
-// or names another version, is corrupt (ErrCorrupt).
+// or names another version, is corrupt (meta.ErrCorrupt).
 func ReadShardManifest(ctx context.Context, b storage.Bucket, shard string, v uint64) (*pb.ShardManifest, error) {
 	key := ShardManifestKey(shard, v)
 	data, err := b.Get(ctx, key)
@@ -153,10 +154,10 @@ func ReadShardManifest(ctx context.Context, b storage.Bucket, shard string, v ui
 	}
 	m, err := DecodeShardManifest(data)
 	if err != nil {
-		return nil, &CorruptError{Key: key, Err: err}
+		return nil, &meta.CorruptError{Key: key, Err: err}
 	}
 	if m.GetVersion() != v {
-		return nil, &CorruptError{Key: key, Err: fmt.Errorf("shard manifest says version %d", m.GetVersion())}
+		return nil, &meta.CorruptError{Key: key, Err: fmt.Errorf("shard manifest says version %d", m.GetVersion())}
 	}
 	return m, nil
 }

@@ -1,4 +1,4 @@
-package meta
+package memwal
 
 import (
 	"fmt"
@@ -9,22 +9,23 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/meta"
 )
 
-// MemWalIndex returns the MemWAL system index of a version, or nil.
-func MemWalIndex(ixs []*pb.IndexMetadata) *pb.IndexMetadata {
+// Index returns the MemWAL system index of a version, or nil.
+func Index(ixs []*pb.IndexMetadata) *pb.IndexMetadata {
 	for _, ix := range ixs {
-		if ix.GetName() == MemWalIndexName {
+		if ix.GetName() == meta.MemWalIndexName {
 			return ix
 		}
 	}
 	return nil
 }
 
-// MemWalDetails decodes the MemWAL index's details.
-func MemWalDetails(ix *pb.IndexMetadata) (*pb.MemWalIndexDetails, error) {
+// Details decodes the MemWAL index's details.
+func Details(ix *pb.IndexMetadata) (*pb.MemWalIndexDetails, error) {
 	any := ix.GetIndexDetails()
-	if !strings.EqualFold(any.GetTypeUrl(), TypeURLMemWal) {
+	if !strings.EqualFold(any.GetTypeUrl(), meta.TypeURLMemWal) {
 		return nil, fmt.Errorf("index %s: details are %q, not MemWAL details", ix.GetName(), any.GetTypeUrl())
 	}
 	d := &pb.MemWalIndexDetails{}
@@ -34,20 +35,20 @@ func MemWalDetails(ix *pb.IndexMetadata) (*pb.MemWalIndexDetails, error) {
 	return d, nil
 }
 
-// EncodeMemWalDetails packs details as Lance stores them.
-func EncodeMemWalDetails(d *pb.MemWalIndexDetails) (*anypb.Any, error) {
+// EncodeDetails packs details as Lance stores them.
+func EncodeDetails(d *pb.MemWalIndexDetails) (*anypb.Any, error) {
 	v, err := marshal.Marshal(d)
 	if err != nil {
 		return nil, err
 	}
-	return &anypb.Any{TypeUrl: TypeURLMemWal, Value: v}, nil
+	return &anypb.Any{TypeUrl: meta.TypeURLMemWal, Value: v}, nil
 }
 
 // Compacted is compacted_sstables as a map from shard id to generation.
 func Compacted(d *pb.MemWalIndexDetails) map[string]uint64 {
 	out := map[string]uint64{}
 	for _, c := range d.GetCompactedSstables() {
-		id := UUIDString(c.GetShardId())
+		id := meta.UUIDString(c.GetShardId())
 		if c.GetGeneration() > out[id] {
 			out[id] = c.GetGeneration()
 		}
@@ -66,7 +67,7 @@ func Catchup(d *pb.MemWalIndexDetails) map[string]map[string]uint64 {
 			out[p.GetIndexName()] = m
 		}
 		for _, c := range p.GetCaughtUpGenerations() {
-			m[UUIDString(c.GetShardId())] = c.GetGeneration()
+			m[meta.UUIDString(c.GetShardId())] = c.GetGeneration()
 		}
 	}
 	return out
@@ -82,7 +83,7 @@ func CompactedList(m map[string]uint64) ([]*pb.CompactedSsTable, error) {
 	sort.Strings(ids)
 	out := make([]*pb.CompactedSsTable, 0, len(ids))
 	for _, id := range ids {
-		u, err := ParseUUID(id)
+		u, err := meta.ParseUUID(id)
 		if err != nil {
 			return nil, fmt.Errorf("shard id %q: %w", id, err)
 		}
@@ -90,3 +91,7 @@ func CompactedList(m map[string]uint64) ([]*pb.CompactedSsTable, error) {
 	}
 	return out, nil
 }
+
+// marshal encodes as the table's metadata is encoded (meta's), so that an
+// unchanged value keeps its bytes.
+var marshal = proto.MarshalOptions{Deterministic: true}
