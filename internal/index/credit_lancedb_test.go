@@ -405,6 +405,11 @@ func TestCatchUpCreditRacingLanceDB(t *testing.T) {
 				recordOnly[cu.Version] = true
 			}
 		}
+		// Paced by the writer: the next round starts once LanceDB has
+		// finished another operation, so each of its commits meets a few
+		// of ours, as beside a daemon, and not an unbroken run of them
+		// that outlasts its retries (20) on a loaded machine.
+		waitForWriter(t, w, len(ops))
 	}
 	ops, err := w.Stop()
 	if err != nil {
@@ -438,5 +443,27 @@ func TestCatchUpCreditRacingLanceDB(t *testing.T) {
 	trimAll(t, h)
 	if d := lancedb.DiffByID(creditRows(t, f, true), want); d != "" {
 		t.Fatalf("LanceDB's LSM view after trim: %s", d)
+	}
+}
+
+// waitForWriter polls until the writer has reported more than n
+// operations, or has finished.
+func waitForWriter(t *testing.T, w *lancedb.Writer, n int) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ops, err := w.Ops()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ops) > n {
+			return
+		}
+		select {
+		case <-w.Done():
+			return
+		case <-tick.C:
+		}
 	}
 }
