@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/prototext"
 
+	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/scan"
 	"github.com/compactord/compactord/internal/storage"
@@ -73,6 +74,11 @@ func diagnoseDup(ctx context.Context, b storage.Bucket, since, v uint64, key int
 		}
 		out = append(out, fmt.Sprintf("first version with key %d twice: %d (fragments %v; in version %d it was in %v), writer %s %s, transaction: %s",
 			key, x, frags, prev, before, f.Manifest.GetWriterVersion().GetLibrary(), f.Manifest.GetWriterVersion().GetVersion(), op))
+		// The commits it was rebased over (read version to x): who wrote
+		// each, what it did, and where the key lived after it.
+		for y := txn.GetReadVersion() + 1; y < x; y++ {
+			out = append(out, describeCommit(ctx, b, naming, y, key))
+		}
 		break
 	}
 	if len(out) == 0 {
@@ -115,4 +121,27 @@ func diagnoseIndex(ctx context.Context, b storage.Bucket, since, v uint64) strin
 			x, bad, f.Manifest.GetWriterVersion().GetLibrary(), f.Manifest.GetWriterVersion().GetVersion(), op)
 	}
 	return fmt.Sprintf("no version in (%d, %d] still on disk disagrees", since, v)
+}
+
+// describeCommit is one line about version y: its writer, operation, the
+// fragments it changed, and the fragments holding key after it.
+func describeCommit(ctx context.Context, b storage.Bucket, naming meta.Naming, y uint64, key int64) string {
+	f, err := meta.ReadVersion(ctx, b, naming, y)
+	if err != nil {
+		return fmt.Sprintf("version %d: %v", y, err)
+	}
+	txn, _ := meta.ReadTransaction(ctx, b, f)
+	frags, _ := keyFragments(ctx, b, y, key)
+	var changed []uint64
+	for _, fr := range append(append(txn.GetDelete().GetUpdatedFragments(), txn.GetUpdate().GetUpdatedFragments()...), txn.GetUpdate().GetNewFragments()...) {
+		changed = append(changed, fr.GetId())
+	}
+	removed := append(append([]uint64{}, txn.GetDelete().GetDeletedFragmentIds()...), txn.GetUpdate().GetRemovedFragmentIds()...)
+	for _, g := range txn.GetRewrite().GetGroups() {
+		for _, fr := range g.GetOldFragments() {
+			removed = append(removed, fr.GetId())
+		}
+	}
+	return fmt.Sprintf("version %d by %s %s: %s read %d, changed %v, removed %v; key %d in %v",
+		y, f.Manifest.GetWriterVersion().GetLibrary(), f.Manifest.GetWriterVersion().GetVersion(), commit.OpName(txn), txn.GetReadVersion(), changed, removed, key, frags)
 }
