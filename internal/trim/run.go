@@ -77,12 +77,10 @@ func ViewOf(f *meta.ManifestFile) (View, error) {
 	v.HasMemWal = true
 	v.Compacted = memwal.Compacted(d)
 	v.Catchup = memwal.Catchup(d)
-	for _, n := range d.GetMaintainedIndexes() {
-		if len(meta.FindIndex(f.Indices, n)) > 0 {
-			v.Maintained = append(v.Maintained, n)
-		}
-	}
-	sort.Strings(v.Maintained)
+	// Maintained reads maintain_all_indexes: read as the list alone, a
+	// maintain-all table maintains nothing and every generation looks
+	// retirable.
+	v.Maintained = memwal.Maintained(d, f.Indices)
 	return v, nil
 }
 
