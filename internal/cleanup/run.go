@@ -81,10 +81,12 @@ type Result struct {
 
 // ManifestRefs lists what a manifest references. It refuses manifests whose
 // files compactord cannot account for (other base paths, external row-id
-// files, data overlays): deleting by reachability needs every reference.
+// files, data overlays, any flag it does not implement for writing):
+// deleting by reachability needs every reference, and a newer writer's
+// feature may reference files in ways this reader cannot see.
 func ManifestRefs(key string, f *meta.ManifestFile) (Refs, error) {
 	m := f.Manifest
-	if err := meta.CheckRead(m); err != nil {
+	if err := meta.CheckMaintain(m); err != nil {
 		return Refs{}, fmt.Errorf("%s: %w", key, err)
 	}
 	if len(m.GetBasePaths()) > 0 {

@@ -101,6 +101,11 @@ func Load(ctx context.Context, b storage.Bucket, cfg Config, now time.Time) (Sta
 		if err != nil {
 			return nil, err
 		}
+		// A version trim judges by carries a flag compactord does not
+		// implement: its MemWAL may follow rules trim does not know.
+		if err := meta.CheckMaintain(f.Manifest); err != nil {
+			return nil, fmt.Errorf("version %d: %w", v, err)
+		}
 		read[v] = f
 		return f, nil
 	}
