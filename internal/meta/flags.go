@@ -1,11 +1,13 @@
 package meta
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"strings"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/jobclass"
 )
 
 // Feature flags, shared by manifest fields reader_feature_flags and
@@ -63,11 +65,19 @@ const ReadableFlags = FlagDeletionFiles | FlagStableRowIDs | FlagUseV2Format | F
 // writer that half-understood them would maintain the table wrongly.
 const WritableFlags = FlagDeletionFiles | FlagStableRowIDs | FlagUseV2Format | FlagTableConfig | FlagNoTxnFiles
 
+// ErrUnsupportedFeature is what every FeatureError wraps: its default job
+// class quarantines the table as unsupported_feature (jobclass), so the
+// daemon shows a table a newer Lance wrote as held back, not as failing.
+var ErrUnsupportedFeature = jobclass.Weak(jobclass.Error, jobclass.ReasonUnsupported, errors.New("unsupported Lance feature"))
+
 // FeatureError names the flags that stop an operation.
 type FeatureError struct {
 	Write bool
 	Bits  uint64
 }
+
+// Unwrap makes errors.Is(err, ErrUnsupportedFeature) hold.
+func (e *FeatureError) Unwrap() error { return ErrUnsupportedFeature }
 
 func (e *FeatureError) Error() string {
 	verb := "read"
