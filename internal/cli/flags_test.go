@@ -106,3 +106,85 @@ func TestUnknownWriterFlagStopsEveryChange(t *testing.T) {
 		t.Errorf("verify: exit %d: %s\n%s", r.code, r.stderr, r.stdout)
 	}
 }
+
+// withIndexVersion commits (test helper) a copy of the latest version whose
+// segments of index name carry index_version v, as Lance 14 marks btrees
+// that store row addresses.
+func withIndexVersion(t *testing.T, dir, name string, v int32) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := storage.Open(ctx, "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	f, naming, err := meta.ReadLatest(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := proto.Clone(f.Manifest).(*pb.Manifest)
+	m.Version++
+	m.Timestamp = timestamppb.New(time.Now())
+	m.TransactionFile = ""
+	var ixs []*pb.IndexMetadata
+	n := 0
+	for _, ix := range f.Indices {
+		if ix.GetName() == name {
+			ix = proto.Clone(ix).(*pb.IndexMetadata)
+			ix.IndexVersion = proto.Int32(v)
+			n++
+		}
+		ixs = append(ixs, ix)
+	}
+	if n == 0 {
+		t.Fatalf("no index %s", name)
+	}
+	data, err := meta.EncodeManifestFile(&meta.ManifestFile{Manifest: m, Indices: ixs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutIfAbsent(ctx, meta.ManifestKey(naming, m.Version), data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNewerIndexVersionRefused: a btree whose index_version compactord does
+// not implement (Lance 14's row-address btree) is neither caught up (the
+// new segment would copy its version over lance 12 content) nor remapped
+// by an inline compaction; both exit non-zero naming the version and change
+// no file.
+func TestNewerIndexVersionRefused(t *testing.T) {
+	base := newTable(t)
+	mustRun(t, "", "table", "append", base, "--rows", "20")
+	mustRun(t, "", "table", "append", base, "--rows", "20", "--start", "20")
+	mustRun(t, "", "index", "create", base, "--name", "id_idx", "--column", "id", "--type", "btree")
+	mustRun(t, "", "table", "append", base, "--rows", "5", "--start", "100")
+	withIndexVersion(t, base, "id_idx", 1)
+	for _, args := range [][]string{
+		{"index", "catchup", "URL"},
+		{"compact", "URL", "--defer-remap=false"},
+	} {
+		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "t")
+			copyDir(t, base, dir)
+			args = append([]string(nil), args...)
+			for i, a := range args {
+				if a == "URL" {
+					args[i] = dir
+				}
+			}
+			before := snapshot(t, dir)
+			r := run(t, "", args...)
+			if r.code == 0 {
+				t.Fatalf("exit 0; stdout %q", r.stdout)
+			}
+			line := strings.TrimSuffix(r.stderr, "\n")
+			if strings.Contains(line, "\n") || !strings.Contains(line, "index_version 1") {
+				t.Fatalf("stderr %q: want one line naming index_version 1", r.stderr)
+			}
+			if after := snapshot(t, dir); strings.Join(after, "\n") != strings.Join(before, "\n") {
+				t.Fatalf("files changed:\nbefore %v\nafter  %v", before, after)
+			}
+		})
+	}
+}

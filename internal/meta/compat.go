@@ -2,8 +2,11 @@ package meta
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
 )
 
 // This file is compactord's compatibility statement: which Lance versions,
@@ -191,4 +194,38 @@ func (c Compatibility) Markdown() string {
 		fmt.Fprintf(&b, "- `%s`: %s\n", n, fs)
 	}
 	return b.String()
+}
+
+// IndexVersionError: an index segment's index_version is not one the
+// statement lists for its kind. A newer Lance changed what such a segment
+// stores (Lance 14's btree holds row addresses, not row ids); reading it as
+// the old layout and writing segments "like" it would corrupt the index.
+type IndexVersionError struct {
+	Name, Kind string
+	Version    int32
+	Known      []int32
+}
+
+func (e *IndexVersionError) Error() string {
+	return fmt.Sprintf("index %q: %s index_version %d is not one compactord implements (%v); a newer Lance wrote it", e.Name, e.Kind, e.Version, e.Known)
+}
+
+// Unwrap: the daemon holds the table back as unsupported_feature.
+func (e *IndexVersionError) Unwrap() error { return ErrUnsupportedFeature }
+
+// CheckIndexVersion refuses a segment of a kind the statement lists whose
+// index_version it does not list. Kinds it does not list are the caller's
+// to refuse.
+func CheckIndexVersion(ix *pb.IndexMetadata) error {
+	kind := IndexKind(ix)
+	for _, s := range Compat.Indexes {
+		if s.Kind != kind {
+			continue
+		}
+		if slices.Contains(s.IndexVersions, ix.GetIndexVersion()) {
+			return nil
+		}
+		return &IndexVersionError{Name: ix.GetName(), Kind: kind, Version: ix.GetIndexVersion(), Known: s.IndexVersions}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 )
@@ -118,5 +120,20 @@ func TestCompatDocs(t *testing.T) {
 			return
 		}
 		t.Fatalf("docs/format.md's compatibility statement differs from meta.Compat.Markdown(); rerun with UPDATE_COMPAT_DOCS=1 to rewrite it:\n%s", want)
+	}
+}
+
+// TestCheckIndexVersion: the statement's index versions are the ones the
+// check lets through; a newer one is refused as an unsupported feature.
+func TestCheckIndexVersion(t *testing.T) {
+	btree := func(v int32) *pb.IndexMetadata {
+		return &pb.IndexMetadata{Name: "id_idx", IndexVersion: &v, IndexDetails: &anypb.Any{TypeUrl: TypeURLBTree}}
+	}
+	if err := CheckIndexVersion(btree(0)); err != nil {
+		t.Errorf("btree v0 refused: %v", err)
+	}
+	err := CheckIndexVersion(btree(1))
+	if err == nil || !errors.Is(err, ErrUnsupportedFeature) || !strings.Contains(err.Error(), "index_version 1") {
+		t.Fatalf("btree v1: %v, want a refusal naming index_version 1", err)
 	}
 }
