@@ -85,8 +85,8 @@ var Compat = Compatibility{
 	},
 	Newer: []string{
 		"13.1 MemWalIndexDetails.maintain_all_indexes (field 12): read; every non-system index is then maintained",
-		"13 fragment-reuse transitions, FRI index_version 1 and _fri/ row maps: tables carry writer flag 1024, refused; cleanup never deletes under _fri/",
-		"14 btree indexes storing row addresses (a new index version): not implemented",
+		"13 fragment-reuse transitions, FRI index_version 1 and _fri/ row maps: writer flag 1024 and the FRI's index_version are refused; cleanup never deletes under _fri/",
+		"14 btree indexes storing row addresses (a new index version): refused wherever compactord reads or extends an index (CheckIndexVersion)",
 		"15 composite transaction (116), IndexMetadata.local_fragment_aliases, file format 2.3: not implemented",
 	},
 	Fields: map[string]string{
