@@ -84,7 +84,7 @@ var Compat = Compatibility{
 		{Kind: "frag_reuse", IndexVersions: []int32{0}, What: "system index: deferred remap and trim-fri (legacy_versions only)"},
 	},
 	Newer: []string{
-		"13.1 MemWalIndexDetails.maintain_all_indexes (field 12): read; every non-system index is then maintained",
+		"13.1 MemWalIndexDetails.maintain_all_indexes (field 12, number not checked against upstream): read; every non-system index is then maintained. Any MemWAL details field compactord does not name stops trim",
 		"13 fragment-reuse transitions, FRI index_version 1 and _fri/ row maps: writer flag 1024 and the FRI's index_version are refused; cleanup never deletes under _fri/",
 		"14 btree indexes storing row addresses (a new index version): refused wherever compactord reads or extends an index (CheckIndexVersion)",
 		"15 composite transaction (116), IndexMetadata.local_fragment_aliases, file format 2.3: not implemented",

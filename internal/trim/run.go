@@ -74,6 +74,13 @@ func ViewOf(f *meta.ManifestFile) (View, error) {
 	if err != nil {
 		return v, fmt.Errorf("version %d: %w", v.Version, err)
 	}
+	// A field of the MemWAL details this build does not name may change
+	// which generations an index has taken in (as maintain_all_indexes
+	// did, and its field number is not checked against upstream): trim
+	// judges nothing by details it does not fully read.
+	if u := d.ProtoReflect().GetUnknown(); len(u) > 0 {
+		return v, fmt.Errorf("version %d: the MemWAL index details carry %d bytes of fields compactord does not know (a newer Lance's): %w", v.Version, len(u), meta.ErrUnsupportedFeature)
+	}
 	v.HasMemWal = true
 	v.Compacted = memwal.Compacted(d)
 	v.Catchup = memwal.Catchup(d)

@@ -2,6 +2,7 @@ package trim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -462,5 +463,28 @@ func TestMaintainAllIndexes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUnknownDetailsFieldStops: MemWAL details with a field this build does
+// not name (field 99 here; a newer Lance's) stop trim before any delete:
+// such a field may say which generations an index has taken in.
+func TestUnknownDetailsFieldStops(t *testing.T) {
+	ctx := context.Background()
+	dir := lancedb.CorpusDir(t, "memwal_1")
+	b := open(t, dir)
+	ts := fabricateMergeEdit(t, b, 2, 2, func(d *pb.MemWalIndexDetails) {
+		// Field 99, varint 1: tag (99<<3|0) = 792 = 0x98 0x06.
+		d.ProtoReflect().SetUnknown([]byte{0x98, 0x06, 0x01})
+	})
+	before := snapshot(t, dir)
+	cfg := DefaultConfig()
+	cfg.ReaderGrace = 0
+	_, err := Run(ctx, b, cfg, ts.Add(time.Hour))
+	if err == nil || !errors.Is(err, meta.ErrUnsupportedFeature) {
+		t.Fatalf("trim: %v, want a refusal (unsupported feature)", err)
+	}
+	if !reflect.DeepEqual(before, snapshot(t, dir)) {
+		t.Fatal("the refused trim changed the table")
 	}
 }
