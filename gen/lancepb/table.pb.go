@@ -1407,8 +1407,14 @@ type MemWalIndexDetails struct {
 	// absent index or shard means not caught up.
 	IndexCatchup         []*IndexCatchupProgress `protobuf:"bytes,10,rep,name=index_catchup,json=indexCatchup,proto3" json:"index_catchup,omitempty"`
 	WriterConfigDefaults map[string]string       `protobuf:"bytes,11,rep,name=writer_config_defaults,json=writerConfigDefaults,proto3" json:"writer_config_defaults,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// Lance 13.1: set with an empty maintained_indexes, every index of the
+	// base table is maintained. A reader that ignores it reads "none" and
+	// would retire generations no index has taken in. The number follows the
+	// field after writer_config_defaults; it was not checked against
+	// upstream's table.proto (see docs/format.md, Compatibility).
+	MaintainAllIndexes *bool `protobuf:"varint,12,opt,name=maintain_all_indexes,json=maintainAllIndexes,proto3,oneof" json:"maintain_all_indexes,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *MemWalIndexDetails) Reset() {
@@ -1495,6 +1501,13 @@ func (x *MemWalIndexDetails) GetWriterConfigDefaults() map[string]string {
 		return x.WriterConfigDefaults
 	}
 	return nil
+}
+
+func (x *MemWalIndexDetails) GetMaintainAllIndexes() bool {
+	if x != nil && x.MaintainAllIndexes != nil {
+		return *x.MaintainAllIndexes
+	}
+	return false
 }
 
 type ShardingSpec struct {
@@ -2568,7 +2581,7 @@ const file_lance_table_proto_rawDesc = "" +
 	"\x0fdataset_version\x18\x01 \x01(\x04R\x0edatasetVersion\x12D\n" +
 	"\x06groups\x18\x03 \x03(\v2,.lance.table.FragmentReuseIndexDetails.GroupR\x06groups\x12+\n" +
 	"\x11removed_fragments\x18\x04 \x01(\fR\x10removedFragmentsB\t\n" +
-	"\acontent\"\xe7\x04\n" +
+	"\acontent\"\xb7\x05\n" +
 	"\x12MemWalIndexDetails\x12,\n" +
 	"\x12snapshot_ts_millis\x18\x01 \x01(\x03R\x10snapshotTsMillis\x12\x1d\n" +
 	"\n" +
@@ -2579,11 +2592,13 @@ const file_lance_table_proto_rawDesc = "" +
 	"\x12compacted_sstables\x18\t \x03(\v2\x1d.lance.table.CompactedSsTableR\x11compactedSstables\x12F\n" +
 	"\rindex_catchup\x18\n" +
 	" \x03(\v2!.lance.table.IndexCatchupProgressR\findexCatchup\x12o\n" +
-	"\x16writer_config_defaults\x18\v \x03(\v29.lance.table.MemWalIndexDetails.WriterConfigDefaultsEntryR\x14writerConfigDefaults\x1aG\n" +
+	"\x16writer_config_defaults\x18\v \x03(\v29.lance.table.MemWalIndexDetails.WriterConfigDefaultsEntryR\x14writerConfigDefaults\x125\n" +
+	"\x14maintain_all_indexes\x18\f \x01(\bH\x01R\x12maintainAllIndexes\x88\x01\x01\x1aG\n" +
 	"\x19WriterConfigDefaultsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x13\n" +
-	"\x11_inline_snapshots\"[\n" +
+	"\x11_inline_snapshotsB\x17\n" +
+	"\x15_maintain_all_indexes\"[\n" +
 	"\fShardingSpec\x12\x17\n" +
 	"\aspec_id\x18\x01 \x01(\rR\x06specId\x122\n" +
 	"\x06fields\x18\x02 \x03(\v2\x1a.lance.table.ShardingFieldR\x06fields\"\xda\x02\n" +

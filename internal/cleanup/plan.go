@@ -72,7 +72,40 @@ const (
 	ReasonDetachedManifest       = "detached_manifest"
 	ReasonReferencedByDetached   = "referenced_by_detached"
 	ReasonReferencedByNewVersion = "referenced_by_new_version"
+	// ReasonUnmodelled: the key is under a prefix cleanup does not model
+	// (neither Collected nor Untouched), such as Lance 13's fragment-reuse
+	// row maps under _fri/. Cleanup never lists such prefixes for deletion;
+	// a dry run names what it leaves there.
+	ReasonUnmodelled = "unmodelled_prefix"
 )
+
+// Modelled reports whether cleanup knows what the objects under key's
+// prefix are: a Collected prefix it judges, or an Untouched one it leaves
+// by design. Anything else a newer writer may have put there, and rule 2
+// (DESIGN.md) keeps it.
+func Modelled(key string) bool {
+	for _, p := range Collected {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	for _, p := range Untouched {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// collected reports whether key is under a prefix the planner judges.
+func collected(key string) bool {
+	for _, p := range Collected {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
 
 // DefaultMinAge is Lance's UNVERIFIED_THRESHOLD_DAYS.
 const DefaultMinAge = 7 * 24 * time.Hour

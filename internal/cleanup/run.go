@@ -81,10 +81,12 @@ type Result struct {
 
 // ManifestRefs lists what a manifest references. It refuses manifests whose
 // files compactord cannot account for (other base paths, external row-id
-// files, data overlays): deleting by reachability needs every reference.
+// files, data overlays, any flag it does not implement for writing):
+// deleting by reachability needs every reference, and a newer writer's
+// feature may reference files in ways this reader cannot see.
 func ManifestRefs(key string, f *meta.ManifestFile) (Refs, error) {
 	m := f.Manifest
-	if err := meta.CheckRead(m); err != nil {
+	if err := meta.CheckMaintain(m); err != nil {
 		return Refs{}, fmt.Errorf("%s: %w", key, err)
 	}
 	if len(m.GetBasePaths()) > 0 {
@@ -244,6 +246,19 @@ func Run(ctx context.Context, b storage.Bucket, cfg Config, now time.Time) (*Res
 	plan := PlanCleanup(st, cfg.Options, now)
 	res := &Result{Plan: plan, DryRun: cfg.DryRun}
 	if cfg.DryRun {
+		// Only a dry run lists the whole table (the MemWAL can hold many
+		// objects, and a real run deletes nothing outside Collected): the
+		// operator sees what is kept because cleanup does not model it.
+		err := b.List(ctx, "", func(a storage.Attrs) error {
+			if !Modelled(a.Key) {
+				res.Plan.Files = append(res.Plan.Files, FileDecision{Key: a.Key, Bytes: a.Size, ModTime: a.ModTime, Reason: ReasonUnmodelled})
+				res.Plan.Kept[ReasonUnmodelled]++
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list the table: %w", err)
+		}
 		return res, nil
 	}
 	return res, Execute(ctx, b, st, plan, cfg.Concurrency, res)
@@ -253,6 +268,13 @@ func Run(ctx context.Context, b storage.Bucket, cfg Config, now time.Time) (*Res
 // versions committed meanwhile) the planned files.
 func Execute(ctx context.Context, b storage.Bucket, st State, plan Plan, concurrency int, res *Result) error {
 	vkeys, fkeys := plan.DeleteKeys()
+	// The planner judges only Collected keys; a plan naming another (a
+	// caller's own plan, or a planner bug) stops before any delete.
+	for _, k := range append(append([]string(nil), vkeys...), fkeys...) {
+		if !collected(k) {
+			return fmt.Errorf("cleanup stopped, nothing deleted: the plan deletes %s, outside the prefixes cleanup models", k)
+		}
+	}
 	// Progress: the objects deleted (rows) and their bytes, out of every
 	// planned one (a spared file counts as done).
 	rep := progress.From(ctx)

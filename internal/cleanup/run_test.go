@@ -359,3 +359,79 @@ func TestVersionsDeletedOldestFirst(t *testing.T) {
 		t.Errorf("manifests deleted in order %v with up to %d at once; want oldest first, one at a time", ob.deleted, ob.maxSeen)
 	}
 }
+
+// TestUnmodelledPrefixKept: Lance 13 keeps fragment-reuse row maps as files
+// under _fri/<map_id>/, a prefix cleanup does not model. However old and
+// unreferenced they look, a cleanup that deletes versions and files keeps
+// them, and its dry run names each with reason unmodelled_prefix.
+func TestUnmodelledPrefixKept(t *testing.T) {
+	ctx := context.Background()
+	dir := lancedb.CorpusDir(t, "compacted")
+	b := open(t, dir)
+	old := time.Now().Add(-365 * 24 * time.Hour)
+	fri := []string{"_fri/7d1c2a4e/rowmap", "_fri/7d1c2a4e/stable_partition.lance"}
+	for _, k := range fri {
+		p := filepath.Join(dir, filepath.FromSlash(k))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("row map"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := latestTime(t, b).Add(365 * 24 * time.Hour)
+	cfg := Config{Options: Options{RetainVersions: 1}, Concurrency: 4, DryRun: true}
+	res, err := Run(ctx, b, cfg, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]FileDecision{}
+	for _, f := range res.Plan.Files {
+		got[f.Key] = f
+	}
+	for _, k := range fri {
+		if f, ok := got[k]; !ok || f.Delete || f.Reason != ReasonUnmodelled {
+			t.Errorf("%s in the dry-run plan: %+v (present %v), want kept as %s", k, f, ok, ReasonUnmodelled)
+		}
+	}
+	cfg.DryRun = false
+	if res, err = Run(ctx, b, cfg, now); err != nil {
+		t.Fatal(err)
+	}
+	if res.DeletedVersions == 0 && res.DeletedFiles == 0 {
+		t.Fatal("the cleanup deleted nothing: the test proves nothing")
+	}
+	after := snapshot(t, dir)
+	for _, k := range fri {
+		if _, ok := after[k]; !ok {
+			t.Errorf("cleanup deleted %s", k)
+		}
+	}
+}
+
+// TestExecuteRefusesUnmodelledKey: a plan that deletes a key outside the
+// collected prefixes stops before its first delete.
+func TestExecuteRefusesUnmodelledKey(t *testing.T) {
+	ctx := context.Background()
+	dir := lancedb.CorpusDir(t, "compacted")
+	b := open(t, dir)
+	st, err := Load(ctx, b, 4, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Put(ctx, "_fri/1/rowmap", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, dir)
+	plan := PlanCleanup(st, Options{RetainVersions: 1}, time.Now().Add(365*24*time.Hour))
+	plan.Files = append(plan.Files, FileDecision{Key: "_fri/1/rowmap", Delete: true, Reason: ReasonUnrefOld})
+	if err := Execute(ctx, b, st, plan, 4, &Result{}); err == nil {
+		t.Fatal("a plan deleting _fri/1/rowmap executed")
+	}
+	if after := snapshot(t, dir); !reflect.DeepEqual(before, after) {
+		t.Fatal("the refused plan changed the table")
+	}
+}

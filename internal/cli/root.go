@@ -23,6 +23,7 @@ import (
 	"github.com/compactord/compactord/internal/daemon"
 	"github.com/compactord/compactord/internal/inflight"
 	"github.com/compactord/compactord/internal/marker"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
@@ -136,10 +137,16 @@ func newRoot(e *env) *cobra.Command {
 	root.AddCommand(
 		&cobra.Command{
 			Use:   "version",
-			Short: "Print the version, VCS revision and Go version (JSON)",
+			Short: "Print the version, VCS revision, Go version and the Lance versions compactord reads, writes and refuses (JSON)",
 			Args:  cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return printJSON(e.stdout, info)
+				// The compatibility statement rides along: an operator
+				// deciding whether this build may maintain a table a newer
+				// Lance wrote reads it here (docs/format.md has the same).
+				return printJSON(e.stdout, struct {
+					buildinfo.Info
+					Lance meta.Compatibility `json:"lance_compatibility"`
+				}{info, meta.Compat})
 			},
 		},
 		newTableCmd(e),

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,5 +94,21 @@ func TestVersion(t *testing.T) {
 	doc := mustRun(t, "", "version")
 	if doc["version"] != info.Version || doc["revision"] != info.Revision || doc["go_version"] != info.GoVersion {
 		t.Fatalf("version: %v, want %+v", doc, info)
+	}
+	// The compatibility statement: file formats, and flag 1024 (Lance 13's
+	// fragment-reuse index) refused for writing.
+	lc, _ := doc["lance_compatibility"].(map[string]any)
+	if fmt.Sprint(lc["file_formats"]) != "[2.0 2.1 2.2]" {
+		t.Fatalf("version: lance_compatibility %v", lc)
+	}
+	flags, _ := lc["feature_flags"].([]any)
+	found := false
+	for _, f := range flags {
+		if m, _ := f.(map[string]any); m["bit"] == float64(1024) {
+			found = m["write"] == "refused"
+		}
+	}
+	if !found {
+		t.Fatalf("version: flag 1024 not stated as refused: %v", flags)
 	}
 }

@@ -90,7 +90,9 @@ func deriveMemWal(read, head *meta.ManifestFile, nextManifest *pb.Manifest, next
 		remapped[meta.UUIDString(ri.GetNewId())] = meta.UUIDString(ri.GetOldId())
 	}
 	var progress []*pb.IndexCatchupProgress
-	for _, name := range sortedUnique(d.GetMaintainedIndexes()) {
+	// memwal.Maintained reads maintain_all_indexes too; it names only
+	// indexes present in next, so a dropped index's entry goes.
+	for _, name := range memwal.Maintained(d, next) {
 		segsNext := meta.FindIndex(next, name)
 		if len(segsNext) == 0 {
 			continue // dropped: its entry goes

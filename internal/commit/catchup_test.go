@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
@@ -231,4 +233,31 @@ func inlineRewriteInto(t *testing.T, read uint64, old []uint64, newID uint64) *p
 	txn.ReadVersion = read
 	txn.GetRewrite().RewrittenIndices = []*pb.Transaction_Rewrite_RewrittenIndex{{OldId: uuidOf(t, idxA), NewId: uuidOf(t, "00000000-0000-4000-8000-000000000003")}}
 	return txn
+}
+
+// TestCatchupMaintainAll: under Lance 13.1's maintain_all_indexes (empty
+// list) every index is maintained, so a covering commit credits id_idx; a
+// derivation that read only the list wrote no entry and left it lagging.
+func TestCatchupMaintainAll(t *testing.T) {
+	all := func(mw *pb.IndexMetadata) *pb.IndexMetadata {
+		d, err := memwal.Details(mw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.MaintainAllIndexes = proto.Bool(true)
+		if mw.IndexDetails, err = memwal.EncodeDetails(d); err != nil {
+			t.Fatal(err)
+		}
+		return mw
+	}
+	cm := map[string]uint64{shardA: 2}
+	read := version(5, []uint64{0, 1}, segment(t, "id_idx", idxA, []uint32{0, 1}), all(memwalIndex(t, cm, nil)))
+	head := version(6, []uint64{0, 1, 2}, segment(t, "id_idx", idxA, []uint32{0, 1}), all(memwalIndex(t, cm, nil)))
+	got, err := BuildManifest(head, appendTxn(5, 1), read, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cu, ok := catchupOf(t, got)["id_idx"]; !ok || cu[shardA] != 2 {
+		t.Errorf("catch-up of id_idx = %v (present %v), want shard A at 2", cu, ok)
+	}
 }

@@ -111,6 +111,14 @@ func PlanLatest(ctx context.Context, h *table.Handle, o Options) (*Plan, *meta.M
 	if read.Manifest.GetWriterFeatureFlags()&meta.FlagStableRowIDs != 0 {
 		return nil, nil, 0, fmt.Errorf("compact: the table uses stable row ids; compactord does not rewrite their row-id sequences")
 	}
+	// Before anything is written or reserved: a segment (or FRI) of an
+	// index version compactord does not implement can be neither remapped
+	// inline nor trusted to absorb a deferred remap as lance 12 does.
+	for _, ix := range read.Indices {
+		if err := meta.CheckIndexVersion(ix); err != nil {
+			return nil, nil, 0, fmt.Errorf("compact: %w", err)
+		}
+	}
 	var reuse []ReuseGroup
 	if segs := meta.FindIndex(read.Indices, meta.FragReuseIndexName); len(segs) > 0 {
 		in, err := meta.FragReuseContent(ctx, h.Bucket, segs[0])

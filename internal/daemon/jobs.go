@@ -450,7 +450,7 @@ func indexJob(cfg func() JobsConfig) lanceJob {
 			if err != nil {
 				return scheduler.Outcome{}, err
 			}
-			if o.Indices = d.GetMaintainedIndexes(); len(o.Indices) == 0 {
+			if o.Indices = memwal.Maintained(d, read.Indices); len(o.Indices) == 0 {
 				if remapVersion != 0 {
 					return scheduler.Outcome{Version: remapVersion, Summary: strings.Join(remapped, "; ")}, nil
 				}

@@ -69,6 +69,12 @@ func Load(ctx context.Context, b storage.Bucket, mf *meta.ManifestFile) (*Index,
 	case len(segs) > 1:
 		return nil, fmt.Errorf("version %d has %d fragment-reuse index segments; Lance keeps exactly one", mf.Manifest.GetVersion(), len(segs))
 	}
+	// Lance 13's FRI (index_version 1) records transitions this reader
+	// does not decode; remapping through only its legacy versions would
+	// send rows to the wrong addresses.
+	if err := meta.CheckIndexVersion(segs[0]); err != nil {
+		return nil, err
+	}
 	content, err := meta.FragReuseContent(ctx, b, segs[0])
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package fri
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -124,6 +125,13 @@ func TestAppendVersionInlineAndLoad(t *testing.T) {
 	if m2.GetIndexVersion() != 3 {
 		t.Errorf("index_version %d, want the previous 3", m2.GetIndexVersion())
 	}
+	// An FRI of an index_version compactord does not implement (Lance 13
+	// writes 1, with transitions this reader does not decode) is refused
+	// on load, before its content is trusted.
+	if _, err := Load(ctx, b, manifestFile(21, nil, m2)); !errors.Is(err, meta.ErrUnsupportedFeature) {
+		t.Fatalf("Load of an index_version 3 FRI: %v, want ErrUnsupportedFeature", err)
+	}
+	m2.IndexVersion = proto.Int32(0)
 	got, err := Load(ctx, b, manifestFile(21, nil, m2))
 	if err != nil {
 		t.Fatal(err)

@@ -317,6 +317,11 @@ func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 			if meta.IndexKind(s) != kind {
 				return nil, nil, fmt.Errorf("index %q has segments of kinds %s and %s", name, kind, meta.IndexKind(s))
 			}
+			// The new segment is written "like" these (their index_version
+			// included) with lance 12's content: refuse a newer version.
+			if err := meta.CheckIndexVersion(s); err != nil {
+				return nil, nil, err
+			}
 			bm, known, err := meta.FragmentBitmap(s)
 			if err != nil {
 				return nil, nil, err

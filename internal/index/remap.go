@@ -17,6 +17,12 @@ import (
 // the physical rows of a fragment a bitmap segment holds whole (nil: such
 // a segment is an error).
 func ReadSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, full func(frag uint32) (uint64, bool)) (*Entries, error) {
+	// A newer index version may store something else under the same
+	// layout (Lance 14 btrees: row addresses); every reader of segment
+	// content (remap, lookup, checks) stops here.
+	if err := meta.CheckIndexVersion(m); err != nil {
+		return nil, err
+	}
 	dir := meta.IndexDir(meta.UUIDString(m.GetUuid()))
 	open := func(name string) (Reader, error) {
 		key := dir + name

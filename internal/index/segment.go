@@ -172,6 +172,9 @@ func SegmentMetadata(name string, fields []int32, kind string, like *pb.IndexMet
 	}
 	switch {
 	case like != nil:
+		if err := meta.CheckIndexVersion(like); err != nil {
+			return nil, err
+		}
 		if like.GetIndexDetails() != nil {
 			ix.IndexDetails = proto.Clone(like.GetIndexDetails()).(*anypb.Any)
 		}

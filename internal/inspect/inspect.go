@@ -122,12 +122,15 @@ type MemWal struct {
 	// IndexUUID is null when the version has no MemWAL index but the
 	// table has shard directories (an older version is being inspected,
 	// or the spec was unset).
-	IndexUUID         *string                      `json:"index_uuid"`
-	NumShards         uint32                       `json:"num_shards"`
-	Shards            []Shard                      `json:"shards"`
-	MaintainedIndexes []string                     `json:"maintained_indexes"`
-	IndexCatchup      map[string]map[string]uint64 `json:"index_catchup"`
-	ShardingSpecs     []ShardingSpec               `json:"sharding_specs"`
+	IndexUUID         *string  `json:"index_uuid"`
+	NumShards         uint32   `json:"num_shards"`
+	Shards            []Shard  `json:"shards"`
+	MaintainedIndexes []string `json:"maintained_indexes"`
+	// MaintainAllIndexes is Lance 13.1's flag: set, every index is
+	// maintained whatever maintained_indexes lists (it is then empty).
+	MaintainAllIndexes bool                         `json:"maintain_all_indexes"`
+	IndexCatchup       map[string]map[string]uint64 `json:"index_catchup"`
+	ShardingSpecs      []ShardingSpec               `json:"sharding_specs"`
 }
 
 // Shard is one MemWAL shard. ManifestVersion is 0 for a shard directory
@@ -415,6 +418,7 @@ func memWal(ctx context.Context, b storage.Bucket, ixs []*pb.IndexMetadata) (*Me
 		compacted = memwal.Compacted(det)
 		out.IndexCatchup = memwal.Catchup(det)
 		out.MaintainedIndexes = append(out.MaintainedIndexes, det.GetMaintainedIndexes()...)
+		out.MaintainAllIndexes = det.GetMaintainAllIndexes()
 		sort.Strings(out.MaintainedIndexes)
 		for _, s := range det.GetShardingSpecs() {
 			spec := ShardingSpec{SpecID: s.GetSpecId(), Fields: []ShardingField{}}

@@ -35,7 +35,16 @@ const (
 	// ReasonRetryBudget: transient failures (outage, throttling, conflicts)
 	// for longer than retry.budget.
 	ReasonRetryBudget = "retry_budget"
+	// ReasonUnsupported: the table uses a Lance feature (a feature flag)
+	// compactord does not implement; a newer Lance wrote it. Nothing is
+	// wrong with the table, and nothing changes until compactord learns
+	// the feature, so it is held back rather than retried.
+	ReasonUnsupported = "unsupported_feature"
 )
+
+// known reports whether reason is a halt reason of its own (the others
+// normalise to ReasonFailing).
+func known(reason string) bool { return reason == ReasonCorrupt || reason == ReasonUnsupported }
 
 // marked carries a class chosen for err.
 type marked struct {
@@ -61,7 +70,7 @@ func Retryable(err error) error { return mark(Retry, "", false, err) }
 // Quarantine marks err as non-retryable, with the halt reason it gives if
 // it repeats (ReasonCorrupt, or ReasonFailing for any other reason).
 func Quarantine(reason string, err error) error {
-	if reason != ReasonCorrupt {
+	if !known(reason) {
 		reason = ReasonFailing
 	}
 	return mark(Error, reason, false, err)
@@ -78,7 +87,7 @@ func Skip(err error) error { return mark(Skipped, "", false, err) }
 // Error with reason). The returned error is the sentinel: compare with
 // errors.Is against it, and wrap it as any error.
 func Weak(c Class, reason string, err error) error {
-	if c == Error && reason != ReasonCorrupt {
+	if c == Error && !known(reason) {
 		reason = ReasonFailing
 	}
 	if c != Error {

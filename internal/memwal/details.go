@@ -95,3 +95,35 @@ func CompactedList(m map[string]uint64) ([]*pb.CompactedSsTable, error) {
 // marshal encodes as the table's metadata is encoded (meta's), so that an
 // unchanged value keeps its bytes.
 var marshal = proto.MarshalOptions{Deterministic: true}
+
+// Maintained is the set of base-table indexes the MemTables maintain, as
+// names of indexes present in ixs, sorted. maintained_indexes alone is not
+// it: Lance 13.1's maintain_all_indexes, set, means every index is
+// maintained even though the list is empty, and a reader of only the list
+// would take that as "none" and let trim retire generations no index has
+// taken in. Set together with a non-empty list, the larger reading wins:
+// more maintained indexes only makes trim and catch-up more careful.
+// System indexes (MemWAL, fragment reuse) are never maintained copies.
+func Maintained(d *pb.MemWalIndexDetails, ixs []*pb.IndexMetadata) []string {
+	present := map[string]bool{}
+	for _, ix := range ixs {
+		if !meta.IsSystemIndex(ix) {
+			present[ix.GetName()] = true
+		}
+	}
+	set := map[string]bool{}
+	if d.GetMaintainAllIndexes() {
+		set = present
+	}
+	for _, n := range d.GetMaintainedIndexes() {
+		if present[n] {
+			set[n] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -271,10 +271,8 @@ func Summarize(f *meta.ManifestFile, shards map[string]*lpb.ShardManifest, files
 		}
 	}
 	maintained := map[string]bool{}
-	for _, n := range d.GetMaintainedIndexes() {
-		if len(meta.FindIndex(f.Indices, n)) > 0 {
-			maintained[n] = true
-		}
+	for _, n := range Maintained(d, f.Indices) {
+		maintained[n] = true
 	}
 	byName := map[string]*observe.IndexInfo{}
 	for _, ix := range f.Indices {

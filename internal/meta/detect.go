@@ -160,8 +160,11 @@ func FlagNames(bs uint64) []string {
 	for bs != 0 {
 		bit := uint64(1) << bits.TrailingZeros64(bs)
 		bs &^= bit
-		if n, ok := flagNames[bit]; ok {
+		if n, ok := flagNames[bit]; ok && bit&knownFlags != 0 {
 			out = append(out, n)
+		} else if ok {
+			// A newer Lance's flag: its number too, as the refusals print it.
+			out = append(out, fmt.Sprintf("%s (flag %d)", n, bit))
 		} else {
 			out = append(out, fmt.Sprintf("unknown flag %d", bit))
 		}

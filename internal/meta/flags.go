@@ -1,11 +1,13 @@
 package meta
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"strings"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/jobclass"
 )
 
 // Feature flags, shared by manifest fields reader_feature_flags and
@@ -35,7 +37,20 @@ var flagNames = map[uint64]string{
 	FlagDataOverlays:    "data overlay files",
 	FlagCoveringIndexes: "covering indexes",
 	FlagPerFileVersions: "per-file data file versions",
+	// Lance 13 and 14 define these; compactord implements none of them, so
+	// they stay outside knownFlags and every check refuses them. Named
+	// here only so the refusal says what the table uses.
+	FlagFragReuseStableRowIDs: "fragment reuse with stable row ids",
+	FlagFragmentReuseIndex:    "fragment-reuse index",
+	FlagManagedBlobs:          "managed blobs",
 }
+
+// Flags newer Lance writers set (13: 512, 1024; 14: 2048). Not implemented.
+const (
+	FlagFragReuseStableRowIDs uint64 = 1 << 9
+	FlagFragmentReuseIndex    uint64 = 1 << 10
+	FlagManagedBlobs          uint64 = 1 << 11
+)
 
 // ReadableFlags are the reader flags whose meaning compactord implements for
 // reading metadata. Data overlays change what a data file's rows are, so a
@@ -50,11 +65,19 @@ const ReadableFlags = FlagDeletionFiles | FlagStableRowIDs | FlagUseV2Format | F
 // writer that half-understood them would maintain the table wrongly.
 const WritableFlags = FlagDeletionFiles | FlagStableRowIDs | FlagUseV2Format | FlagTableConfig | FlagNoTxnFiles
 
+// ErrUnsupportedFeature is what every FeatureError wraps: its default job
+// class quarantines the table as unsupported_feature (jobclass), so the
+// daemon shows a table a newer Lance wrote as held back, not as failing.
+var ErrUnsupportedFeature = jobclass.Weak(jobclass.Error, jobclass.ReasonUnsupported, errors.New("unsupported Lance feature"))
+
 // FeatureError names the flags that stop an operation.
 type FeatureError struct {
 	Write bool
 	Bits  uint64
 }
+
+// Unwrap makes errors.Is(err, ErrUnsupportedFeature) hold.
+func (e *FeatureError) Unwrap() error { return ErrUnsupportedFeature }
 
 func (e *FeatureError) Error() string {
 	verb := "read"
@@ -97,6 +120,16 @@ func CheckWrite(m *pb.Manifest) error {
 	}
 	return nil
 }
+
+// CheckMaintain refuses a step that changes the table's files without
+// committing (trim deletes MemWAL generations, cleanup deletes versions
+// and unreferenced files) on a manifest with a flag compactord does not
+// implement for writing. Such a step never reaches the commit loop's
+// CheckWrite, and a writer flag it does not know may mean files kept in a
+// layout it does not model (Lance 13's fragment-reuse row maps under
+// _fri/), which it would take for garbage. It is CheckWrite, named for
+// the callers that must not skip it.
+func CheckMaintain(m *pb.Manifest) error { return CheckWrite(m) }
 
 // RecomputeFlags sets the flags of a new manifest from its content, as Lance
 // does on every commit: deletion files and config follow the manifest, the

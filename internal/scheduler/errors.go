@@ -42,9 +42,10 @@ const (
 	ReasonCorrupt     = jobclass.ReasonCorrupt
 	ReasonFailing     = jobclass.ReasonFailing
 	ReasonRetryBudget = jobclass.ReasonRetryBudget
+	ReasonUnsupported = jobclass.ReasonUnsupported
 )
 
-var allReasons = []string{ReasonCorrupt, ReasonFailing, ReasonRetryBudget}
+var allReasons = []string{ReasonCorrupt, ReasonFailing, ReasonRetryBudget, ReasonUnsupported}
 
 // Retryable marks err as transient.
 func Retryable(err error) error { return jobclass.Retryable(err) }

@@ -38,6 +38,10 @@ func TestClassify(t *testing.T) {
 		{"already merged elsewhere", fmt.Errorf("merge: %w", &commit.ConflictError{Class: commit.ErrIncompatible}), nil, scheduler.ClassSkipped, ""},
 		{"corrupt", fmt.Errorf("manifest 3: %w", meta.ErrCorrupt), nil, scheduler.ClassError, scheduler.ReasonCorrupt},
 		{"anything else", errors.New("boom"), nil, scheduler.ClassError, scheduler.ReasonFailing},
+		// A newer Lance's feature holds the table back: quarantined as
+		// unsupported_feature (compactord_table_halted), not as failing.
+		{"newer Lance's writer flag", fmt.Errorf("trim stopped, nothing deleted: %w", &meta.FeatureError{Write: true, Bits: meta.FlagFragmentReuseIndex}), nil, scheduler.ClassError, scheduler.ReasonUnsupported},
+		{"newer Lance's index version", fmt.Errorf("compact: %w", &meta.IndexVersionError{Name: "id_idx", Kind: "btree", Version: 1}), nil, scheduler.ClassError, scheduler.ReasonUnsupported},
 		// syscall.Errno has the methods of net.Error; a missing or
 		// unreadable file is still not a network blip.
 		{"missing data file", fmt.Errorf("data/f1.lance: %w", &fs.PathError{Op: "open", Path: "/t/data/f1.lance", Err: syscall.ENOENT}), nil, scheduler.ClassError, scheduler.ReasonFailing},

@@ -144,7 +144,7 @@ var (
 	// scrape time rather than kept as a labelled child per table (each
 	// costs about 600 bytes of heap, which adds up over 1000 tables).
 	descHalted = prometheus.NewDesc("compactord_table_halted",
-		"1 when the table is quarantined for the reason (corrupt, failing, retry_budget); resume it through the API.", []string{"table", "reason"}, nil)
+		"1 when the table is quarantined for the reason (corrupt, failing, retry_budget, unsupported_feature: a newer Lance's feature flag holds it back); resume it through the API.", []string{"table", "reason"}, nil)
 	descPaused = prometheus.NewDesc("compactord_table_paused",
 		"1 when an operator paused the table.", []string{"table"}, nil)
 	descLeaseOwned = prometheus.NewDesc("compactord_lease_owned",

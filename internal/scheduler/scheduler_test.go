@@ -510,11 +510,12 @@ func TestSeriesPreCreated(t *testing.T) {
 		h := start(t, harnessOpts{bubble: true, cfg: testConfig()}, specs(t, "t")...)
 		h.waitSynced("t")
 		want := `
-	# HELP compactord_table_halted 1 when the table is quarantined for the reason (corrupt, failing, retry_budget); resume it through the API.
+	# HELP compactord_table_halted 1 when the table is quarantined for the reason (corrupt, failing, retry_budget, unsupported_feature: a newer Lance's feature flag holds it back); resume it through the API.
 	# TYPE compactord_table_halted gauge
 	compactord_table_halted{reason="corrupt",table="t"} 0
 	compactord_table_halted{reason="failing",table="t"} 0
 	compactord_table_halted{reason="retry_budget",table="t"} 0
+	compactord_table_halted{reason="unsupported_feature",table="t"} 0
 	# HELP compactord_job_failures_total Failed job attempts (results retry, error and fatal) by table and kind.
 	# TYPE compactord_job_failures_total counter
 	compactord_job_failures_total{kind="cleanup",table="t"} 0

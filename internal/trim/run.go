@@ -74,15 +74,20 @@ func ViewOf(f *meta.ManifestFile) (View, error) {
 	if err != nil {
 		return v, fmt.Errorf("version %d: %w", v.Version, err)
 	}
+	// A field of the MemWAL details this build does not name may change
+	// which generations an index has taken in (as maintain_all_indexes
+	// did, and its field number is not checked against upstream): trim
+	// judges nothing by details it does not fully read.
+	if u := d.ProtoReflect().GetUnknown(); len(u) > 0 {
+		return v, fmt.Errorf("version %d: the MemWAL index details carry %d bytes of fields compactord does not know (a newer Lance's): %w", v.Version, len(u), meta.ErrUnsupportedFeature)
+	}
 	v.HasMemWal = true
 	v.Compacted = memwal.Compacted(d)
 	v.Catchup = memwal.Catchup(d)
-	for _, n := range d.GetMaintainedIndexes() {
-		if len(meta.FindIndex(f.Indices, n)) > 0 {
-			v.Maintained = append(v.Maintained, n)
-		}
-	}
-	sort.Strings(v.Maintained)
+	// Maintained reads maintain_all_indexes: read as the list alone, a
+	// maintain-all table maintains nothing and every generation looks
+	// retirable.
+	v.Maintained = memwal.Maintained(d, f.Indices)
 	return v, nil
 }
 
@@ -102,6 +107,11 @@ func Load(ctx context.Context, b storage.Bucket, cfg Config, now time.Time) (Sta
 		f, err := meta.ReadVersion(ctx, b, naming, v)
 		if err != nil {
 			return nil, err
+		}
+		// A version trim judges by carries a flag compactord does not
+		// implement: its MemWAL may follow rules trim does not know.
+		if err := meta.CheckMaintain(f.Manifest); err != nil {
+			return nil, fmt.Errorf("version %d: %w", v, err)
 		}
 		read[v] = f
 		return f, nil

@@ -2,11 +2,13 @@ package trim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,6 +138,13 @@ func snapshot(t *testing.T, dir string) map[string]string {
 // returns the new version's commit time.
 func fabricateMerge(t *testing.T, b storage.Bucket, compacted, catchup uint64) time.Time {
 	t.Helper()
+	return fabricateMergeEdit(t, b, compacted, catchup, nil)
+}
+
+// fabricateMergeEdit is fabricateMerge with edit applied to the details
+// after the merge and catch-up are recorded.
+func fabricateMergeEdit(t *testing.T, b storage.Bucket, compacted, catchup uint64, edit func(*pb.MemWalIndexDetails)) time.Time {
+	t.Helper()
 	ctx := context.Background()
 	f, naming, err := meta.ReadLatest(ctx, b)
 	if err != nil {
@@ -164,6 +173,9 @@ func fabricateMerge(t *testing.T, b storage.Bucket, compacted, catchup uint64) t
 		for _, n := range d.GetMaintainedIndexes() {
 			d.IndexCatchup = append(d.IndexCatchup, &pb.IndexCatchupProgress{IndexName: n, CaughtUpGenerations: caught})
 		}
+	}
+	if edit != nil {
+		edit(d)
 	}
 	nix := proto.Clone(ix).(*pb.IndexMetadata)
 	nix.Uuid, _ = meta.NewUUID()
@@ -399,4 +411,80 @@ func emptyDirs(t *testing.T, dir string) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestMaintainAllIndexes: Lance 13.1 records "every index is maintained"
+// as maintain_all_indexes with an empty maintained_indexes. Read as the
+// list alone that is "none", and trim --reader-grace 0s would retire
+// merged generations id_idx has not taken in. Each generation above the
+// index's catch-up must be kept as index_lag naming id_idx.
+func TestMaintainAllIndexes(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name    string
+		catchup uint64
+		want    map[uint64]string
+	}{
+		{"no catch-up entry", 0, map[uint64]string{1: ReasonIndexLag, 2: ReasonIndexLag}},
+		{"caught up to 1", 1, map[uint64]string{1: ReasonRetire, 2: ReasonIndexLag}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := lancedb.CorpusDir(t, "memwal_1")
+			b := open(t, dir)
+			ts := fabricateMergeEdit(t, b, 2, c.catchup, func(d *pb.MemWalIndexDetails) {
+				d.MaintainedIndexes = nil
+				d.MaintainAllIndexes = proto.Bool(true)
+			})
+			cfg := DefaultConfig()
+			cfg.ReaderGrace = 0
+			before := snapshot(t, dir)
+			res, err := Run(ctx, b, cfg, ts.Add(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := reasons(res.Plan); !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("reasons %v, want %v", got, c.want)
+			}
+			after := snapshot(t, dir)
+			for _, g := range res.Plan.Generations {
+				if g.Reason == ReasonIndexLag && g.Index != "id_idx" {
+					t.Errorf("generation %d: index_lag names %q, want id_idx", g.Generation, g.Index)
+				}
+				if g.Delete {
+					continue
+				}
+				prefix := memwal.ShardDir(g.Shard) + g.Dir + "/"
+				for k := range before {
+					if strings.HasPrefix(k, prefix) {
+						if _, ok := after[k]; !ok {
+							t.Errorf("kept generation %d lost %s", g.Generation, k)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestUnknownDetailsFieldStops: MemWAL details with a field this build does
+// not name (field 99 here; a newer Lance's) stop trim before any delete:
+// such a field may say which generations an index has taken in.
+func TestUnknownDetailsFieldStops(t *testing.T) {
+	ctx := context.Background()
+	dir := lancedb.CorpusDir(t, "memwal_1")
+	b := open(t, dir)
+	ts := fabricateMergeEdit(t, b, 2, 2, func(d *pb.MemWalIndexDetails) {
+		// Field 99, varint 1: tag (99<<3|0) = 792 = 0x98 0x06.
+		d.ProtoReflect().SetUnknown([]byte{0x98, 0x06, 0x01})
+	})
+	before := snapshot(t, dir)
+	cfg := DefaultConfig()
+	cfg.ReaderGrace = 0
+	_, err := Run(ctx, b, cfg, ts.Add(time.Hour))
+	if err == nil || !errors.Is(err, meta.ErrUnsupportedFeature) {
+		t.Fatalf("trim: %v, want a refusal (unsupported feature)", err)
+	}
+	if !reflect.DeepEqual(before, snapshot(t, dir)) {
+		t.Fatal("the refused trim changed the table")
+	}
 }
