@@ -176,6 +176,20 @@ function makeColumn(c, n, r) {
     const type = new arrow.Struct(built.map(([k, kt]) => new arrow.Field(k.name, kt, !!k.nullable)));
     return [type, arrow.makeData({ type, length: n, nullCount: nulls, nullBitmap: nb, children: built.map((b) => b[2]) })];
   }
+  // Arrow dictionary arrays (an index type over a utf8 dictionary), which
+  // LanceDB stores with logical type dict:string:<index>:false.
+  if (t.startsWith("dict_utf8")) {
+    const words = p === "const" ? ["same-value"] : ["alpha", "beta", "gamma", "delta", "epsilon ünïcödé", ""];
+    const it = t === "dict_utf8_i8" ? new arrow.Int8() : t === "dict_utf8_i16" ? new arrow.Int16() : new arrow.Int32();
+    const type = new arrow.Dictionary(new arrow.Utf8(), it);
+    const enc = words.map((w) => Buffer.from(w, "utf8"));
+    const offs = new Int32Array(enc.length + 1);
+    enc.forEach((b, i) => { offs[i + 1] = offs[i] + b.length; });
+    const dict = arrow.makeVector(arrow.makeData({ type: new arrow.Utf8(), length: enc.length, valueOffsets: offs, data: new Uint8Array(Buffer.concat(enc)) }));
+    const idx = new it.ArrayType(n);
+    for (let i = 0; i < n; i++) idx[i] = Math.floor(r() * words.length);
+    return [type, arrow.makeData({ type, length: n, nullCount: nulls, nullBitmap: nb, data: idx, dictionary: dict })];
+  }
   const type = typeOf[t]();
   if (t === "bool") {
     const [vb] = bitmap(n, (i) => p === "const" ? true : p === "runs" ? Math.floor(i / 100) % 2 === 0 : r() < 0.5);
@@ -215,6 +229,10 @@ function canon(d, i) {
   const t = d.type;
   const j = d.offset + i;
   switch (t.typeId) {
+    case arrow.Type.Dictionary: {
+      const v = d.dictionary.get(Number(d.values[j]));
+      return hex(Buffer.from(v, "utf8"));
+    }
     case arrow.Type.Bool: return !!((d.values[j >> 3] >> (j & 7)) & 1);
     case arrow.Type.Utf8: case arrow.Type.Binary: case arrow.Type.LargeUtf8: case arrow.Type.LargeBinary: {
       const a = Number(d.valueOffsets[j]), b = Number(d.valueOffsets[j + 1]);
@@ -338,6 +356,10 @@ const nestedFsl = [
   { name: "sv", type: "struct", nullable: true, children: [{ name: "id", type: "int32" }, { name: "v", type: "fsl_f32_4", nullable: true }] },
   { name: "lfi", type: "list_of", listOf: { type: "fsl_i32_nullable_3" } },
 ];
+// Arrow dictionary-typed columns.
+const dictCols = [{ name: "d", type: "dict_utf8" }, { name: "d_n", type: "dict_utf8", nullable: true },
+  { name: "d8", type: "dict_utf8_i8", nullable: true }, { name: "d_const", type: "dict_utf8", pattern: "const" }];
+for (const v of ["2.0", "2.1", "2.2"]) cases[`arrowdict_v${v.replace(".", "")}`] = { version: v, rows: 3000, columns: dictCols };
 // Wide fixed-size lists with null items (full-zip), alone and nested.
 const wideFsl = [
   { name: "w", type: "fsl_i32n_80", nullable: true },
@@ -367,7 +389,7 @@ cases.multipage_v22 = { version: "2.2", rows: 40000, columns: [
 // The committed corpus: small files covering every type and encoding.
 const corpus = ["all_v20", "all_v21", "all_v22", "large_v20", "large_v22", "zstd_v22", "lz4_v22", "fullzip_v22",
   "rle_v22", "bss_v22", "dict_v22", "dict_v21", "more_v22", "fsst_v22", "packed_v20", "packed_v21", "packed_v22",
-  "nestedfsl_v20", "nestedfsl_v21", "nestedfsl_v22", "widefsl_v21", "widefsl_v22"];
+  "nestedfsl_v20", "nestedfsl_v21", "nestedfsl_v22", "widefsl_v21", "widefsl_v22", "arrowdict_v20", "arrowdict_v21", "arrowdict_v22"];
 
 // ---- main ------------------------------------------------------------------
 async function run(outDir, name, spec) {
