@@ -85,6 +85,12 @@ func (w *Writer) encodePage21(leaf *Field, s *shredded) ([][]byte, *pb.PageLayou
 	if err != nil {
 		return nil, nil, err
 	}
+	if leaf.Type.DictIndex != KindNull {
+		// An Arrow dictionary field is mini-block with a dictionary
+		// whatever its values, as LanceDB writes it: its reader wants the
+		// indices at the declared key width.
+		return miniBlockPage(leaf, plainValues(s), w.opts.Version, codec, w.scratch())
+	}
 	wide := wideValues(leaf, s.values)
 	if mode == "fullzip" || wide && mode != "miniblock" {
 		return fullZipPage(leaf, plainValues(s))
@@ -339,6 +345,63 @@ func fixedRange(b *block, lo, hi int) []byte {
 	return b.data[lo*w : hi*w]
 }
 
+// arrowDictEncoder encodes the values of an Arrow dictionary field: the
+// distinct values (first-use order) as the page's dictionary and indices
+// bitpacked at the declared index type's width.
+func arrowDictEncoder(leaf *Field, v *block, sc *encScratch) (*valueEncoder, error) {
+	ix := leaf.Type.DictIndex
+	if !v.isVar {
+		return nil, errf("dictionary field %q without variable-width values", leaf.Name)
+	}
+	bw := dictIndexBits(ix)
+	ids := make(map[string]uint64)
+	var items [][]byte
+	idx := alloc(bw / 8 * v.n)
+	for i := 0; i < v.n; i++ {
+		s := v.data[v.offsets[i]:v.offsets[i+1]]
+		id, ok := ids[string(s)]
+		if !ok {
+			id = uint64(len(items))
+			ids[string(s)] = id
+			items = append(items, s)
+		}
+		putUint(idx[i*bw/8:], bw, id)
+	}
+	if uint64(len(items)) > dictIndexLimit(ix) {
+		return nil, errf("field %q: %d distinct values do not fit a %s dictionary index", leaf.Name, len(items), ix)
+	}
+	return &valueEncoder{nbuf: 1, enc: inlineEnc(bw), perChunk: fixedChunks(1024),
+		encode: func(lo, hi int) [][]byte {
+			sc.vals = packInline(sc.vals[:0], bw, idx[lo*bw/8:hi*bw/8], hi-lo)
+			return [][]byte{sc.vals}
+		},
+		dict: dictItemsBlock(items), ndict: len(items), dictEnc: variableEnc(32)}, nil
+}
+
+// dictItemsBlock lays out dictionary items as a variable block: u32 offset
+// width, u32 start of the bytes, u32 offsets, bytes.
+func dictItemsBlock(items [][]byte) []byte {
+	nd := len(items)
+	n := 0
+	for _, it := range items {
+		n += len(it)
+	}
+	start := 8 + 4*(nd+1)
+	dict := make([]byte, 0, start+n)
+	dict = le.AppendUint32(dict, 32)
+	dict = le.AppendUint32(dict, uint32(start))
+	var o uint32
+	dict = le.AppendUint32(dict, 0)
+	for _, it := range items {
+		o += uint32(len(it))
+		dict = le.AppendUint32(dict, o)
+	}
+	for _, it := range items {
+		dict = append(dict, it...)
+	}
+	return dict
+}
+
 // dictEncoder encodes low-cardinality strings as a dictionary (items in a
 // page buffer, bitpacked u32 indices in the chunks), as LanceDB does, or
 // returns nil when the values are too diverse.
@@ -370,22 +433,8 @@ func dictEncoder(v *block, sc *encScratch) *valueEncoder {
 	for i := 0; i < v.n; i++ {
 		le.PutUint32(idx[4*i:], ids[string(v.data[v.offsets[i]:v.offsets[i+1]])])
 	}
-	// Items: a variable block (u32 offset width, u32 start of the bytes,
-	// offsets, bytes).
 	nd := len(items)
-	start := 8 + 4*(nd+1)
-	dict := make([]byte, 0, start+itemBytes)
-	dict = le.AppendUint32(dict, 32)
-	dict = le.AppendUint32(dict, uint32(start))
-	var o uint32
-	dict = le.AppendUint32(dict, 0)
-	for _, it := range items {
-		o += uint32(len(it))
-		dict = le.AppendUint32(dict, o)
-	}
-	for _, it := range items {
-		dict = append(dict, it...)
-	}
+	dict := dictItemsBlock(items)
 	return &valueEncoder{nbuf: 1, enc: inlineEnc(32), perChunk: fixedChunks(1024),
 		encode: func(lo, hi int) [][]byte {
 			sc.vals = packInline(sc.vals[:0], 32, idx[4*lo:4*hi], hi-lo)
@@ -407,7 +456,15 @@ func miniBlockPage(leaf *Field, s *shredded, v Version, codec pb.CompressionSche
 		sc = &encScratch{}
 	}
 	vals := s.values
-	ve := newValueEncoder(leaf, vals, sc)
+	var ve *valueEncoder
+	if leaf.Type.DictIndex != KindNull {
+		var err error
+		if ve, err = arrowDictEncoder(leaf, vals, sc); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		ve = newValueEncoder(leaf, vals, sc)
+	}
 	n := vals.n
 	// Slot of each visible value (only needed with levels).
 	var visSlot []int

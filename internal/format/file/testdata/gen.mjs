@@ -359,7 +359,7 @@ const nestedFsl = [
 // Arrow dictionary-typed columns.
 const dictCols = [{ name: "d", type: "dict_utf8" }, { name: "d_n", type: "dict_utf8", nullable: true },
   { name: "d8", type: "dict_utf8_i8", nullable: true }, { name: "d_const", type: "dict_utf8", pattern: "const" },
-  { name: "d16_null", type: "dict_utf8_i16", nullable: true, allNull: true }];
+  { name: "d16", type: "dict_utf8_i16", nullable: true }, { name: "d16_null", type: "dict_utf8_i16", nullable: true, allNull: true }];
 for (const v of ["2.0", "2.1", "2.2"]) cases[`arrowdict_v${v.replace(".", "")}`] = { version: v, rows: 3000, columns: dictCols };
 // Wide fixed-size lists with null items (full-zip), alone and nested.
 const wideFsl = [
