@@ -112,9 +112,13 @@ func (w *Writer) writeField20(f *Field, a *Array, prio uint64) error {
 		enc = &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Nullable{Nullable: &pb.Nullable{
 			Nullability: &pb.Nullable_AllNulls{AllNulls: &pb.Nullable_AllNull{}}}}}
 	case t.IsVariable():
-		if d := dict20Page(a, valid); d != nil {
-			bufs, enc = d.bufs, d.enc
-			break
+		// LanceDB 2.0 keeps large strings and binaries plain (its reader
+		// takes dictionary items as 32-bit-offset values).
+		if !isLarge(t.Kind) {
+			if d := dict20Page(a, valid); d != nil {
+				bufs, enc = d.bufs, d.enc
+				break
+			}
 		}
 		bufs, enc = binary20Page(a, valid, 0)
 		valid = nil // carried by the null adjustment

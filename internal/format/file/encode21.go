@@ -251,7 +251,7 @@ func newValueEncoder(leaf *Field, v *block, sc *encScratch) *valueEncoder {
 		e.enc = &pb.CompressiveEncoding{Compression: &pb.CompressiveEncoding_Fsst{Fsst: &pb.Fsst{Values: e.enc, SymbolTable: v.fsst}}}
 		return e
 	case v.isVar:
-		if e := dictEncoder(v, sc); e != nil {
+		if e := dictEncoder(v, isLarge(leaf.Type.Kind), sc); e != nil {
 			return e
 		}
 		if mode := strings.ToLower(leaf.Metadata[metaCompression]); mode != "none" {
@@ -370,42 +370,63 @@ func arrowDictEncoder(leaf *Field, v *block, sc *encScratch) (*valueEncoder, err
 	if uint64(len(items)) > dictIndexLimit(ix) {
 		return nil, errf("field %q: %d distinct values do not fit a %s dictionary index", leaf.Name, len(items), ix)
 	}
+	dict, denc := dictItemsBlock(items, isLarge(leaf.Type.Kind))
 	return &valueEncoder{nbuf: 1, enc: inlineEnc(bw), perChunk: fixedChunks(1024),
 		encode: func(lo, hi int) [][]byte {
 			sc.vals = packInline(sc.vals[:0], bw, idx[lo*bw/8:hi*bw/8], hi-lo)
 			return [][]byte{sc.vals}
 		},
-		dict: dictItemsBlock(items), ndict: len(items), dictEnc: variableEnc(32)}, nil
+		dict: dict, ndict: len(items), dictEnc: denc}, nil
 }
 
-// dictItemsBlock lays out dictionary items as a variable block: u32 offset
-// width, u32 start of the bytes, u32 offsets, bytes.
-func dictItemsBlock(items [][]byte) []byte {
+// dictItemsBlock lays out dictionary items as a variable block: offset
+// width, start of the bytes, offsets, bytes. LanceDB wants 64-bit offsets
+// for large strings and binaries, 32-bit ones otherwise.
+func dictItemsBlock(items [][]byte, large bool) ([]byte, *pb.CompressiveEncoding) {
+	ob := 32
+	if large {
+		ob = 64
+	}
 	nd := len(items)
 	n := 0
 	for _, it := range items {
 		n += len(it)
 	}
-	start := 8 + 4*(nd+1)
+	// The header is two words of the offset width.
+	start := ob/4 + ob/8*(nd+1)
 	dict := make([]byte, 0, start+n)
-	dict = le.AppendUint32(dict, 32)
-	dict = le.AppendUint32(dict, uint32(start))
-	var o uint32
-	dict = le.AppendUint32(dict, 0)
+	if large {
+		dict = le.AppendUint64(dict, uint64(ob))
+		dict = le.AppendUint64(dict, uint64(start))
+	} else {
+		dict = le.AppendUint32(dict, uint32(ob))
+		dict = le.AppendUint32(dict, uint32(start))
+	}
+	var o uint64
+	put := func(o uint64) {
+		if large {
+			dict = le.AppendUint64(dict, o)
+		} else {
+			dict = le.AppendUint32(dict, uint32(o))
+		}
+	}
+	put(0)
 	for _, it := range items {
-		o += uint32(len(it))
-		dict = le.AppendUint32(dict, o)
+		o += uint64(len(it))
+		put(o)
 	}
 	for _, it := range items {
 		dict = append(dict, it...)
 	}
-	return dict
+	return dict, variableEnc(ob)
 }
+
+func isLarge(k Kind) bool { return k == KindLargeUtf8 || k == KindLargeBinary }
 
 // dictEncoder encodes low-cardinality strings as a dictionary (items in a
 // page buffer, bitpacked u32 indices in the chunks), as LanceDB does, or
 // returns nil when the values are too diverse.
-func dictEncoder(v *block, sc *encScratch) *valueEncoder {
+func dictEncoder(v *block, large bool, sc *encScratch) *valueEncoder {
 	if v.n < 100 {
 		return nil
 	}
@@ -434,13 +455,13 @@ func dictEncoder(v *block, sc *encScratch) *valueEncoder {
 		le.PutUint32(idx[4*i:], ids[string(v.data[v.offsets[i]:v.offsets[i+1]])])
 	}
 	nd := len(items)
-	dict := dictItemsBlock(items)
+	dict, denc := dictItemsBlock(items, large)
 	return &valueEncoder{nbuf: 1, enc: inlineEnc(32), perChunk: fixedChunks(1024),
 		encode: func(lo, hi int) [][]byte {
 			sc.vals = packInline(sc.vals[:0], 32, idx[4*lo:4*hi], hi-lo)
 			return [][]byte{sc.vals}
 		},
-		dict: dict, ndict: nd, dictEnc: variableEnc(32)}
+		dict: dict, ndict: nd, dictEnc: denc}
 }
 
 type chunkSpan struct{ vlo, vhi, slo, shi int }

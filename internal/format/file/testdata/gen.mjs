@@ -178,14 +178,20 @@ function makeColumn(c, n, r) {
   }
   // Arrow dictionary arrays (an index type over a utf8 dictionary), which
   // LanceDB stores with logical type dict:string:<index>:false.
-  if (t.startsWith("dict_utf8")) {
+  // dict_VALUE[_KEY]: VALUE utf8, large_utf8 or binary; KEY i8, i16, u8
+  // or (default) i32.
+  if (t.startsWith("dict_")) {
+    const [, vt, kt] = t.match(/^dict_(utf8|large_utf8|binary)(?:_(i8|i16|u8))?$/);
     const words = p === "const" ? ["same-value"] : ["alpha", "beta", "gamma", "delta", "epsilon ünïcödé", ""];
-    const it = t === "dict_utf8_i8" ? new arrow.Int8() : t === "dict_utf8_i16" ? new arrow.Int16() : new arrow.Int32();
-    const type = new arrow.Dictionary(new arrow.Utf8(), it);
+    const it = { i8: new arrow.Int8(), i16: new arrow.Int16(), u8: new arrow.Uint8() }[kt] || new arrow.Int32();
+    const vtype = typeOf[vt]();
+    const type = new arrow.Dictionary(vtype, it);
     const enc = words.map((w) => Buffer.from(w, "utf8"));
-    const offs = new Int32Array(enc.length + 1);
-    enc.forEach((b, i) => { offs[i + 1] = offs[i] + b.length; });
-    const dict = arrow.makeVector(arrow.makeData({ type: new arrow.Utf8(), length: enc.length, valueOffsets: offs, data: new Uint8Array(Buffer.concat(enc)) }));
+    const large = vt === "large_utf8";
+    const offs = large ? new BigInt64Array(enc.length + 1) : new Int32Array(enc.length + 1);
+    let end = 0;
+    enc.forEach((b, i) => { end += b.length; offs[i + 1] = large ? BigInt(end) : end; });
+    const dict = arrow.makeVector(arrow.makeData({ type: vtype, length: enc.length, valueOffsets: offs, data: new Uint8Array(Buffer.concat(enc)) }));
     const idx = new it.ArrayType(n);
     for (let i = 0; i < n; i++) idx[i] = Math.floor(r() * words.length);
     return [type, arrow.makeData({ type, length: n, nullCount: nulls, nullBitmap: nb, data: idx, dictionary: dict })];
@@ -231,7 +237,7 @@ function canon(d, i) {
   switch (t.typeId) {
     case arrow.Type.Dictionary: {
       const v = d.dictionary.get(Number(d.values[j]));
-      return hex(Buffer.from(v, "utf8"));
+      return v === null ? null : hex(typeof v === "string" ? Buffer.from(v, "utf8") : Buffer.from(v));
     }
     case arrow.Type.Bool: return !!((d.values[j >> 3] >> (j & 7)) & 1);
     case arrow.Type.Utf8: case arrow.Type.Binary: case arrow.Type.LargeUtf8: case arrow.Type.LargeBinary: {
@@ -359,8 +365,17 @@ const nestedFsl = [
 // Arrow dictionary-typed columns.
 const dictCols = [{ name: "d", type: "dict_utf8" }, { name: "d_n", type: "dict_utf8", nullable: true },
   { name: "d8", type: "dict_utf8_i8", nullable: true }, { name: "d_const", type: "dict_utf8", pattern: "const" },
-  { name: "d16", type: "dict_utf8_i16", nullable: true }, { name: "d16_null", type: "dict_utf8_i16", nullable: true, allNull: true }];
-for (const v of ["2.0", "2.1", "2.2"]) cases[`arrowdict_v${v.replace(".", "")}`] = { version: v, rows: 3000, columns: dictCols };
+  { name: "d16", type: "dict_utf8_i16", nullable: true }, { name: "d16_null", type: "dict_utf8_i16", nullable: true, allNull: true },
+  { name: "du8", type: "dict_utf8_u8", nullable: true }, { name: "dl", type: "dict_large_utf8", nullable: true },
+  { name: "db", type: "dict_binary", nullable: true },
+  { name: "ld", type: "list_of", nullable: true, listOf: { type: "dict_utf8" } },
+  // Not a dictionary type: low-cardinality large strings, which writers dictionary-encode.
+  { name: "ls_low", type: "large_utf8", pattern: "lowcard", nullable: true }];
+// Structs with nulls need 2.1+.
+const dictStruct = { name: "sd", type: "struct", nullable: true, children: [{ name: "id", type: "int32" }, { name: "d", type: "dict_utf8", nullable: true }] };
+for (const v of ["2.0", "2.1", "2.2"]) {
+  cases[`arrowdict_v${v.replace(".", "")}`] = { version: v, rows: 3000, columns: v === "2.0" ? dictCols.concat(noStructNulls([dictStruct])) : dictCols.concat([dictStruct]) };
+}
 // Wide fixed-size lists with null items (full-zip), alone and nested.
 const wideFsl = [
   { name: "w", type: "fsl_i32n_80", nullable: true },
