@@ -374,7 +374,7 @@ const dictCols = [{ name: "d", type: "dict_utf8" }, { name: "d_n", type: "dict_u
 // Structs with nulls need 2.1+.
 const dictStruct = { name: "sd", type: "struct", nullable: true, children: [{ name: "id", type: "int32" }, { name: "d", type: "dict_utf8", nullable: true }] };
 for (const v of ["2.0", "2.1", "2.2"]) {
-  cases[`arrowdict_v${v.replace(".", "")}`] = { version: v, rows: 3000, columns: v === "2.0" ? dictCols.concat(noStructNulls([dictStruct])) : dictCols.concat([dictStruct]) };
+  cases[`arrowdict_v${v.replace(".", "")}`] = { version: v, rows: 800, columns: v === "2.0" ? dictCols.concat(noStructNulls([dictStruct])) : dictCols.concat([dictStruct]) };
 }
 // Wide fixed-size lists with null items (full-zip), alone and nested.
 const wideFsl = [
