@@ -17,6 +17,12 @@ var le = binary.LittleEndian
 // this type can be built: fixed-width scalars, bools, strings and
 // binaries.
 func Indexable(t file.DataType) error {
+	if t.DictIndex != file.KindNull {
+		// LanceDB 0.39 builds no scalar index (btree, bitmap, FTS) on a
+		// dictionary column, so none can exist to maintain; an index
+		// compactord built would hold a type LanceDB never reads there.
+		return fmt.Errorf("compactord cannot index columns of type %s", t)
+	}
 	switch t.Kind {
 	case file.KindBool, file.KindInt8, file.KindInt16, file.KindInt32, file.KindInt64,
 		file.KindUint8, file.KindUint16, file.KindUint32, file.KindUint64,

@@ -21,7 +21,11 @@
 // Decoded data is an Array, a columnar form close to Arrow's: one values
 // buffer (fixed-width values little endian, or bytes), a validity bitmap,
 // int64 offsets for strings, binaries and lists, and child arrays for
-// lists, fixed-size lists and structs. Nothing is boxed per value.
+// lists, fixed-size lists and structs. Nothing is boxed per value. An
+// Arrow dictionary field (logical type dict:VALUE:KEY:ORDERED) decodes to
+// its values; DataType.DictIndex keeps the key type, and the writer
+// stores such a field as a dictionary again at the key's width, as
+// LanceDB's reader requires.
 //
 // Internally a page decodes to a leafPage (a level stream plus a block of
 // the visible values) and unravel rebuilds validity and offsets per level

@@ -1,6 +1,8 @@
 package file
 
 import (
+	"fmt"
+
 	pb "github.com/compactord/compactord/gen/lancefilepb"
 )
 
@@ -97,13 +99,26 @@ func (w *Writer) writeField20(f *Field, a *Array, prio uint64) error {
 			child = child.Slice(int(base), int(a.Offsets[a.Len]))
 		}
 		return w.writeField20(f.Children[0], child, prio)
+	case t.DictIndex != KindNull:
+		// Before the all-null case: LanceDB writes even an all-null
+		// dictionary field as a dictionary (of one null item).
+		d, err := arrowDict20Page(a, valid, t.DictIndex)
+		if err != nil {
+			return fmt.Errorf("field %q: %w", f.Name, err)
+		}
+		bufs, enc = d.bufs, d.enc
+		valid = nil // carried by the null item
 	case allNull && t.Kind != KindFixedSizeList:
 		enc = &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Nullable{Nullable: &pb.Nullable{
 			Nullability: &pb.Nullable_AllNulls{AllNulls: &pb.Nullable_AllNull{}}}}}
 	case t.IsVariable():
-		if d := dict20Page(a, valid); d != nil {
-			bufs, enc = d.bufs, d.enc
-			break
+		// LanceDB 2.0 keeps large strings and binaries plain (its reader
+		// takes dictionary items as 32-bit-offset values).
+		if !isLarge(t.Kind) {
+			if d := dict20Page(a, valid); d != nil {
+				bufs, enc = d.bufs, d.enc
+				break
+			}
 		}
 		bufs, enc = binary20Page(a, valid, 0)
 		valid = nil // carried by the null adjustment
@@ -255,6 +270,92 @@ func dict20Page(a *Array, valid []byte) *page20 {
 	enc := &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Dictionary{Dictionary: &pb.DictionaryV20{
 		Indices: noNulls20(flat20(8*iw, 0)), Items: denc, NumDictionaryItems: uint32(len(items))}}}
 	return &page20{bufs: append([][]byte{ib}, db...), enc: enc}
+}
+
+// arrowDict20Page encodes a field of an Arrow dictionary type as LanceDB
+// 2.0 does: 0-based indices of the index type's width, the distinct
+// values in first-use order as a Binary, and, when a row is null, one null
+// item at the end (through the Binary's null adjustment) that null rows
+// point at.
+func arrowDict20Page(a *Array, valid []byte, ix Kind) (*page20, error) {
+	a = a.expandFSST()
+	bw := dictIndexBits(ix)
+	limit := dictIndexLimit(ix)
+	ids := map[string]uint64{}
+	idx := make([]uint64, a.Len)
+	items := &Array{Type: DataType{Kind: a.Type.Kind}, Offsets: []int64{0}}
+	var nulls []int
+	for i := 0; i < a.Len; i++ {
+		if valid != nil && !getBit(valid, i) || a.Valid != nil && !a.IsValid(i) {
+			nulls = append(nulls, i)
+			continue
+		}
+		s := a.Values[a.Offsets[i]:a.Offsets[i+1]]
+		id, ok := ids[string(s)]
+		if !ok {
+			id = uint64(items.Len)
+			ids[string(s)] = id
+			items.Values = append(items.Values, s...)
+			items.Offsets = append(items.Offsets, int64(len(items.Values)))
+			items.Len++
+		}
+		idx[i] = id
+	}
+	var iv []byte
+	if len(nulls) > 0 {
+		for _, i := range nulls {
+			idx[i] = uint64(items.Len)
+		}
+		items.Offsets = append(items.Offsets, int64(len(items.Values)))
+		items.Len++
+		iv = make([]byte, bitmapLen(items.Len))
+		for i := 0; i < items.Len-1; i++ {
+			setBit(iv, i)
+		}
+	}
+	if uint64(items.Len) > limit {
+		return nil, errf("%d distinct values do not fit a %s dictionary index", items.Len, ix)
+	}
+	ib := alloc(bw / 8 * a.Len)
+	for i, v := range idx {
+		putUint(ib[i*bw/8:], bw, v)
+	}
+	db, denc := binary20Page(items, iv, 1)
+	enc := &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Dictionary{Dictionary: &pb.DictionaryV20{
+		Indices: noNulls20(flat20(bw, 0)), Items: denc, NumDictionaryItems: uint32(items.Len)}}}
+	return &page20{bufs: append([][]byte{ib}, db...), enc: enc}, nil
+}
+
+// dictIndexBits is the width of a dictionary index type in bits.
+func dictIndexBits(ix Kind) int {
+	return 8 * DataType{Kind: ix}.ByteWidth()
+}
+
+// dictIndexLimit is how many dictionary items an index type can address
+// (Arrow's signed keys stop at their largest positive value).
+func dictIndexLimit(ix Kind) uint64 {
+	bw := dictIndexBits(ix)
+	signed := ix >= KindInt8 && ix <= KindInt64
+	if signed {
+		bw--
+	}
+	if bw >= 62 {
+		return 1 << 62 // beyond any page's row count
+	}
+	return 1 << uint(bw)
+}
+
+func putUint(b []byte, bits int, v uint64) {
+	switch bits {
+	case 8:
+		b[0] = byte(v)
+	case 16:
+		le.PutUint16(b, uint16(v))
+	case 32:
+		le.PutUint32(b, uint32(v))
+	default:
+		le.PutUint64(b, v)
+	}
 }
 
 // finishStructs20 writes the single page of each 2.0 struct column.

@@ -85,6 +85,12 @@ func (w *Writer) encodePage21(leaf *Field, s *shredded) ([][]byte, *pb.PageLayou
 	if err != nil {
 		return nil, nil, err
 	}
+	if leaf.Type.DictIndex != KindNull {
+		// An Arrow dictionary field is mini-block with a dictionary
+		// whatever its values, as LanceDB writes it: its reader wants the
+		// indices at the declared key width.
+		return miniBlockPage(leaf, plainValues(s), w.opts.Version, codec, w.scratch())
+	}
 	wide := wideValues(leaf, s.values)
 	if mode == "fullzip" || wide && mode != "miniblock" {
 		return fullZipPage(leaf, plainValues(s))
@@ -245,7 +251,7 @@ func newValueEncoder(leaf *Field, v *block, sc *encScratch) *valueEncoder {
 		e.enc = &pb.CompressiveEncoding{Compression: &pb.CompressiveEncoding_Fsst{Fsst: &pb.Fsst{Values: e.enc, SymbolTable: v.fsst}}}
 		return e
 	case v.isVar:
-		if e := dictEncoder(v, sc); e != nil {
+		if e := dictEncoder(v, isLarge(leaf.Type.Kind), sc); e != nil {
 			return e
 		}
 		if mode := strings.ToLower(leaf.Metadata[metaCompression]); mode != "none" {
@@ -339,10 +345,88 @@ func fixedRange(b *block, lo, hi int) []byte {
 	return b.data[lo*w : hi*w]
 }
 
+// arrowDictEncoder encodes the values of an Arrow dictionary field: the
+// distinct values (first-use order) as the page's dictionary and indices
+// bitpacked at the declared index type's width.
+func arrowDictEncoder(leaf *Field, v *block, sc *encScratch) (*valueEncoder, error) {
+	ix := leaf.Type.DictIndex
+	if !v.isVar {
+		return nil, errf("dictionary field %q without variable-width values", leaf.Name)
+	}
+	bw := dictIndexBits(ix)
+	ids := make(map[string]uint64)
+	var items [][]byte
+	idx := alloc(bw / 8 * v.n)
+	for i := 0; i < v.n; i++ {
+		s := v.data[v.offsets[i]:v.offsets[i+1]]
+		id, ok := ids[string(s)]
+		if !ok {
+			id = uint64(len(items))
+			ids[string(s)] = id
+			items = append(items, s)
+		}
+		putUint(idx[i*bw/8:], bw, id)
+	}
+	if uint64(len(items)) > dictIndexLimit(ix) {
+		return nil, errf("field %q: %d distinct values do not fit a %s dictionary index", leaf.Name, len(items), ix)
+	}
+	dict, denc := dictItemsBlock(items, isLarge(leaf.Type.Kind))
+	return &valueEncoder{nbuf: 1, enc: inlineEnc(bw), perChunk: fixedChunks(1024),
+		encode: func(lo, hi int) [][]byte {
+			sc.vals = packInline(sc.vals[:0], bw, idx[lo*bw/8:hi*bw/8], hi-lo)
+			return [][]byte{sc.vals}
+		},
+		dict: dict, ndict: len(items), dictEnc: denc}, nil
+}
+
+// dictItemsBlock lays out dictionary items as a variable block: offset
+// width, start of the bytes, offsets, bytes. LanceDB wants 64-bit offsets
+// for large strings and binaries, 32-bit ones otherwise.
+func dictItemsBlock(items [][]byte, large bool) ([]byte, *pb.CompressiveEncoding) {
+	ob := 32
+	if large {
+		ob = 64
+	}
+	nd := len(items)
+	n := 0
+	for _, it := range items {
+		n += len(it)
+	}
+	// The header is two words of the offset width.
+	start := ob/4 + ob/8*(nd+1)
+	dict := make([]byte, 0, start+n)
+	if large {
+		dict = le.AppendUint64(dict, uint64(ob))
+		dict = le.AppendUint64(dict, uint64(start))
+	} else {
+		dict = le.AppendUint32(dict, uint32(ob))
+		dict = le.AppendUint32(dict, uint32(start))
+	}
+	var o uint64
+	put := func(o uint64) {
+		if large {
+			dict = le.AppendUint64(dict, o)
+		} else {
+			dict = le.AppendUint32(dict, uint32(o))
+		}
+	}
+	put(0)
+	for _, it := range items {
+		o += uint64(len(it))
+		put(o)
+	}
+	for _, it := range items {
+		dict = append(dict, it...)
+	}
+	return dict, variableEnc(ob)
+}
+
+func isLarge(k Kind) bool { return k == KindLargeUtf8 || k == KindLargeBinary }
+
 // dictEncoder encodes low-cardinality strings as a dictionary (items in a
 // page buffer, bitpacked u32 indices in the chunks), as LanceDB does, or
 // returns nil when the values are too diverse.
-func dictEncoder(v *block, sc *encScratch) *valueEncoder {
+func dictEncoder(v *block, large bool, sc *encScratch) *valueEncoder {
 	if v.n < 100 {
 		return nil
 	}
@@ -370,28 +454,14 @@ func dictEncoder(v *block, sc *encScratch) *valueEncoder {
 	for i := 0; i < v.n; i++ {
 		le.PutUint32(idx[4*i:], ids[string(v.data[v.offsets[i]:v.offsets[i+1]])])
 	}
-	// Items: a variable block (u32 offset width, u32 start of the bytes,
-	// offsets, bytes).
 	nd := len(items)
-	start := 8 + 4*(nd+1)
-	dict := make([]byte, 0, start+itemBytes)
-	dict = le.AppendUint32(dict, 32)
-	dict = le.AppendUint32(dict, uint32(start))
-	var o uint32
-	dict = le.AppendUint32(dict, 0)
-	for _, it := range items {
-		o += uint32(len(it))
-		dict = le.AppendUint32(dict, o)
-	}
-	for _, it := range items {
-		dict = append(dict, it...)
-	}
+	dict, denc := dictItemsBlock(items, large)
 	return &valueEncoder{nbuf: 1, enc: inlineEnc(32), perChunk: fixedChunks(1024),
 		encode: func(lo, hi int) [][]byte {
 			sc.vals = packInline(sc.vals[:0], 32, idx[4*lo:4*hi], hi-lo)
 			return [][]byte{sc.vals}
 		},
-		dict: dict, ndict: nd, dictEnc: variableEnc(32)}
+		dict: dict, ndict: nd, dictEnc: denc}
 }
 
 type chunkSpan struct{ vlo, vhi, slo, shi int }
@@ -407,7 +477,15 @@ func miniBlockPage(leaf *Field, s *shredded, v Version, codec pb.CompressionSche
 		sc = &encScratch{}
 	}
 	vals := s.values
-	ve := newValueEncoder(leaf, vals, sc)
+	var ve *valueEncoder
+	if leaf.Type.DictIndex != KindNull {
+		var err error
+		if ve, err = arrowDictEncoder(leaf, vals, sc); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		ve = newValueEncoder(leaf, vals, sc)
+	}
 	n := vals.n
 	// Slot of each visible value (only needed with levels).
 	var visSlot []int

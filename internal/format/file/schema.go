@@ -69,6 +69,14 @@ type DataType struct {
 	// Size is the byte width of a fixed-size binary or the list size of a
 	// fixed-size list.
 	Size int
+	// DictIndex is, for an Arrow dictionary-typed field (logical type
+	// dict:VALUE:INDEX:false), the index type; Kind is then the value type.
+	// Lance stores such a column as its values (decoded arrays hold them
+	// flat), so only the schema remembers the dictionary. KindNull (the zero
+	// value) means not a dictionary.
+	DictIndex Kind
+	// DictOrdered is the dictionary's ordered flag.
+	DictOrdered bool
 }
 
 // ByteWidth is the width of one value of a fixed-width type in bytes, 0
@@ -103,6 +111,11 @@ func (t DataType) IsVariable() bool {
 }
 
 func (t DataType) String() string {
+	if t.DictIndex != KindNull {
+		v := t
+		v.DictIndex, v.DictOrdered = KindNull, false
+		return fmt.Sprintf("dictionary<%s,%s>", v, t.DictIndex)
+	}
 	switch t.Kind {
 	case KindTimestamp:
 		return fmt.Sprintf("timestamp[%s,%s]", t.Unit, t.TZ)
@@ -210,6 +223,30 @@ func parseLogicalType(s string) (DataType, *DataType, error) {
 			return DataType{}, nil, bad
 		}
 		return DataType{Kind: k, Precision: p, Scale: sc}, nil, nil
+	case "dict":
+		// dict:VALUE:INDEX:ORDERED. Only dictionaries of strings and
+		// binaries are accepted: those are what Arrow users make and what
+		// the corpus checks against LanceDB.
+		if len(parts) < 4 {
+			return DataType{}, nil, bad
+		}
+		v, ok := primitiveTypes[strings.Join(parts[1:len(parts)-2], ":")]
+		if !ok || !v.IsVariable() {
+			return DataType{}, nil, bad
+		}
+		ix, ok := primitiveTypes[parts[len(parts)-2]]
+		if !ok || ix.Kind < KindInt8 || ix.Kind > KindUint64 {
+			return DataType{}, nil, bad
+		}
+		switch parts[len(parts)-1] {
+		case "false":
+		case "true":
+			v.DictOrdered = true
+		default:
+			return DataType{}, nil, bad
+		}
+		v.DictIndex = ix.Kind
+		return v, nil, nil
 	case "fixed_size_binary":
 		if len(parts) != 2 {
 			return DataType{}, nil, bad

@@ -250,7 +250,20 @@ func dict20(d *pb.DictionaryV20, bufs [][]byte, n int, leaf DataType) (*decoded2
 	}
 	valid := make([]byte, bitmapLen(n))
 	shifted := &block{n: n, bits: 32, data: alloc(4 * n)}
+	// A field that is an Arrow dictionary keeps the writer's own indices:
+	// 0-based, a null row pointing at a null item (LanceDB appends one,
+	// through the items' null_adjustment). LanceDB's own dictionary of a
+	// plain string column is 1-based with 0 for null.
+	arrowDict := leaf.DictIndex != KindNull
 	for i, v := range ix {
+		if arrowDict {
+			if v >= uint64(nd) || items.valid != nil && !getBit(items.valid, int(v)) {
+				continue
+			}
+			setBit(valid, i)
+			le.PutUint32(shifted.data[4*i:], uint32(v))
+			continue
+		}
 		if v == 0 || v > uint64(nd) {
 			continue
 		}

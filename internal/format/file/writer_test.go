@@ -3,9 +3,14 @@ package file
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/compactord/compactord/gen/lancefilepb"
+	"github.com/compactord/compactord/gen/lancepb"
 )
 
 // rewrite reads every row of f and writes them to a new file of the given
@@ -94,6 +99,100 @@ func TestRewriteCorpus(t *testing.T) {
 					sameRows(t, src, got)
 				})
 			}
+		}
+	}
+}
+
+// arrowDictFile writes n rows of an Arrow dictionary field of the given
+// logical type (values from words, every seventh row null) at version v.
+func arrowDictFile(t testing.TB, v Version, logical string, words []string, n int) ([]byte, error) {
+	t.Helper()
+	fields := []*lancepb.Field{{Name: "d", Id: 0, ParentId: -1, LogicalType: logical, Nullable: true}}
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, fields, WriterOptions{Version: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ, err := ParseType(logical)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Array{Type: typ, Name: "d", Len: n, Offsets: []int64{0}, Valid: make([]byte, bitmapLen(n))}
+	for i := 0; i < n; i++ {
+		if i%7 != 0 {
+			setBit(a.Valid, i)
+			a.Values = append(a.Values, words[i%len(words)]...)
+		}
+		a.Offsets = append(a.Offsets, int64(len(a.Values)))
+	}
+	if err := w.Write(&Batch{NumRows: n, Columns: []*Array{a}}); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// TestWriteArrowDict: an Arrow dictionary field reads back as written at
+// every version, keeps its logical type, and in 2.1+ is a mini-block
+// page with a dictionary whose indices are packed at the key's width
+// (LanceDB refuses any other width).
+func TestWriteArrowDict(t *testing.T) {
+	words := []string{"alpha", "beta", "", "gamma ünï"}
+	for _, v := range []Version{V2_0, V2_1, V2_2} {
+		for logical, bits := range map[string]uint64{"dict:string:int32:false": 32, "dict:string:int8:false": 8,
+			"dict:large_string:int16:false": 16, "dict:binary:uint8:false": 8} {
+			b, err := arrowDictFile(t, v, logical, words, 300)
+			if err != nil {
+				t.Fatalf("%s %s: %v", v, logical, err)
+			}
+			f, err := Open(bytes.NewReader(b), int64(len(b)))
+			if err != nil {
+				t.Fatalf("%s %s: %v", v, logical, err)
+			}
+			if got := f.Desc.GetSchema().GetFields()[0].GetLogicalType(); got != logical {
+				t.Errorf("%s: logical type %q, want %q", v, got, logical)
+			}
+			r, err := f.ReadAll(nil)
+			if err != nil {
+				t.Fatalf("%s %s: %v", v, logical, err)
+			}
+			d := r.Columns[0]
+			for i := 0; i < 300; i++ {
+				if d.IsValid(i) != (i%7 != 0) || i%7 != 0 && string(d.Bytes(i)) != words[i%len(words)] {
+					t.Fatalf("%s %s: row %d: valid %v %q", v, logical, i, d.IsValid(i), d.Bytes(i))
+				}
+			}
+			if v == V2_0 {
+				continue
+			}
+			pl := &lancefilepb.PageLayout{}
+			if err := unwrapEncoding(f.Columns[0].Pages[0].Encoding, "PageLayout", pl); err != nil {
+				t.Fatal(err)
+			}
+			ml := pl.GetMiniBlockLayout()
+			if ml.GetDictionary() == nil || ml.GetValueCompression().GetInlineBitpacking().GetUncompressedBitsPerValue() != bits {
+				t.Errorf("%s %s: page %v, want a dictionary with %d-bit indices", v, logical, pl, bits)
+			}
+		}
+	}
+}
+
+// TestWriteArrowDictTooManyValues: more distinct values than the key type
+// addresses is a one-line error, not a wrapped index.
+func TestWriteArrowDictTooManyValues(t *testing.T) {
+	words := make([]string, 200)
+	for i := range words {
+		words[i] = fmt.Sprint("w", i)
+	}
+	for _, v := range []Version{V2_0, V2_1, V2_2} {
+		_, err := arrowDictFile(t, v, "dict:string:int8:false", words, 400)
+		if err == nil || !strings.Contains(err.Error(), "do not fit a int8 dictionary index") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v", v, err)
+		}
+		if _, err := arrowDictFile(t, v, "dict:string:int16:false", words, 400); err != nil {
+			t.Errorf("%s: int16 keys: %v", v, err)
 		}
 	}
 }

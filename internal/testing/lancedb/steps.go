@@ -10,8 +10,10 @@ import (
 )
 
 // Column is one column of a schema. Type is one of int32, int64, float32,
-// float64, bool, utf8, binary, timestamp[us], vector[N]
-// (fixed_size_list<float32, N>), list<int32>.
+// float64, bool, utf8, binary, large_utf8, large_binary, timestamp[us],
+// vector[N] (fixed_size_list<float32, N>), list<int32>, dict<utf8> (an
+// Arrow dictionary of strings with int32 keys; dict<utf8,int8> and
+// dict<utf8,int16> for smaller keys; rows give the strings).
 type Column struct {
 	Name     string `json:"name"`
 	Type     string `json:"type"`
@@ -111,6 +113,12 @@ func op(name string, kv ...any) Step {
 // explicit schema and its first rows.
 func Create(schema []Column, rows []Row) Step {
 	return op("create", "schema", schema, "rows", encodeRows(rows))
+}
+
+// CreateVersion is Create with the table's data file version ("2.0",
+// "2.1", "2.2").
+func CreateVersion(schema []Column, rows []Row, version string) Step {
+	return op("create", "schema", schema, "rows", encodeRows(rows), "storageVersion", version)
 }
 
 // Open forgets cached table handles and reopens the table.

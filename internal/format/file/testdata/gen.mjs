@@ -176,6 +176,26 @@ function makeColumn(c, n, r) {
     const type = new arrow.Struct(built.map(([k, kt]) => new arrow.Field(k.name, kt, !!k.nullable)));
     return [type, arrow.makeData({ type, length: n, nullCount: nulls, nullBitmap: nb, children: built.map((b) => b[2]) })];
   }
+  // Arrow dictionary arrays (an index type over a utf8 dictionary), which
+  // LanceDB stores with logical type dict:string:<index>:false.
+  // dict_VALUE[_KEY]: VALUE utf8, large_utf8 or binary; KEY i8, i16, u8
+  // or (default) i32.
+  if (t.startsWith("dict_")) {
+    const [, vt, kt] = t.match(/^dict_(utf8|large_utf8|binary)(?:_(i8|i16|u8))?$/);
+    const words = p === "const" ? ["same-value"] : ["alpha", "beta", "gamma", "delta", "epsilon ünïcödé", ""];
+    const it = { i8: new arrow.Int8(), i16: new arrow.Int16(), u8: new arrow.Uint8() }[kt] || new arrow.Int32();
+    const vtype = typeOf[vt]();
+    const type = new arrow.Dictionary(vtype, it);
+    const enc = words.map((w) => Buffer.from(w, "utf8"));
+    const large = vt === "large_utf8";
+    const offs = large ? new BigInt64Array(enc.length + 1) : new Int32Array(enc.length + 1);
+    let end = 0;
+    enc.forEach((b, i) => { end += b.length; offs[i + 1] = large ? BigInt(end) : end; });
+    const dict = arrow.makeVector(arrow.makeData({ type: vtype, length: enc.length, valueOffsets: offs, data: new Uint8Array(Buffer.concat(enc)) }));
+    const idx = new it.ArrayType(n);
+    for (let i = 0; i < n; i++) idx[i] = Math.floor(r() * words.length);
+    return [type, arrow.makeData({ type, length: n, nullCount: nulls, nullBitmap: nb, data: idx, dictionary: dict })];
+  }
   const type = typeOf[t]();
   if (t === "bool") {
     const [vb] = bitmap(n, (i) => p === "const" ? true : p === "runs" ? Math.floor(i / 100) % 2 === 0 : r() < 0.5);
@@ -215,6 +235,10 @@ function canon(d, i) {
   const t = d.type;
   const j = d.offset + i;
   switch (t.typeId) {
+    case arrow.Type.Dictionary: {
+      const v = d.dictionary.get(Number(d.values[j]));
+      return v === null ? null : hex(typeof v === "string" ? Buffer.from(v, "utf8") : Buffer.from(v));
+    }
     case arrow.Type.Bool: return !!((d.values[j >> 3] >> (j & 7)) & 1);
     case arrow.Type.Utf8: case arrow.Type.Binary: case arrow.Type.LargeUtf8: case arrow.Type.LargeBinary: {
       const a = Number(d.valueOffsets[j]), b = Number(d.valueOffsets[j + 1]);
@@ -338,6 +362,20 @@ const nestedFsl = [
   { name: "sv", type: "struct", nullable: true, children: [{ name: "id", type: "int32" }, { name: "v", type: "fsl_f32_4", nullable: true }] },
   { name: "lfi", type: "list_of", listOf: { type: "fsl_i32_nullable_3" } },
 ];
+// Arrow dictionary-typed columns.
+const dictCols = [{ name: "d", type: "dict_utf8" }, { name: "d_n", type: "dict_utf8", nullable: true },
+  { name: "d8", type: "dict_utf8_i8", nullable: true }, { name: "d_const", type: "dict_utf8", pattern: "const" },
+  { name: "d16", type: "dict_utf8_i16", nullable: true }, { name: "d16_null", type: "dict_utf8_i16", nullable: true, allNull: true },
+  { name: "du8", type: "dict_utf8_u8", nullable: true }, { name: "dl", type: "dict_large_utf8", nullable: true },
+  { name: "db", type: "dict_binary", nullable: true },
+  { name: "ld", type: "list_of", nullable: true, listOf: { type: "dict_utf8" } },
+  // Not a dictionary type: low-cardinality large strings, which writers dictionary-encode.
+  { name: "ls_low", type: "large_utf8", pattern: "lowcard", nullable: true }];
+// Structs with nulls need 2.1+.
+const dictStruct = { name: "sd", type: "struct", nullable: true, children: [{ name: "id", type: "int32" }, { name: "d", type: "dict_utf8", nullable: true }] };
+for (const v of ["2.0", "2.1", "2.2"]) {
+  cases[`arrowdict_v${v.replace(".", "")}`] = { version: v, rows: 800, columns: v === "2.0" ? dictCols.concat(noStructNulls([dictStruct])) : dictCols.concat([dictStruct]) };
+}
 // Wide fixed-size lists with null items (full-zip), alone and nested.
 const wideFsl = [
   { name: "w", type: "fsl_i32n_80", nullable: true },
@@ -367,7 +405,7 @@ cases.multipage_v22 = { version: "2.2", rows: 40000, columns: [
 // The committed corpus: small files covering every type and encoding.
 const corpus = ["all_v20", "all_v21", "all_v22", "large_v20", "large_v22", "zstd_v22", "lz4_v22", "fullzip_v22",
   "rle_v22", "bss_v22", "dict_v22", "dict_v21", "more_v22", "fsst_v22", "packed_v20", "packed_v21", "packed_v22",
-  "nestedfsl_v20", "nestedfsl_v21", "nestedfsl_v22", "widefsl_v21", "widefsl_v22"];
+  "nestedfsl_v20", "nestedfsl_v21", "nestedfsl_v22", "widefsl_v21", "widefsl_v22", "arrowdict_v20", "arrowdict_v21", "arrowdict_v22"];
 
 // ---- main ------------------------------------------------------------------
 async function run(outDir, name, spec) {

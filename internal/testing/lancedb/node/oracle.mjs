@@ -59,9 +59,22 @@ function toJSON(v) {
 
 // parseType turns the harness's type names into Arrow types:
 // int32 int64 float32 float64 bool utf8 binary timestamp[us]
-// vector[N] (fixed_size_list<float32, N>) list<int32>.
+// vector[N] (fixed_size_list<float32, N>) list<int32>, large_utf8,
+// large_binary, dict<utf8> (Arrow dictionary, int32 keys; dict<utf8,int8>
+// and dict<utf8,int16> pick the key type).
 function parseType(s) {
   switch (s) {
+    case "large_utf8":
+      return new arrow.LargeUtf8();
+    case "large_binary":
+      return new arrow.LargeBinary();
+    case "dict<utf8>":
+    case "dict<utf8,int32>":
+      return new arrow.Dictionary(new arrow.Utf8(), new arrow.Int32());
+    case "dict<utf8,int16>":
+      return new arrow.Dictionary(new arrow.Utf8(), new arrow.Int16());
+    case "dict<utf8,int8>":
+      return new arrow.Dictionary(new arrow.Utf8(), new arrow.Int8());
     case "int32":
       return new arrow.Int32();
     case "int64":
@@ -90,6 +103,7 @@ function parseType(s) {
 
 function typeName(t) {
   const D = arrow.DataType;
+  if (D.isDictionary(t)) return t.indices.bitWidth === 32 ? `dict<${typeName(t.dictionary)}>` : `dict<${typeName(t.dictionary)},int${t.indices.bitWidth}>`;
   if (D.isInt(t)) return `${t.isSigned ? "int" : "uint"}${t.bitWidth}`;
   if (D.isFloat(t)) return ["float16", "float32", "float64"][t.precision];
   if (D.isBool(t)) return "bool";
@@ -163,16 +177,38 @@ function columnData(type, values) {
     });
     return arrow.makeData({ ...base, data: bits });
   }
-  if (D.isUtf8(type) || D.isBinary(type)) {
+  if (D.isDictionary(type)) {
+    // Keys in first-use order; a null row's key is 0 under the bitmap.
+    const ids = new Map();
+    const keys = new type.indices.ArrayType(length);
+    values.forEach((v, i) => {
+      if (v == null) return;
+      if (!ids.has(v)) ids.set(v, ids.size);
+      keys[i] = ids.get(v);
+    });
+    const dictionary = arrow.makeVector(columnData(type.dictionary, [...ids.keys()]));
+    return arrow.makeData({ ...base, data: keys, dictionary });
+  }
+  if (D.isUtf8(type) || D.isBinary(type) || D.isLargeUtf8(type) || D.isLargeBinary(type)) {
     const enc = new TextEncoder();
+    const text = D.isUtf8(type) || D.isLargeUtf8(type);
     const parts = values.map((v) => {
       if (v == null) return new Uint8Array(0);
-      return D.isUtf8(type) ? enc.encode(v) : new Uint8Array(Buffer.from(v, "base64"));
+      return text ? enc.encode(v) : new Uint8Array(Buffer.from(v, "base64"));
     });
-    const offsets = new Int32Array(length + 1);
-    parts.forEach((p, i) => (offsets[i + 1] = offsets[i] + p.length));
-    const data = new Uint8Array(offsets[length]);
-    parts.forEach((p, i) => data.set(p, offsets[i]));
+    const large = D.isLargeUtf8(type) || D.isLargeBinary(type);
+    const offsets = large ? new BigInt64Array(length + 1) : new Int32Array(length + 1);
+    let end = 0;
+    parts.forEach((p, i) => {
+      end += p.length;
+      offsets[i + 1] = large ? BigInt(end) : end;
+    });
+    const data = new Uint8Array(end);
+    end = 0;
+    parts.forEach((p) => {
+      data.set(p, end);
+      end += p.length;
+    });
     return arrow.makeData({ ...base, valueOffsets: offsets, data });
   }
   if (D.isFixedSizeList(type)) {
@@ -217,6 +253,17 @@ function cell(data, i) {
   if (!data.getValid(i)) return null;
   const t = data.type;
   const j = data.offset + i;
+  if (t instanceof arrow.Dictionary) {
+    // The value the key names, as its value type prints.
+    const k = Number(data.values[j]);
+    const dict = data.dictionary;
+    let seen = 0;
+    for (const d of dict.data) {
+      if (k < seen + d.length) return cell(d, k - seen);
+      seen += d.length;
+    }
+    throw new Error(`dictionary key ${k} past ${seen} items`);
+  }
   if (t instanceof arrow.Int || t instanceof arrow.Timestamp) {
     const v = data.values[j];
     return typeof v === "bigint" ? v : Number(v);
@@ -561,7 +608,11 @@ async function step(s, st, defaultTable) {
     case "create": {
       s.forget(name);
       const schema = makeSchema(st.schema);
-      const tbl = await s.db.createTable(name, arrowTable(schema, st.rows || []), { mode: st.mode || "create" });
+      // storageVersion ("2.0", "2.1", "2.2") sets the table's data file
+      // version; absent, LanceDB's default.
+      const opts = { mode: st.mode || "create" };
+      if (st.storageVersion) opts.storageOptions = { new_table_data_storage_version: st.storageVersion };
+      const tbl = await s.db.createTable(name, arrowTable(schema, st.rows || []), opts);
       s.handles.set(name, tbl);
       return { version: await tbl.version() };
     }
