@@ -262,6 +262,30 @@ func (tb *tab) raiseFloor(m model.MemWAL) {
 	}
 }
 
+// raiseFloorFromHistory raises the floors seen by every version still on
+// disk. A version removed by a cleanup meanwhile is skipped.
+func (tb *tab) raiseFloorFromHistory(ctx context.Context) error {
+	vs, naming, err := meta.ListVersions(ctx, tb.b)
+	if err != nil {
+		return err
+	}
+	for _, v := range vs {
+		f, err := meta.ReadVersion(ctx, tb.b, naming, v)
+		if storage.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		m, err := model.MemWALOf(f)
+		if err != nil {
+			return err
+		}
+		tb.raiseFloor(m)
+	}
+	return nil
+}
+
 type campaign struct {
 	t    *testing.T
 	seed uint64
@@ -997,6 +1021,14 @@ func (c *campaign) observe(tb *tab) {
 			return
 		}
 		tb.raiseFloor(mw2)
+		// The observer samples versions: a floor raised and withdrawn
+		// again between two readings (a LanceDB createIndex replacing a
+		// maintained index withdraws its position until a commit proves
+		// it again) is seen only in the versions still on disk.
+		if err := tb.raiseFloorFromHistory(ctx); err != nil {
+			c.violation("table %s: read the versions on disk: %v", n, err)
+			return
+		}
 		for _, g := range lost {
 			if g.gen > mw2.Compacted[g.shard] || g.gen > tb.maxFloor[g.shard] {
 				c.mu.Lock()
