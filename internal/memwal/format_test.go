@@ -11,28 +11,10 @@ import (
 	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
-// corpusFiles returns every real file under the committed LanceDB corpus
-// whose path matches.
+// corpusFiles returns every real file of the LanceDB corpus match accepts.
 func corpusFiles(t testing.TB, match func(rel string) bool) []string {
 	t.Helper()
-	var out []string
-	root := lancedb.CorpusRoot()
-	err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		if !fi.IsDir() && match(filepath.ToSlash(p)) {
-			out = append(out, p)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out) == 0 {
-		t.Fatalf("no corpus files matched under %s", root)
-	}
-	return out
+	return lancedb.CorpusFiles(t, match)
 }
 
 func isShardManifest(p string) bool {

@@ -69,3 +69,27 @@ func copyTree(src, dst string) error {
 		return os.WriteFile(target, data, 0o644)
 	})
 }
+
+// CorpusFiles returns every file under the committed corpus whose
+// slash-separated path match accepts; none is a test failure.
+func CorpusFiles(t testing.TB, match func(path string) bool) []string {
+	t.Helper()
+	var out []string
+	root := CorpusRoot()
+	err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() && match(filepath.ToSlash(p)) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) == 0 {
+		t.Fatalf("no corpus files matched under %s", root)
+	}
+	return out
+}
