@@ -64,6 +64,7 @@ func TestMaintenanceCommandsHonourMarks(t *testing.T) {
 		{"index", "catchup", dir},
 		{"index", "remap", dir},
 		{"index", "trim-fri", dir},
+		{"index", "rebuild", dir, "--name", "id_idx"},
 		{"index", "create", dir, "--name", "cat_idx", "--column", "cat", "--type", "bitmap"},
 		{"index", "drop", dir, "--name", "id_idx"},
 		{"trim", dir},

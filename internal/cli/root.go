@@ -196,6 +196,9 @@ func guardMarkedTables(root *cobra.Command) {
 		if !ok {
 			return
 		}
+		if c.RunE == nil {
+			panic("cli: guarded command " + path + " has no RunE")
+		}
 		force := c.Flags().Bool("force", false, "run even though the table is paused or marked (see table pause, table mark)")
 		run := c.RunE
 		c.RunE = func(cmd *cobra.Command, args []string) error {
