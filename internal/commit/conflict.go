@@ -43,6 +43,8 @@ type footprint struct {
 	// exist elsewhere; appends do not count (Lance's key is unenforced on
 	// plain appends).
 	inserts bool
+	// appends: a plain append added fragments.
+	appends bool
 }
 
 func fragIDs(fs []*pb.DataFragment) map[uint64]bool {
@@ -74,7 +76,9 @@ func footprintOf(t *pb.Transaction) footprint {
 		}
 	}
 	switch op := t.GetOperation().(type) {
-	case *pb.Transaction_Append_, *pb.Transaction_ReserveFragments_, *pb.Transaction_UpdateConfig_, *pb.Transaction_UpdateBases_:
+	case *pb.Transaction_Append_:
+		fp.appends = len(op.Append.GetFragments()) > 0
+	case *pb.Transaction_ReserveFragments_, *pb.Transaction_UpdateConfig_, *pb.Transaction_UpdateBases_:
 	case *pb.Transaction_Delete_:
 		fp.modified = fragIDs(op.Delete.GetUpdatedFragments())
 		fp.removed = idSet(op.Delete.GetDeletedFragmentIds())
@@ -360,6 +364,15 @@ func classifyUpdate(o, t footprint, theirs *pb.Transaction) Verdict {
 	}
 	if ids := intersect(union(o.modified, o.removed), union(t.modified, t.removed)); len(ids) > 0 {
 		return Verdict{Retryable, fmt.Sprintf("both changed fragments %v", ids)}
+	}
+	// A MemWAL merge's rows supersede every base row of their keys, so
+	// it must see the rows an append landed meanwhile: a key deleted and
+	// added back while a generation holding it waited would otherwise be
+	// live twice once the merge lands. The append's keys are not in its
+	// transaction, so any append with rows makes the merge plan again
+	// (its rows then supersede the appended ones).
+	if len(o.merged) > 0 && o.inserts && t.appends {
+		return Verdict{Retryable, "an append landed rows meanwhile whose keys the merge may also insert"}
 	}
 	// A merge of another shard inserts keys of that shard only: MemWAL
 	// sharding is a function of the primary key, so shards never share one.

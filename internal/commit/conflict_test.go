@@ -120,7 +120,12 @@ func TestClassify(t *testing.T) {
 			InsertedRows: &pb.Transaction_KeyExistenceFilter{Data: &pb.Transaction_KeyExistenceFilter_Exact{Exact: &pb.Transaction_ExactKeySetFilter{KeyHashes: []uint64{2}}}}}), Retryable},
 		{"merge vs a bloom filter", merge, txnOf(&pb.Transaction_Update{NewFragments: frags(8),
 			InsertedRows: &pb.Transaction_KeyExistenceFilter{Data: &pb.Transaction_KeyExistenceFilter_Bloom{Bloom: &pb.Transaction_BloomFilter{}}}}), Retryable},
-		{"merge vs append", merge, appendT, Compatible},
+		// An append may land a key the merge also inserts (a key deleted
+		// and added back while its generation waited): the merge plans
+		// again so that its rows supersede the appended ones.
+		{"merge vs append", merge, appendT, Retryable},
+		{"merge vs an empty append", merge, txnOf(&pb.Transaction_Append{}), Compatible},
+		{"merge-insert (no MemWAL) vs append", txnOf(&pb.Transaction_Update{NewFragments: frags(9)}), appendT, Compatible},
 		{"unfiltered merge vs a merge-insert that inserted", txnOf(&pb.Transaction_Update{CompactedSstables: shard(t, shardA, 3), NewFragments: frags(9)}),
 			txnOf(&pb.Transaction_Update{NewFragments: frags(8), InsertedRows: &pb.Transaction_KeyExistenceFilter{Data: &pb.Transaction_KeyExistenceFilter_Exact{Exact: &pb.Transaction_ExactKeySetFilter{KeyHashes: []uint64{5}}}}}), Retryable},
 		{"unfiltered merge vs an update that inserted nothing", txnOf(&pb.Transaction_Update{CompactedSstables: shard(t, shardA, 3), NewFragments: frags(9)}),
