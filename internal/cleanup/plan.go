@@ -81,8 +81,8 @@ const (
 
 // Modelled reports whether cleanup knows what the objects under key's
 // prefix are: a Collected prefix it judges, or an Untouched one it leaves
-// by design. Anything else a newer writer may have put there, and rule 2
-// (DESIGN.md) keeps it.
+// by design. Anything else a newer writer may have put there, and cleanup
+// never deletes what it does not understand, so it keeps it.
 func Modelled(key string) bool {
 	for _, p := range Collected {
 		if strings.HasPrefix(key, p) {
