@@ -39,9 +39,20 @@ check:
 	GO=$(GO) $(GO) run ./internal/testing/layout/checklayout
 
 # Every .proto under proto/ (compactord's own records, records.proto, and
-# our Lance definitions); the generated Go is committed.
-proto: $(TOOLS)/protoc-gen-go
-	protoc --proto_path=proto --go_out=. --go_opt=module=github.com/compactord/compactord $$(find proto -name '*.proto' | sort)
+# our Lance definitions); the generated Go is committed. The Lance files
+# import protobuf's well-known types (google/protobuf/*.proto), which
+# Debian's protobuf-compiler does not ship (libprotobuf-dev does, under
+# /usr/include): PROTO_INCLUDE names their directory. compactord's own
+# records import none, so `make proto-records` needs no include path.
+PROTO_INCLUDE ?= /usr/include
+PROTOC_GEN := protoc --proto_path=proto --plugin=protoc-gen-go=$(TOOLS)/protoc-gen-go --go_out=. --go_opt=module=github.com/compactord/compactord
+.PHONY: proto-records
+proto: proto-records
+	@test -f $(PROTO_INCLUDE)/google/protobuf/empty.proto || { echo "protoc needs protobuf's well-known types: install libprotobuf-dev or set PROTO_INCLUDE to the directory holding google/protobuf/*.proto"; exit 1; }
+	$(PROTOC_GEN) --proto_path=$(PROTO_INCLUDE) $$(find proto/lance -name '*.proto' | sort)
+
+proto-records: $(TOOLS)/protoc-gen-go
+	$(PROTOC_GEN) $$(find proto/compactord -name '*.proto' | sort)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
