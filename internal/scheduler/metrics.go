@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
@@ -23,7 +25,6 @@ type Metrics struct {
 	runs          *prometheus.CounterVec
 	failures      *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
-	lastSuccess   *prometheus.GaugeVec
 	syncFailures  *prometheus.CounterVec
 	pendingGens   *prometheus.GaugeVec
 	retainedBytes *prometheus.GaugeVec
@@ -60,8 +61,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Failed job attempts (results retry, error and fatal) by table and kind."}, tk),
 		duration: f.NewHistogramVec(prometheus.HistogramOpts{Name: "compactord_job_duration_seconds",
 			Help: "Duration of finished job attempts by table and kind.", Buckets: durationBuckets}, tk),
-		lastSuccess: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_job_last_success_timestamp_seconds",
-			Help: "Unix time of the last successful (or skipped) attempt by table and kind; 0 before the first."}, tk),
 		syncFailures: f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_table_sync_failures_total",
 			Help: "Failed reads of a table's manifest and shard manifests."}, []string{"table"}),
 		pendingGens: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_mem_wal_pending_generations",
@@ -116,7 +115,7 @@ func addCounter(c *prometheus.CounterVec, v float64, labels ...string) {
 func (m *Metrics) removeTable(name string) {
 	l := prometheus.Labels{"table": name}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
-		m.runs, m.failures, m.lastSuccess, m.syncFailures,
+		m.runs, m.failures, m.syncFailures,
 		m.pendingGens, m.retainedBytes, m.catchupLag, m.merged, m.trimmedBytes,
 		m.fragsIn, m.fragsOut,
 	} {
@@ -155,7 +154,24 @@ var (
 		"Unix time of the last successful sync of the table; 0 before the first.", []string{"table"}, nil)
 	descFRIVersions = prometheus.NewDesc("compactord_fri_versions",
 		"Fragment-reuse index versions outstanding (not yet trimmed) by table.", []string{"table"}, nil)
+	// From the job state kept in the table's bucket (jobstate.go), so
+	// that they survive restarts and exist, at 0, for a kind that never
+	// succeeded.
+	descLastSuccess = prometheus.NewDesc("compactord_job_last_success_timestamp_seconds",
+		"Unix time of the last successful (or skipped) attempt by table and kind, by any instance, kept in the table's bucket across restarts; 0 when none is known (never, or before the first sync read the bucket).", []string{"table", "kind"}, nil)
+	descLastRun = prometheus.NewDesc("compactord_job_last_run_timestamp_seconds",
+		"Unix time when the last finished attempt (any result but canceled) by table and kind started, by any instance, kept in the table's bucket across restarts; 0 when none is known.", []string{"table", "kind"}, nil)
+	descFirstSeen = prometheus.NewDesc("compactord_table_first_seen_timestamp_seconds",
+		"Unix time when an instance first watched the table, kept in its bucket: a kind that has not succeeded since is overdue 5 intervals after it; 0 before the first sync read the bucket.", []string{"table"}, nil)
 )
+
+// unixSeconds is t as a timestamp gauge: 0 for the zero time.
+func unixSeconds(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.UnixMilli()) / 1e3
+}
 
 func boolGauge(b bool) float64 {
 	if b {
@@ -169,7 +185,8 @@ func (c jobCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descNextRun
 	ch <- descInterval
 	ch <- descSyncFailures
-	for _, d := range []*prometheus.Desc{descHalted, descPaused, descLeaseOwned, descVersion, descLastSync, descFRIVersions} {
+	for _, d := range []*prometheus.Desc{descHalted, descPaused, descLeaseOwned, descVersion, descLastSync, descFRIVersions,
+		descLastSuccess, descLastRun, descFirstSeen} {
 		ch <- d
 	}
 }
@@ -199,7 +216,13 @@ func (c jobCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descVersion, prometheus.GaugeValue, version, name)
 		ch <- prometheus.MustNewConstMetric(descLastSync, prometheus.GaugeValue, last, name)
 		ch <- prometheus.MustNewConstMetric(descFRIVersions, prometheus.GaugeValue, fri, name)
+		ch <- prometheus.MustNewConstMetric(descFirstSeen, prometheus.GaugeValue, unixSeconds(st.state.Since), name)
 		for i, k := range Kinds {
+			if _, have := s.deps.Jobs[k]; have {
+				ks := st.state.Kinds[k]
+				ch <- prometheus.MustNewConstMetric(descLastSuccess, prometheus.GaugeValue, unixSeconds(ks.LastSuccess), name, string(k))
+				ch <- prometheus.MustNewConstMetric(descLastRun, prometheus.GaugeValue, unixSeconds(ks.LastRun), name, string(k))
+			}
 			ch <- prometheus.MustNewConstMetric(descConsecutiveFailures, prometheus.GaugeValue, float64(st.retries[i]), name, string(k))
 			next := 0.0
 			if t, ok := s.nextAttemptLocked(st, i); ok {

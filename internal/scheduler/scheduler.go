@@ -230,7 +230,7 @@ func (s *Scheduler) addLocked(sp TableSpec, now time.Time) {
 	// Lazy: a logger with fields holds an encoded copy of them (a 1 KiB
 	// buffer), which most idle tables never use.
 	st := &tableState{spec: sp, logger: s.logger.WithLazy(zap.String("table", sp.Name)),
-		jobLogger: s.deps.Logger.WithLazy(zap.String("table", sp.Name))}
+		jobLogger: s.deps.Logger.WithLazy(zap.String("table", sp.Name)), added: now}
 	for i := range Kinds {
 		if s.sched[i] != nil {
 			st.next[i] = s.sched[i].Next(now)
@@ -431,7 +431,10 @@ func (s *Scheduler) elideLocked(st *tableState, k Kind, now time.Time) {
 	i := k.index()
 	st.upToDate[i] = now
 	s.metrics.runs.WithLabelValues(st.spec.Name, string(k), string(ClassSkipped)).Inc()
-	s.metrics.lastSuccess.WithLabelValues(st.spec.Name, string(k)).Set(float64(now.UnixMilli()) / 1e3)
+	// Kept in memory only: writing the job state for every elided tick
+	// would cost an idle table a request per tick. The next attempt's
+	// write carries it.
+	st.state.noteSuccess(k, now)
 }
 
 // nextWakeLocked is how long until a schedule comes due or a backoff of a
@@ -562,7 +565,9 @@ func (s *Scheduler) runAttempt(ctx context.Context, st *tableState, a *attempt, 
 	if ctx.Err() == nil {
 		s.syncTable(ctx, st, h, false)
 	}
-	s.finish(st, a, out, err, cause)
+	if news, ok := s.finish(st, a, out, err, cause); ok {
+		s.saveState(st, h, news)
+	}
 }
 
 // register publishes the attempt's in-flight marker with the head version
@@ -600,7 +605,9 @@ func (s *Scheduler) backoff(n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-func (s *Scheduler) finish(st *tableState, a *attempt, out Outcome, err, cause error) {
+// finish records an attempt's end. It returns the job-state news to keep in
+// the bucket (ok false for a canceled attempt or a removed table).
+func (s *Scheduler) finish(st *tableState, a *attempt, out Outcome, err, cause error) (news JobState, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
@@ -642,7 +649,6 @@ func (s *Scheduler) finish(st *tableState, a *attempt, out Outcome, err, cause e
 			st.clean[KindTrim.index()] = ""
 		}
 		if !st.removed {
-			s.metrics.lastSuccess.WithLabelValues(name, ks).Set(float64(now.UnixMilli()) / 1e3)
 			addCounter(s.metrics.merged, float64(out.Stats.SSTablesMerged), name)
 			addCounter(s.metrics.trimmedBytes, float64(out.Stats.BytesTrimmed), name)
 			// Created by the kind's first success, even one that moved
@@ -711,8 +717,11 @@ func (s *Scheduler) finish(st *tableState, a *attempt, out Outcome, err, cause e
 	st.lastRuns[i] = &rec
 	if st.removed {
 		s.finalizeLocked(st)
+	} else if class != ClassCanceled {
+		news, ok = s.noteAttemptLocked(st, a, class, out, now), true
 	}
 	s.kick()
+	return news, ok
 }
 
 // budgetSpentLocked: a streak of n failures since since has used up the

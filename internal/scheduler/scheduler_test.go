@@ -531,13 +531,23 @@ func TestSeriesPreCreated(t *testing.T) {
 			"compactord_table_halted", "compactord_job_failures_total", "compactord_lease_owned"); err != nil {
 			t.Fatal(err)
 		}
+		// The staleness alert needs a kind that never succeeded at 0, and
+		// when the table was first watched, from the first sync on.
+		for _, k := range scheduler.Kinds {
+			if got, ok := h.gauge("compactord_job_last_success_timestamp_seconds", "table", "t", "kind", string(k)); !ok || got != 0 {
+				t.Errorf("last success of %s: %v (exists %v), want 0", k, got, ok)
+			}
+		}
+		if got, _ := h.gauge("compactord_table_first_seen_timestamp_seconds", "table", "t"); got <= 0 {
+			t.Errorf("first seen %v", got)
+		}
 		mfs, err := h.reg.Gather()
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, mf := range mfs {
 			switch mf.GetName() {
-			case "compactord_job_runs_total", "compactord_job_duration_seconds", "compactord_job_last_success_timestamp_seconds",
+			case "compactord_job_runs_total", "compactord_job_duration_seconds",
 				"compactord_job_fragments_in_total", "compactord_job_fragments_out_total":
 				for _, m := range mf.GetMetric() {
 					for _, lp := range m.GetLabel() {

@@ -66,6 +66,16 @@ type Outcome struct {
 	// the documentation defines it, not as "success".
 	NothingToDo bool
 	Stats       Stats
+	// Retained, when set, is the oldest version the job left in place
+	// (cleanup): with the table's newest version, the version-retention
+	// debt until the next cleanup.
+	Retained *RetainedVersion
+}
+
+// RetainedVersion is a table's oldest retained version and its commit time.
+type RetainedVersion struct {
+	Version   uint64
+	Timestamp time.Time
 }
 
 // Stats feed the work counters (compactord_*_total).
@@ -159,6 +169,15 @@ type tableState struct {
 	// succeeded or was elided.
 	clean    [numKinds]string
 	upToDate [numKinds]time.Time
+	// added is when this instance started watching the table. state is
+	// the job state kept in the bucket (jobstate.go), merged with this
+	// instance's news; stateLoaded: the first sync read it (until then the
+	// schedules run from added). startChecked: an eligible sync looked for
+	// work waiting since before this instance started.
+	added        time.Time
+	state        JobState
+	stateLoaded  bool
+	startChecked bool
 	// gauge label sets in use, to delete the ones that disappear.
 	gaugeShards map[string]bool
 	gaugeLag    map[[2]string]bool
