@@ -130,6 +130,16 @@ func (j *JobState) merge(o JobState) {
 	}
 }
 
+// holds reports whether merging news into j changes nothing.
+func (j JobState) holds(news JobState) bool {
+	m := JobState{Seq: j.Seq}
+	m.merge(j)
+	m.merge(news)
+	a, err1 := EncodeJobState(m)
+	b, err2 := EncodeJobState(j)
+	return err1 == nil && err2 == nil && string(a) == string(b)
+}
+
 func micros(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
@@ -259,7 +269,9 @@ const jobStateAttempts = 8
 
 // SaveJobState merges news into the table's newest record and writes the
 // result as the next record (put-if-absent); a lost race re-reads and
-// merges again. It returns the state written. A newest record that does
+// merges again, and so does a write that landed below the newest record
+// (at a number deleted after a newer one landed). It returns the newest
+// state, which holds news. A newest record that does
 // not decode is superseded by one built from news alone: the state is a
 // cache of what compactord did, not table data, and a damaged record must
 // not stop the schedules.
@@ -297,7 +309,15 @@ func SaveJobState(ctx context.Context, b storage.Bucket, news JobState) (JobStat
 				// Best effort: a leftover older record is never read.
 				_ = b.Delete(ctx, jobStateKey(seq))
 			}
-			return next, nil
+			// A writer that read an old record can land at a number whose
+			// record was deleted, below the newest, where no reader looks:
+			// the write counts only if the newest record holds its news.
+			newest, _, err := LoadJobState(ctx, b)
+			if err == nil && (newest.Seq == next.Seq || newest.holds(news)) {
+				return newest, nil
+			}
+			lastErr = err
+			continue
 		case storage.PutLost, storage.PutAbsent:
 			lastErr = err
 			continue
