@@ -72,6 +72,7 @@ type Daemon struct {
 
 	storeMetrics  *storage.Metrics
 	commitMetrics *commit.Metrics
+	conflicts     *conflictMetrics
 	sched         *scheduler.Scheduler
 	members       storage.Bucket
 
@@ -135,6 +136,7 @@ func New(cfg Config, deps Deps) (*Daemon, error) {
 	d.reloadSuccess.Set(float64(d.started.UnixMilli()) / 1e3)
 	d.storeMetrics = storage.NewMetrics(reg)
 	d.commitMetrics = commit.NewMetrics(reg)
+	d.conflicts = newConflictMetrics(reg)
 	promauto.With(reg).NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_build_info",
 		Help: "Always 1; the labels say which build runs: version, the VCS revision (unknown when the build recorded none) and the Go version."},
 		[]string{"version", "revision", "goversion"}).WithLabelValues(deps.Build.Version, deps.Build.Revision, deps.Build.GoVersion).Set(1)

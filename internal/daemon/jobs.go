@@ -245,9 +245,18 @@ func (d *Daemon) openTable(ctx context.Context, spec scheduler.TableSpec, cc com
 	if d.deps.WrapBucket != nil {
 		wb = d.deps.WrapBucket(spec.Name, b)
 	}
-	ib := storage.WithMetrics(wb, d.storeMetrics)
+	// Created at 0 so that the first conflicts show as an increase; looked
+	// up at each conflict, so that a racing open's handle, closed (which
+	// deletes the series), never leaves this one counting into nothing.
+	d.conflicts.conflicts.WithLabelValues(spec.Name)
+	lost := func() { d.conflicts.conflicts.WithLabelValues(spec.Name).Inc() }
+	ib := storage.WithMetrics(&conflictBucket{Bucket: wb, lost: lost}, d.storeMetrics)
+	closeAll := func() error {
+		d.conflicts.conflicts.DeleteLabelValues(spec.Name)
+		return b.Close()
+	}
 	if _, err := meta.CheckLance(ctx, ib); err != nil {
-		_ = b.Close()
+		_ = closeAll()
 		return nil, fmt.Errorf("table %s (%s): %w", spec.Name, spec.URL, err)
 	}
 	logger := d.deps.Logger.With(zap.String("table", spec.Name))
@@ -255,16 +264,18 @@ func (d *Daemon) openTable(ctx context.Context, spec scheduler.TableSpec, cc com
 	// that fakes time fakes the commit loop's backoff too.
 	c, err := commit.NewCommitter(cc, ib, d.clock, d.commitMetrics, logger)
 	if err != nil {
-		_ = b.Close()
+		_ = closeAll()
 		return nil, err
 	}
 	lh, err := table.New(ib, c)
 	if err != nil {
-		_ = b.Close()
+		_ = closeAll()
 		return nil, err
 	}
-	return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: ib, Observer: &lanceTable{memwal.NewObserver(ib), lh}, Logger: logger,
-		Clock: d.clock, Close: b.Close}, nil
+	obs := memwal.NewObserver(ib)
+	obs.Enrich = (&debt{b: ib, cfg: func() JobsConfig { return *d.jobsCfg.Load() }, logger: logger}).enrich
+	return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: ib, Observer: &lanceTable{obs, lh}, Logger: logger,
+		Clock: d.clock, Close: closeAll}, nil
 }
 
 // mergeJob merges every shard's flushed generations, in generation
@@ -507,6 +518,18 @@ func trimJob(cfg func() JobsConfig) lanceJob {
 	}
 }
 
+// oldestKept is the oldest version a cleanup plan keeps (nil: none), the
+// start of the table's version-retention debt.
+func oldestKept(p cleanup.Plan) *scheduler.RetainedVersion {
+	var out *scheduler.RetainedVersion
+	for _, v := range p.Versions {
+		if !v.Delete && (out == nil || v.Version < out.Version) {
+			out = &scheduler.RetainedVersion{Version: v.Version, Timestamp: v.Timestamp}
+		}
+	}
+	return out
+}
+
 // cleanupJob runs Lance's cleanup with jobs.cleanup's policy
 // (retain_versions, older_than, min_age) and concurrency.
 func cleanupJob(cfg func() JobsConfig) lanceJob {
@@ -519,6 +542,7 @@ func cleanupJob(cfg func() JobsConfig) lanceJob {
 			Summary: fmt.Sprintf("deleted %d versions and %d files (%d bytes)", res.DeletedVersions, res.DeletedFiles, res.BytesReclaimed),
 			// Cleanup of Lance stores bytes; the counters have no field for it.
 			NothingToDo: res.DeletedVersions == 0 && res.DeletedFiles == 0,
+			Retained:    oldestKept(res.Plan),
 		}, nil
 	}
 }

@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/compactord/compactord/internal/marker"
 )
 
 // Metrics of the scheduler (documented in docs/operations.md).
@@ -161,9 +163,72 @@ var (
 		"Unix time of the last successful (or skipped) attempt by table and kind, by any instance, kept in the table's bucket across restarts; 0 when none is known (never, or before the first sync read the bucket).", []string{"table", "kind"}, nil)
 	descLastRun = prometheus.NewDesc("compactord_job_last_run_timestamp_seconds",
 		"Unix time when the last finished attempt (any result but canceled) by table and kind started, by any instance, kept in the table's bucket across restarts; 0 when none is known.", []string{"table", "kind"}, nil)
+	// The debt a table carries, from its last sync (observe.Snapshot,
+	// which the opener enriches from the version it read) and its job
+	// state: labelled per table, and per index or reason at most.
+	descFragments = prometheus.NewDesc("compactord_table_fragments",
+		"Fragments of the table's newest version.", []string{"table"}, nil)
+	descSmallFragments = prometheus.NewDesc("compactord_table_small_fragments",
+		"Fragments with fewer live rows than compaction's target (jobs.compact.target_rows_per_fragment): compaction debt.", []string{"table"}, nil)
+	descVersionsRetained = prometheus.NewDesc("compactord_table_versions_retained",
+		"Versions from the oldest one the last cleanup kept to the newest, by table; exported once a cleanup (of any instance) recorded its oldest kept version in the table's bucket.", []string{"table"}, nil)
+	descOldestAge = prometheus.NewDesc("compactord_table_oldest_retained_version_age_seconds",
+		"Age of the oldest version the last cleanup kept (now minus its commit time), by table; exported with compactord_table_versions_retained.", []string{"table"}, nil)
+	descUnindexedRows = prometheus.NewDesc("compactord_index_unindexed_rows",
+		"Live rows of the fragments no segment of the index covers, by table and index (0 when the index records no fragment bitmap).", []string{"table", "index"}, nil)
+	descRetainedGens = prometheus.NewDesc("compactord_table_retained_generations",
+		"MemWAL generations (SSTables) still stored, by table and why they are kept (not_merged, index_lag, version_retention), summed over shards.", []string{"table", "reason"}, nil)
+	descRetainedBytes = prometheus.NewDesc("compactord_table_retained_bytes",
+		"Bytes of MemWAL generations still stored, by table and why they are kept, summed over shards (compactord_sstable_retained_bytes has them per shard).", []string{"table", "reason"}, nil)
+	descRunningAge = prometheus.NewDesc("compactord_job_running_seconds",
+		"How long the attempt running on the table has run, by table and its kind; only while one runs.", []string{"table", "kind"}, nil)
+	descBudget = prometheus.NewDesc("compactord_job_budget_seconds",
+		"The time budget of one attempt of the kind (scheduler.timeouts), after which the attempt is canceled.", []string{"kind"}, nil)
+	descMarkSince = prometheus.NewDesc("compactord_table_mark_since_timestamp_seconds",
+		"Unix time since when an operator's mark (pause, no-compact) has been on the table, by table and mark; only while it is.", []string{"table", "mark"}, nil)
 	descFirstSeen = prometheus.NewDesc("compactord_table_first_seen_timestamp_seconds",
 		"Unix time when an instance first watched the table, kept in its bucket: a kind that has not succeeded since is overdue 5 intervals after it; 0 before the first sync read the bucket.", []string{"table"}, nil)
 )
+
+// collectDebt exports the table's debt gauges. REQUIRES: s.mu held.
+func collectDebt(ch chan<- prometheus.Metric, st *tableState, now time.Time) {
+	name := st.spec.Name
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{name}, labels...)...)
+	}
+	if a := st.running; a != nil {
+		gauge(descRunningAge, now.Sub(a.started).Seconds(), string(a.kind))
+	}
+	for _, m := range marker.Sorted(st.marks) {
+		gauge(descMarkSince, unixSeconds(m.Since), string(m.Kind))
+	}
+	snap := st.snap
+	if snap == nil {
+		return
+	}
+	gauge(descFragments, float64(snap.Fragments))
+	gauge(descSmallFragments, float64(snap.SmallFragments))
+	if o := st.state.OldestRetained; o > 0 && o <= snap.Version {
+		gauge(descVersionsRetained, float64(snap.Version-o+1))
+		if t := st.state.OldestRetainedTime; !t.IsZero() {
+			gauge(descOldestAge, max(now.Sub(t), 0).Seconds())
+		}
+	}
+	for _, ix := range snap.Indices {
+		gauge(descUnindexedRows, float64(ix.UnindexedRows), ix.Name)
+	}
+	if snap.MemWal {
+		for _, r := range retainedReasons {
+			var gens, bytes uint64
+			for _, sh := range snap.Shards {
+				gens += sh.RetainedGenerations[r]
+				bytes += sh.Retained[r]
+			}
+			gauge(descRetainedGens, float64(gens), r)
+			gauge(descRetainedBytes, float64(bytes), r)
+		}
+	}
+}
 
 // unixSeconds is t as a timestamp gauge: 0 for the zero time.
 func unixSeconds(t time.Time) float64 {
@@ -186,7 +251,8 @@ func (c jobCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descInterval
 	ch <- descSyncFailures
 	for _, d := range []*prometheus.Desc{descHalted, descPaused, descLeaseOwned, descVersion, descLastSync, descFRIVersions,
-		descLastSuccess, descLastRun, descFirstSeen} {
+		descLastSuccess, descLastRun, descFirstSeen, descFragments, descSmallFragments, descVersionsRetained, descOldestAge,
+		descUnindexedRows, descRetainedGens, descRetainedBytes, descRunningAge, descBudget, descMarkSince} {
 		ch <- d
 	}
 }
@@ -195,8 +261,12 @@ func (c jobCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.clock.Now()
 	for i, k := range Kinds {
 		ch <- prometheus.MustNewConstMetric(descInterval, prometheus.GaugeValue, s.interval[i].Seconds(), string(k))
+		if _, have := s.deps.Jobs[k]; have {
+			ch <- prometheus.MustNewConstMetric(descBudget, prometheus.GaugeValue, s.cfg.Timeouts.For(k).Seconds(), string(k))
+		}
 	}
 	for _, st := range s.tables {
 		name := st.spec.Name
@@ -217,6 +287,7 @@ func (c jobCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descLastSync, prometheus.GaugeValue, last, name)
 		ch <- prometheus.MustNewConstMetric(descFRIVersions, prometheus.GaugeValue, fri, name)
 		ch <- prometheus.MustNewConstMetric(descFirstSeen, prometheus.GaugeValue, unixSeconds(st.state.Since), name)
+		collectDebt(ch, st, now)
 		for i, k := range Kinds {
 			if _, have := s.deps.Jobs[k]; have {
 				ks := st.state.Kinds[k]
