@@ -68,7 +68,9 @@ func TestStatusPageFleetWorstLagFirst(t *testing.T) {
 	for _, n := range []string{"archive", "billing", "lagging", "orders"} {
 		cfg.Tables = append(cfg.Tables, daemon.TableConfig{URL: root + "/" + n})
 	}
-	r := run(t, cfg, daemon.Deps{})
+	// Jobs that do nothing: the daemon would merge the waiting generations
+	// at start, and the page is to show them waiting.
+	r := run(t, cfg, daemon.Deps{Jobs: (&recorder{}).jobs()})
 	s := r.d.Scheduler()
 	eventually(t, "every table synced", func() bool {
 		for _, n := range []string{"archive", "billing", "lagging", "orders"} {

@@ -425,7 +425,9 @@ func (s *Scheduler) applyStateLocked(st *tableState, j JobState) {
 // work a sync finds waiting since before this instance started, instead of
 // leaving it to the first scheduled run: generations flushed but not merged
 // (change polling only reports changes after its first look) and indexes
-// lagging behind merged generations. REQUIRES: s.mu held.
+// lagging behind merged generations. A pending fragment-reuse version needs
+// no job of its own: whichever job runs first absorbs it. REQUIRES: s.mu
+// held.
 func (s *Scheduler) checkStartLocked(st *tableState, now time.Time) {
 	if st.startChecked || st.snap == nil || !s.eligibleLocked(st) {
 		return
@@ -440,7 +442,7 @@ func (s *Scheduler) checkStartLocked(st *tableState, now time.Time) {
 	for _, w := range []struct {
 		k   Kind
 		due bool
-	}{{KindMerge, st.snap.PendingGenerations > 0}, {KindIndex, lag || len(st.snap.FRI) > 0}} {
+	}{{KindMerge, st.snap.PendingGenerations > 0}, {KindIndex, lag}} {
 		if _, have := s.deps.Jobs[w.k]; have && w.due && !st.markedLocked(w.k) {
 			st.pend(w.k, TriggerChange, now)
 		}
