@@ -171,9 +171,9 @@ var (
 	descSmallFragments = prometheus.NewDesc("compactord_table_small_fragments",
 		"Fragments with fewer live rows than compaction's target (jobs.compact.target_rows_per_fragment): compaction debt.", []string{"table"}, nil)
 	descVersionsRetained = prometheus.NewDesc("compactord_table_versions_retained",
-		"Versions from the oldest one the last cleanup kept to the newest, by table; exported once a cleanup (of any instance) recorded its oldest kept version in the table's bucket.", []string{"table"}, nil)
+		"Versions from the oldest one the last cleanup kept to the newest, by table; 0 until a cleanup (of any instance) recorded its oldest kept version in the table's bucket.", []string{"table"}, nil)
 	descOldestAge = prometheus.NewDesc("compactord_table_oldest_retained_version_age_seconds",
-		"Age of the oldest version the last cleanup kept (now minus its commit time), by table; exported with compactord_table_versions_retained.", []string{"table"}, nil)
+		"Age of the oldest version the last cleanup kept (now minus its commit time), by table; 0 until a cleanup recorded it.", []string{"table"}, nil)
 	descUnindexedRows = prometheus.NewDesc("compactord_index_unindexed_rows",
 		"Live rows of the fragments no segment of the index covers, by table and index (0 when the index records no fragment bitmap).", []string{"table", "index"}, nil)
 	descRetainedGens = prometheus.NewDesc("compactord_table_retained_generations",
@@ -181,26 +181,36 @@ var (
 	descRetainedBytes = prometheus.NewDesc("compactord_table_retained_bytes",
 		"Bytes of MemWAL generations still stored, by table and why they are kept, summed over shards (compactord_sstable_retained_bytes has them per shard).", []string{"table", "reason"}, nil)
 	descRunningAge = prometheus.NewDesc("compactord_job_running_seconds",
-		"How long the attempt running on the table has run, by table and its kind; only while one runs.", []string{"table", "kind"}, nil)
+		"How long the attempt of the kind running on the table has run; 0 when none runs.", []string{"table", "kind"}, nil)
 	descBudget = prometheus.NewDesc("compactord_job_budget_seconds",
 		"The time budget of one attempt of the kind (scheduler.timeouts), after which the attempt is canceled.", []string{"kind"}, nil)
 	descMarkSince = prometheus.NewDesc("compactord_table_mark_since_timestamp_seconds",
-		"Unix time since when an operator's mark (pause, no-compact) has been on the table, by table and mark; only while it is.", []string{"table", "mark"}, nil)
+		"Unix time since when an operator's mark (pause, no-compact) has been on the table, by table and mark; 0 when it is not.", []string{"table", "mark"}, nil)
 	descFirstSeen = prometheus.NewDesc("compactord_table_first_seen_timestamp_seconds",
 		"Unix time when an instance first watched the table, kept in its bucket: a kind that has not succeeded since is overdue 5 intervals after it; 0 before the first sync read the bucket.", []string{"table"}, nil)
 )
 
-// collectDebt exports the table's debt gauges. REQUIRES: s.mu held.
-func collectDebt(ch chan<- prometheus.Metric, st *tableState, now time.Time) {
+// collectDebt exports the table's debt gauges. The series exist whether
+// or not there is debt, at 0 when there is none (no attempt running, no
+// mark, nothing known yet), so that dashboards and rules always find
+// them; they cost nothing between scrapes. REQUIRES: s.mu held.
+func (s *Scheduler) collectDebt(ch chan<- prometheus.Metric, st *tableState, now time.Time) {
 	name := st.spec.Name
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{name}, labels...)...)
 	}
-	if a := st.running; a != nil {
-		gauge(descRunningAge, now.Sub(a.started).Seconds(), string(a.kind))
+	for _, k := range Kinds {
+		if _, have := s.deps.Jobs[k]; !have {
+			continue
+		}
+		age := 0.0
+		if a := st.running; a != nil && a.kind == k {
+			age = max(now.Sub(a.started), 0).Seconds()
+		}
+		gauge(descRunningAge, age, string(k))
 	}
-	for _, m := range marker.Sorted(st.marks) {
-		gauge(descMarkSince, unixSeconds(m.Since), string(m.Kind))
+	for _, mk := range marker.Kinds {
+		gauge(descMarkSince, unixSeconds(st.marks[mk].Since), string(mk))
 	}
 	snap := st.snap
 	if snap == nil {
@@ -208,12 +218,15 @@ func collectDebt(ch chan<- prometheus.Metric, st *tableState, now time.Time) {
 	}
 	gauge(descFragments, float64(snap.Fragments))
 	gauge(descSmallFragments, float64(snap.SmallFragments))
+	var versions, age float64
 	if o := st.state.OldestRetained; o > 0 && o <= snap.Version {
-		gauge(descVersionsRetained, float64(snap.Version-o+1))
+		versions = float64(snap.Version - o + 1)
 		if t := st.state.OldestRetainedTime; !t.IsZero() {
-			gauge(descOldestAge, max(now.Sub(t), 0).Seconds())
+			age = max(now.Sub(t), 0).Seconds()
 		}
 	}
+	gauge(descVersionsRetained, versions)
+	gauge(descOldestAge, age)
 	for _, ix := range snap.Indices {
 		gauge(descUnindexedRows, float64(ix.UnindexedRows), ix.Name)
 	}
@@ -287,7 +300,7 @@ func (c jobCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descLastSync, prometheus.GaugeValue, last, name)
 		ch <- prometheus.MustNewConstMetric(descFRIVersions, prometheus.GaugeValue, fri, name)
 		ch <- prometheus.MustNewConstMetric(descFirstSeen, prometheus.GaugeValue, unixSeconds(st.state.Since), name)
-		collectDebt(ch, st, now)
+		s.collectDebt(ch, st, now)
 		for i, k := range Kinds {
 			if _, have := s.deps.Jobs[k]; have {
 				ks := st.state.Kinds[k]

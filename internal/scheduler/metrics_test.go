@@ -53,7 +53,7 @@ func TestDebtGaugesFromSchedulerState(t *testing.T) {
 		t.Errorf("merge budget %v", got)
 	}
 
-	// A running attempt's age follows the clock; it disappears at the end.
+	// A running attempt's age follows the clock; 0 again at the end.
 	g := newGate()
 	h.jobs.setBehave(func(ctx context.Context, c call) (scheduler.Outcome, error) {
 		if c.kind == scheduler.KindCompact {
@@ -73,8 +73,8 @@ func TestDebtGaugesFromSchedulerState(t *testing.T) {
 	}
 	g.open()
 	eventually(t, "the compaction done", func() bool { return h.status("t").Running == nil })
-	if _, ok := h.gauge("compactord_job_running_seconds", "table", "t"); ok {
-		t.Error("a running age with nothing running")
+	if got, ok := h.gauge("compactord_job_running_seconds", "table", "t", "kind", "compact"); !ok || got != 0 {
+		t.Errorf("running age %v (present %v) with nothing running, want 0", got, ok)
 	}
 
 	// A pause's age: the mark's time, while it lasts.
@@ -88,7 +88,7 @@ func TestDebtGaugesFromSchedulerState(t *testing.T) {
 	if err := h.s.Resume(context.Background(), "t"); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := h.gauge("compactord_table_mark_since_timestamp_seconds", "table", "t"); ok {
-		t.Error("a mark's age after the resume")
+	if got, ok := h.gauge("compactord_table_mark_since_timestamp_seconds", "table", "t", "mark", "pause"); !ok || got != 0 {
+		t.Errorf("pause since %v (present %v) after the resume, want 0", got, ok)
 	}
 }
