@@ -312,8 +312,11 @@ func SaveJobState(ctx context.Context, b storage.Bucket, news JobState) (JobStat
 			// A writer that read an old record can land at a number whose
 			// record was deleted, below the newest, where no reader looks:
 			// the write counts only if the newest record holds its news.
+			if a, ok, err := storage.First(ctx, b, JobStateDir); err == nil && ok && a.Key == jobStateKey(next.Seq) {
+				return next, nil
+			}
 			newest, _, err := LoadJobState(ctx, b)
-			if err == nil && (newest.Seq == next.Seq || newest.holds(news)) {
+			if err == nil && newest.holds(news) {
 				return newest, nil
 			}
 			lastErr = err
