@@ -67,9 +67,7 @@ type Daemon struct {
 	cfg         Config
 	discovered  []scheduler.TableSpec
 	discoverErr string
-	// jobsCfg is the configuration the jobs read their table's policy
-	// from (defaults and overrides), swapped whole by a reload.
-	jobsCfg atomic.Pointer[Config]
+	jobsCfg     atomic.Pointer[Config] // the jobs' table policies (defaults and overrides); a reload swaps it
 	token       atomic.Pointer[string]
 
 	storeMetrics  *storage.Metrics

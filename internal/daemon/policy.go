@@ -301,7 +301,7 @@ func (c *Config) validateOverrides() error {
 		}
 		cl := o.Jobs.Cleanup
 		if cl.MinAge != nil && *cl.MinAge < cleanup.MinAgeFloor && (cl.AllowDeletingInFlightWrites == nil || !*cl.AllowDeletingInFlightWrites) {
-			return fmt.Errorf("%s.jobs.cleanup: min_age %s is below the floor of %s: writers' files are unreferenced until their commits land, so cleanup would delete files of appends in flight; raise it, or set allow_deleting_in_flight_writes: true in this override to accept that (the defaults' setting does not carry over to an override)",
+			return fmt.Errorf("%s.jobs.cleanup.min_age: %s is below the floor of %s: writers' files are unreferenced until their commits land, so cleanup would delete files of appends in flight; raise it, or set allow_deleting_in_flight_writes: true in this override to accept that (the defaults' setting does not carry over to an override)",
 				key, *cl.MinAge, cleanup.MinAgeFloor)
 		}
 		if err := p.Jobs.Cleanup.ValidateFloor(); err != nil {
