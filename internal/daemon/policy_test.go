@@ -331,3 +331,38 @@ func TestJobsUseTablePolicy(t *testing.T) {
 		t.Fatalf("versions left: keep %d (want 5), short %d (want 1)", k, s)
 	}
 }
+
+// Any file, however malformed its overrides, gives a configuration or one
+// line of error, never a panic; an accepted one gives every table a policy
+// listing every key from a known source.
+func FuzzParseOverrides(f *testing.F) {
+	files, _ := filepath.Glob("testdata/policy/*.yaml")
+	for _, p := range files {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte("overrides:\n  - match: \"[\"\n"))
+	f.Add([]byte("overrides: {match: x}\n"))
+	f.Add([]byte("overrides:\n  - match: x\n    schedule: off\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := daemon.Parse(data, "fuzz.yaml", daemon.Overrides{})
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("message spans lines: %q", err)
+			}
+			return
+		}
+		for _, name := range []string{"x", "logs.app", "events", "a.b.c"} {
+			p := cfg.PolicyFor(name)
+			if len(p.Values) != len(daemon.PolicyKeys()) {
+				t.Fatalf("%s: %d values", name, len(p.Values))
+			}
+			for _, v := range p.Values {
+				if v.Source != "default" && v.Source != "config" && v.Source != p.Override {
+					t.Fatalf("%s: %s from %q", name, v.Key, v.Source)
+				}
+			}
+		}
+	})
+}
