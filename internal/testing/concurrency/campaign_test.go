@@ -170,7 +170,7 @@ const (
 	// row back). Production's floor is an hour; the campaign keeps the
 	// window short so cleanup still races everything, and checks that no
 	// LanceDB transaction lasted as long (see lanceSpans).
-	versionWindow = 10 * time.Second
+	versionWindow = 20 * time.Second
 )
 
 // Stats is what a round did.
@@ -705,15 +705,19 @@ func (c *campaign) round(dur time.Duration) {
 	t.Logf("the drain and the end-state checks took %v", time.Since(drained).Round(time.Millisecond))
 }
 
-// longestInFlight is the LanceDB operation of one writer that was in
-// flight longest, and for how long. A writer's table handle reads the
-// version its previous operation left (or a newer one), so an operation's
-// transaction is in flight at most from the previous line of the writer's
-// log to its own.
+// longestInFlight is the acknowledged LanceDB operation of one writer that
+// was in flight longest, and for how long. A writer's table handle reads
+// the version its previous operation left (or a newer one), so an
+// operation's transaction is in flight at most from the previous line of
+// the writer's log to its own. A refused operation committed nothing, so
+// no version it missed matters.
 func longestInFlight(ops []lancedb.WriterOp) (lancedb.WriterOp, time.Duration) {
 	var op lancedb.WriterOp
 	var span time.Duration
 	for i := 1; i < len(ops); i++ {
+		if ops[i].Failed {
+			continue
+		}
 		if d := time.Duration(ops[i].TS-ops[i-1].TS) * time.Millisecond; d > span {
 			op, span = ops[i], d
 		}
