@@ -261,8 +261,8 @@ func (c *Config) tableSchedule(table string) scheduler.Schedules {
 }
 
 // validateOverrides checks each override as the defaults are checked, on
-// the policy it makes, and the floor rule: an override that takes
-// min_age below cleanup's floor must itself set
+// the policy it makes, and the floor rule: an override that takes min_age
+// or older_than below cleanup's floor must itself set
 // allow_deleting_in_flight_writes: true. The defaults' own does not
 // carry over, so that widening a glob never loosens the floor for tables
 // nobody looked at.
@@ -300,9 +300,15 @@ func (c *Config) validateOverrides() error {
 			return fmt.Errorf("%s.jobs.cleanup: %w", key, err)
 		}
 		cl := o.Jobs.Cleanup
-		if cl.MinAge != nil && *cl.MinAge < cleanup.MinAgeFloor && (cl.AllowDeletingInFlightWrites == nil || !*cl.AllowDeletingInFlightWrites) {
-			return fmt.Errorf("%s.jobs.cleanup.min_age: %s is below the floor of %s: writers' files are unreferenced until their commits land, so cleanup would delete files of appends in flight; raise it, or set allow_deleting_in_flight_writes: true in this override to accept that (the defaults' setting does not carry over to an override)",
-				key, *cl.MinAge, cleanup.MinAgeFloor)
+		if cl.AllowDeletingInFlightWrites == nil || !*cl.AllowDeletingInFlightWrites {
+			if cl.MinAge != nil && *cl.MinAge < cleanup.InFlightFloor {
+				return fmt.Errorf("%s.jobs.cleanup.min_age: %s is below the floor of %s: writers' files are unreferenced until their commits land, so cleanup would delete files of appends in flight; raise it, or set allow_deleting_in_flight_writes: true in this override to accept that (the defaults' setting does not carry over to an override)",
+					key, *cl.MinAge, cleanup.InFlightFloor)
+			}
+			if cl.OlderThan != nil && *cl.OlderThan < cleanup.InFlightFloor {
+				return fmt.Errorf("%s.jobs.cleanup.older_than: %s is below the floor of %s: a LanceDB writer checks its commit for conflicts only against the versions still there, so cleanup would remove a version a transaction in flight must see; raise it, or set allow_deleting_in_flight_writes: true in this override to accept that (the defaults' setting does not carry over to an override)",
+					key, *cl.OlderThan, cleanup.InFlightFloor)
+			}
 		}
 		if err := p.Jobs.Cleanup.ValidateFloor(); err != nil {
 			return fmt.Errorf("%s.jobs.cleanup: %w", key, err)

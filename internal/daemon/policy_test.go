@@ -292,8 +292,11 @@ func TestJobsUseTablePolicy(t *testing.T) {
 	}
 	cfg := baseConfig()
 	cfg.Tables = []daemon.TableConfig{{URL: root + "/keep"}, {URL: root + "/short"}}
-	one, zero := 1, time.Duration(0)
-	cfg.TableOverrides = []daemon.PolicyOverride{{Match: "short", Jobs: daemon.PolicyJobs{Cleanup: daemon.PolicyCleanup{RetainVersions: &one, OlderThan: &zero}}}}
+	// Below the in-flight floor, so the override names the hazard: no
+	// writer runs beside this test.
+	one, zero, allow := 1, time.Duration(0), true
+	cfg.TableOverrides = []daemon.PolicyOverride{{Match: "short", Jobs: daemon.PolicyJobs{Cleanup: daemon.PolicyCleanup{
+		RetainVersions: &one, OlderThan: &zero, AllowDeletingInFlightWrites: &allow}}}}
 	// Every version is two days old on the daemon's clock.
 	fc := clock.NewFake(time.Now().Add(48 * time.Hour))
 	r := run(t, cfg, daemon.Deps{Clock: fc})
