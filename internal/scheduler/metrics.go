@@ -137,7 +137,7 @@ var (
 	descNextRun = prometheus.NewDesc("compactord_job_next_run_timestamp_seconds",
 		"Unix time when the next attempt may start, by table and kind: the end of a retry's backoff, or the next scheduled run; 0 when none is planned (schedule off, table paused or halted).", []string{"table", "kind"}, nil)
 	descInterval = prometheus.NewDesc("compactord_job_schedule_interval_seconds",
-		"The longest gap between two runs of the kind's schedule (an @every interval, or the widest gap of a cron spec over its next runs), the widest over the tables' own schedules (per-table policy); 0 when the schedule is off or this build has no job of the kind.", []string{"kind"}, nil)
+		"The longest gap between two runs of the kind's schedule (an @every interval, or the widest gap of a cron spec over its next runs); 0 when the schedule is off or this build has no job of the kind.", []string{"kind"}, nil)
 	descSyncFailures = prometheus.NewDesc("compactord_table_sync_consecutive_failures",
 		"Failed syncs of the table in a row; 0 after a successful sync.", []string{"table"}, nil)
 	// The per-table gauges the scheduler's state already holds, read at
