@@ -94,10 +94,15 @@ AZURITE_SRC := internal/testing/e2e/testdata/azurite
 .PHONY: azurite deploy-check
 
 # Azurite, the Azure Blob Storage emulator the integration tests start, from
-# npm into tools/azurite, pinned by its lockfile.
+# npm into tools/azurite, pinned by its lockfile. 3.35.0 is the newest whose
+# engines accept Node 20 (3.36 wants Node >= 21, 3.37 >= 22; the tests start
+# it with --skipApiVersionCheck, so the azblob client's newer API version is
+# served); package.json and the lock must name the same version.
+AZURITE_VERSION := 3.35.0
 azurite: $(AZURITE_DIR)/node_modules/.bin/azurite-blob
 
 $(AZURITE_DIR)/node_modules/.bin/azurite-blob: $(AZURITE_SRC)/package.json $(AZURITE_SRC)/package-lock.json
+	@grep -q '"azurite": "$(AZURITE_VERSION)"' $(AZURITE_SRC)/package.json || { echo "$(AZURITE_SRC)/package.json does not pin azurite $(AZURITE_VERSION) (AZURITE_VERSION in the Makefile)" >&2; exit 1; }
 	mkdir -p $(AZURITE_DIR)
 	cp $(AZURITE_SRC)/package.json $(AZURITE_SRC)/package-lock.json $(AZURITE_DIR)/
 	cd $(AZURITE_DIR) && npm ci --no-audit --no-fund

@@ -28,8 +28,16 @@ Exit 0 and one JSON line when the file is valid; exit 2 and one line on stderr w
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
+			// Which override each configured table gets, so that a glob
+			// that catches more (or less) than meant shows here.
+			policies := map[string]string{}
+			for _, t := range cfg.Tables {
+				if p := cfg.PolicyFor(t.Name); p.Override != "" {
+					policies[t.Name] = p.Override
+				}
+			}
 			return printJSON(e.stdout, map[string]any{"file": args[0], "valid": true, "tables": len(cfg.Tables),
-				"discover": cfg.Discover.URL, "listen": cfg.HTTP.Listen})
+				"discover": cfg.Discover.URL, "listen": cfg.HTTP.Listen, "overrides": len(cfg.TableOverrides), "table_overrides": policies})
 		},
 	})
 	return check

@@ -67,7 +67,7 @@ type Daemon struct {
 	cfg         Config
 	discovered  []scheduler.TableSpec
 	discoverErr string
-	jobsCfg     atomic.Pointer[JobsConfig]
+	jobsCfg     atomic.Pointer[Config] // the jobs' table policies (defaults and overrides); a reload swaps it
 	token       atomic.Pointer[string]
 
 	storeMetrics  *storage.Metrics
@@ -126,7 +126,7 @@ func New(cfg Config, deps Deps) (*Daemon, error) {
 		return nil, err
 	}
 	d.token.Store(&tok)
-	jc := cfg.Jobs
+	jc := cfg
 	d.jobsCfg.Store(&jc)
 	d.reloadOK = promauto.With(reg).NewGauge(prometheus.GaugeOpts{Name: "compactord_config_last_reload_successful",
 		Help: "1 when the last configuration reload (SIGHUP or POST /-/reload) succeeded, or none was tried since start; 0 after a failed one (the running configuration stays)."})
@@ -143,7 +143,7 @@ func New(cfg Config, deps Deps) (*Daemon, error) {
 
 	jobs := deps.Jobs
 	if jobs == nil {
-		jobs = jobSet(func() JobsConfig { return *d.jobsCfg.Load() }, reg)
+		jobs = jobSet(func(table string) JobsConfig { return d.jobsCfg.Load().PolicyFor(table).Jobs }, reg)
 	}
 	sd := scheduler.Deps{Logger: deps.Logger, Registerer: reg, Clock: deps.Clock, Open: d.open, Jobs: jobs}
 	if lc := cfg.Scheduler.Lease; lc.Enabled {
@@ -264,8 +264,8 @@ func (d *Daemon) open(ctx context.Context, spec scheduler.TableSpec) (*scheduler
 }
 
 // tableSpecs merges the configured tables, the demo table and the
-// discovered ones. A configured table wins over a discovered one with the
-// same URL or name.
+// discovered ones, each with the schedules of its policy. A configured
+// table wins over a discovered one with the same URL or name.
 func (d *Daemon) tableSpecs() []scheduler.TableSpec {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -281,6 +281,7 @@ func (d *Daemon) tableSpecs() []scheduler.TableSpec {
 			return
 		}
 		names[sp.Name], urls[sp.URL] = true, true
+		sp.Schedule = d.cfg.tableSchedule(sp.Name)
 		out = append(out, sp)
 	}
 	for _, t := range d.cfg.Tables {
@@ -454,7 +455,7 @@ func (d *Daemon) reload() error {
 	}
 	d.mu.Unlock()
 	d.token.Store(&tok)
-	jc := cfg.Jobs
+	jc := cfg
 	d.jobsCfg.Store(&jc)
 	if d.deps.Level != nil {
 		_ = d.deps.Level.UnmarshalText([]byte(cfg.Log.Level))

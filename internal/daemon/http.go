@@ -49,7 +49,7 @@ func (d *Daemon) Handler() http.Handler {
 			writeError(w, &scheduler.APIError{Status: http.StatusNotFound, Msg: "no table named " + quote(r.PathValue("name"))})
 			return
 		}
-		writeJSON(w, http.StatusOK, st)
+		writeJSON(w, http.StatusOK, tableDetail{TableStatus: st, Policy: d.jobsCfg.Load().PolicyFor(st.Name)})
 	})
 	mux.Handle("POST /api/v1/tables/{name}/jobs/{kind}", d.admin(func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
@@ -97,6 +97,13 @@ func (d *Daemon) Handler() http.Handler {
 	mux.Handle("GET /debug/pprof/trace", d.admin(pprof.Trace))
 	mux.HandleFunc("GET /{$}", d.statusPage)
 	return mux
+}
+
+// tableDetail is a table's status with its effective policy: every
+// overridable setting, its value and where it came from.
+type tableDetail struct {
+	scheduler.TableStatus
+	Policy Policy `json:"policy"`
 }
 
 func (d *Daemon) control(w http.ResponseWriter, name string, fn func(string) error) {

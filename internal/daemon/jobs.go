@@ -26,13 +26,14 @@ import (
 
 // This file is the one place where the real jobs are wired to the
 // scheduler; the jobs are below. Each JobFunc reads its settings
-// through cfg() at the start of every attempt, so that a reload (SIGHUP)
-// applies to the next attempt. An attempt that finds no work reports
+// through cfg(table), the table's policy (defaults and its override), at
+// the start of every attempt, so that a reload (SIGHUP) applies to the
+// next attempt. An attempt that finds no work reports
 // NothingToDo (result "skipped"). Errors are returned as the jobs produce
 // them, carrying the classes their packages mark (internal/jobclass: the
 // commit loop's ErrRetryable retries, ErrIncompatible is skipped);
 // jobErr makes corrupt metadata quarantine the table.
-func jobSet(cfg func() JobsConfig, reg prometheus.Registerer) map[scheduler.Kind]scheduler.JobFunc {
+func jobSet(cfg func(table string) JobsConfig, reg prometheus.Registerer) map[scheduler.Kind]scheduler.JobFunc {
 	cm := newCompactMetrics(reg)
 	return map[scheduler.Kind]scheduler.JobFunc{
 		scheduler.KindMerge:   tableJob(absorbing(cfg, mergeJob(cfg))),
@@ -51,9 +52,9 @@ func jobSet(cfg func() JobsConfig, reg prometheus.Registerer) map[scheduler.Kind
 // by key then miss them). So no job of the daemon runs on a table that
 // has one; a table only has one when a compaction deferred its remap
 // (jobs.compact.inline_remap: false) or another tool left it.
-func absorbing(cfg func() JobsConfig, job lanceJob) lanceJob {
+func absorbing(cfg func(table string) JobsConfig, job lanceJob) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
-		note, version, err := absorbFRI(ctx, t, lance, cfg().Index.Replans)
+		note, version, err := absorbFRI(ctx, t, lance, cfg(t.Name).Index.Replans)
 		if err != nil {
 			return scheduler.Outcome{}, fmt.Errorf("absorb the pending fragment-reuse index: %w", err)
 		}
@@ -273,7 +274,8 @@ func (d *Daemon) openTable(ctx context.Context, spec scheduler.TableSpec, cc com
 		return nil, err
 	}
 	obs := memwal.NewObserver(ib)
-	obs.Enrich = (&debt{b: ib, cfg: func() JobsConfig { return *d.jobsCfg.Load() }, logger: logger}).enrich
+	// The table's own policy: its compaction target may be overridden.
+	obs.Enrich = (&debt{b: ib, cfg: func() JobsConfig { return d.jobsCfg.Load().PolicyFor(spec.Name).Jobs }, logger: logger}).enrich
 	return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: ib, Observer: &lanceTable{obs, lh}, Logger: logger,
 		Clock: d.clock, Close: closeAll}, nil
 }
@@ -285,9 +287,9 @@ func (d *Daemon) openTable(ctx context.Context, spec scheduler.TableSpec, cc com
 // (More) instead of looping here, so that an attempt stays bounded while
 // writers keep flushing. A merge that lost to another merger is skipped for
 // this attempt, never retried.
-func mergeJob(cfg func() JobsConfig) lanceJob {
+func mergeJob(cfg func(table string) JobsConfig) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
-		env := cfg().Merge.Env("")
+		env := cfg(t.Name).Merge.Env("")
 		h := lance
 		var out scheduler.Outcome
 		// done: the shards merged (one job each per attempt), lost or
@@ -378,7 +380,7 @@ func mergeJob(cfg func() JobsConfig) lanceJob {
 // conflict. The fragments the plan left out (covered by an index
 // compactord cannot remap, ...) are in the summary and in
 // compactord_compact_fragments_skipped.
-func compactJob(cfg func() JobsConfig, m *compactMetrics) lanceJob {
+func compactJob(cfg func(table string) JobsConfig, m *compactMetrics) lanceJob {
 	// One budget for every table's compactions, made again when a reload
 	// changes its size (groups running meanwhile give back to the old one).
 	var mu sync.Mutex
@@ -395,7 +397,7 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) lanceJob {
 		return budget
 	}
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
-		cc := cfg().Compact
+		cc := cfg(t.Name).Compact
 		res, err := compact.Run(ctx, lance, cc.Options(), cc.Env(t.Clock, budgetOf(cc.MemoryBudgetMiB)))
 		if res != nil {
 			m.planned(t.Name, res.Plan)
@@ -435,9 +437,9 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) lanceJob {
 // conflict. With nothing to index, a maintained index whose coverage is
 // proven while its catch-up record lags gets the record raised by a
 // record-only commit (index.CatchUp).
-func indexJob(cfg func() JobsConfig) lanceJob {
+func indexJob(cfg func(table string) JobsConfig) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
-		ic := cfg().Index
+		ic := cfg(t.Name).Index
 		rm, err := index.RemapIndexes(ctx, lance, ic.RemapJobOptions(t.Clock))
 		if err != nil {
 			return scheduler.Outcome{}, err
@@ -500,9 +502,9 @@ func indexJob(cfg func() JobsConfig) lanceJob {
 // trimJob runs Lance's trim with jobs.trim's reader_grace,
 // keep_shard_manifests and concurrency (max_attempts has no meaning on
 // Lance: trim never writes a shard manifest).
-func trimJob(cfg func() JobsConfig) lanceJob {
+func trimJob(cfg func(table string) JobsConfig) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
-		res, err := trim.Run(ctx, t.Bucket, cfg().Trim, t.Clock.Now())
+		res, err := trim.Run(ctx, t.Bucket, cfg(t.Name).Trim, t.Clock.Now())
 		if res == nil {
 			return scheduler.Outcome{}, err
 		}
@@ -532,9 +534,9 @@ func oldestKept(p cleanup.Plan) *scheduler.RetainedVersion {
 
 // cleanupJob runs Lance's cleanup with jobs.cleanup's policy
 // (retain_versions, older_than, min_age) and concurrency.
-func cleanupJob(cfg func() JobsConfig) lanceJob {
+func cleanupJob(cfg func(table string) JobsConfig) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
-		res, err := cleanup.Run(ctx, t.Bucket, cfg().Cleanup, t.Clock.Now())
+		res, err := cleanup.Run(ctx, t.Bucket, cfg(t.Name).Cleanup, t.Clock.Now())
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}

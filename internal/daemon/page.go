@@ -81,6 +81,7 @@ func failuresOf(ts scheduler.TableStatus) int {
 type tableView struct {
 	scheduler.TableStatus
 	Shards []shardView
+	Policy Policy
 }
 
 type shardView struct {
@@ -193,7 +194,7 @@ func (d *Daemon) statusPage(w http.ResponseWriter, r *http.Request) {
 		if data.Query == "" && data.State == "" && len(data.Tables) >= maxDetails {
 			continue
 		}
-		tv := tableView{TableStatus: ts}
+		tv := tableView{TableStatus: ts, Policy: d.jobsCfg.Load().PolicyFor(ts.Name)}
 		if ts.Snapshot != nil {
 			tv.Shards = shardViews(ts.Snapshot.Shards)
 		}
@@ -294,6 +295,8 @@ svg .tick{stroke:#fff;stroke-width:1}
 <div class="table" id="table-{{.Name}}">
 <h2>{{.Name}} <span class="state state-{{.State}}">{{.State}}</span></h2>
 <div class="meta"><code>{{.URL}}</code>{{if .Lease}} · lease {{.Lease.Holder}} (epoch {{.Lease.Epoch}}, until {{ts .Lease.Expires}}){{end}} · synced {{tsp .LastSync}}</div>
+<details class="policy"><summary>Policy: {{with .Policy.Override}}<code>{{.}}</code>{{else}}defaults{{end}}</summary>
+<table class="grid"><tr><th>setting</th><th>value</th><th>from</th></tr>{{range .Policy.Values}}<tr><td><code>{{.Key}}</code></td><td>{{.Value}}</td><td>{{.Source}}</td></tr>{{end}}</table></details>
 {{if .Halted}}<p class="err">Quarantined ({{.Halted.Reason}}) by {{.Halted.Kind}} since {{ts .Halted.Since}}: {{.Halted.Error}}. Resume with <code>POST /api/v1/tables/{{.Name}}/resume</code>.</p>{{end}}
 {{range .Marks}}<p class="mark">Marked <b>{{.Kind}}</b>{{if .Reason}}: {{.Reason}}{{end}} (since {{ts .Since}}{{if .By}}, by {{.By}}{{end}}).</p>{{end}}
 {{if .SyncError}}<p class="err">Sync: {{.SyncError}}{{if .SyncConsecutiveFailures}} ({{.SyncConsecutiveFailures}} failures in a row){{end}}</p>{{end}}

@@ -410,7 +410,7 @@ func (s *Scheduler) applyStateLocked(st *tableState, j JobState) {
 		if ls := st.state.Kinds[k].LastSuccess; ls.After(st.upToDate[i]) {
 			st.upToDate[i] = ls
 		}
-		sched := s.sched[i]
+		sched := s.schedLocked(st, i)
 		if sched == nil {
 			continue
 		}

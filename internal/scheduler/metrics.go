@@ -276,7 +276,15 @@ func (c jobCollector) Collect(ch chan<- prometheus.Metric) {
 	defer s.mu.Unlock()
 	now := s.clock.Now()
 	for i, k := range Kinds {
-		ch <- prometheus.MustNewConstMetric(descInterval, prometheus.GaugeValue, s.interval[i].Seconds(), string(k))
+		// The widest over every table's schedule, so that a staleness
+		// alert allows for the table with the longest one.
+		iv := s.interval[i]
+		for _, st := range s.tables {
+			if st.spec.Schedule.Get(k) != "" {
+				iv = max(iv, st.interval[i])
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(descInterval, prometheus.GaugeValue, iv.Seconds(), string(k))
 		if _, have := s.deps.Jobs[k]; have {
 			ch <- prometheus.MustNewConstMetric(descBudget, prometheus.GaugeValue, s.cfg.Timeouts.For(k).Seconds(), string(k))
 		}

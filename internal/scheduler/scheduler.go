@@ -113,6 +113,9 @@ func (s *Scheduler) setConfigLocked(cfg Config) {
 		}
 		if cfg.Schedule.Get(k) != s.cfg.Schedule.Get(k) || (sched == nil) != (s.sched[i] == nil) {
 			for _, st := range s.tables {
+				if st.spec.Schedule.Get(k) != "" {
+					continue // the table's own schedule did not change
+				}
 				st.next[i] = time.Time{}
 				if sched != nil {
 					st.next[i] = sched.Next(now)
@@ -196,6 +199,11 @@ func (s *Scheduler) SetTables(specs []TableSpec) error {
 		if sp.Name == "" || sp.URL == "" {
 			return fmt.Errorf("table spec needs a name and a URL: %+v", sp)
 		}
+		for _, k := range Kinds {
+			if _, err := ParseSchedule(sp.Schedule.Get(k)); err != nil {
+				return fmt.Errorf("table %s: schedule.%s: %w", sp.Name, k, err)
+			}
+		}
 		if seen[sp.Name] {
 			return fmt.Errorf("two tables are named %q", sp.Name)
 		}
@@ -211,6 +219,9 @@ func (s *Scheduler) SetTables(specs []TableSpec) error {
 	for _, sp := range specs {
 		if st, ok := s.tables[sp.Name]; ok {
 			if st.spec.URL == sp.URL {
+				if st.spec.Schedule != sp.Schedule {
+					s.setTableScheduleLocked(st, sp.Schedule, now, false)
+				}
 				continue
 			}
 			s.removeLocked(st)
@@ -231,17 +242,45 @@ func (s *Scheduler) addLocked(sp TableSpec, now time.Time) {
 	// buffer), which most idle tables never use.
 	st := &tableState{spec: sp, logger: s.logger.WithLazy(zap.String("table", sp.Name)),
 		jobLogger: s.deps.Logger.WithLazy(zap.String("table", sp.Name)), added: now}
-	for i := range Kinds {
-		if s.sched[i] != nil {
-			st.next[i] = s.sched[i].Next(now)
-		}
-	}
+	s.setTableScheduleLocked(st, sp.Schedule, now, true)
 	s.metrics.addTable(sp.Name, Kinds)
 	if s.deps.Leases == nil {
 		st.owned = true
 	}
 	s.tables[sp.Name] = st
 	s.logger.Info("table added", zap.String("table", sp.Name), zap.String("url", sp.URL))
+}
+
+// setTableScheduleLocked installs a table's own schedules (validated by
+// SetTables) and restarts the clock of each kind whose schedule changed
+// (of every kind when all: a table just added). REQUIRES: s.mu held.
+func (s *Scheduler) setTableScheduleLocked(st *tableState, own Schedules, now time.Time, all bool) {
+	old := st.spec.Schedule
+	st.spec.Schedule = own
+	for i, k := range Kinds {
+		if !all && own.Get(k) == old.Get(k) {
+			continue
+		}
+		st.sched[i], _ = ParseSchedule(own.Get(k))
+		st.interval[i] = scheduleInterval(st.sched[i], now)
+		st.next[i] = time.Time{}
+		if sched := s.schedLocked(st, i); sched != nil {
+			st.next[i] = sched.Next(now)
+		}
+	}
+}
+
+// schedLocked is the schedule of kind index i on st: the table's own when
+// its spec sets one, else the configuration's; nil when the kind is off
+// or this build has no job for it. REQUIRES: s.mu held.
+func (s *Scheduler) schedLocked(st *tableState, i int) cron.Schedule {
+	if _, ok := s.deps.Jobs[Kinds[i]]; !ok {
+		return nil
+	}
+	if st.spec.Schedule.Get(Kinds[i]) != "" {
+		return st.sched[i]
+	}
+	return s.sched[i]
 }
 
 // removeLocked forgets a table. REQUIRES: s.mu held.
@@ -376,7 +415,7 @@ func (s *Scheduler) pickTableLocked(st *tableState) PickTable {
 func (s *Scheduler) collectDueLocked(now time.Time) {
 	for _, st := range s.tables {
 		for i, k := range Kinds {
-			sched := s.sched[i]
+			sched := s.schedLocked(st, i)
 			if sched == nil {
 				continue
 			}
@@ -450,7 +489,7 @@ func (s *Scheduler) nextWakeLocked(now time.Time) (time.Duration, bool) {
 	}
 	for _, st := range s.tables {
 		for i := range Kinds {
-			if s.sched[i] != nil {
+			if s.schedLocked(st, i) != nil {
 				consider(st.next[i])
 			}
 			if st.pending[i] != "" {

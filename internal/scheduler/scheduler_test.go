@@ -643,3 +643,58 @@ func TestWaitingOutcomeIsNotElided(t *testing.T) {
 		}
 	})
 }
+
+// A table's own schedule (TableSpec.Schedule, the daemon's per-table
+// policy) wins over the configuration's kind by kind; "off" turns a kind
+// off for that table only; SetTables changes it in place; the interval
+// gauge allows for the widest.
+func TestTableOwnSchedule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig()
+		cfg.Schedule.Trim = "@every 10s"
+		sp := specs(t, "fast", "never", "slow")
+		sp[0].Schedule.Trim = "@every 2s"
+		sp[1].Schedule.Trim = "off"
+		sp[2].Schedule.Trim = "@every 1h"
+		h := start(t, harnessOpts{bubble: true, cfg: cfg}, sp...)
+		h.waitSynced("fast", "never", "slow")
+		if f, n := h.status("fast").Jobs["trim"].Schedule, h.status("never").Jobs["trim"].Schedule; f != "@every 2s" || n != "off" {
+			t.Fatalf("trim schedules: fast %q, never %q", f, n)
+		}
+		for range 3 {
+			h.idle(3)
+			h.advance(2 * time.Second)
+		}
+		h.idle(3)
+		if n := h.jobs.count("fast", scheduler.KindTrim); n < 1 {
+			t.Fatal("the table's own 2s schedule did not run within 6s")
+		}
+		if n := h.jobs.count("never", scheduler.KindTrim); n != 0 {
+			t.Fatalf("a kind the table turned off ran %d times", n)
+		}
+		if iv := h.metric("compactord_job_schedule_interval_seconds", "kind", "trim"); iv != 3600 {
+			t.Fatalf("trim interval gauge %v, want the widest, 3600", iv)
+		}
+		// Back to the configuration's schedule, without removing the table.
+		sp[1].Schedule.Trim = ""
+		if err := h.s.SetTables(sp); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.status("never").Jobs["trim"].Schedule; got != "@every 10s" {
+			t.Fatalf("schedule after SetTables %q", got)
+		}
+		for range 6 {
+			h.idle(3)
+			h.advance(2 * time.Second)
+		}
+		eventually(t, "the configured schedule runs", func() bool { return h.jobs.count("never", scheduler.KindTrim) >= 1 })
+		bad := slices.Clone(sp)
+		bad[0].Schedule.Trim = "every so often"
+		if err := h.s.SetTables(bad); err == nil {
+			t.Fatal("a bad table schedule was accepted")
+		}
+		if got := h.status("fast").Jobs["trim"].Schedule; got != "@every 2s" {
+			t.Fatalf("schedule after a refused SetTables %q", got)
+		}
+	})
+}

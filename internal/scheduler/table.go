@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/robfig/cron/v3"
 	"go.uber.org/zap"
 
 	"github.com/compactord/compactord/internal/clock"
@@ -19,6 +20,10 @@ type TableSpec struct {
 	// Name identifies the table in metrics, logs and the API.
 	Name string `json:"name"`
 	URL  string `json:"url"`
+	// Schedule is the table's own schedule, kind by kind: an empty spec
+	// keeps the configuration's, "off" turns the kind off for this table
+	// only (the daemon's per-table policy sets it).
+	Schedule Schedules `json:"schedule,omitzero"`
 }
 
 // TableHandle is an open table, as a job sees it.
@@ -116,7 +121,12 @@ type tableState struct {
 	handle    *TableHandle
 	openErr   error
 
-	next      [numKinds]time.Time
+	next [numKinds]time.Time
+	// sched and interval are the table's own schedules (spec.Schedule),
+	// parsed; a kind the spec leaves empty follows the configuration
+	// (Scheduler.schedLocked).
+	sched     [numKinds]cron.Schedule
+	interval  [numKinds]time.Duration
 	pending   [numKinds]Trigger
 	pendSince [numKinds]time.Time
 	notBefore [numKinds]time.Time

@@ -398,16 +398,22 @@ function shardGroups(spec, rows) {
 // ---- the session: a connection and its table handles ----------------------
 
 class Session {
-  constructor(uri, storageOptions) {
+  constructor(uri, storageOptions, staleHandles) {
     this.uri = uri;
     this.storageOptions = storageOptions || undefined;
+    this.staleHandles = !!staleHandles;
     this.handles = new Map(); // `${table}` or `${table}#${shard}` -> Table
   }
 
   async connect() {
     // readConsistencyInterval 0: every call sees the latest version, so
     // handles written by other handles or processes never read stale.
-    this.db = await lancedb.connect(this.uri, { storageOptions: this.storageOptions, readConsistencyInterval: 0 });
+    // staleHandles leaves it unset, LanceDB's default: a handle keeps the
+    // version it last saw, and its next write's transaction reads that
+    // version however old (as a long-lived application's handle does).
+    const opts = { storageOptions: this.storageOptions };
+    if (!this.staleHandles) opts.readConsistencyInterval = 0;
+    this.db = await lancedb.connect(this.uri, opts);
   }
 
   async table(name, key = name) {
@@ -743,7 +749,7 @@ async function step(s, st, defaultTable) {
 }
 
 async function runProgram(prog) {
-  const s = new Session(prog.uri, prog.storageOptions);
+  const s = new Session(prog.uri, prog.storageOptions, prog.staleHandles);
   const results = [];
   const started = Date.now();
   try {
