@@ -233,34 +233,52 @@ func LoadJobState(ctx context.Context, b storage.Bucket) (j JobState, found bool
 	// The newest record can be deleted between the listing and the read
 	// (a writer landed a newer one): list again.
 	for range 5 {
-		a, ok, err := storage.First(ctx, b, JobStateDir)
+		key, seq, ok, err := newestJobStateKey(ctx, b)
 		if err != nil {
-			return JobState{}, false, fmt.Errorf("list %s: %w", JobStateDir, err)
+			return JobState{}, false, err
 		}
 		if !ok {
 			return JobState{}, false, nil
 		}
-		seq, ok := parseJobStateKey(a.Key)
-		if !ok {
-			return JobState{}, false, fmt.Errorf("%s: not a job-state record name", a.Key)
-		}
-		data, err := b.Get(ctx, a.Key)
+		data, err := b.Get(ctx, key)
 		if storage.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return JobState{}, false, fmt.Errorf("read %s: %w", a.Key, err)
+			return JobState{}, false, fmt.Errorf("read %s: %w", key, err)
 		}
 		j, err := DecodeJobState(data)
 		if err != nil {
-			return JobState{}, false, fmt.Errorf("%s: %w", a.Key, err)
+			return JobState{}, false, fmt.Errorf("%s: %w", key, err)
 		}
 		if j.Seq != seq {
-			return JobState{}, false, fmt.Errorf("%s: %w: it says sequence %d", a.Key, ErrCorruptJobState, j.Seq)
+			return JobState{}, false, fmt.Errorf("%s: %w: it says sequence %d", key, ErrCorruptJobState, j.Seq)
 		}
 		return j, true, nil
 	}
 	return JobState{}, false, fmt.Errorf("list %s: the newest record kept disappearing", JobStateDir)
+}
+
+var errStopListing = errors.New("stop")
+
+// newestJobStateKey is the first record name of a listing of JobStateDir
+// (the newest record); other objects there (a stray upload) are passed
+// over, not taken for a damaged record.
+func newestJobStateKey(ctx context.Context, b storage.Bucket) (key string, seq uint64, ok bool, err error) {
+	err = b.List(ctx, JobStateDir, func(a storage.Attrs) error {
+		if n, valid := parseJobStateKey(a.Key); valid {
+			key, seq, ok = a.Key, n, true
+			return errStopListing
+		}
+		return nil
+	})
+	if errors.Is(err, errStopListing) {
+		err = nil
+	}
+	if err != nil {
+		return "", 0, false, fmt.Errorf("list %s: %w", JobStateDir, err)
+	}
+	return key, seq, ok, nil
 }
 
 // jobStateAttempts bounds the lost races of one save: each loss means
@@ -284,14 +302,11 @@ func SaveJobState(ctx context.Context, b storage.Bucket, news JobState) (JobStat
 		case err == nil:
 			seq = cur.Seq
 		case errors.Is(err, ErrCorruptJobState):
-			a, ok, lerr := storage.First(ctx, b, JobStateDir)
+			_, n, ok, lerr := newestJobStateKey(ctx, b)
 			if lerr != nil || !ok {
 				return JobState{}, err
 			}
-			if seq, ok = parseJobStateKey(a.Key); !ok {
-				return JobState{}, err
-			}
-			cur, found = JobState{}, true
+			seq, cur, found = n, JobState{}, true
 		default:
 			return JobState{}, err
 		}
@@ -312,7 +327,7 @@ func SaveJobState(ctx context.Context, b storage.Bucket, news JobState) (JobStat
 			// A writer that read an old record can land at a number whose
 			// record was deleted, below the newest, where no reader looks:
 			// the write counts only if the newest record holds its news.
-			if a, ok, err := storage.First(ctx, b, JobStateDir); err == nil && ok && a.Key == jobStateKey(next.Seq) {
+			if key, _, ok, err := newestJobStateKey(ctx, b); err == nil && ok && key == jobStateKey(next.Seq) {
 				return next, nil
 			}
 			newest, _, err := LoadJobState(ctx, b)

@@ -301,3 +301,26 @@ func TestWaitingGenerationsMergeAtStart(t *testing.T) {
 		}
 	}
 }
+
+// Another object under the records' folder is passed over, not taken for
+// the newest record.
+func TestLoadJobStatePassesOverStrayObjects(t *testing.T) {
+	b := memBucket(t)
+	ctx := context.Background()
+	if _, err := scheduler.SaveJobState(ctx, b, scheduler.JobState{Since: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Put(ctx, scheduler.JobStateDir+"0-notes.txt", []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	got, found, err := scheduler.LoadJobState(ctx, b)
+	if err != nil || !found || !got.Since.Equal(t0) {
+		t.Fatalf("load: %+v found %v err %v", got, found, err)
+	}
+	if _, err := scheduler.SaveJobState(ctx, b, scheduler.JobState{Since: t0.Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := scheduler.LoadJobState(ctx, b); got.Seq != 2 || !got.Since.Equal(t0.Add(-time.Hour)) {
+		t.Fatalf("after a second write: %+v", got)
+	}
+}
