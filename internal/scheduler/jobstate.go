@@ -327,8 +327,13 @@ func SaveJobState(ctx context.Context, b storage.Bucket, news JobState) (JobStat
 			// A writer that read an old record can land at a number whose
 			// record was deleted, below the newest, where no reader looks:
 			// the write counts only if the newest record holds its news.
-			if key, _, ok, err := newestJobStateKey(ctx, b); err == nil && ok && key == jobStateKey(next.Seq) {
+			key, newestSeq, ok, err := newestJobStateKey(ctx, b)
+			if err == nil && ok && key == jobStateKey(next.Seq) {
 				return next, nil
+			}
+			if err == nil && ok && newestSeq > next.Seq {
+				// Ours is below the newest, where nobody reads it.
+				_ = b.Delete(ctx, jobStateKey(next.Seq))
 			}
 			newest, _, err := LoadJobState(ctx, b)
 			if err == nil && newest.holds(news) {
@@ -342,6 +347,9 @@ func SaveJobState(ctx context.Context, b storage.Bucket, news JobState) (JobStat
 		default:
 			return JobState{}, fmt.Errorf("write %s (%s): %w", jobStateKey(next.Seq), out, err)
 		}
+	}
+	if lastErr == nil {
+		return JobState{}, fmt.Errorf("write the job state: lost %d races in a row", jobStateAttempts)
 	}
 	return JobState{}, fmt.Errorf("write the job state: lost %d races in a row: %w", jobStateAttempts, lastErr)
 }
