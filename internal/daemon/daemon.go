@@ -82,6 +82,9 @@ type Daemon struct {
 	discoverKick chan struct{}
 	demo         atomic.Pointer[democfg.Workload]
 
+	// plans are the status page's next-compaction plans.
+	plans planCache
+
 	reloadMu      sync.Mutex // one reload at a time (SIGHUP and POST /-/reload)
 	reloadOK      prometheus.Gauge
 	reloadSuccess prometheus.Gauge

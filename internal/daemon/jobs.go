@@ -263,8 +263,15 @@ func (d *Daemon) openTable(ctx context.Context, spec scheduler.TableSpec, cc com
 		_ = b.Close()
 		return nil, err
 	}
+	// The status page plans the next compaction through the same handle,
+	// for as long as the scheduler keeps the table open.
+	d.plans.setHandle(spec.Name, lh)
+	closeTable := func() error {
+		d.plans.drop(spec.Name, lh)
+		return b.Close()
+	}
 	return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: ib, Observer: &lanceTable{memwal.NewObserver(ib), lh}, Logger: logger,
-		Clock: d.clock, Close: b.Close}, nil
+		Clock: d.clock, Close: closeTable}, nil
 }
 
 // mergeJob merges every shard's flushed generations, in generation
