@@ -502,16 +502,32 @@ func trimJob(cfg func() JobsConfig) lanceJob {
 		if res == nil {
 			return scheduler.Outcome{}, err
 		}
-		lag := res.Plan.Retained[trim.ReasonIndexLag]
 		out := scheduler.Outcome{
-			Summary: fmt.Sprintf("deleted %d generations (%d bytes), %d WAL entries and %d shard manifests; kept %d bytes unmerged, %d bytes index-lagged",
-				res.DeletedGenerations, res.BytesTrimmed, res.DeletedWAL, res.DeletedManifests, res.Plan.Retained[trim.ReasonNotMerged], lag),
+			Summary:     trimSummary(res),
 			Stats:       scheduler.Stats{BytesTrimmed: uint64(max(res.BytesTrimmed, 0))},
 			Waiting:     res.Plan.Retained[trim.ReasonPinnedVersion] > 0,
 			NothingToDo: res.DeletedGenerations == 0 && res.DeletedWAL == 0 && res.DeletedManifests == 0 && res.DeletedObjects == 0,
 		}
 		return out, err
 	}
+}
+
+// trimSummary says what a trim deleted, each count with its own bytes
+// (one total after the generations read as theirs alone: "0 generations
+// (29456 bytes)"), and what it kept.
+func trimSummary(res *trim.Result) string {
+	var genBytes int64
+	if res.DeletedGenerations > 0 {
+		for _, g := range res.Plan.Generations {
+			if g.Delete {
+				genBytes += g.Bytes
+			}
+		}
+	}
+	walBytes := max(res.BytesTrimmed-genBytes, 0)
+	return fmt.Sprintf("deleted %d generations (%d bytes), %d WAL entries (%d bytes) and %d old shard manifests; kept %d bytes of unmerged generations and %d bytes of generations an index has not caught up with",
+		res.DeletedGenerations, genBytes, res.DeletedWAL, walBytes, res.DeletedManifests,
+		res.Plan.Retained[trim.ReasonNotMerged], res.Plan.Retained[trim.ReasonIndexLag])
 }
 
 // cleanupJob runs Lance's cleanup with jobs.cleanup's policy
