@@ -980,6 +980,14 @@ func TestTakeoverIsLoggedWhereItHappens(t *testing.T) {
 // over has not finished) says so: it never calls this instance "another
 // instance".
 func TestTriggerNeverNamesThisInstanceAsAnother(t *testing.T) {
+	// With membership the table is assigned to this instance by name;
+	// without, to none: the answer named "a" or "" as another instance.
+	for _, members := range []bool{false, true} {
+		t.Run(fmt.Sprintf("members=%v", members), func(t *testing.T) { triggerWhileTakingOver(t, members) })
+	}
+}
+
+func triggerWhileTakingOver(t *testing.T, withMembers bool) {
 	ctx := context.Background()
 	sp := specs(t, "t")
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -997,7 +1005,12 @@ func TestTriggerNeverNamesThisInstanceAsAnother(t *testing.T) {
 		t.Fatalf("b's lease: %v %v", ok, err)
 	}
 	fs := &faultSet{}
-	a := leaseInstance(t, "a", cfg, clk, newFakeJobs(), "", fs, nil, sp)
+	membersURL := ""
+	if withMembers {
+		membersURL = memRoot(t)
+	}
+	a := leaseInstance(t, "a", cfg, clk, newFakeJobs(), membersURL, fs, nil, sp)
+	eventually(t, "a serves t", func() bool { return a.status("t").Owned })
 	a.waitSynced("t")
 	// a serves t until it asks for the lease a job needs and finds b's.
 	if err := a.s.Trigger("t", scheduler.KindMerge); err != nil {
@@ -1009,7 +1022,7 @@ func TestTriggerNeverNamesThisInstanceAsAnother(t *testing.T) {
 		t.Fatalf("trigger while b's lease is live: %v", err)
 	}
 	// b's lease expires; the round that would take t over is held in its
-	// read of the lease.
+	// reads of the lease bucket (with membership, the heartbeat first).
 	release := make(chan struct{})
 	var rules []*faults.FaultRule
 	fs.mu.Lock()
