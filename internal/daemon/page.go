@@ -104,7 +104,10 @@ type tableView struct {
 	Plan *planView
 }
 
-// debtView is the work a table owes, from what the last sync saw.
+// debtView is the work a table owes, from what the last sync saw: the
+// page's one "Debt" section per table. Debt measured elsewhere (per-table
+// gauges of small fragments, retained versions and their age, pending
+// index rows) belongs here as fields, drawn in the same section.
 type debtView struct {
 	DeletedShare float64
 	// MaxLag is the largest catch-up lag of each index, in generations.
