@@ -525,9 +525,18 @@ func trimSummary(res *trim.Result) string {
 		}
 	}
 	walBytes := max(res.BytesTrimmed-genBytes, 0)
-	return fmt.Sprintf("deleted %d generations (%d bytes), %d WAL entries (%d bytes) and %d old shard manifests; kept %d bytes of unmerged generations and %d bytes of generations an index has not caught up with",
-		res.DeletedGenerations, genBytes, res.DeletedWAL, walBytes, res.DeletedManifests,
+	return fmt.Sprintf("deleted %s (%d bytes), %s (%d bytes) and %s; kept %d bytes of unmerged generations and %d bytes of generations an index has not caught up with",
+		pluralOf(res.DeletedGenerations, "generation", "generations"), genBytes, pluralOf(res.DeletedWAL, "WAL entry", "WAL entries"), walBytes,
+		pluralOf(res.DeletedManifests, "old shard manifest", "old shard manifests"),
 		res.Plan.Retained[trim.ReasonNotMerged], res.Plan.Retained[trim.ReasonIndexLag])
+}
+
+// pluralOf is "1 thing" or "n things".
+func pluralOf(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // cleanupJob runs Lance's cleanup with jobs.cleanup's policy

@@ -21,7 +21,7 @@ func TestTrimSummaryCountsAgreeWithBytes(t *testing.T) {
 		{"generations and WAL entries", trim.Result{DeletedGenerations: 2, DeletedWAL: 1, DeletedManifests: 3, BytesTrimmed: 3100,
 			Plan: trim.Plan{Generations: []trim.GenDecision{{Bytes: 1000, Delete: true}, {Bytes: 2000, Delete: true}, {Bytes: 700}},
 				Retained: map[string]int64{trim.ReasonIndexLag: 700}}},
-			"deleted 2 generations (3000 bytes), 1 WAL entries (100 bytes) and 3 old shard manifests; kept 0 bytes of unmerged generations and 700 bytes of generations an index has not caught up with"},
+			"deleted 2 generations (3000 bytes), 1 WAL entry (100 bytes) and 3 old shard manifests; kept 0 bytes of unmerged generations and 700 bytes of generations an index has not caught up with"},
 	} {
 		if got := trimSummary(&c.res); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
