@@ -12,9 +12,9 @@ import (
 	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
-// tree is every file under dir with its size: what a dry run must leave
+// filesUnder is every file under dir with its size: what a dry run must leave
 // as it found it.
-func tree(t *testing.T, dir string) map[string]int64 {
+func filesUnder(t *testing.T, dir string) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -53,9 +53,9 @@ func TestIndexCatchupAndRemapDryRun(t *testing.T) {
 	}
 	dry := func(args ...string) map[string]any {
 		t.Helper()
-		before := tree(t, dir)
+		before := filesUnder(t, dir)
 		m := doc(args...)
-		if after := tree(t, dir); !maps.Equal(before, after) {
+		if after := filesUnder(t, dir); !maps.Equal(before, after) {
 			t.Fatalf("%v wrote files: %d before, %d after", args, len(before), len(after))
 		}
 		if m["dry_run"] != true {

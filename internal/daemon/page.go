@@ -111,19 +111,19 @@ type tableView struct {
 type debtView struct {
 	DeletedShare float64
 	// MaxLag is the largest catch-up lag of each index, in generations.
-	MaxLag []indexLag
+	MaxLag []lagView
 	// Retained is the SSTable bytes trim keeps, by reason.
-	Retained []retained
+	Retained []retainedView
 	// RunningFor is the running job's age (0: none).
 	RunningFor time.Duration
 }
 
-type indexLag struct {
+type lagView struct {
 	Index string
 	Lag   uint64
 }
 
-type retained struct {
+type retainedView struct {
 	Reason string
 	Bytes  uint64
 }
@@ -141,22 +141,22 @@ func debtOf(ts scheduler.TableStatus, now time.Time) debtView {
 		d.DeletedShare = float64(s.DeletedRows) / float64(s.PhysicalRows)
 	}
 	lags := map[string]uint64{}
-	bytes := map[string]uint64{}
+	kept := map[string]uint64{}
 	for _, sh := range s.Shards {
 		for ix, g := range sh.Lag {
 			lags[ix] = max(lags[ix], g)
 		}
 		for r, n := range sh.Retained {
-			bytes[r] += n
+			kept[r] += n
 		}
 	}
 	for ix, g := range lags {
-		d.MaxLag = append(d.MaxLag, indexLag{ix, g})
+		d.MaxLag = append(d.MaxLag, lagView{ix, g})
 	}
 	sort.Slice(d.MaxLag, func(i, j int) bool { return d.MaxLag[i].Index < d.MaxLag[j].Index })
 	for _, r := range observe.RetainedReasons {
-		if bytes[r] > 0 {
-			d.Retained = append(d.Retained, retained{r, bytes[r]})
+		if kept[r] > 0 {
+			d.Retained = append(d.Retained, retainedView{r, kept[r]})
 		}
 	}
 	return d
