@@ -113,6 +113,9 @@ type checker struct {
 	missingObj map[string]Violation
 	// bytes is the listed size of the referenced files object checked.
 	bytes int64
+	// decode lists, with Deep, the data and index files to decode page by
+	// page once every version is read (each once).
+	decode []decodeFile
 }
 
 // Run checks the dataset. The error is for a dataset it could not look at
@@ -191,6 +194,12 @@ func Run(ctx context.Context, b storage.Bucket, opt Options) (*Report, error) {
 			return nil, err
 		}
 		prev, newest = f, f
+	}
+	if len(c.decode) > 0 {
+		report() // the objects' phase ends here
+		if err := c.decodeFiles(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if newest != nil {
 		if d, err := inspect.FromManifest(ctx, b, newest); err == nil {
@@ -408,7 +417,10 @@ func (c *checker) fragments(ctx context.Context, f *meta.ManifestFile, mkey stri
 			if df.BaseId != nil {
 				continue // in another base path: not under this root
 			}
-			c.object(v, CheckDataFile, meta.DataKey(df.GetPath()), df.GetFileSizeBytes(), "of fragment", id)
+			key := meta.DataKey(df.GetPath())
+			if c.object(v, CheckDataFile, key, df.GetFileSizeBytes(), "of fragment", id) {
+				c.toDecode(decodeFile{check: CheckDataFile, key: key, frag: id, rows: fr.GetPhysicalRows(), df: df})
+			}
 		}
 		del := fr.GetDeletionFile()
 		if del == nil {
@@ -525,9 +537,18 @@ func (c *checker) indices(ctx context.Context, f *meta.ManifestFile, mkey string
 			if !c.dirs[dir] {
 				c.missing(v, CheckIndex, dir, fmt.Sprintf("directory of index %s is missing or empty (referenced by version %d)", ix.GetName(), v))
 			}
+			// A segment that lists no files: its directory's Lance files.
+			for key := range c.files {
+				if strings.HasPrefix(key, dir) && strings.HasSuffix(key, ".lance") {
+					c.toDecode(decodeFile{check: CheckIndex, key: key, frag: noID})
+				}
+			}
 		}
 		for _, file := range ix.GetFiles() {
-			c.object(v, CheckIndex, dir+file.GetPath(), file.GetSizeBytes(), "file of index "+ix.GetName(), noID)
+			key := dir + file.GetPath()
+			if c.object(v, CheckIndex, key, file.GetSizeBytes(), "file of index "+ix.GetName(), noID) && strings.HasSuffix(key, ".lance") {
+				c.toDecode(decodeFile{check: CheckIndex, key: key, frag: noID})
+			}
 		}
 	}
 }
