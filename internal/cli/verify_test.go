@@ -41,6 +41,7 @@ func TestLanceVerifyCorruption(t *testing.T) {
 		name, table string
 		damage      func(t *testing.T, dir string) string // returns the object's key
 		inspectToo  bool
+		deepOnly    bool // the file keeps its size: only --deep decodes it
 	}{
 		{"manifest truncated", "indexed", func(t *testing.T, dir string) string {
 			p := firstMatch(t, dir, "_versions/*.manifest")
@@ -48,17 +49,17 @@ func TestLanceVerifyCorruption(t *testing.T) {
 				t.Fatal(err)
 			}
 			return "_versions/" + filepath.Base(p)
-		}, true},
+		}, true, false},
 		{"manifest footer byte flipped", "plain", func(t *testing.T, dir string) string {
 			p := firstMatch(t, dir, "_versions/*.manifest")
 			flipByte(t, p, 16) // the manifest offset's low byte
 			return "_versions/" + filepath.Base(p)
-		}, true},
+		}, true, false},
 		{"older manifest magic flipped", "plain", func(t *testing.T, dir string) string {
 			p := filepath.Join(dir, "_versions", "18446744073709551614.manifest") // version 1
 			flipByte(t, p, 1)
 			return "_versions/" + filepath.Base(p)
-		}, false},
+		}, false, false},
 		{"shard manifest garbage", "memwal_1", func(t *testing.T, dir string) string {
 			p := firstMatch(t, dir, "_mem_wal/*/manifest/1010*.binpb") // version 5, the newest
 			if err := os.WriteFile(p, []byte{0xff, 0xff, 0xff}, 0o644); err != nil {
@@ -66,21 +67,21 @@ func TestLanceVerifyCorruption(t *testing.T) {
 			}
 			rel, _ := filepath.Rel(dir, p)
 			return filepath.ToSlash(rel)
-		}, true},
+		}, true, false},
 		{"transaction file garbage", "deletes_arrow", func(t *testing.T, dir string) string {
 			p := firstMatch(t, dir, "_transactions/4-*.txn") // made the latest version
 			if err := os.WriteFile(p, []byte{0x0a, 0xff}, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			return "_transactions/" + filepath.Base(p)
-		}, false},
+		}, false, false},
 		{"data file deleted", "plain", func(t *testing.T, dir string) string {
 			p := firstMatch(t, dir, "data/*.lance")
 			if err := os.Remove(p); err != nil {
 				t.Fatal(err)
 			}
 			return "data/" + filepath.Base(p)
-		}, false},
+		}, false, false},
 		{"index file deleted", "indexed", func(t *testing.T, dir string) string {
 			p := firstMatch(t, dir, "_indices/*/bitmap_page_lookup.lance")
 			if err := os.Remove(p); err != nil {
@@ -88,14 +89,25 @@ func TestLanceVerifyCorruption(t *testing.T) {
 			}
 			rel, _ := filepath.Rel(dir, filepath.Dir(p))
 			return filepath.ToSlash(rel) + "/"
-		}, false},
+		}, false, false},
 		{"deletion file deleted", "deletes_bin", func(t *testing.T, dir string) string {
 			p := firstMatch(t, dir, "_deletions/*.bin")
 			if err := os.Remove(p); err != nil {
 				t.Fatal(err)
 			}
 			return "_deletions/" + filepath.Base(p)
-		}, false},
+		}, false, false},
+		{"data file magic flipped", "plain", func(t *testing.T, dir string) string {
+			p := firstMatch(t, dir, "data/*.lance")
+			flipByte(t, p, 1)
+			return "data/" + filepath.Base(p)
+		}, false, true},
+		{"btree file magic flipped", "indexed", func(t *testing.T, dir string) string {
+			p := firstMatch(t, dir, "_indices/*/page_data.lance")
+			flipByte(t, p, 2)
+			rel, _ := filepath.Rel(dir, p)
+			return filepath.ToSlash(rel)
+		}, false, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,6 +118,12 @@ func TestLanceVerifyCorruption(t *testing.T) {
 			obj := tc.damage(t, dir)
 			before := snapshot(t, dir)
 			cmds := [][]string{{"verify", dir}, {"verify", "file://" + dir, "--deep"}}
+			if tc.deepOnly {
+				if r := run(t, "", "verify", dir); r.code != 0 {
+					t.Errorf("plain verify read a same-size file: exit %d: %s", r.code, r.stderr)
+				}
+				cmds = cmds[1:]
+			}
 			if tc.inspectToo {
 				cmds = append(cmds, []string{"inspect", dir})
 			}
