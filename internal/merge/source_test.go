@@ -1,0 +1,69 @@
+package merge
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/compactord/compactord/internal/format/file"
+	"github.com/compactord/compactord/internal/testing/lancedb"
+)
+
+// damage overwrites, keeping the size, either the trailing magic of the
+// Lance file at path or every buffer of the first page of its column
+// named col.
+func damage(t *testing.T, path, col string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if col == "" {
+		copy(b[len(b)-4:], "XXXX")
+	} else {
+		f, err := file.Open(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fl := f.Schema.Field(col)
+		if fl == nil {
+			t.Fatalf("%s has no column %s", path, col)
+		}
+		p := f.Columns[fl.Column].GetPages()[0]
+		for k, off := range p.GetBufferOffsets() {
+			for i := off; i < off+p.GetBufferSizes()[k]; i++ {
+				b[i] = byte(i*37 + 11)
+			}
+		}
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMergeNamesDamagedGenerationFile: a merge of a generation whose data
+// file is damaged (its magic, or the page of its key column) fails with an
+// error naming the file by its path from the table's root, once.
+func TestMergeNamesDamagedGenerationFile(t *testing.T) {
+	for _, col := range []string{"", "id"} {
+		t.Run("damaged "+map[string]string{"": "magic", "id": "key page"}[col], func(t *testing.T) {
+			dir := lancedb.CorpusDir(t, "memwal_1")
+			m, _ := filepath.Glob(filepath.Join(dir, "_mem_wal", "*", "*_gen_1", "data", "*.lance"))
+			if len(m) != 1 {
+				t.Fatalf("generation 1 data files: %v", m)
+			}
+			rel, _ := filepath.Rel(dir, m[0])
+			key := filepath.ToSlash(rel)
+			damage(t, m[0], col)
+			_, err := RunAll(t.Context(), openHandle(t, dir), Env{MaxGenerations: 8})
+			if err == nil {
+				t.Fatal("merge of a damaged generation succeeded")
+			}
+			if n := strings.Count(err.Error(), key); n != 1 {
+				t.Errorf("error names %s %d times: %v", key, n, err)
+			}
+		})
+	}
+}
