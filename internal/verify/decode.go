@@ -71,12 +71,16 @@ func (c *checker) decodeOne(ctx context.Context, d decodeFile, size int64, onPag
 	// fail sorts an error: the file's bytes (a violation), the object
 	// removed since it was listed (a concurrent cleanup: the listing
 	// already judged its presence), or storage (verify's own failure).
+	what := ""
+	if d.df != nil {
+		what = fmt.Sprintf("of fragment %d ", d.frag)
+	}
 	fail := func(err error) error {
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case errors.Is(err, file.ErrFormat):
-			c.add(d.check, d.key, fmt.Sprintf("does not decode: %v", err))
+			c.add(d.check, d.key, fmt.Sprintf("%sdoes not decode: %v", what, err))
 			return nil
 		case storage.IsNotFound(err):
 			return nil
