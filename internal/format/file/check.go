@@ -32,8 +32,8 @@ type CheckProgress func(rows, bytes uint64)
 // exactly the rows its metadata gives, the decoded values are well formed
 // (offsets monotone and within the values, validity and fixed-width
 // buffers as long as the rows, list items and fixed-size-list children as
-// many as the offsets and sizes say), and each column holds the file's
-// rows. Open has already checked the footer, the metadata tables and that
+// many as the offsets and sizes say, dictionary indices of non-null slots
+// within the dictionary: 2.1+), and each column holds the file's rows. Open has already checked the footer, the metadata tables and that
 // every buffer lies inside the file.
 //
 // Memory is one decoded page (and its buffers) at a time, whatever the
@@ -75,6 +75,9 @@ func (f *File) checkPath(path []*Field, progress CheckProgress) error {
 		}
 		if uint64(lp.rows) != p.GetLength() {
 			return fail(errf("decodes to %d rows, its metadata says %d", lp.rows, p.GetLength()))
+		}
+		if err := lp.dictInRange(); err != nil {
+			return fail(err)
 		}
 		outs, err := unravel(lp, lists)
 		if err != nil {
@@ -177,6 +180,27 @@ func (f *File) check20(progress CheckProgress) error {
 	for _, fl := range f.Schema.Fields {
 		if err := walk(fl, f.NumRows(), fl.Name); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// dictInRange reports a valid slot whose dictionary index is out of range
+// (the decoders read any such index as entry 0, since null slots may hold
+// any). Without definition levels every slot is valid; with them, a slot
+// is valid when its level is 0 (when values and levels do not pair up
+// slot for slot, the page is not judged).
+func (lp *leafPage) dictInRange() error {
+	v := lp.values
+	if v == nil || len(v.outOfDict) == 0 {
+		return nil
+	}
+	if lp.def != nil && len(lp.def) != v.n {
+		return nil
+	}
+	for _, i := range v.outOfDict {
+		if lp.def == nil || lp.def[i] == 0 {
+			return errf("value %d: dictionary index out of range", i)
 		}
 	}
 	return nil

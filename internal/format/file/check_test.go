@@ -117,3 +117,34 @@ func TestWellFormed(t *testing.T) {
 		}
 	}
 }
+
+// TestDictInRange: undict records the values whose index is past the
+// dictionary, and Check refuses such a value unless its slot is null.
+func TestDictInRange(t *testing.T) {
+	dict := &block{n: 2, bits: 32, data: make([]byte, 8)}
+	idx := &block{n: 4, bits: 8, data: []byte{0, 1, 7, 1}}
+	vals, err := undict(idx, dict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vals.outOfDict) != 1 || vals.outOfDict[0] != 2 {
+		t.Fatalf("out of range: %v, want [2]", vals.outOfDict)
+	}
+	for _, tc := range []struct {
+		def []uint16
+		ok  bool
+	}{
+		{nil, false},                 // every slot valid
+		{[]uint16{0, 0, 1, 0}, true}, // the slot is null
+		{[]uint16{0, 0, 0, 1}, false},
+		{[]uint16{0, 0}, true}, // levels that do not pair with the values: not judged
+	} {
+		lp := &leafPage{values: vals, def: tc.def}
+		if err := lp.dictInRange(); (err == nil) != tc.ok {
+			t.Errorf("def %v: %v", tc.def, err)
+		}
+	}
+	if ok, err := undict(&block{n: 2, bits: 8, data: []byte{1, 0}}, dict); err != nil || len(ok.outOfDict) != 0 {
+		t.Errorf("indices in range: %v %v", ok.outOfDict, err)
+	}
+}
