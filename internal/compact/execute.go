@@ -351,7 +351,7 @@ func openFile(ctx context.Context, b storage.Bucket, f *pb.DataFragment) (*file.
 	lf, err := file.Open(ra, size)
 	if err != nil {
 		done()
-		return nil, 0, nil, fmt.Errorf("fragment %d: %s: %w", f.GetId(), key, err)
+		return nil, 0, nil, sourceErr(f.GetId(), key, err)
 	}
 	return lf, size, done, nil
 }

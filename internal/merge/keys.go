@@ -211,7 +211,7 @@ func scanFragment(ctx context.Context, b storage.Bucket, f *pb.DataFragment, pk 
 		}
 		batch, err := lf.ReadRange(fields, row, min(row+scanWindow, lf.NumRows()))
 		if err != nil {
-			return sc, fmt.Errorf("merge: fragment %d: %s: %w", f.GetId(), name, err)
+			return sc, fmt.Errorf("merge: fragment %d: %w", f.GetId(), named(name, err))
 		}
 		rep.Add(int64(batch.NumRows), 0)
 		kc, err := newKeyColumn(batch.Columns[0], batch.Fields[0].Type)

@@ -265,7 +265,7 @@ func readGeneration(ctx context.Context, b storage.Bucket, shard string, sst *pb
 		}
 		done()
 		if err != nil {
-			return nil, fmt.Errorf("merge: generation %d fragment %d: %s: %w", sst.GetGeneration(), f.GetId(), name, err)
+			return nil, fmt.Errorf("merge: generation %d fragment %d: %w", sst.GetGeneration(), f.GetId(), named(name, err))
 		}
 		dv, err := deleted(ctx, gb, gdir, f)
 		if err != nil {
@@ -387,7 +387,7 @@ func takeRows(ctx context.Context, g genBatch, names []string) (*file.Batch, err
 	}
 	tb, err := lf.Take(names, rows)
 	if err != nil {
-		return nil, fmt.Errorf("merge: generation %d fragment %d: %s: %w", g.src.gen, g.src.frag.GetId(), name, err)
+		return nil, fmt.Errorf("merge: generation %d fragment %d: %w", g.src.gen, g.src.frag.GetId(), named(name, err))
 	}
 	return &file.Batch{NumRows: len(g.rows), Columns: tb.Columns}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
@@ -31,7 +32,7 @@ func openFragment(ctx context.Context, b storage.Bucket, dir string, f *pb.DataF
 	if size == 0 {
 		a, err := b.Attributes(ctx, key)
 		if err != nil {
-			return nil, "", nil, fmt.Errorf("fragment %d: %s: %w", f.GetId(), name, err)
+			return nil, "", nil, fmt.Errorf("fragment %d: %w", f.GetId(), named(name, err))
 		}
 		size = a.Size
 	}
@@ -44,9 +45,18 @@ func openFragment(ctx context.Context, b storage.Bucket, dir string, f *pb.DataF
 	lf, err = file.Open(ra, size)
 	if err != nil {
 		done()
-		return nil, "", nil, fmt.Errorf("fragment %d: %s: %w", f.GetId(), name, err)
+		return nil, "", nil, fmt.Errorf("fragment %d: %w", f.GetId(), named(name, err))
 	}
 	return lf, name, done, nil
+}
+
+// named prefixes err with the object it concerns unless err names it
+// already (the storage layer's errors name the object they read).
+func named(name string, err error) error {
+	if strings.Contains(err.Error(), name) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // deleted returns the deletion vector (empty without one) of a fragment
@@ -60,7 +70,7 @@ func deleted(ctx context.Context, b storage.Bucket, dir string, f *pb.DataFragme
 	key := deletion.Key(f.GetId(), df)
 	data, err := b.Get(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("fragment %d: deletion file %s: %w", f.GetId(), dir+key, err)
+		return nil, fmt.Errorf("fragment %d: deletion file: %w", f.GetId(), named(dir+key, err))
 	}
 	bm, err := deletion.Decode(df, data, f.GetPhysicalRows())
 	if err != nil {

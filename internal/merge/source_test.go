@@ -13,9 +13,15 @@ import (
 
 // damage overwrites, keeping the size, either the trailing magic of the
 // Lance file at path or every buffer of the first page of its column
-// named col.
+// named col; col "-" removes the file.
 func damage(t *testing.T, path, col string) {
 	t.Helper()
+	if col == "-" {
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -44,11 +50,12 @@ func damage(t *testing.T, path, col string) {
 }
 
 // TestMergeNamesDamagedGenerationFile: a merge of a generation whose data
-// file is damaged (its magic, or the page of its key column) fails with an
-// error naming the file by its path from the table's root, once.
+// file is damaged (its magic, or the page of its key column) or missing
+// fails with an error naming the file by its path from the table's root,
+// once.
 func TestMergeNamesDamagedGenerationFile(t *testing.T) {
-	for _, col := range []string{"", "id"} {
-		t.Run("damaged "+map[string]string{"": "magic", "id": "key page"}[col], func(t *testing.T) {
+	for _, col := range []string{"", "id", "-"} {
+		t.Run(map[string]string{"": "magic", "id": "key page", "-": "missing"}[col], func(t *testing.T) {
 			dir := lancedb.CorpusDir(t, "memwal_1")
 			m, _ := filepath.Glob(filepath.Join(dir, "_mem_wal", "*", "*_gen_1", "data", "*.lance"))
 			if len(m) != 1 {

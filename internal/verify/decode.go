@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/format/file"
@@ -84,6 +85,8 @@ func (c *checker) decodeOne(ctx context.Context, d decodeFile, size int64, onPag
 			return nil
 		case storage.IsNotFound(err):
 			return nil
+		case strings.Contains(err.Error(), d.key):
+			return err // the storage layer's errors name the object
 		}
 		return fmt.Errorf("read %s: %w", d.key, err)
 	}
