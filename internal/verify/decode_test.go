@@ -330,3 +330,19 @@ func TestDeepDecodeStreams(t *testing.T) {
 		t.Errorf("no progress of phase verify decode: %v", lines.All())
 	}
 }
+
+// TestDeepDecodesGenerationPages: a page of an unmerged generation's data
+// file overwritten (size unchanged) is a violation naming the file, the
+// column and the page.
+func TestDeepDecodesGenerationPages(t *testing.T) {
+	dir := lancedb.CorpusDir(t, "memwal_1")
+	key := one(t, dir, "_mem_wal/*/*_gen_2/data/*.lance")
+	f, _ := openLance(t, filepath.Join(dir, key))
+	col := f.Schema.Field("s").Column
+	page := overwritePage(t, filepath.Join(dir, key), col, 0)
+	rep := run(t, dir, Options{Deep: true})
+	if len(rep.Violations) != 1 || rep.Violations[0].Check != CheckSSTable || rep.Violations[0].Object != key ||
+		!strings.Contains(rep.Violations[0].Message, page) {
+		t.Errorf("want one %s violation on %s naming %s; got %v", CheckSSTable, key, page, rep.Violations)
+	}
+}

@@ -10,7 +10,6 @@
 package verify
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -845,12 +844,12 @@ func (c *checker) sstableManifest(ctx context.Context, gdir string) error {
 	if len(f.Manifest.GetFragments()) == 0 {
 		c.add(CheckSSTable, gdir, "the generation's manifest has no fragments")
 	}
-	// Every data file decodes whole and every deletion file decodes: the
-	// merge reads them all.
+	// Every page of every data file decodes (one page in memory at a
+	// time) and every deletion file decodes: the merge reads them all.
 	for _, fr := range f.Manifest.GetFragments() {
 		for _, df := range fr.GetFiles() {
 			key := meta.DataKey(df.GetPath())
-			data, err := sub.Get(ctx, key)
+			a, err := sub.Attributes(ctx, key)
 			if storage.IsNotFound(err) {
 				c.add(CheckSSTable, gdir+key, "is missing")
 				continue
@@ -859,15 +858,25 @@ func (c *checker) sstableManifest(ctx context.Context, gdir string) error {
 				return err
 			}
 			c.rep.Objects++
-			lf, err := file.Open(bytes.NewReader(data), int64(len(data)))
+			r := storage.NewReaderAt(ctx, sub, key, a.Size)
+			lf, err := file.Open(r, a.Size)
 			if err == nil {
-				_, err = lf.ReadAll(nil)
+				err = lf.Check(nil)
 			}
-			if err == nil && fr.GetPhysicalRows() != 0 && lf.NumRows() != fr.GetPhysicalRows() {
-				err = fmt.Errorf("%d rows, the fragment %d", lf.NumRows(), fr.GetPhysicalRows())
-			}
-			if err != nil {
+			_ = r.(*storage.ReaderAt).Close()
+			switch {
+			case err == nil:
+				if fr.GetPhysicalRows() != 0 && lf.NumRows() != fr.GetPhysicalRows() {
+					c.add(CheckSSTable, gdir+key, fmt.Sprintf("does not decode: %d rows, the fragment %d", lf.NumRows(), fr.GetPhysicalRows()))
+				}
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case storage.IsNotFound(err):
+				c.add(CheckSSTable, gdir+key, "is missing")
+			case errors.Is(err, file.ErrFormat):
 				c.add(CheckSSTable, gdir+key, fmt.Sprintf("does not decode: %v", err))
+			default:
+				return err
 			}
 		}
 		if dfl := fr.GetDeletionFile(); dfl != nil {
