@@ -17,6 +17,7 @@ import (
 
 	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/format/file"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testing/lancedb"
@@ -345,4 +346,64 @@ func TestDeepDecodesGenerationPages(t *testing.T) {
 		!strings.Contains(rep.Violations[0].Message, page) {
 		t.Errorf("want one %s violation on %s naming %s; got %v", CheckSSTable, key, page, rep.Violations)
 	}
+}
+
+// TestDeepDecodeVersions: a file of a version compactord does not read is
+// a warning, not a violation: a data file whose manifest records a legacy
+// (0.0) or unknown version, and an index file whose well-formed footer
+// names another version. A data file whose footer contradicts the version
+// the manifest records is damaged.
+func TestDeepDecodeVersions(t *testing.T) {
+	warned := func(t *testing.T, rep *Report, check, key, msg string) {
+		t.Helper()
+		for _, w := range rep.Warnings {
+			if w.Check == check && w.Object == key && strings.Contains(w.Message, msg) {
+				return
+			}
+		}
+		t.Errorf("no %s warning on %s saying %q; warnings %v", check, key, msg, rep.Warnings)
+	}
+	t.Run("data file recorded as legacy", func(t *testing.T) {
+		dir := lancedb.CorpusDir(t, "plain")
+		var key string
+		rewriteLatest(t, dir, func(f *meta.ManifestFile) {
+			df := f.Manifest.GetFragments()[2].GetFiles()[0] // only the latest version has fragment 2
+			df.FileMajorVersion, df.FileMinorVersion = 0, 0
+			key = meta.DataKey(df.GetPath())
+		})
+		overwrite(t, filepath.Join(dir, key), 0, 16) // not read: its damage is not seen
+		rep := run(t, dir, Options{Deep: true, Version: 3})
+		if !rep.OK() {
+			t.Errorf("violations %v", rep.Violations)
+		}
+		warned(t, rep, CheckDataFile, key, "records file version 0.0, which compactord does not read")
+	})
+	t.Run("index file of another version", func(t *testing.T) {
+		dir := lancedb.CorpusDir(t, "indexed")
+		key := one(t, dir, "_indices/*/page_lookup.lance")
+		st, _ := os.Stat(filepath.Join(dir, key))
+		b, _ := os.ReadFile(filepath.Join(dir, key))
+		b[st.Size()-8], b[st.Size()-6] = 9, 9 // the footer's major and minor
+		if err := os.WriteFile(filepath.Join(dir, key), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rep := run(t, dir, Options{Deep: true})
+		warned(t, rep, CheckIndex, key, "unsupported file version 9.9")
+		for _, v := range rep.Violations {
+			if v.Object == key {
+				t.Errorf("violation %v", v)
+			}
+		}
+	})
+	t.Run("data file footer contradicts the manifest", func(t *testing.T) {
+		dir := lancedb.CorpusDir(t, "plain")
+		key := one(t, dir, "data/*.lance")
+		st, _ := os.Stat(filepath.Join(dir, key))
+		b, _ := os.ReadFile(filepath.Join(dir, key))
+		b[st.Size()-8], b[st.Size()-6] = 9, 9
+		if err := os.WriteFile(filepath.Join(dir, key), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		wantCheck(t, run(t, dir, Options{Deep: true}), CheckDataFile, key)
+	})
 }
