@@ -3,7 +3,9 @@ package merge
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -245,6 +247,12 @@ func readGeneration(ctx context.Context, b storage.Bucket, shard string, sst *pb
 	gb := storage.Sub(b, gdir)
 	gm, _, err := meta.ReadLatest(ctx, gb)
 	if err != nil {
+		// A corrupt manifest is named by its path from the table's root
+		// (the generation's reader names it from the generation's).
+		var ce *meta.CorruptError
+		if errors.As(err, &ce) && !strings.HasPrefix(ce.Key, gdir) {
+			err = &meta.CorruptError{Key: gdir + ce.Key, Err: ce.Err}
+		}
 		return nil, fmt.Errorf("merge: generation %d of shard %s (%s): %w", sst.GetGeneration(), shard, sst.GetPath(), err)
 	}
 	var out []genFragment

@@ -13,11 +13,17 @@ import (
 
 // damage overwrites, keeping the size, either the trailing magic of the
 // Lance file at path or every buffer of the first page of its column
-// named col; col "-" removes the file.
+// named col; col "-" removes the file, "manifest" truncates it.
 func damage(t *testing.T, path, col string) {
 	t.Helper()
-	if col == "-" {
+	switch col {
+	case "-":
 		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		return
+	case "manifest":
+		if err := os.Truncate(path, 100); err != nil {
 			t.Fatal(err)
 		}
 		return
@@ -50,14 +56,18 @@ func damage(t *testing.T, path, col string) {
 }
 
 // TestMergeNamesDamagedGenerationFile: a merge of a generation whose data
-// file is damaged (its magic, or the page of its key column) or missing
-// fails with an error naming the file by its path from the table's root,
-// once.
+// file is damaged (its magic, or the page of its key column) or missing,
+// or whose manifest is truncated, fails with an error naming the file by
+// its path from the table's root, once.
 func TestMergeNamesDamagedGenerationFile(t *testing.T) {
-	for _, col := range []string{"", "id", "-"} {
-		t.Run(map[string]string{"": "magic", "id": "key page", "-": "missing"}[col], func(t *testing.T) {
+	for _, col := range []string{"", "id", "-", "manifest"} {
+		t.Run(map[string]string{"": "magic", "id": "key page", "-": "missing", "manifest": "manifest"}[col], func(t *testing.T) {
 			dir := lancedb.CorpusDir(t, "memwal_1")
-			m, _ := filepath.Glob(filepath.Join(dir, "_mem_wal", "*", "*_gen_1", "data", "*.lance"))
+			pattern := filepath.Join(dir, "_mem_wal", "*", "*_gen_1", "data", "*.lance")
+			if col == "manifest" {
+				pattern = filepath.Join(dir, "_mem_wal", "*", "*_gen_1", "_versions", "*.manifest")
+			}
+			m, _ := filepath.Glob(pattern)
 			if len(m) != 1 {
 				t.Fatalf("generation 1 data files: %v", m)
 			}
