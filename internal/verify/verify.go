@@ -37,9 +37,9 @@ const (
 	CheckFlags         = "feature_flags"  // every reader and writer flag is one lance 12 defines
 	CheckTransaction   = "transaction"    // the version's transaction exists, decodes and matches its name
 	CheckFragments     = "fragments"      // ids unique and ≤ max_fragment_id, rows > 0, deleted ≤ physical
-	CheckDataFile      = "data_file"      // referenced data files exist with their recorded size
+	CheckDataFile      = "data_file"      // referenced data files exist with their recorded size (and, deep, every page decodes)
 	CheckDeletionFile  = "deletion_file"  // deletion files exist (and, deep, decode to num_deleted_rows)
-	CheckIndex         = "index"          // index files exist, bitmaps ⊆ fragments ever live, segments agree
+	CheckIndex         = "index"          // index files exist, bitmaps ⊆ fragments ever live, segments agree (and, deep, .lance files decode)
 	CheckTag           = "tag"            // tags decode and name retained versions
 	CheckMemWal        = "mem_wal"        // MemWAL index: compacted ≤ flushed, catch-up ≤ compacted, maintained indexes exist
 	CheckShardManifest = "shard_manifest" // shard manifests decode and say their own version and shard
@@ -80,7 +80,9 @@ func (r *Report) OK() bool { return len(r.Violations) == 0 }
 type Options struct {
 	// Version checks only this version (0: every retained version).
 	Version uint64
-	// Deep also reads and decodes every deletion file, every WAL entry
+	// Deep also decodes every page of every data file and every .lance
+	// file of an index segment the checked versions reference (one page in
+	// memory at a time, file.Check), every deletion file, every WAL entry
 	// above its shard's replay position, and every unmerged generation end
 	// to end (its newest manifest, and every data and deletion file of
 	// it): the acknowledged data the base table does not hold yet, which
