@@ -34,7 +34,7 @@ import (
 const (
 	CheckManifest      = "manifest"       // a listed manifest decodes and says its own version
 	CheckChain         = "manifest_chain" // timestamps never decrease along the versions
-	CheckFlags         = "feature_flags"  // every reader and writer flag is one lance 12 defines
+	CheckFlags         = "feature_flags"  // every reader and writer flag is one lance 12 defines (a warning: a newer Lance's table is not damaged)
 	CheckTransaction   = "transaction"    // the version's transaction exists, decodes and matches its name
 	CheckFragments     = "fragments"      // ids unique and ≤ max_fragment_id, rows > 0, deleted ≤ physical
 	CheckDataFile      = "data_file"      // referenced data files exist with their recorded size (and, deep, every page decodes)
@@ -315,10 +315,10 @@ func (c *checker) version(ctx context.Context, f *meta.ManifestFile) error {
 	v := m.GetVersion()
 	mkey := meta.ManifestKey(c.naming, v)
 	if x := m.GetReaderFeatureFlags() &^ meta.KnownFlags; x != 0 {
-		c.add(CheckFlags, mkey, fmt.Sprintf("reader flags carry bits lance 12 does not define: %s", strings.Join(meta.FlagNames(x), ", ")))
+		c.warn(CheckFlags, mkey, fmt.Sprintf("reader flags carry bits lance 12 does not define: %s (a newer Lance wrote this version; compactord maintains nothing on the table, and what it reads of the data may be incomplete)", strings.Join(meta.FlagNames(x), ", ")))
 	}
 	if x := m.GetWriterFeatureFlags() &^ meta.KnownFlags; x != 0 {
-		c.add(CheckFlags, mkey, fmt.Sprintf("writer flags carry bits lance 12 does not define: %s", strings.Join(meta.FlagNames(x), ", ")))
+		c.warn(CheckFlags, mkey, fmt.Sprintf("writer flags carry bits lance 12 does not define: %s (a newer Lance wrote this version; compactord reads it but maintains nothing on the table)", strings.Join(meta.FlagNames(x), ", ")))
 	}
 	if err := c.transaction(ctx, f, mkey); err != nil {
 		return err
