@@ -83,6 +83,9 @@ type Daemon struct {
 	discoverKick chan struct{}
 	demo         atomic.Pointer[democfg.Workload]
 
+	// plans are the status page's next-compaction plans.
+	plans planCache
+
 	reloadMu      sync.Mutex // one reload at a time (SIGHUP and POST /-/reload)
 	reloadOK      prometheus.Gauge
 	reloadSuccess prometheus.Gauge
@@ -409,26 +412,43 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// ReloadResult is what a reload applied.
+type ReloadResult struct {
+	// Tables is the tables the scheduler runs after it: configured, demo
+	// and discovered (a discovery config lists none of its own).
+	Tables int `json:"tables"`
+	// NeedRestart names the changed settings the reload could not apply.
+	NeedRestart []string `json:"need_restart,omitempty"`
+}
+
 // Reload reads the configuration again and applies what can change
 // without a restart: tables, discovery, schedules, limits, the retry
 // policy, job settings, the admin token and the log level. On error the
 // running configuration stays.
 func (d *Daemon) Reload() error {
+	_, err := d.ReloadReport()
+	return err
+}
+
+// ReloadReport is Reload, saying what it applied and what needs a
+// restart.
+func (d *Daemon) ReloadReport() (ReloadResult, error) {
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
-	err := d.reload()
+	res, err := d.reload()
 	if err != nil {
 		d.reloadOK.Set(0)
-		return err
+		return res, err
 	}
 	d.reloadOK.Set(1)
 	d.reloadSuccess.Set(float64(d.clock.Now().UnixMilli()) / 1e3)
-	return nil
+	return res, nil
 }
 
-func (d *Daemon) reload() error {
+func (d *Daemon) reload() (ReloadResult, error) {
+	var res ReloadResult
 	if d.deps.Reload == nil {
-		return errors.New("reload: no configuration source")
+		return res, errors.New("reload: no configuration source")
 	}
 	cfg, err := d.deps.Reload()
 	if err == nil {
@@ -436,16 +456,16 @@ func (d *Daemon) reload() error {
 	}
 	if err != nil {
 		d.logger.Error("reload failed; keeping the running configuration", zap.Error(err))
-		return err
+		return res, err
 	}
 	tok, err := loadToken(cfg.HTTP)
 	if err != nil {
 		d.logger.Error("reload failed; keeping the running configuration", zap.Error(err))
-		return err
+		return res, err
 	}
 	if err := d.sched.Reconfigure(cfg.Scheduler); err != nil {
 		d.logger.Error("reload failed; keeping the running configuration", zap.Error(err))
-		return err
+		return res, err
 	}
 	d.mu.Lock()
 	old := d.cfg
@@ -479,20 +499,24 @@ func (d *Daemon) reload() error {
 	if (old.Discover.URL == "") != (cfg.Discover.URL == "") {
 		restart = append(restart, "discover (turning discovery on or off)")
 	}
-	if err := d.sched.SetTables(d.tableSpecs()); err != nil {
+	specs := d.tableSpecs()
+	if err := d.sched.SetTables(specs); err != nil {
 		d.logger.Error("reload: tables", zap.Error(err))
-		return err
+		return res, err
 	}
 	select {
 	case d.discoverKick <- struct{}{}:
 	default:
 	}
-	fields := []zap.Field{zap.Int("tables", len(cfg.Tables))}
+	// The tables the scheduler runs, not only the configured ones: with
+	// discovery the file lists none.
+	res = ReloadResult{Tables: len(specs), NeedRestart: restart}
+	fields := []zap.Field{zap.Int("tables", res.Tables), zap.Int("configured_tables", len(cfg.Tables))}
 	if len(restart) > 0 {
 		fields = append(fields, zap.Strings("need_restart", restart))
 	}
 	d.logger.Info("configuration reloaded", fields...)
-	return nil
+	return res, nil
 }
 
 func equalDemo(a, b democfg.Config) bool { return reflect.DeepEqual(a, b) }

@@ -14,7 +14,8 @@ import (
 
 // The startup line counts the tables the scheduler runs (the demo table
 // too), and an attempt that finds no work is "skipped", as the docs define
-// it, with log fields that say what they are.
+// it, with log fields that say what they are: its start at info, its end
+// at debug (most attempts of a quiet fleet find nothing to do).
 func TestStartupLineAndNothingToDo(t *testing.T) {
 	root := memRoot(t)
 	createTable(t, root+"/t1")
@@ -22,7 +23,7 @@ func TestStartupLineAndNothingToDo(t *testing.T) {
 	cfg.Tables = []daemon.TableConfig{{URL: root + "/t1"}}
 	cfg.Demo.Enabled = true
 	cfg.Demo.URL = root + "/demo"
-	core, logs := observer.New(zap.InfoLevel)
+	core, logs := observer.New(zap.DebugLevel)
 	r := run(t, cfg, daemon.Deps{Logger: zap.New(core)})
 	eventually(t, "startup line", func() bool { return logs.FilterMessage("compactord running").Len() == 1 })
 	line := logs.FilterMessage("compactord running").All()[0].ContextMap()
@@ -43,10 +44,17 @@ func TestStartupLineAndNothingToDo(t *testing.T) {
 	for _, e := range logs.FilterMessage("job finished").All() {
 		if m := e.ContextMap(); m["table"] == "t1" && m["kind"] == "compact" {
 			fin = m
+			if e.Level != zap.DebugLevel {
+				t.Errorf("a skipped job's end is logged at %s, want debug", e.Level)
+			}
 		}
 	}
 	if fin == nil {
 		t.Fatal("no job finished line for t1's compact")
+	}
+	started := logs.FilterMessage("job started").FilterField(zap.String("table", "t1")).FilterField(zap.String("kind", "compact")).All()
+	if len(started) != 1 || started[0].Level != zap.InfoLevel || started[0].ContextMap()["trigger"] != "manual" {
+		t.Fatalf("job started lines %+v, want one at info with the trigger", started)
 	}
 	if _, ok := fin["job_id"].(uint64); !ok || fin["result"] != "skipped" || fin["attempt"] != nil || fin["duration"] != nil {
 		t.Fatalf("job finished fields %v", fin)

@@ -76,7 +76,8 @@ func (d *Daemon) Handler() http.Handler {
 	}))
 	// A reload, as SIGHUP does; the answer says whether it applied.
 	mux.Handle("POST /-/reload", d.admin(func(w http.ResponseWriter, _ *http.Request) {
-		if err := d.Reload(); err != nil {
+		res, err := d.ReloadReport()
+		if err != nil {
 			status := http.StatusInternalServerError
 			var ce *ConfigError
 			if errors.As(err, &ce) {
@@ -85,7 +86,14 @@ func (d *Daemon) Handler() http.Handler {
 			writeJSON(w, status, map[string]string{"error": "reload failed; the running configuration stays: " + err.Error()})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"status": "reloaded", "tables": len(d.sched.Tables())})
+		body := map[string]any{"status": "reloaded", "tables": res.Tables}
+		if len(res.NeedRestart) > 0 {
+			// Applied in part: the operator who asked must learn that
+			// some settings wait for a restart, not only the log.
+			body["need_restart"] = res.NeedRestart
+			body["message"] = "reloaded, except what needs a restart to apply: " + strings.Join(res.NeedRestart, "; ")
+		}
+		writeJSON(w, http.StatusOK, body)
 	}))
 	// Go's profiler, for operators chasing memory or CPU: it reveals the
 	// process's internals (command line, stacks), so it sits behind the

@@ -273,11 +273,18 @@ func (d *Daemon) openTable(ctx context.Context, spec scheduler.TableSpec, cc com
 		_ = closeAll()
 		return nil, err
 	}
+	// The status page plans the next compaction through the same handle,
+	// for as long as the scheduler keeps the table open.
+	d.plans.setHandle(spec.Name, lh)
+	closeTable := func() error {
+		d.plans.drop(spec.Name, lh)
+		return closeAll()
+	}
 	obs := memwal.NewObserver(ib)
 	// The table's own policy: its compaction target may be overridden.
 	obs.Enrich = (&debt{b: ib, cfg: func() JobsConfig { return d.jobsCfg.Load().PolicyFor(spec.Name).Jobs }, logger: logger}).enrich
 	return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: ib, Observer: &lanceTable{obs, lh}, Logger: logger,
-		Clock: d.clock, Close: closeAll}, nil
+		Clock: d.clock, Close: closeTable}, nil
 }
 
 // mergeJob merges every shard's flushed generations, in generation
@@ -508,10 +515,8 @@ func trimJob(cfg func(table string) JobsConfig) lanceJob {
 		if res == nil {
 			return scheduler.Outcome{}, err
 		}
-		lag := res.Plan.Retained[trim.ReasonIndexLag]
 		out := scheduler.Outcome{
-			Summary: fmt.Sprintf("deleted %d generations (%d bytes), %d WAL entries and %d shard manifests; kept %d bytes unmerged, %d bytes index-lagged",
-				res.DeletedGenerations, res.BytesTrimmed, res.DeletedWAL, res.DeletedManifests, res.Plan.Retained[trim.ReasonNotMerged], lag),
+			Summary:     trimSummary(res),
 			Stats:       scheduler.Stats{BytesTrimmed: uint64(max(res.BytesTrimmed, 0))},
 			Waiting:     res.Plan.Retained[trim.ReasonPinnedVersion] > 0,
 			NothingToDo: res.DeletedGenerations == 0 && res.DeletedWAL == 0 && res.DeletedManifests == 0 && res.DeletedObjects == 0,
@@ -530,6 +535,33 @@ func oldestKept(p cleanup.Plan) *scheduler.RetainedVersion {
 		}
 	}
 	return out
+}
+
+// trimSummary says what a trim deleted, each count with its own bytes
+// (one total after the generations read as theirs alone: "0 generations
+// (29456 bytes)"), and what it kept.
+func trimSummary(res *trim.Result) string {
+	var genBytes int64
+	if res.DeletedGenerations > 0 {
+		for _, g := range res.Plan.Generations {
+			if g.Delete {
+				genBytes += g.Bytes
+			}
+		}
+	}
+	walBytes := max(res.BytesTrimmed-genBytes, 0)
+	return fmt.Sprintf("deleted %s (%d bytes), %s (%d bytes) and %s; kept %d bytes of unmerged generations and %d bytes of generations an index has not caught up with",
+		pluralOf(res.DeletedGenerations, "generation", "generations"), genBytes, pluralOf(res.DeletedWAL, "WAL entry", "WAL entries"), walBytes,
+		pluralOf(res.DeletedManifests, "old shard manifest", "old shard manifests"),
+		res.Plan.Retained[trim.ReasonNotMerged], res.Plan.Retained[trim.ReasonIndexLag])
+}
+
+// pluralOf is "1 thing" or "n things".
+func pluralOf(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // cleanupJob runs Lance's cleanup with jobs.cleanup's policy

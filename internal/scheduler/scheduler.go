@@ -564,7 +564,9 @@ func (s *Scheduler) startLocked(st *tableState, k Kind, now time.Time) {
 // runAttempt runs one attempt and reports it to finish.
 func (s *Scheduler) runAttempt(ctx context.Context, st *tableState, a *attempt, h *TableHandle, job JobFunc, budget time.Duration) {
 	defer s.attempts.Done()
-	a.logger.Debug("job starting")
+	// At info, so that a long job is visible while it runs, not only
+	// when it ends.
+	a.logger.Info("job started")
 	// The budget runs on the injected clock, so tests can expire it.
 	jctx, jcancel := context.WithCancelCause(ctx)
 	budgetTimer := s.clock.NewTimer(budget)
@@ -700,9 +702,12 @@ func (s *Scheduler) finish(st *tableState, a *attempt, out Outcome, err, cause e
 			}
 		}
 		if class == ClassSkipped {
-			fields = append(fields, zap.NamedError("reason", err))
+			// A job that found nothing to do is most of a quiet fleet's
+			// job lines: debug, so that the lines at info are the work.
+			a.logger.Debug("job finished", append(fields, zap.NamedError("reason", err))...)
+		} else {
+			a.logger.Info("job finished", fields...)
 		}
-		a.logger.Info("job finished", fields...)
 		if out.More && class == ClassSuccess {
 			st.pend(a.kind, TriggerContinue, now)
 		}
@@ -952,9 +957,15 @@ func (s *Scheduler) Trigger(name string, kind Kind) error {
 	case st.markedLocked(kind):
 		return apiErr(409, "table %q is marked no-compact (%s); remove the mark first: compactord table mark URL no-compact --clear", name, st.marks[marker.NoCompact].Reason)
 	case !st.owned:
-		by := st.assignee
+		by, self := st.assignee, s.Holder()
 		if st.lease.Holder != "" && st.lease.Live(s.clock.Now()) {
 			by = st.lease.Holder // running its jobs now
+		}
+		if by == "" || by == self {
+			// Assigned here (or not assigned yet: just added), but the
+			// lease round that makes this instance serve it has not run:
+			// naming this instance as "another" misled operators.
+			return apiErr(503, "table %q is not served by this instance (%s) yet: it starts serving it at its next lease round (within lease.renew_interval); try again then", name, self)
 		}
 		return apiErr(409, "table %q is served by another instance (%s)", name, by)
 	}

@@ -55,6 +55,11 @@ func (v Version) Less(o Version) bool {
 // ErrFormat is wrapped by every error that blames the file's contents.
 var ErrFormat = errors.New("lance file")
 
+// ErrVersion is wrapped (with ErrFormat) by the error of a well-formed
+// footer naming a file version this package does not read: a newer
+// writer's file, or a legacy 0.1/0.2 one, rather than necessarily damage.
+var ErrVersion = errors.New("unsupported file version")
+
 func errf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrFormat}, args...)...)
 }
@@ -79,7 +84,7 @@ func ParseFooter(b []byte) (Footer, error) {
 	}
 	v := f.Version()
 	if v != V2_0 && v != V2_1 && v != V2_2 {
-		return Footer{}, errf("unsupported file version %d.%d", f.Major, f.Minor)
+		return Footer{}, fmt.Errorf("%w: %w %d.%d", ErrFormat, ErrVersion, f.Major, f.Minor)
 	}
 	return f, nil
 }
