@@ -13,41 +13,8 @@ import (
 	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testing/tables"
 )
-
-// rewriteLatest decodes the table's newest manifest, lets edit change it
-// and writes it back in place (tests only: a real writer commits a new
-// version).
-func rewriteLatest(t *testing.T, tbl *Table, edit func(f *meta.ManifestFile)) {
-	t.Helper()
-	f, n, err := meta.ReadLatest(t.Context(), tbl.b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	edit(f)
-	data, err := meta.EncodeManifestFile(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tbl.b.Put(t.Context(), meta.ManifestKey(n, f.Manifest.GetVersion()), data); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func editDetails(t *testing.T, f *meta.ManifestFile, edit func(d *pb.MemWalIndexDetails)) {
-	t.Helper()
-	ix := memwal.Index(f.Indices)
-	d, err := memwal.Details(ix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	edit(d)
-	a, err := anypb.New(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix.IndexDetails.Value = a.GetValue()
-}
 
 // TestOpenWriterRefusesWhatItDoesNotModel: the writer claims nothing on a
 // table whose metadata says more than it models (a newer Lance's writer
@@ -70,25 +37,25 @@ func TestOpenWriterRefusesWhatItDoesNotModel(t *testing.T) {
 	}{
 		{"unknown writer flag", func(t *testing.T, f *meta.ManifestFile) { f.Manifest.WriterFeatureFlags |= 1 << 40 }, "flag"},
 		{"unknown MemWAL details field", func(t *testing.T, f *meta.ManifestFile) {
-			editDetails(t, f, func(d *pb.MemWalIndexDetails) {
+			tables.EditMemWal(t, f, func(d *pb.MemWalIndexDetails) {
 				d.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 1))
 			})
 		}, "does not know"},
 		{"maintained bitmap", func(t *testing.T, f *meta.ManifestFile) {
 			bitmap(t, f)
-			editDetails(t, f, func(d *pb.MemWalIndexDetails) { d.MaintainedIndexes = append(d.MaintainedIndexes, "cat_idx") })
+			tables.EditMemWal(t, f, func(d *pb.MemWalIndexDetails) { d.MaintainedIndexes = append(d.MaintainedIndexes, "cat_idx") })
 		}, `"cat_idx" is a bitmap index`},
 		{"maintain all over a bitmap", func(t *testing.T, f *meta.ManifestFile) {
 			bitmap(t, f)
-			editDetails(t, f, func(d *pb.MemWalIndexDetails) { d.MaintainedIndexes, d.MaintainAllIndexes = nil, proto.Bool(true) })
+			tables.EditMemWal(t, f, func(d *pb.MemWalIndexDetails) { d.MaintainedIndexes, d.MaintainAllIndexes = nil, proto.Bool(true) })
 		}, `"cat_idx" is a bitmap index`},
 		{"maintain all over a btree", func(t *testing.T, f *meta.ManifestFile) {
-			editDetails(t, f, func(d *pb.MemWalIndexDetails) { d.MaintainedIndexes, d.MaintainAllIndexes = nil, proto.Bool(true) })
+			tables.EditMemWal(t, f, func(d *pb.MemWalIndexDetails) { d.MaintainedIndexes, d.MaintainAllIndexes = nil, proto.Bool(true) })
 		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tbl, _ := corpusTable(t, "memwal_1")
-			rewriteLatest(t, tbl, func(f *meta.ManifestFile) { tc.edit(t, f) })
+			tables.RewriteLatest(t, tbl.b, func(f *meta.ManifestFile) { tc.edit(t, f) })
 			shard, err := tbl.ShardFor(t.Context(), int64(1))
 			if err != nil {
 				t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testing/lancedb"
+	"github.com/compactord/compactord/internal/testing/tables"
 )
 
 func open(t *testing.T, dir string) storage.Bucket {
@@ -135,38 +136,16 @@ func TestLiveTablesPass(t *testing.T) {
 	wantOK(t, "memwal", run(t, f.Dir, deep))
 }
 
-// rewriteLatest decodes the newest manifest, lets edit change it, and
-// writes it back in place (tests only: a real writer commits a new
-// version).
+// rewriteLatest rewrites the newest manifest of the table in dir in place
+// (tables.RewriteLatest).
 func rewriteLatest(t *testing.T, dir string, edit func(f *meta.ManifestFile)) {
 	t.Helper()
-	ctx := context.Background()
-	b := open(t, dir)
-	f, n, err := meta.ReadLatest(ctx, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	edit(f)
-	data, err := meta.EncodeManifestFile(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Put(ctx, meta.ManifestKey(n, f.Manifest.GetVersion()), data); err != nil {
-		t.Fatal(err)
-	}
+	tables.RewriteLatest(t, open(t, dir), edit)
 }
 
 func editMemWal(t *testing.T, f *meta.ManifestFile, edit func(d *pb.MemWalIndexDetails)) {
 	t.Helper()
-	ix := memwal.Index(f.Indices)
-	d, err := memwal.Details(ix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	edit(d)
-	if ix.IndexDetails, err = memwal.EncodeDetails(d); err != nil {
-		t.Fatal(err)
-	}
+	tables.EditMemWal(t, f, edit)
 }
 
 func shardID(t *testing.T, dir string) string {
