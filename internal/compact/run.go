@@ -354,7 +354,7 @@ func remapInline(ctx context.Context, h *table.Handle, read *meta.ManifestFile, 
 func unremappableCoverage(read *meta.ManifestFile, prev *fri.Index) *roaring.Bitmap {
 	out := roaring.New()
 	for _, m := range read.Indices {
-		if meta.IsSystemIndex(m) || Remappable(meta.IndexKind(m)) {
+		if meta.IsSystemIndex(m) || Remappable(m) {
 			continue
 		}
 		bm := prev.RemapBitmap(m)

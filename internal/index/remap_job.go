@@ -220,8 +220,8 @@ func remapIndexOnce(ctx context.Context, h *table.Handle, name string, o RemapJo
 		return nil, nil, nil
 	}
 	kind := meta.IndexKind(need[0])
-	if kind != KindBTree && kind != KindBitmap {
-		return nil, &Skip{name, fmt.Sprintf("a %s index (compactord remaps btree and bitmap indexes); it keeps its FRI versions", kind)}, nil
+	if !SegmentRemappable(need[0]) {
+		return nil, &Skip{name, fmt.Sprintf("a %s index compactord cannot remap (it remaps btree, bitmap, IVF_FLAT, IVF_PQ and IVF_SQ indexes); it keeps its FRI versions", kind)}, nil
 	}
 	fields := need[0].GetFields()
 	var field *pb.Field

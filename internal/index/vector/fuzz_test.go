@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 
 	ipb "github.com/compactord/compactord/gen/lanceindexpb"
@@ -92,7 +93,7 @@ func TestSynthPQRoundTrip(t *testing.T) {
 	if got, want := s.Columns[0].Children[0].Values, []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}; !bytes.Equal(got, want) {
 		t.Fatalf("decoded codes %v, want %v", got, want)
 	}
-	if s.PQ.Codebook[5] != float32frombits(5) {
+	if s.PQ.Codebook[5] != math.Float32frombits(5) {
 		t.Fatalf("codebook[5] = %v", s.PQ.Codebook[5])
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"google.golang.org/protobuf/proto"
@@ -376,5 +377,5 @@ func writeFile(w io.Writer, fields []*lancepb.Field, md map[string][]byte, globa
 }
 
 func f32(b []byte) float32 {
-	return float32frombits(binary.LittleEndian.Uint32(b))
+	return math.Float32frombits(binary.LittleEndian.Uint32(b))
 }

@@ -1,0 +1,44 @@
+package index
+
+import (
+	"context"
+	"fmt"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/index/vector"
+	"github.com/compactord/compactord/internal/meta"
+	"github.com/compactord/compactord/internal/storage"
+)
+
+// The index kinds other than btree and bitmap are handled by their own
+// packages; these functions route a segment to its package, so callers
+// never switch on kinds themselves.
+
+// SegmentRemappable reports whether Remap handles the segment: btree and
+// bitmap segments, and the vector segments package vector remaps.
+func SegmentRemappable(m *pb.IndexMetadata) bool {
+	switch meta.IndexKind(m) {
+	case KindBTree, KindBitmap:
+		return true
+	case vector.Kind:
+		return vector.Remappable(m)
+	}
+	return false
+}
+
+// remapOther remaps a segment of a kind another package owns; handled is
+// false for btree and bitmap segments.
+func remapOther(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), o RemapOptions) (nm *pb.IndexMetadata, keys []string, st RemapStats, handled bool, err error) {
+	if meta.IndexKind(m) != vector.Kind {
+		return nil, nil, st, false, nil
+	}
+	if o.Bitmap == nil {
+		return nil, nil, st, true, errNoBitmap(m)
+	}
+	nm, keys, vs, err := vector.Remap(ctx, b, m, remap, vector.RemapOptions{DatasetVersion: o.DatasetVersion, Bitmap: o.Bitmap, Now: o.Now})
+	return nm, keys, RemapStats{Entries: vs.Entries, Kept: vs.Kept, Dropped: vs.Dropped}, true, err
+}
+
+func errNoBitmap(m *pb.IndexMetadata) error {
+	return fmt.Errorf("index %s: remap needs the new fragment bitmap", m.GetName())
+}
