@@ -24,6 +24,7 @@ import (
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/index/vector"
 	"github.com/compactord/compactord/internal/meta"
 )
 
@@ -130,8 +131,9 @@ type Skip struct {
 
 // The classes of Skip.
 const (
-	// SkipIndex: an index compactord cannot remap (not a btree, bitmap,
-	// IVF_FLAT, IVF_PQ or IVF_SQ) covers the fragment.
+	// SkipIndex: an index compactord cannot remap (full-text, label
+	// list, IVF_RQ, an unknown kind; HNSW in a deferred compaction)
+	// covers the fragment.
 	SkipIndex = "unremappable_index"
 	// SkipFiles: the fragment has more than one data file.
 	SkipFiles = "data_files"
@@ -204,6 +206,11 @@ func PlanCompaction(read *meta.ManifestFile, reuse []ReuseGroup, o Options) (*Pl
 		switch kind := meta.IndexKind(ix); {
 		case !Remappable(ix):
 			pinned = append(pinned, fixed{name: ix.GetName(), why: kind + " index %q, which compactord cannot remap (rebuild or optimize it with LanceDB)", bm: eff})
+		case o.DeferRemap && vector.HasGraph(ix):
+			// LanceDB remaps a vector index's storage through the FRI at
+			// load but not its HNSW graphs, and refuses to search a graph
+			// with more nodes than storage rows until index remap runs.
+			pinned = append(pinned, fixed{name: ix.GetName(), why: "HNSW vector index %q, whose graphs a deferred remap breaks until index remap; compact with the inline remap", bm: eff})
 		case !known && !o.DeferRemap:
 			// The Rewrite swaps the remapped segment's fragments in its
 			// bitmap; without one there is nothing to swap.

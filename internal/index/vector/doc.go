@@ -26,8 +26,12 @@
 // reports deleted and writes the storage again with the same codes, the
 // same centroids and quantizer parameters and recomputed partition
 // offsets: what Lance's remap does, so a search returns the same
-// distances. Kinds whose rows cannot be remapped yet (an HNSW graph would
-// need rebuilding; the RQ code layout is not established) are refused.
+// distances. An HNSW graph's nodes are its partition's row numbers, so the
+// graph of every partition that lost rows is rebuilt from the remapped
+// storage (vectors reconstructed from the SQ or PQ codes, the partition's
+// own m, ef_construction and max_level, levels from a fixed seed); the
+// others are copied. IVF_RQ is refused: its code layout is not
+// established, so its codes are never rewritten.
 //
 // Decoders treat their input as hostile: malformed or unknown input gives
 // a one-line error wrapping ErrFormat or ErrUnsupported, never a panic.

@@ -13,8 +13,9 @@ type RemapStats struct {
 // RemapStorage returns s with every row address passed through remap,
 // the rows it reports deleted dropped. Rows keep their partition, their
 // order in it and their codes; partition offsets are recomputed. s is not
-// modified.
-func RemapStorage(s *Storage, remap func(uint64) (uint64, bool)) (*Storage, RemapStats) {
+// modified. touched[p] reports whether partition p lost rows (its HNSW
+// graph, whose nodes are the partition's row numbers, must be rebuilt).
+func RemapStorage(s *Storage, remap func(uint64) (uint64, bool)) (_ *Storage, _ RemapStats, touched []bool) {
 	st := RemapStats{Entries: len(s.RowIDs)}
 	keep := make([]int, 0, len(s.RowIDs))
 	ids := make([]uint64, 0, len(s.RowIDs))
@@ -28,6 +29,7 @@ func RemapStorage(s *Storage, remap func(uint64) (uint64, bool)) (*Storage, Rema
 			}
 		}
 		ivf.Lengths[p] = uint32(uint64(len(keep)) - ivf.Offsets[p])
+		touched = append(touched, ivf.Lengths[p] != s.IVF.GetLengths()[p])
 	}
 	st.Kept, st.Dropped = len(keep), len(s.RowIDs)-len(keep)
 	out := *s
@@ -40,5 +42,5 @@ func RemapStorage(s *Storage, remap func(uint64) (uint64, bool)) (*Storage, Rema
 			out.Columns[i] = c.Take(keep)
 		}
 	}
-	return &out, st
+	return &out, st, touched
 }

@@ -48,10 +48,9 @@ func segmentType(m *pb.IndexMetadata) (string, *ipb.VectorIndexDetails, error) {
 	return typ, d, nil
 }
 
-// Remappable reports whether Remap handles the segment: a vector index
-// with a FLAT sub-index over FLAT, PQ or SQ storage. HNSW graphs would need
-// rebuilding and the RQ code layout is not established, so those keep the
-// fragments they cover out of compaction.
+// Remappable reports whether Remap handles the segment: every vector
+// index type but IVF_RQ, whose code layout is not established (it keeps
+// the fragments it covers out of compaction).
 func Remappable(m *pb.IndexMetadata) bool {
 	if meta.IndexKind(m) != Kind {
 		return false
@@ -60,7 +59,18 @@ func Remappable(m *pb.IndexMetadata) bool {
 	if err != nil {
 		return false
 	}
-	return typ == TypeIVFFlat || typ == TypeIVFPQ || typ == TypeIVFSQ
+	return typ != TypeIVFRQ
+}
+
+// HasGraph reports whether m is a vector index with HNSW graphs (nodes
+// numbered by storage row, so storage rows must never disappear without a
+// rebuild).
+func HasGraph(m *pb.IndexMetadata) bool {
+	if meta.IndexKind(m) != Kind {
+		return false
+	}
+	typ, _, err := segmentType(m)
+	return err == nil && typeParts[typ].hnsw
 }
 
 // ReadSegment reads and cross-checks both files of a vector segment.
@@ -136,7 +146,19 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 	if err != nil {
 		return nil, nil, st, err
 	}
-	ns, st := RemapStorage(seg.Storage, remap)
+	ns, st, touched := RemapStorage(seg.Storage, remap)
+	writeIndex := func(w io.Writer) (int64, error) {
+		// A FLAT sub-index holds only the centroids, which a remap keeps.
+		n, err := w.Write(seg.indexRaw)
+		return int64(n), err
+	}
+	if seg.Index.IsHNSW() {
+		nx, err := RebuildGraphs(seg.Index, ns, touched)
+		if err != nil {
+			return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), err)
+		}
+		writeIndex = func(w io.Writer) (int64, error) { return WriteSubIndex(w, nx) }
+	}
 	u, id := meta.NewUUID()
 	dir := meta.IndexDir(id)
 	var keys []string
@@ -159,8 +181,7 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 		files = append(files, &pb.IndexFile{Path: name, SizeBytes: uint64(n)})
 		return nil
 	}
-	// A FLAT sub-index holds only the centroids, which a remap keeps.
-	if err := put(IndexFile, func(w io.Writer) (int64, error) { n, err := w.Write(seg.indexRaw); return int64(n), err }); err != nil {
+	if err := put(IndexFile, writeIndex); err != nil {
 		return nil, keys, st, err
 	}
 	if err := put(StorageFile, func(w io.Writer) (int64, error) { return WriteStorage(w, ns) }); err != nil {
