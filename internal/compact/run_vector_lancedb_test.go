@@ -44,20 +44,20 @@ type vectorHit struct {
 
 // searchAll runs the 50 query vectors through the vector index with every
 // partition probed and returns each query's 10 hits.
-func searchAll(t *testing.T, f *lancedb.Fixture, partitions int) [][]vectorHit {
+func searchAll(t *testing.T, f *lancedb.Fixture, distance string, partitions int) [][]vectorHit {
 	t.Helper()
-	return searchAt(t, f, 0, partitions)
+	return searchAt(t, f, 0, distance, partitions)
 }
 
 // searchAt is searchAll on version v of the table (0: the latest).
-func searchAt(t *testing.T, f *lancedb.Fixture, v uint64, partitions int) [][]vectorHit {
+func searchAt(t *testing.T, f *lancedb.Fixture, v uint64, distance string, partitions int) [][]vectorHit {
 	t.Helper()
 	steps := []lancedb.Step{lancedb.Open()}
 	if v != 0 {
 		steps[0] = lancedb.Checkout(v)
 	}
 	for q := range 50 {
-		steps = append(steps, lancedb.VectorSearch(lancedb.VectorQuery{Vector: lancedb.VectorOf(int64(100000 + q)), Column: "vec", Limit: 10, Nprobes: partitions, Columns: []string{"id"}}))
+		steps = append(steps, lancedb.VectorSearch(lancedb.VectorQuery{Vector: lancedb.VectorOf(int64(100000 + q)), Column: "vec", Limit: 10, Nprobes: partitions, DistanceType: distance, Columns: []string{"id"}}))
 	}
 	out := f.Run(t, steps...)
 	var all [][]vectorHit
@@ -119,7 +119,7 @@ func TestRunRemapsVectorIndexesInline(t *testing.T) {
 			twin := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
 			twin.Dir = twin.URI + "/t.lance"
 			copyTree(t, f.Dir, twin.Dir)
-			before := searchAll(t, f, 4)
+			before := searchAll(t, f, k.distance, 4)
 
 			res, err := Run(t.Context(), openHandle(t, f.Dir), DefaultOptions(), Env{})
 			if err != nil {
@@ -138,7 +138,7 @@ func TestRunRemapsVectorIndexesInline(t *testing.T) {
 			if want := int64(1000 - 250 - 107); stats.NumUnindexedRows != 0 || stats.NumIndexedRows != want {
 				t.Fatalf("index stats %+v: want %d indexed, 0 unindexed", stats, want)
 			}
-			got, want := searchAll(t, f, 4), searchAt(t, twin, remapped, 4)
+			got, want := searchAll(t, f, k.distance, 4), searchAt(t, twin, remapped, k.distance, 4)
 			sameHits(t, got, before, "the search before compaction")
 			sameHits(t, got, want, "LanceDB's optimize() copy")
 		})
@@ -215,7 +215,7 @@ func TestDeferredVectorRemapDrainsFRI(t *testing.T) {
 	lancedb.Require(t)
 	ctx := t.Context()
 	f := vectorDeletesTable(t, "ivf_pq", map[string]any{"numPartitions": 4, "numSubVectors": 4})
-	before := searchAll(t, f, 4)
+	before := searchAll(t, f, "l2", 4)
 	h := openHandle(t, f.Dir)
 	res, err := Run(ctx, h, deferredOptions(), Env{})
 	if err != nil {
@@ -226,7 +226,7 @@ func TestDeferredVectorRemapDrainsFRI(t *testing.T) {
 	}
 	// Until index remap, LanceDB remaps the vector storage through the FRI
 	// at load.
-	sameHits(t, searchAll(t, f, 4), before, "the search before compaction")
+	sameHits(t, searchAll(t, f, "l2", 4), before, "the search before compaction")
 	rr, err := index.RemapIndexes(ctx, h, index.RemapJobOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +241,7 @@ func TestDeferredVectorRemapDrainsFRI(t *testing.T) {
 	if st, err := out.IndexStats(1); err != nil || st == nil || st.NumUnindexedRows != 0 {
 		t.Fatalf("index stats after the remap: %+v %v", st, err)
 	}
-	sameHits(t, searchAll(t, f, 4), before, "the search before compaction")
+	sameHits(t, searchAll(t, f, "l2", 4), before, "the search before compaction")
 
 	f.Run(t, lancedb.Open(), lancedb.Add(lancedb.VectorRows(2000, 2100, "w")), lancedb.Optimize(lancedb.OptimizeOpts{}), lancedb.Delete("id = 2001"))
 	want := map[int64]string{}
@@ -266,15 +266,15 @@ func TestDeferredVectorRemapDrainsFRI(t *testing.T) {
 // recallAt10 is the mean share of the exact 10 nearest rows (an
 // exhaustive search) that the index search with every partition probed
 // returns, over the 50 query vectors, on version v of f (0: latest).
-func recallAt10(t *testing.T, f *lancedb.Fixture, v uint64, partitions int) float64 {
+func recallAt10(t *testing.T, f *lancedb.Fixture, v uint64, distance string, partitions int) float64 {
 	t.Helper()
-	got := searchAt(t, f, v, partitions)
+	got := searchAt(t, f, v, distance, partitions)
 	steps := []lancedb.Step{lancedb.Open()}
 	if v != 0 {
 		steps[0] = lancedb.Checkout(v)
 	}
 	for q := range 50 {
-		steps = append(steps, lancedb.VectorSearch(lancedb.VectorQuery{Vector: lancedb.VectorOf(int64(100000 + q)), Column: "vec", Limit: 10, BypassIndex: true, Columns: []string{"id"}}))
+		steps = append(steps, lancedb.VectorSearch(lancedb.VectorQuery{Vector: lancedb.VectorOf(int64(100000 + q)), Column: "vec", Limit: 10, BypassIndex: true, DistanceType: distance, Columns: []string{"id"}}))
 	}
 	out := f.Run(t, steps...)
 	hit := 0
@@ -328,7 +328,7 @@ func TestRunRemapsHNSWIndexesInline(t *testing.T) {
 					t.Fatalf("index stats after compaction: %+v %v", st, err)
 				}
 				remapped := lanceDBRemapVersion(t, twin)
-				ours, theirs := recallAt10(t, f, 0, 2), recallAt10(t, twin, remapped, 2)
+				ours, theirs := recallAt10(t, f, 0, d, 2), recallAt10(t, twin, remapped, d, 2)
 				t.Logf("recall@10: compactord %.3f, LanceDB %.3f", ours, theirs)
 				if ours < theirs-0.01 {
 					t.Errorf("recall@10 %.3f after compactord's remap, LanceDB's own %.3f", ours, theirs)

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -61,6 +59,11 @@ func Remappable(m *pb.IndexMetadata) bool {
 	}
 	return typ != TypeIVFRQ
 }
+
+// Buildable reports whether BuildSegment writes segments of m's index:
+// every vector index type but IVF_RQ, whose codes compactord does not
+// encode.
+func Buildable(m *pb.IndexMetadata) bool { return Remappable(m) }
 
 // HasGraph reports whether m is a vector index with HNSW graphs (nodes
 // numbered by storage row, so storage rows must never disappear without a
@@ -147,47 +150,24 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 		return nil, nil, st, err
 	}
 	ns, st, touched := RemapStorage(seg.Storage, remap)
-	writeIndex := func(w io.Writer) (int64, error) {
-		// A FLAT sub-index holds only the centroids, which a remap keeps.
-		n, err := w.Write(seg.indexRaw)
-		return int64(n), err
-	}
+	// A FLAT sub-index holds only the centroids, which a remap keeps.
+	indexBytes := seg.indexRaw
 	if seg.Index.IsHNSW() {
 		nx, err := RebuildGraphs(seg.Index, ns, touched)
 		if err != nil {
 			return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), err)
 		}
-		writeIndex = func(w io.Writer) (int64, error) { return WriteSubIndex(w, nx) }
+		var buf bytes.Buffer
+		if _, err := WriteSubIndex(&buf, nx); err != nil {
+			return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), err)
+		}
+		indexBytes = buf.Bytes()
 	}
 	u, id := meta.NewUUID()
-	dir := meta.IndexDir(id)
-	var keys []string
-	var files []*pb.IndexFile
-	put := func(name string, write func(io.Writer) (int64, error)) error {
-		key := dir + name
-		w, err := b.NewWriter(ctx, key)
-		if err != nil {
-			return err
-		}
-		keys = append(keys, key)
-		n, err := write(w)
-		if err != nil {
-			_ = w.Close()
-			return fmt.Errorf("index %s: write %s: %w", m.GetName(), name, err)
-		}
-		if err := w.Close(); err != nil {
-			return fmt.Errorf("index %s: write %s: %w", m.GetName(), name, err)
-		}
-		files = append(files, &pb.IndexFile{Path: name, SizeBytes: uint64(n)})
-		return nil
+	files, keys, err := writeSegmentFiles(ctx, b, meta.IndexDir(id), indexBytes, ns)
+	if err != nil {
+		return nil, keys, st, fmt.Errorf("index %s: %w", m.GetName(), err)
 	}
-	if err := put(IndexFile, writeIndex); err != nil {
-		return nil, keys, st, err
-	}
-	if err := put(StorageFile, func(w io.Writer) (int64, error) { return WriteStorage(w, ns) }); err != nil {
-		return nil, keys, st, err
-	}
-	slices.SortFunc(files, func(a, b *pb.IndexFile) int { return strings.Compare(a.GetPath(), b.GetPath()) })
 	nm := &pb.IndexMetadata{
 		Uuid:           u,
 		Fields:         slices.Clone(m.GetFields()),

@@ -60,6 +60,10 @@ type VectorQuery struct {
 	BypassIndex bool
 	// Nprobes, Ef and RefineFactor tune the index search (0: LanceDB's).
 	Nprobes, Ef, RefineFactor int
+	// DistanceType is the query's metric (l2, cosine, dot; "": LanceDB's
+	// l2). An exhaustive search compares with an index of another type
+	// only when it is set to the index's.
+	DistanceType string
 }
 
 // VectorSearch runs a nearest-neighbour query (Results.Rows; rows carry
@@ -89,6 +93,9 @@ func VectorSearch(q VectorQuery) Step {
 	}
 	if q.RefineFactor > 0 {
 		s["refineFactor"] = q.RefineFactor
+	}
+	if q.DistanceType != "" {
+		s["distanceType"] = q.DistanceType
 	}
 	return s
 }
