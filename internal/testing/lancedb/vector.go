@@ -60,6 +60,9 @@ type VectorQuery struct {
 	BypassIndex bool
 	// Nprobes, Ef and RefineFactor tune the index search (0: LanceDB's).
 	Nprobes, Ef, RefineFactor int
+	// LSM searches through the MemWAL's LSM view (true) or the base table
+	// only (false); nil: LanceDB's default.
+	LSM *bool
 	// DistanceType is the query's metric (l2, cosine, dot; "": LanceDB's
 	// l2). An exhaustive search compares with an index of another type
 	// only when it is set to the index's.
@@ -96,6 +99,9 @@ func VectorSearch(q VectorQuery) Step {
 	}
 	if q.DistanceType != "" {
 		s["distanceType"] = q.DistanceType
+	}
+	if q.LSM != nil {
+		s["lsm"] = *q.LSM
 	}
 	return s
 }
