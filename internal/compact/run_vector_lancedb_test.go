@@ -3,7 +3,10 @@ package compact
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/compactord/compactord/internal/index"
@@ -335,5 +338,53 @@ func TestRunRemapsHNSWIndexesInline(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestRunRefusesCorruptVectorIndex: a vector index whose storage file is
+// truncated or bit-flipped stops the inline compaction with a one-line
+// error naming the index; nothing is committed.
+func TestRunRefusesCorruptVectorIndex(t *testing.T) {
+	lancedb.Require(t)
+	for _, damage := range []string{"truncated", "flipped"} {
+		t.Run(damage, func(t *testing.T) {
+			f := vectorDeletesTable(t, "ivf_pq", map[string]any{"numPartitions": 4, "numSubVectors": 4})
+			ps, err := filepath.Glob(filepath.Join(f.Dir, "_indices", "*", "auxiliary.idx"))
+			if err != nil || len(ps) != 1 {
+				t.Fatalf("storage files %v %v", ps, err)
+			}
+			b, err := os.ReadFile(ps[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if damage == "truncated" {
+				b = b[:len(b)/2]
+			} else {
+				for i := len(b) - 200; i < len(b)-60; i++ {
+					b[i] ^= 0x5a
+				}
+			}
+			if err := os.WriteFile(ps[0], b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			h := openHandle(t, f.Dir)
+			before, _, err := h.ReadForWrite(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, runErr := Run(t.Context(), h, DefaultOptions(), Env{})
+			if runErr == nil || strings.Contains(runErr.Error(), "\n") || !strings.Contains(runErr.Error(), "vec_idx") {
+				t.Fatalf("compaction over a %s vector index: %v; want a one-line error naming vec_idx", damage, runErr)
+			}
+			t.Logf("%s: %v", damage, runErr)
+			after, _, err := h.ReadForWrite(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// ReserveFragments may have landed; no Rewrite did.
+			if v, v0 := after.Manifest.GetVersion(), before.Manifest.GetVersion(); v > v0+1 || len(after.Manifest.GetFragments()) != len(before.Manifest.GetFragments()) {
+				t.Fatalf("version %d with %d fragments after a refused compaction of version %d with %d", v, len(after.Manifest.GetFragments()), v0, len(before.Manifest.GetFragments()))
+			}
+		})
 	}
 }
