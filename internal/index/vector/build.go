@@ -124,10 +124,7 @@ func nearestCentroid(v, cent []float32, dim int, distance string) int {
 				d -= v[e] * cc[e]
 			}
 		} else {
-			for e := range dim {
-				x := v[e] - cc[e]
-				d += x * x
-			}
+			d = l2(v, cc)
 		}
 		if d < bd {
 			best, bd = c, d
@@ -225,13 +222,7 @@ func pqEncode(p *PQParams, x []float32) []byte {
 		best, bd := 0, float32(math.Inf(1))
 		xs := x[j*sub : (j+1)*sub]
 		for c := range 256 {
-			cb := p.Codebook[(j*256+c)*sub : (j*256+c+1)*sub]
-			var d float32
-			for e := range sub {
-				y := xs[e] - cb[e]
-				d += y * y
-			}
-			if d < bd {
+			if d := l2(xs, p.Codebook[(j*256+c)*sub:(j*256+c+1)*sub]); d < bd {
 				best, bd = c, d
 			}
 		}

@@ -36,11 +36,38 @@ func RemapStorage(s *Storage, remap func(uint64) (uint64, bool)) (_ *Storage, _ 
 	out.IVF, out.RowIDs = ivf, ids
 	out.Columns = make([]*file.Array, len(s.Columns))
 	for i, c := range s.Columns {
-		if len(keep) == len(s.RowIDs) {
+		switch {
+		case len(keep) == len(s.RowIDs):
 			out.Columns[i] = c
-		} else {
-			out.Columns[i] = c.Take(keep)
+		default:
+			out.Columns[i] = take(c, keep)
 		}
 	}
 	return &out, st, touched
+}
+
+// take is c.Take(rows), copying whole rows at once for the dense
+// fixed-width columns vector storage has (codes, vectors, factors).
+func take(c *file.Array, rows []int) *file.Array {
+	var w int
+	var src []byte
+	switch {
+	case c.Valid != nil:
+	case c.Type.Kind == file.KindFixedSizeList && len(c.Children) == 1 && c.Children[0].Valid == nil && c.Children[0].Type.ByteWidth() > 0:
+		w, src = c.Type.Size*c.Children[0].Type.ByteWidth(), c.Children[0].Values
+	case c.Type.ByteWidth() > 0 && len(c.Children) == 0:
+		w, src = c.Type.ByteWidth(), c.Values
+	}
+	if w == 0 || len(src) < c.Len*w {
+		return c.Take(rows)
+	}
+	dst := make([]byte, len(rows)*w)
+	for k, r := range rows {
+		copy(dst[k*w:(k+1)*w], src[r*w:(r+1)*w])
+	}
+	if c.Type.Kind != file.KindFixedSizeList {
+		return &file.Array{Type: c.Type, Len: len(rows), Values: dst}
+	}
+	ch := c.Children[0]
+	return &file.Array{Type: c.Type, Len: len(rows), Children: []*file.Array{{Type: ch.Type, Len: len(rows) * c.Type.Size, Values: dst}}}
 }

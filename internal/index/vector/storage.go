@@ -316,25 +316,31 @@ func WriteStorage(w io.Writer, s *Storage) (int64, error) {
 		cols = append(cols, c)
 	}
 	if s.Quantizer == QuantPQ && s.PQ.Transposed {
-		m := s.PQ.NumSubVectors
-		rows := s.Columns[0].Children[0].Values
-		out := make([]byte, len(s.RowIDs)*m)
-		for part, off := range s.IVF.GetOffsets() {
-			n := int(s.IVF.GetLengths()[part])
-			blk := out[int(off)*m : (int(off)+n)*m]
-			for i := range n {
-				for j := range m {
-					blk[j*n+i] = rows[(int(off)+i)*m+j]
-				}
-			}
-		}
-		cols[1] = fslU8(out, m)
+		cols[1] = transposePQ(s)
 	}
 	ivf, err := encodeIVF(&ipb.IVF{Offsets: s.IVF.GetOffsets(), Lengths: s.IVF.GetLengths()})
 	if err != nil {
 		return 0, err
 	}
 	return writeFile(w, s.Fields, s.Metadata, append([][]byte{ivf}, s.Extra...), cols)
+}
+
+// transposePQ lays s's row-major PQ codes out as LanceDB stores them:
+// column-major within each partition.
+func transposePQ(s *Storage) *file.Array {
+	m := s.PQ.NumSubVectors
+	rows := s.Columns[0].Children[0].Values
+	out := make([]byte, len(s.RowIDs)*m)
+	for part, off := range s.IVF.GetOffsets() {
+		n := int(s.IVF.GetLengths()[part])
+		blk := out[int(off)*m : (int(off)+n)*m]
+		for i := range n {
+			for j := range m {
+				blk[j*n+i] = rows[(int(off)+i)*m+j]
+			}
+		}
+	}
+	return fslU8(out, m)
 }
 
 type countingWriter struct {
