@@ -123,9 +123,9 @@ func newIndexLookupCmd(e *env) *cobra.Command {
 const catchupHelp = `
 
 On a Lance dataset, catch-up covers every btree, bitmap and vector index's missing fragments
-(vector rows encoded with the index's own centroids and quantizer, IVF_RQ skipped) (those of
-the latest version no segment's fragment bitmap names) with a delta segment over their live rows,
-all in one CreateIndex; --rebuild (or an index reaching --max-segments) replaces the index's
+(those of the latest version no segment's fragment bitmap names) with a delta segment over their
+live rows (vectors encoded with the index's own centroids and quantizer; IVF_RQ is skipped), all
+in one CreateIndex; --rebuild (or an index reaching --max-segments) replaces the index's
 segments with one over the whole version. A MemWAL table's index_catchup then records the
 generations the read version had merged, so trim can delete them. With nothing to index, a
 maintained index that covers every fragment of the version while its index_catchup lags gets
