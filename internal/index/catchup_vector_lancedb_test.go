@@ -140,3 +140,34 @@ func TestCatchUpVectorIndexes(t *testing.T) {
 		}
 	}
 }
+
+// TestCatchUpHNSWEmptyPartitions: a delta of one row leaves every HNSW
+// partition but one empty; LanceDB still searches the index with every
+// partition probed and finds the new row by its own vector.
+func TestCatchUpHNSWEmptyPartitions(t *testing.T) {
+	lancedb.Require(t)
+	for _, typ := range []string{"ivf_hnsw_sq", "ivf_hnsw_pq"} {
+		t.Run(typ, func(t *testing.T) {
+			opts := map[string]any{"numPartitions": 4}
+			if typ == "ivf_hnsw_pq" {
+				opts["numSubVectors"] = 4
+			}
+			f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+			f.Dir = f.URI + "/t.lance"
+			f.Run(t, lancedb.Create(lancedb.VectorSchema, lancedb.VectorRows(0, 600, "v")),
+				lancedb.CreateVectorIndex("vec", typ, "vec_idx", opts), lancedb.Add(lancedb.VectorRows(7000, 7001, "w")))
+			res, err := CatchUp(t.Context(), openHandle(t, f.Dir), Options{})
+			if err != nil || !res.Committed || len(res.Indices) != 1 || res.Indices[0].Rows != 1 {
+				t.Fatalf("catch-up: %+v %v", res, err)
+			}
+			out := f.Run(t, lancedb.Open(), lancedb.IndexStats("vec_idx"),
+				lancedb.VectorSearch(lancedb.VectorQuery{Vector: lancedb.VectorOf(7000), Column: "vec", Limit: 3, Nprobes: 4, Columns: []string{"id"}}))
+			if st := stats(t, out, 1); st.NumUnindexedRows != 0 {
+				t.Fatalf("index stats: %+v", st)
+			}
+			if ids := idsOf(t, out, 2); len(ids) == 0 || !slices.Contains(ids, 7000) {
+				t.Fatalf("search for row 7000's vector: %v", ids)
+			}
+		})
+	}
+}
