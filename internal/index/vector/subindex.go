@@ -42,7 +42,7 @@ type SubIndex struct {
 	HNSW []HNSWMeta
 }
 
-// HNSW reports whether the sub-index is an HNSW graph.
+// IsHNSW reports whether the sub-index is an HNSW graph.
 func (x *SubIndex) IsHNSW() bool { return typeParts[x.Type].hnsw }
 
 // Quantizer is the storage quantizer the index type implies.
