@@ -122,9 +122,10 @@ func newIndexLookupCmd(e *env) *cobra.Command {
 // catchupHelp is appended to index catchup's help.
 const catchupHelp = `
 
-On a Lance dataset, catch-up covers every btree and bitmap index's missing fragments (those of
-the latest version no segment's fragment bitmap names) with a delta segment over their live rows,
-all in one CreateIndex; --rebuild (or an index reaching --max-segments) replaces the index's
+On a Lance dataset, catch-up covers every btree, bitmap and vector index's missing fragments
+(those of the latest version no segment's fragment bitmap names) with a delta segment over their
+live rows (vectors encoded with the index's own centroids and quantizer; IVF_RQ is skipped), all
+in one CreateIndex; --rebuild (or an index reaching --max-segments) replaces the index's
 segments with one over the whole version. A MemWAL table's index_catchup then records the
 generations the read version had merged, so trim can delete them. With nothing to index, a
 maintained index that covers every fragment of the version while its index_catchup lags gets
@@ -177,7 +178,7 @@ func addCatchupFlags(cmd *cobra.Command) {
 // remapHelp is appended to index remap's help.
 const remapHelp = `
 
-On a Lance dataset, remap rewrites every btree and bitmap segment whose data may still hold row
+On a Lance dataset, remap rewrites every btree, bitmap and vector segment whose data may still hold row
 addresses a version of the fragment-reuse index (__lance_frag_reuse) remaps: each gets a new
 uuid, dataset_version = the version read, its fragment bitmap through the FRI, and loses the
 rows the compactions dropped or the fully deleted fragments held (one CreateIndex per logical
@@ -237,8 +238,9 @@ func newIndexRebuildCmd(e *env) *cobra.Command {
 
 The repair after verify --deep reports an index_content violation: the index is built afresh over
 every live row of the latest version and committed as one CreateIndex that removes every old segment
-of the index (name, column, details and index version are kept). Label-list, vector and full-text
-indexes are refused: rebuild those with LanceDB (createIndex with replace).`,
+of the index (name, column, details and index version are kept); a vector index is re-encoded with
+its own centroids and quantizer. Label-list, full-text and IVF_RQ indexes are refused: rebuild
+those with LanceDB (createIndex with replace).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h, done, err := openHandle(cmd.Context(), e, args[0])

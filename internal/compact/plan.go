@@ -23,6 +23,8 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/index/vector"
 	"github.com/compactord/compactord/internal/meta"
 )
 
@@ -129,8 +131,9 @@ type Skip struct {
 
 // The classes of Skip.
 const (
-	// SkipIndex: an index compactord cannot remap (not a btree or
-	// bitmap) covers the fragment.
+	// SkipIndex: an index compactord cannot remap (full-text, label
+	// list, IVF_RQ, an unknown kind; HNSW in a deferred compaction)
+	// covers the fragment.
 	SkipIndex = "unremappable_index"
 	// SkipFiles: the fragment has more than one data file.
 	SkipFiles = "data_files"
@@ -143,9 +146,9 @@ const (
 // SkipCodes are every class of Skip.
 var SkipCodes = []string{SkipIndex, SkipFiles, SkipBase, SkipRows}
 
-// Remappable reports whether compactord can remap an index segment of
-// this kind (meta.IndexKind): btree and bitmap.
-func Remappable(kind string) bool { return kind == "btree" || kind == "bitmap" }
+// Remappable reports whether compactord can remap an index segment:
+// btree, bitmap, and the vector kinds package index/vector remaps.
+func Remappable(ix *pb.IndexMetadata) bool { return index.SegmentRemappable(ix) }
 
 // Plan is the groups of one read version.
 type Plan struct {
@@ -201,8 +204,13 @@ func PlanCompaction(read *meta.ManifestFile, reuse []ReuseGroup, o Options) (*Pl
 		bitmaps = append(bitmaps, eff)
 		uuids = append(uuids, meta.UUIDString(ix.GetUuid()))
 		switch kind := meta.IndexKind(ix); {
-		case !Remappable(kind):
+		case !Remappable(ix):
 			pinned = append(pinned, fixed{name: ix.GetName(), why: kind + " index %q, which compactord cannot remap (rebuild or optimize it with LanceDB)", bm: eff})
+		case o.DeferRemap && vector.HasGraph(ix):
+			// LanceDB remaps a vector index's storage through the FRI at
+			// load but not its HNSW graphs, and refuses to search a graph
+			// with more nodes than storage rows until index remap runs.
+			pinned = append(pinned, fixed{name: ix.GetName(), why: "HNSW vector index %q, whose graphs a deferred remap breaks until index remap; compact with the inline remap", bm: eff})
 		case !known && !o.DeferRemap:
 			// The Rewrite swaps the remapped segment's fragments in its
 			// bitmap; without one there is nothing to swap.

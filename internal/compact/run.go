@@ -19,6 +19,7 @@ import (
 	"github.com/compactord/compactord/internal/format/file"
 	"github.com/compactord/compactord/internal/fri"
 	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/index/vector"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
@@ -225,11 +226,11 @@ func runOnce(ctx context.Context, h *table.Handle, o Options, env Env) (*Result,
 		// Removed fragments are compactord's field (LanceDB 0.39 keeps it
 		// as an unknown field). A Lance that applies it at load would drop
 		// their rows from every index, and an HNSW graph would keep nodes
-		// its vector storage lost; compactord never remaps such an index
-		// physically either. So the fragments an index compactord cannot
-		// remap covers stay out of it (liveness masks their rows, as after
-		// any whole-fragment delete of LanceDB's; a btree keeps their
-		// entries until it is rebuilt).
+		// its vector storage lost until the physical remap rebuilds it. So
+		// the fragments an HNSW index or an index compactord cannot remap
+		// covers stay out of it (liveness masks their rows, as after any
+		// whole-fragment delete of LanceDB's; a btree keeps their entries
+		// until it is rebuilt).
 		removed.AndNot(unremappableCoverage(read, prev))
 	}
 	if !removed.IsEmpty() {
@@ -349,12 +350,12 @@ func remapInline(ctx context.Context, h *table.Handle, read *meta.ManifestFile, 
 }
 
 // unremappableCoverage is the fragments the indexes compactord cannot
-// remap cover, read through the FRI; every fragment for one without a
-// bitmap.
+// remap, and HNSW indexes, cover, read through the FRI; every fragment for
+// one without a bitmap.
 func unremappableCoverage(read *meta.ManifestFile, prev *fri.Index) *roaring.Bitmap {
 	out := roaring.New()
 	for _, m := range read.Indices {
-		if meta.IsSystemIndex(m) || Remappable(meta.IndexKind(m)) {
+		if meta.IsSystemIndex(m) || (Remappable(m) && !vector.HasGraph(m)) {
 			continue
 		}
 		bm := prev.RemapBitmap(m)

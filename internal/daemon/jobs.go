@@ -69,7 +69,7 @@ func absorbing(cfg func(table string) JobsConfig, job lanceJob) lanceJob {
 }
 
 // absorbFRI physically remaps, through the table's fragment-reuse index,
-// every btree and bitmap segment that needs it and trims the FRI
+// every btree, bitmap and vector segment that needs it and trims the FRI
 // (index.RemapIndexes over every index), when the latest version has an
 // FRI. It returns a note of what it did ("" when there was no FRI) and
 // the last version it committed.

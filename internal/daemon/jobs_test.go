@@ -350,7 +350,7 @@ func TestLanceCompactReportsSkips(t *testing.T) {
 	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
 	f.Dir = f.URI + "/t.lance"
 	f.Run(t, lancedb.Create(lancedb.VectorSchema, lancedb.VectorRows(0, 300, "v")), lancedb.Add(lancedb.VectorRows(300, 600, "v")),
-		lancedb.CreateVectorIndex("vec", "ivf_hnsw_sq", "vec_idx", map[string]any{"numPartitions": 1}),
+		lancedb.CreateVectorIndex("vec", "ivf_rq", "vec_idx", map[string]any{"numPartitions": 1}),
 		lancedb.Add(lancedb.VectorRows(600, 700, "v")), lancedb.Add(lancedb.VectorRows(700, 800, "v")),
 		lancedb.Delete("id % 5 = 0"))
 	cfg := baseConfig()

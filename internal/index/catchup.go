@@ -12,6 +12,7 @@ import (
 	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/fri"
+	"github.com/compactord/compactord/internal/index/vector"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/table"
@@ -23,8 +24,8 @@ const DefaultMaxSegments = 8
 
 // Options configure CatchUp.
 type Options struct {
-	// Indices are the logical indexes to catch up; nil means every btree
-	// and bitmap index.
+	// Indices are the logical indexes to catch up; nil means every index
+	// Buildable accepts.
 	Indices []string
 	// Rebuild replaces every segment of an index that lags with one
 	// segment over the whole version instead of adding a delta.
@@ -79,11 +80,13 @@ type Result struct {
 	Attempts int              `json:"attempts"`
 }
 
-// CatchUp builds, for every btree and bitmap index that does not cover
-// every fragment of the latest version, a segment over the fragments it
-// lacks (or a rebuilt one) and commits them in one CreateIndex. The new
-// segments' dataset_version is the read version, so the commit earns the
-// MemWAL catch-up the read version's merged generations allow.
+// CatchUp builds, for every btree, bitmap and vector index (Buildable)
+// that does not cover every fragment of the latest version, a segment
+// over the fragments it lacks (or a rebuilt one) and commits them in one
+// CreateIndex. The new segments' dataset_version is the read version, so
+// the commit earns the MemWAL catch-up the read version's merged
+// generations allow. A vector segment encodes its rows with the index's
+// own centroids and quantizer, without retraining.
 //
 // When no index lags, a maintained index whose coverage is proven at the
 // read version (it covers every fragment live there) while its catch-up
@@ -173,6 +176,23 @@ func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (_ *Result, re
 	progress.From(ctx).Start("index catchup", progress.Units{Rows: total})
 	for _, p := range plans {
 		frags := covers(p)
+		if ix, ks, rows, ok, err := buildOther(ctx, h.Bucket, p, m.GetVersion(), frags, o.Clock.Now()); ok {
+			keys = append(keys, ks...)
+			if err != nil {
+				cleanup()
+				return nil, err
+			}
+			op.NewIndices = append(op.NewIndices, ix)
+			ir := IndexResult{Name: p.Name, Kind: p.Kind, Fragments: p.Missing.ToArray(), Rows: rows, Segment: meta.UUIDString(ix.GetUuid()), Rebuilt: p.Rebuild}
+			if p.Rebuild {
+				op.RemovedIndices = append(op.RemovedIndices, p.Segments...)
+				for _, s := range p.Segments {
+					ir.Removed = append(ir.Removed, meta.UUIDString(s.GetUuid()))
+				}
+			}
+			res.Indices = append(res.Indices, ir)
+			continue
+		}
 		e, err := Collect(ctx, h.Bucket, m.GetVersion(), p.Field, frags)
 		if err != nil {
 			cleanup()
@@ -297,8 +317,8 @@ func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 	for _, name := range names {
 		segs := meta.FindIndex(read.Indices, name)
 		kind := meta.IndexKind(segs[0])
-		if kind != KindBTree && kind != KindBitmap {
-			skips = append(skips, Skip{name, fmt.Sprintf("a %s index (compactord catches up btree and bitmap indexes)", kind)})
+		if !Buildable(segs[0]) {
+			skips = append(skips, Skip{name, fmt.Sprintf("a %s index (compactord catches up btree, bitmap and vector indexes, IVF_RQ excepted)", kind)})
 			continue
 		}
 		fields := segs[0].GetFields()
@@ -343,7 +363,7 @@ func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 		if missing.IsEmpty() {
 			continue
 		}
-		if _, err := fieldType(f); err != nil {
+		if _, err := fieldType(f); err != nil && kind != vector.Kind {
 			skips = append(skips, Skip{name, err.Error()})
 			continue
 		}

@@ -98,6 +98,9 @@ type RemapStats struct {
 // inline remap, that of an fri.Index holding the one Rewrite's version.
 func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), o RemapOptions) (*pb.IndexMetadata, []string, RemapStats, error) {
 	var st RemapStats
+	if nm, keys, st, ok, err := remapOther(ctx, b, m, remap, o); ok {
+		return nm, keys, st, err
+	}
 	if o.Field == nil || o.Bitmap == nil {
 		return nil, nil, st, fmt.Errorf("index %s: remap needs the table field and the new fragment bitmap", m.GetName())
 	}

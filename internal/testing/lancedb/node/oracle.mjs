@@ -522,7 +522,7 @@ async function readRows(s, name, step) {
 }
 
 // vectorIndexConfig is the config of the vector and full-text index types
-// ("ivf_pq", "ivf_hnsw_sq", "ivf_hnsw_pq", "fts"), with the step's
+// ("ivf_pq", "ivf_rq", "ivf_hnsw_sq", "ivf_hnsw_pq", "fts"), with the step's
 // indexOptions (numPartitions, numSubVectors, distanceType, m,
 // efConstruction, ...) passed to LanceDB as they are; null for another type.
 function vectorIndexConfig(type, opts) {
@@ -530,6 +530,8 @@ function vectorIndexConfig(type, opts) {
   switch ((type || "").toLowerCase()) {
     case "ivf_pq":
       return lancedb.Index.ivfPq(o);
+    case "ivf_rq":
+      return lancedb.Index.ivfRq(o);
     case "ivf_hnsw_sq":
     case "hnsw_sq":
       return lancedb.Index.hnswSq(o);
