@@ -170,8 +170,8 @@ func TestWorkers(t *testing.T) {
 }
 
 // TestPlanLeavesOutUnremappableIndexes: a fragment covered by an index
-// compactord cannot remap (vector, full-text, label-list, a kind it does
-// not know) is left out with its reason in both remap modes, and the
+// compactord cannot remap (vector, full-text, a kind it does not know)
+// is left out with its reason in both remap modes, and the
 // fragments next to it still compact; an index of such a kind without a
 // fragment bitmap covers every fragment.
 func TestPlanLeavesOutUnremappableIndexes(t *testing.T) {
@@ -179,7 +179,6 @@ func TestPlanLeavesOutUnremappableIndexes(t *testing.T) {
 	for _, kind := range []struct{ url, name string }{
 		{"/lance.index.pb.VectorIndexDetails", "vector"},
 		{"/lance.index.pb.InvertedIndexDetails", "inverted"},
-		{"/lance.index.pb.LabelListIndexDetails", "labellist"},
 		{"", "unknown"},
 	} {
 		for _, deferred := range []bool{false, true} {

@@ -405,8 +405,8 @@ func TestRunEveryIndexKindWithLanceDB(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !cu.Committed || len(cu.Indices) != 2 {
-				t.Fatalf("catch-up %+v: want id_idx and cat_idx over the compacted fragment", cu)
+			if !cu.Committed || len(cu.Indices) != 3 {
+				t.Fatalf("catch-up %+v: want id_idx, cat_idx and tags_idx over the compacted fragment", cu)
 			}
 			if n := checkKinds(t, f, "after index catch-up", want); n > 0 {
 				t.Fatalf("%d answers differ", n)

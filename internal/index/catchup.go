@@ -173,7 +173,7 @@ func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (_ *Result, re
 	progress.From(ctx).Start("index catchup", progress.Units{Rows: total})
 	for _, p := range plans {
 		frags := covers(p)
-		e, err := Collect(ctx, h.Bucket, m.GetVersion(), p.Field, frags)
+		e, err := collectFor(p.Kind)(ctx, h.Bucket, m.GetVersion(), p.Field, frags)
 		if err != nil {
 			cleanup()
 			return nil, fmt.Errorf("index %s: %w", p.Name, err)
@@ -297,8 +297,8 @@ func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 	for _, name := range names {
 		segs := meta.FindIndex(read.Indices, name)
 		kind := meta.IndexKind(segs[0])
-		if kind != KindBTree && kind != KindBitmap {
-			skips = append(skips, Skip{name, fmt.Sprintf("a %s index (compactord catches up btree and bitmap indexes)", kind)})
+		if kind != KindBTree && kind != KindBitmap && kind != KindLabelList {
+			skips = append(skips, Skip{name, fmt.Sprintf("a %s index (compactord catches up btree, bitmap and label-list indexes)", kind)})
 			continue
 		}
 		fields := segs[0].GetFields()
@@ -343,7 +343,7 @@ func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 		if missing.IsEmpty() {
 			continue
 		}
-		if _, err := fieldType(f); err != nil {
+		if err := checkIndexable(kind, m.GetFields(), f); err != nil {
 			skips = append(skips, Skip{name, err.Error()})
 			continue
 		}

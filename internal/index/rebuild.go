@@ -40,7 +40,7 @@ type RebuildResult struct {
 	Attempts int      `json:"attempts"`
 }
 
-// Rebuild builds the btree or bitmap index name afresh from the data of
+// Rebuild builds the btree, bitmap or label-list index name afresh from the data of
 // the latest version (every live row of every fragment) and commits one
 // CreateIndex that adds the new segment and removes every segment of that
 // name: the repair after verify --deep finds an index whose content
@@ -52,8 +52,8 @@ type RebuildResult struct {
 // Memory: the column's live values and addresses are collected whole and
 // sorted, as catch-up's rebuild does.
 //
-// Label-list, vector and full-text indexes are refused: compactord does
-// not write them.
+// Vector and full-text indexes are refused: compactord does not write
+// them.
 func Rebuild(ctx context.Context, h *table.Handle, name string, o RebuildOptions) (*RebuildResult, error) {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -96,11 +96,9 @@ func RebuildJob(read *meta.ManifestFile, name string) (segs []*pb.IndexMetadata,
 	}
 	kind = meta.IndexKind(segs[0])
 	switch kind {
-	case KindBTree, KindBitmap:
-	case "labellist":
-		return nil, "", nil, fmt.Errorf("index rebuild: %s is a label-list index, which compactord does not write; rebuild it with LanceDB (createIndex with replace)", name)
+	case KindBTree, KindBitmap, KindLabelList:
 	default:
-		return nil, "", nil, fmt.Errorf("index rebuild: %s: compactord rebuilds btree and bitmap indexes, not %s indexes (rebuild it with LanceDB)", name, kind)
+		return nil, "", nil, fmt.Errorf("index rebuild: %s: compactord rebuilds btree, bitmap and label-list indexes, not %s indexes (rebuild it with LanceDB)", name, kind)
 	}
 	for _, s := range segs {
 		if k := meta.IndexKind(s); k != kind {
@@ -122,7 +120,7 @@ func RebuildJob(read *meta.ManifestFile, name string) (segs []*pb.IndexMetadata,
 	if field == nil || field.GetParentId() != -1 {
 		return nil, "", nil, fmt.Errorf("index rebuild: index %s is on field %d, which is not a top-level field of version %d", name, fields[0], m.GetVersion())
 	}
-	if _, err := fieldType(field); err != nil {
+	if err := checkIndexable(kind, m.GetFields(), field); err != nil {
 		return nil, "", nil, fmt.Errorf("index rebuild: index %s: %w", name, err)
 	}
 	return segs, kind, field, nil
@@ -144,7 +142,7 @@ func rebuildOnce(ctx context.Context, h *table.Handle, name string, o RebuildOpt
 		live.Add(uint32(f.GetId()))
 	}
 	progress.From(ctx).Start("index rebuild", progress.Units{Rows: LiveRows(m, live)})
-	e, err := Collect(ctx, h.Bucket, m.GetVersion(), field, live)
+	e, err := collectFor(kind)(ctx, h.Bucket, m.GetVersion(), field, live)
 	if err != nil {
 		return nil, fmt.Errorf("index rebuild %s: %w", name, err)
 	}

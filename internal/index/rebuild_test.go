@@ -63,8 +63,8 @@ func TestRebuildMemWAL(t *testing.T) {
 	}
 }
 
-// TestRebuildRefuses: an unknown or system index, a label list, vector
-// and full-text indexes are refused before anything is written.
+// TestRebuildRefuses: an unknown or system index, vector and full-text
+// indexes are refused before anything is written.
 func TestRebuildRefuses(t *testing.T) {
 	lancedb.Require(t)
 	lf := labelFixture(t)
@@ -73,9 +73,8 @@ func TestRebuildRefuses(t *testing.T) {
 		dir, name, want string
 	}{
 		{lf.Dir, "nope", `no index "nope"`},
-		{lf.Dir, "tags_idx", "tags_idx is a label-list index, which compactord does not write"},
-		{rf.Dir, "v_idx", "v_idx: compactord rebuilds btree and bitmap indexes, not vector indexes"},
-		{rf.Dir, "s_idx", "s_idx: compactord rebuilds btree and bitmap indexes, not inverted indexes"},
+		{rf.Dir, "v_idx", "v_idx: compactord rebuilds btree, bitmap and label-list indexes, not vector indexes"},
+		{rf.Dir, "s_idx", "s_idx: compactord rebuilds btree, bitmap and label-list indexes, not inverted indexes"},
 	} {
 		h := openHandle(t, c.dir)
 		v := mustRead(t, h).Manifest.GetVersion()

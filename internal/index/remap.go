@@ -13,7 +13,7 @@ import (
 	"github.com/compactord/compactord/internal/storage"
 )
 
-// ReadSegment reads the entries of a btree or bitmap segment. full gives
+// ReadSegment reads the entries of a btree, bitmap or label-list segment. full gives
 // the physical rows of a fragment a bitmap segment holds whole (nil: such
 // a segment is an error).
 func ReadSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, full func(frag uint32) (uint64, bool)) (*Entries, error) {
@@ -57,8 +57,18 @@ func ReadSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, ful
 			return nil, err
 		}
 		return bm.Entries(full)
+	case KindLabelList:
+		r, err := open(BitmapLookupFile)
+		if err != nil {
+			return nil, err
+		}
+		ll, err := ReadLabelList(r)
+		if err != nil {
+			return nil, err
+		}
+		return ll.Entries(full)
 	default:
-		return nil, fmt.Errorf("index %s: compactord reads btree and bitmap segments, not %s", m.GetName(), kind)
+		return nil, fmt.Errorf("index %s: compactord reads btree, bitmap and label-list segments, not %s", m.GetName(), kind)
 	}
 }
 
@@ -86,7 +96,7 @@ type RemapStats struct {
 	Entries, Kept, Dropped int
 }
 
-// Remap rebuilds the btree or bitmap segment m with every row address
+// Remap rebuilds the btree, bitmap or label-list segment m with every row address
 // passed through remap: a row remap reports deleted is dropped. The new
 // segment gets a new uuid, dataset_version and fragment_bitmap from o, and
 // m's name, fields, details and index version. It returns the segment's
@@ -116,7 +126,7 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 		}
 	}
 	st.Kept, st.Dropped = len(keep), e.Len()-len(keep)
-	out := &Entries{Values: e.Values, Addrs: addrs}
+	out := &Entries{Values: e.Values, Addrs: addrs, ListNulls: remapAddrs(e.ListNulls, remap), Keys: e.Keys}
 	if len(keep) != e.Len() {
 		out.Values = e.Values.Take(keep)
 	}

@@ -245,6 +245,14 @@ func (f *File) checkColumn(i int, cm *lancefilepb.ColumnMetadata) error {
 	return nil
 }
 
+// GlobalBuffer reads global buffer i (0 is the file descriptor).
+func (f *File) GlobalBuffer(i int) ([]byte, error) {
+	if i < 0 || i >= len(f.Globals) {
+		return nil, errf("no global buffer %d (the file has %d)", i, len(f.Globals))
+	}
+	return f.readRange(f.Globals[i])
+}
+
 // readRange reads a byte range already checked to lie inside the file.
 func (f *File) readRange(b Buffer) ([]byte, error) {
 	return f.readRangeInto(b, nil)
