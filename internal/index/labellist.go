@@ -39,9 +39,10 @@ const (
 // LabelList is a decoded label-list segment.
 type LabelList struct {
 	Bitmap
-	// Nulls are the rows whose list is null (empty for an index version 0
-	// segment, which did not record them).
-	Nulls *RowAddrMap
+	// Nulls are the rows whose list is null; HasNulls is false for a
+	// segment without the buffer (index version 0 did not record them).
+	Nulls    *RowAddrMap
+	HasNulls bool
 	// KeyField is the file's keys field (the list's item type).
 	KeyField *pb.Field
 }
@@ -61,6 +62,7 @@ func ReadLabelList(r Reader) (*LabelList, error) {
 		out.KeyField = proto.Clone(fs[0]).(*pb.Field)
 	}
 	if s, ok := f.Desc.GetSchema().GetMetadata()[labelListNullsKey]; ok {
+		out.HasNulls = true
 		i, err := strconv.Atoi(string(s))
 		if err != nil || i < 1 {
 			return nil, formatErr("%s: %s=%q is not a global buffer number", BitmapLookupFile, labelListNullsKey, s)
