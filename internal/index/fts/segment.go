@@ -16,6 +16,9 @@ import (
 	"math"
 	"strconv"
 
+	"google.golang.org/protobuf/proto"
+
+	lancefilepb "github.com/compactord/compactord/gen/lancefilepb"
 	"github.com/compactord/compactord/internal/format/file"
 )
 
@@ -85,6 +88,8 @@ type Partition struct {
 	MaxScores []float32
 	Lengths   []uint32
 	Impacts   [][][]byte
+	// The files' schemas, as stored (a rewrite keeps them).
+	TokensSchema, DocsSchema, InvertSchema *lancefilepb.Schema
 }
 
 // Segment is a decoded inverted index segment.
@@ -206,6 +211,7 @@ func ReadPartition(open Opener, id uint64) (*Partition, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.TokensSchema = proto.Clone(f.Desc.GetSchema()).(*lancefilepb.Schema)
 	p.TokenBytes = append([]byte(nil), fc.Bytes(0)...)
 	next := binary.LittleEndian.Uint32(nc.Values)
 	p.TotalLength = binary.LittleEndian.Uint64(lc.Values)
@@ -239,6 +245,7 @@ func ReadPartition(open Opener, id uint64) (*Partition, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.DocsSchema = proto.Clone(f.Desc.GetSchema()).(*lancefilepb.Schema)
 	tt := string(f.Desc.GetSchema().GetMetadata()["total_tokens"])
 	if p.TotalTokens, err = strconv.ParseUint(tt, 10, 64); err != nil {
 		return nil, formatErr("%s: total_tokens %q", name, tt)
@@ -256,6 +263,7 @@ func ReadPartition(open Opener, id uint64) (*Partition, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.InvertSchema = proto.Clone(f.Desc.GetSchema()).(*lancefilepb.Schema)
 	if len(f.Schema.Fields) != 4 {
 		return nil, fmt.Errorf("%s has %d columns (compactord reads _posting, _max_score, _length, _impacts; positions are not supported)", name, len(f.Schema.Fields))
 	}
