@@ -5,8 +5,8 @@
 // optimize does) or with a fragment-reuse index version (deferred remap,
 // an opt-in: see Options.DeferRemap).
 //
-// Only btree, bitmap and label-list segments can be remapped by compactord.
-// A fragment covered by an index of any other kind (vector, full-text) is
+// Only btree, bitmap, label-list and full-text segments can be remapped by
+// compactord. A fragment covered by an index of any other kind (vector) is
 // left out of the plan (a Skip): LanceDB would load such an index through
 // a fragment-reuse version it cannot apply (an HNSW graph keeps its nodes
 // while its vector storage loses the deleted rows, and every search fails).
@@ -129,8 +129,8 @@ type Skip struct {
 
 // The classes of Skip.
 const (
-	// SkipIndex: an index compactord cannot remap (not a btree, bitmap
-	// or label list) covers the fragment.
+	// SkipIndex: an index compactord cannot remap (a vector index, or a
+	// kind it does not know) covers the fragment.
 	SkipIndex = "unremappable_index"
 	// SkipFiles: the fragment has more than one data file.
 	SkipFiles = "data_files"
@@ -144,8 +144,10 @@ const (
 var SkipCodes = []string{SkipIndex, SkipFiles, SkipBase, SkipRows}
 
 // Remappable reports whether compactord can remap an index segment of
-// this kind (meta.IndexKind): btree, bitmap and label list.
-func Remappable(kind string) bool { return kind == "btree" || kind == "bitmap" || kind == "labellist" }
+// this kind (meta.IndexKind): btree, bitmap, label list and full-text.
+func Remappable(kind string) bool {
+	return kind == "btree" || kind == "bitmap" || kind == "labellist" || kind == "inverted"
+}
 
 // Plan is the groups of one read version.
 type Plan struct {

@@ -170,15 +170,13 @@ func TestWorkers(t *testing.T) {
 }
 
 // TestPlanLeavesOutUnremappableIndexes: a fragment covered by an index
-// compactord cannot remap (vector, full-text, a kind it does not know)
-// is left out with its reason in both remap modes, and the
+// compactord cannot remap (vector, a kind it does not know) is left out with its reason in both remap modes, and the
 // fragments next to it still compact; an index of such a kind without a
 // fragment bitmap covers every fragment.
 func TestPlanLeavesOutUnremappableIndexes(t *testing.T) {
 	frags := []frag{{0, 100, 50}, {1, 100, 0}, {2, 100, 0}, {3, 100, 0}, {4, 100, 50}}
 	for _, kind := range []struct{ url, name string }{
 		{"/lance.index.pb.VectorIndexDetails", "vector"},
-		{"/lance.index.pb.InvertedIndexDetails", "inverted"},
 		{"", "unknown"},
 	} {
 		for _, deferred := range []bool{false, true} {

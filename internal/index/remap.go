@@ -96,8 +96,9 @@ type RemapStats struct {
 	Entries, Kept, Dropped int
 }
 
-// Remap rebuilds the btree, bitmap or label-list segment m with every row address
-// passed through remap: a row remap reports deleted is dropped. The new
+// Remap rebuilds the btree, bitmap, label-list or full-text segment m
+// with every row address passed through remap: a row remap reports
+// deleted is dropped. The new
 // segment gets a new uuid, dataset_version and fragment_bitmap from o, and
 // m's name, fields, details and index version. It returns the segment's
 // metadata and the objects written (also on error, for cleanup); the
@@ -112,6 +113,9 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 		return nil, nil, st, fmt.Errorf("index %s: remap needs the table field and the new fragment bitmap", m.GetName())
 	}
 	kind := meta.IndexKind(m)
+	if kind == KindInverted {
+		return remapInverted(ctx, b, m, remap, o)
+	}
 	e, err := ReadSegment(ctx, b, m, o.Full)
 	if err != nil {
 		return nil, nil, st, err

@@ -220,8 +220,8 @@ func remapIndexOnce(ctx context.Context, h *table.Handle, name string, o RemapJo
 		return nil, nil, nil
 	}
 	kind := meta.IndexKind(need[0])
-	if kind != KindBTree && kind != KindBitmap && kind != KindLabelList {
-		return nil, &Skip{name, fmt.Sprintf("a %s index (compactord remaps btree, bitmap and label-list indexes); it keeps its FRI versions", kind)}, nil
+	if kind != KindBTree && kind != KindBitmap && kind != KindLabelList && kind != KindInverted {
+		return nil, &Skip{name, fmt.Sprintf("a %s index (compactord remaps btree, bitmap, label-list and full-text indexes); it keeps its FRI versions", kind)}, nil
 	}
 	fields := need[0].GetFields()
 	var field *pb.Field
