@@ -51,6 +51,11 @@ type Options struct {
 	DeferRemap bool
 	// Fragments, when not empty, limits the candidates to these ids.
 	Fragments []uint64
+	// Unremappable are segments (by uuid) of a kind compactord remaps
+	// whose content it cannot (a full-text format it does not read),
+	// with the reason; their fragments are left out like those of an
+	// unremappable kind. PlanLatest fills it.
+	Unremappable map[string]string
 }
 
 // DefaultOptions are the options of DefaultConfig.
@@ -154,6 +159,8 @@ type Plan struct {
 	ReadVersion uint64
 	Groups      []Group
 	Skips       []Skip
+	// unremappable is Options.Unremappable of the plan.
+	unremappable map[string]string
 }
 
 // ReuseGroup is one group of a fragment-reuse index version, by fragment
@@ -175,7 +182,7 @@ func PlanCompaction(read *meta.ManifestFile, reuse []ReuseGroup, o Options) (*Pl
 		return nil, err
 	}
 	m := read.Manifest
-	p := &Plan{ReadVersion: m.GetVersion()}
+	p := &Plan{ReadVersion: m.GetVersion(), unremappable: o.Unremappable}
 	var bitmaps []*roaring.Bitmap
 	var uuids []string
 	// Indexes compactord cannot remap, and the fragments they cover.
@@ -205,6 +212,9 @@ func PlanCompaction(read *meta.ManifestFile, reuse []ReuseGroup, o Options) (*Pl
 		switch kind := meta.IndexKind(ix); {
 		case !Remappable(kind):
 			pinned = append(pinned, fixed{name: ix.GetName(), why: kind + " index %q, which compactord cannot remap (rebuild or optimize it with LanceDB)", bm: eff})
+		case o.Unremappable[meta.UUIDString(ix.GetUuid())] != "":
+			why := strings.ReplaceAll(o.Unremappable[meta.UUIDString(ix.GetUuid())], "%", "%%")
+			pinned = append(pinned, fixed{name: ix.GetName(), why: kind + " index %q, which compactord cannot remap: " + why, bm: eff})
 		case !known && !o.DeferRemap:
 			// The Rewrite swaps the remapped segment's fragments in its
 			// bitmap; without one there is nothing to swap.

@@ -14,14 +14,10 @@ import (
 	"github.com/compactord/compactord/internal/storage"
 )
 
-// remapInverted is Remap of a full-text (inverted) segment: fts.Remap
-// rewrites its docs, postings and token set for the new addresses; the
-// files are written under a new uuid with m's name, fields, details and
-// index version, its creation time kept as Lance's remap keeps it.
-func remapInverted(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), o RemapOptions) (*pb.IndexMetadata, []string, RemapStats, error) {
-	var st RemapStats
+// invertedOpener opens the files of segment m.
+func invertedOpener(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata) fts.Opener {
 	dir := meta.IndexDir(meta.UUIDString(m.GetUuid()))
-	open := func(name string) (io.ReaderAt, int64, error) {
+	return func(name string) (io.ReaderAt, int64, error) {
 		key := dir + name
 		a, err := b.Attributes(ctx, key)
 		if err != nil {
@@ -29,7 +25,23 @@ func remapInverted(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, r
 		}
 		return storage.NewReaderAt(ctx, b, key, a.Size), a.Size, nil
 	}
-	files, fst, err := fts.Remap(open, remap)
+}
+
+// CanRemapInverted says why compactord cannot remap the full-text
+// segment m (nil if it can): its metadata.lance names a format it does
+// not read.
+func CanRemapInverted(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata) error {
+	_, err := fts.ReadMetadata(invertedOpener(ctx, b, m))
+	return err
+}
+
+// remapInverted is Remap of a full-text (inverted) segment: fts.Remap
+// rewrites its docs, postings and token set for the new addresses; the
+// files are written under a new uuid with m's name, fields, details and
+// index version, its creation time kept as Lance's remap keeps it.
+func remapInverted(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), o RemapOptions) (*pb.IndexMetadata, []string, RemapStats, error) {
+	var st RemapStats
+	files, fst, err := fts.Remap(invertedOpener(ctx, b, m), remap)
 	if err != nil {
 		return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), err)
 	}

@@ -223,6 +223,16 @@ func remapIndexOnce(ctx context.Context, h *table.Handle, name string, o RemapJo
 	if kind != KindBTree && kind != KindBitmap && kind != KindLabelList && kind != KindInverted {
 		return nil, &Skip{name, fmt.Sprintf("a %s index (compactord remaps btree, bitmap, label-list and full-text indexes); it keeps its FRI versions", kind)}, nil
 	}
+	for _, s := range need {
+		if kind == KindInverted {
+			if err := CanRemapInverted(ctx, h.Bucket, s); err != nil {
+				if ctx.Err() != nil {
+					return nil, nil, ctx.Err()
+				}
+				return nil, &Skip{name, fmt.Sprintf("%v; it keeps its FRI versions", err)}, nil
+			}
+		}
+	}
 	fields := need[0].GetFields()
 	var field *pb.Field
 	for _, f := range m.GetFields() {
