@@ -122,7 +122,7 @@ func newIndexLookupCmd(e *env) *cobra.Command {
 // catchupHelp is appended to index catchup's help.
 const catchupHelp = `
 
-On a Lance dataset, catch-up covers every btree and bitmap index's missing fragments (those of
+On a Lance dataset, catch-up covers every btree, bitmap and label-list index's missing fragments (those of
 the latest version no segment's fragment bitmap names) with a delta segment over their live rows,
 all in one CreateIndex; --rebuild (or an index reaching --max-segments) replaces the index's
 segments with one over the whole version. A MemWAL table's index_catchup then records the
@@ -169,7 +169,7 @@ func addCatchupFlags(cmd *cobra.Command) {
 // remapHelp is appended to index remap's help.
 const remapHelp = `
 
-On a Lance dataset, remap rewrites every btree and bitmap segment whose data may still hold row
+On a Lance dataset, remap rewrites every btree, bitmap, label-list and full-text segment whose data may still hold row
 addresses a version of the fragment-reuse index (__lance_frag_reuse) remaps: each gets a new
 uuid, dataset_version = the version read, its fragment bitmap through the FRI, and loses the
 rows the compactions dropped or the fully deleted fragments held (one CreateIndex per logical
