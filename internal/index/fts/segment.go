@@ -67,6 +67,8 @@ type Metadata struct {
 	DeletedFragments []byte
 	// Schema metadata, verbatim (a rewritten metadata.lance keeps it).
 	Raw map[string][]byte
+	// Schema is the file's schema, as stored.
+	Schema *lancefilepb.Schema
 }
 
 // Partition is one partition's decoded files.
@@ -138,7 +140,7 @@ func ReadMetadata(open Opener) (*Metadata, error) {
 		return nil, err
 	}
 	md := f.Desc.GetSchema().GetMetadata()
-	m := &Metadata{Raw: md}
+	m := &Metadata{Raw: md, Schema: proto.Clone(f.Desc.GetSchema()).(*lancefilepb.Schema)}
 	get := func(k string) (string, bool) { v, ok := md[k]; return string(v), ok }
 	fv, ok := get("format_version")
 	if !ok {

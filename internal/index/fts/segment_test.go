@@ -2,6 +2,7 @@ package fts
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -173,3 +174,11 @@ func TestReadMetadataRefuses(t *testing.T) {
 
 func readFile(p string) ([]byte, error)  { return os.ReadFile(p) }
 func writeFile(p string, b []byte) error { return os.WriteFile(p, b, 0o644) }
+
+func jsonUnmarshal(s string, p *Params) error {
+	if err := json.Unmarshal([]byte(s), p); err != nil {
+		return err
+	}
+	p.Raw = json.RawMessage(s)
+	return nil
+}
