@@ -260,4 +260,6 @@ func write(fields []*lancepb.Field, md map[string][]byte, cols []*file.Array) ([
 	return buf.Bytes(), nil
 }
 
-func appendF32(b []byte, f float32) []byte { return binary.LittleEndian.AppendUint32(b, math.Float32bits(f)) }
+func appendF32(b []byte, f float32) []byte {
+	return binary.LittleEndian.AppendUint32(b, math.Float32bits(f))
+}
