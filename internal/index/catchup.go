@@ -173,6 +173,23 @@ func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (_ *Result, re
 	progress.From(ctx).Start("index catchup", progress.Units{Rows: total})
 	for _, p := range plans {
 		frags := covers(p)
+		if p.Kind == KindInverted {
+			ix, ks, rows, skip, err := catchUpInverted(ctx, h.Bucket, m.GetVersion(), p, o.Clock.Now())
+			keys = append(keys, ks...)
+			if err != nil {
+				cleanup()
+				return nil, fmt.Errorf("index %s: %w", p.Name, err)
+			}
+			if skip != "" {
+				res.Skipped = append(res.Skipped, Skip{p.Name, skip})
+				continue
+			}
+			op.NewIndices = append(op.NewIndices, ix)
+			op.RemovedIndices = append(op.RemovedIndices, p.Segments...)
+			res.Indices = append(res.Indices, IndexResult{Name: p.Name, Kind: p.Kind, Fragments: p.Missing.ToArray(), Rows: rows,
+				Segment: meta.UUIDString(ix.GetUuid()), Removed: []string{meta.UUIDString(p.Segments[0].GetUuid())}})
+			continue
+		}
 		e, err := collectFor(p.Kind)(ctx, h.Bucket, m.GetVersion(), p.Field, frags)
 		if err != nil {
 			cleanup()
@@ -200,6 +217,12 @@ func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (_ *Result, re
 			}
 		}
 		res.Indices = append(res.Indices, ir)
+	}
+	if len(op.NewIndices) == 0 {
+		// Every lagging index was left alone (a full-text index compactord
+		// cannot tokenize for): nothing to commit but what is due.
+		cleanup()
+		return recordCredit(ctx, h, read, naming, o, res)
 	}
 	txn := commit.NewTransaction(m.GetVersion())
 	txn.Operation = &pb.Transaction_CreateIndex_{CreateIndex: op}
@@ -297,8 +320,8 @@ func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 	for _, name := range names {
 		segs := meta.FindIndex(read.Indices, name)
 		kind := meta.IndexKind(segs[0])
-		if kind != KindBTree && kind != KindBitmap && kind != KindLabelList {
-			skips = append(skips, Skip{name, fmt.Sprintf("a %s index (compactord catches up btree, bitmap and label-list indexes)", kind)})
+		if kind != KindBTree && kind != KindBitmap && kind != KindLabelList && kind != KindInverted {
+			skips = append(skips, Skip{name, fmt.Sprintf("a %s index (compactord catches up btree, bitmap, label-list and full-text indexes)", kind)})
 			continue
 		}
 		fields := segs[0].GetFields()
@@ -351,7 +374,10 @@ func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 		// hold no row a segment already indexes under an old address: a
 		// delta indexes each row once even while segments wait for their
 		// physical remap.
-		rebuild := o.Rebuild || (maxSegs > 0 && len(segs)+1 > maxSegs)
+		// A full-text index gains a partition in a new segment replacing
+		// its one segment (as LanceDB's optimize() does); merging its
+		// partitions is not implemented.
+		rebuild := kind != KindInverted && (o.Rebuild || (maxSegs > 0 && len(segs)+1 > maxSegs))
 		plans = append(plans, Job{Name: name, Kind: kind, Field: f, Segments: segs, Missing: missing, Rebuild: rebuild})
 	}
 	return plans, skips, nil

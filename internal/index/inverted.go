@@ -2,13 +2,18 @@ package index
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/format/file"
 	"github.com/compactord/compactord/internal/index/fts"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
@@ -68,4 +73,87 @@ func remapInverted(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, r
 		nm.CreatedAt = proto.Uint64(m.GetCreatedAt())
 	}
 	return nm, w.Keys, st, nil
+}
+
+// catchUpInverted adds a partition over the live rows of the fragments
+// missing to the one segment of a full-text index, as LanceDB's
+// optimize() does: a new segment (new uuid) with the old partitions'
+// files copied and the new partition, replacing the old one, covering
+// the old fragments and the missing ones. A configuration compactord
+// cannot tokenize exactly gives skip (the index is left to LanceDB).
+func catchUpInverted(ctx context.Context, b storage.Bucket, version uint64, p Job, now time.Time) (ix *pb.IndexMetadata, keys []string, rows int, skip string, err error) {
+	if len(p.Segments) != 1 {
+		return nil, nil, 0, fmt.Sprintf("%d segments; compactord adds a partition to a full-text index of one segment", len(p.Segments)), nil
+	}
+	old := p.Segments[0]
+	open := invertedOpener(ctx, b, old)
+	m, err := fts.ReadMetadata(open)
+	if err != nil {
+		return nil, nil, 0, err.Error(), nil
+	}
+	if _, err := fts.NewTokenizer(m.Params); err != nil {
+		return nil, nil, 0, err.Error(), nil
+	}
+	e, err := Collect(ctx, b, version, p.Field, p.Missing)
+	if err != nil {
+		return nil, nil, 0, "", err
+	}
+	if e.Values.Type.Kind != file.KindUtf8 && e.Values.Type.Kind != file.KindLargeUtf8 {
+		return nil, nil, 0, fmt.Sprintf("column %q is %s, not a string", p.Field.GetName(), e.Values.Type), nil
+	}
+	docs := make([]fts.Doc, 0, e.Len())
+	for i, a := range e.Addrs {
+		if e.Values.IsValid(i) {
+			docs = append(docs, fts.Doc{RowID: a, Text: string(e.Values.Bytes(i))})
+		}
+	}
+	files, copies, n, err := fts.Append(open, docs)
+	if err != nil {
+		// Text the tokenizer refuses (non-ASCII under lower_case) leaves
+		// the index to LanceDB; anything else is a failure.
+		if errors.Is(err, fts.ErrUntokenizable) {
+			return nil, nil, 0, err.Error(), nil
+		}
+		return nil, nil, 0, "", err
+	}
+	u, id := meta.NewUUID()
+	w := &Written{UUID: u}
+	put := func(name string, data []byte) error {
+		key := meta.IndexDir(id) + name
+		w.Keys = append(w.Keys, key)
+		if err := b.Put(ctx, key, data); err != nil {
+			return fmt.Errorf("write %s: %w", key, err)
+		}
+		w.Files = append(w.Files, &pb.IndexFile{Path: name, SizeBytes: uint64(len(data))})
+		return nil
+	}
+	for _, name := range copies {
+		r, size, err := open(name)
+		if err != nil {
+			return nil, w.Keys, 0, "", err
+		}
+		data := make([]byte, size)
+		if _, err := r.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+			return nil, w.Keys, 0, "", err
+		}
+		if err := put(name, data); err != nil {
+			return nil, w.Keys, 0, "", err
+		}
+	}
+	for _, f := range files {
+		if err := put(f.Name, f.Data); err != nil {
+			return nil, w.Keys, 0, "", err
+		}
+	}
+	slices.SortFunc(w.Files, func(a, b *pb.IndexFile) int { return strings.Compare(a.GetPath(), b.GetPath()) })
+	cov, known, err := meta.FragmentBitmap(old)
+	if err != nil || !known {
+		return nil, w.Keys, 0, "", fmt.Errorf("index %s: segment without a fragment bitmap", p.Name)
+	}
+	cov = roaring.Or(cov, p.Missing)
+	nm, err := SegmentMetadata(p.Name, old.GetFields(), KindInverted, old, version, cov, w, now)
+	if err != nil {
+		return nil, w.Keys, 0, "", err
+	}
+	return nm, w.Keys, n, "", nil
 }

@@ -2,10 +2,14 @@ package fts
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode"
 )
+
+// ErrUntokenizable marks text compactord does not tokenize exactly.
+var ErrUntokenizable = errors.New("text compactord does not tokenize exactly")
 
 // Tokenizer splits a doc into tokens exactly as LanceDB 0.39 does for the
 // configurations NewTokenizer accepts.
@@ -66,7 +70,7 @@ func (t *Tokenizer) Tokens(doc string) ([]string, error) {
 	if t.fold || t.lower {
 		for i := 0; i < len(doc); i++ {
 			if doc[i] >= 0x80 {
-				return nil, fmt.Errorf("non-ASCII text under ascii_folding or lower_case is not tokenized by compactord")
+				return nil, fmt.Errorf("%w: non-ASCII text under ascii_folding or lower_case", ErrUntokenizable)
 			}
 		}
 	}
@@ -76,7 +80,7 @@ func (t *Tokenizer) Tokens(doc string) ([]string, error) {
 	} else {
 		for _, r := range doc {
 			if r >= 0x80 {
-				return nil, fmt.Errorf("non-ASCII text under the simple tokenizer is not tokenized by compactord")
+				return nil, fmt.Errorf("%w: non-ASCII text under the simple tokenizer", ErrUntokenizable)
 			}
 		}
 	}
