@@ -122,10 +122,12 @@ func newIndexLookupCmd(e *env) *cobra.Command {
 // catchupHelp is appended to index catchup's help.
 const catchupHelp = `
 
-On a Lance dataset, catch-up covers every btree, bitmap and label-list index's missing fragments (those of
+On a Lance dataset, catch-up covers every btree, bitmap, label-list and full-text index's missing fragments (those of
 the latest version no segment's fragment bitmap names) with a delta segment over their live rows,
 all in one CreateIndex; --rebuild (or an index reaching --max-segments) replaces the index's
-segments with one over the whole version. A MemWAL table's index_catchup then records the
+segments with one over the whole version. A full-text index gains a partition over the new rows
+in a segment replacing its one segment, when compactord reproduces its tokenizer (simple or
+whitespace, lower_case, no stemming or stop words); otherwise it is skipped with the reason. A MemWAL table's index_catchup then records the
 generations the read version had merged, so trim can delete them. With nothing to index, a
 maintained index that covers every fragment of the version while its index_catchup lags gets
 that credit recorded by a record-only commit (an empty CreateIndex; "credited" lists it).`
