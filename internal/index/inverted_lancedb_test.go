@@ -6,8 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/compactord/compactord/internal/merge"
 	"github.com/compactord/compactord/internal/testing/lancedb"
+	"github.com/compactord/compactord/internal/trim"
 )
 
 // invertedText is row id's text: a null when id % 10 = 3, empty when
@@ -123,5 +126,58 @@ func TestCatchUpFullTextWithLanceDB(t *testing.T) {
 	}
 	if res.Committed || len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Reason, "stem") || mustRead(t, dh).Manifest.GetVersion() != v {
 		t.Fatalf("catch-up of a stemmed index: %+v; want it skipped naming stem, nothing committed", res)
+	}
+}
+
+// TestMemWALFullTextRetires: on a MemWAL table whose write spec maintains
+// a whitespace full-text index, the merged generations are kept for the
+// index (index_lag) until catch-up adds the partition over the merged
+// rows; then index_catchup records them, trim deletes them, LanceDB
+// counts no unindexed row and finds the merged rows' words.
+func TestMemWALFullTextRetires(t *testing.T) {
+	lancedb.Require(t)
+	opts := map[string]any{"baseTokenizer": "whitespace", "stem": false, "removeStopWords": false, "asciiFolding": false}
+	base := lancedb.BasicRows(0, 20)
+	steps := []lancedb.Step{lancedb.Create(lancedb.BasicSchema, base), lancedb.CreateVectorIndex("s", "fts", "s_idx", opts), lancedb.SetPrimaryKey("id"),
+		lancedb.SetLsmWriteSpec(lancedb.LsmWriteSpec{SpecType: "unsharded", MaintainedIndexes: []string{"s_idx"}})}
+	for g := 1; g <= 2; g++ {
+		tag := fmt.Sprintf("g%d-", g)
+		steps = append(steps, lancedb.MergeInsert("id", append(lancedb.TaggedRows(0, 3, tag), lancedb.TaggedRows(int64(100*g), int64(100*g+3), tag)...)), lancedb.CloseLsmWriters())
+	}
+	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+	f.Dir = filepath.Join(f.URI, "t.lance")
+	f.Run(t, steps...)
+	h := openHandle(t, f.Dir)
+	if out, err := merge.RunAll(t.Context(), h, merge.Env{MaxGenerations: 8}); err != nil || len(out.Landed) == 0 {
+		t.Fatalf("merge: %v, %+v", err, out)
+	}
+	now := time.Now().Add(time.Hour)
+	res, err := trim.Run(t.Context(), h.Bucket, trim.DefaultConfig(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := trimReasons(res); r["delete"] != 0 || r["index_lag"] == 0 {
+		t.Fatalf("trim before catch-up: %v (want index_lag, nothing deleted)", r)
+	}
+	cu, err := CatchUp(t.Context(), h, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cu.Committed || len(cu.Indices) != 1 || cu.Indices[0].Name != "s_idx" {
+		t.Fatalf("catch-up: %+v", cu)
+	}
+	res, err = trim.Run(t.Context(), h.Bucket, trim.DefaultConfig(), now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := trimReasons(res); r["delete"] == 0 || r["index_lag"] != 0 {
+		t.Fatalf("trim after catch-up: %v", r)
+	}
+	out := f.Run(t, lancedb.Open(), lancedb.IndexStats("s_idx"), lancedb.TextSearch("g2-201", "s", 0, []string{"id"}).With("lsm", false))
+	if st := stats(t, out, 1); st.NumUnindexedRows != 0 {
+		t.Fatalf("indexStats after catch-up: %+v", st)
+	}
+	if rows, err := out.Rows(2); err != nil || len(rows) != 1 {
+		t.Fatalf("search g2-201: %v (%v)", rows, err)
 	}
 }
