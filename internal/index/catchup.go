@@ -30,7 +30,9 @@ type Options struct {
 	// segment over the whole version instead of adding a delta.
 	Rebuild bool
 	// MaxSegments: an index whose delta would make more segments than this
-	// is rebuilt (0: DefaultMaxSegments; negative: never).
+	// is rebuilt (0: DefaultMaxSegments; negative: never); a full-text
+	// index whose new partition would make more partitions than this is
+	// rebuilt into one.
 	MaxSegments int
 	// Clock is the clock of created_at (the wall clock if nil).
 	Clock clock.Clock
@@ -181,7 +183,7 @@ func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (_ *Result, re
 				res.Skipped = append(res.Skipped, Skip{p.Name, "its segment waits for its physical remap (index remap) first"})
 				continue
 			}
-			ix, ks, rows, skip, err := catchUpInverted(ctx, h.Bucket, m.GetVersion(), p, o.Clock.Now())
+			ix, ks, rows, rebuilt, skip, err := catchUpInverted(ctx, h.Bucket, m.GetVersion(), p, live, o.MaxSegments, o.Clock.Now())
 			keys = append(keys, ks...)
 			if err != nil {
 				cleanup()
@@ -194,7 +196,7 @@ func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (_ *Result, re
 			op.NewIndices = append(op.NewIndices, ix)
 			op.RemovedIndices = append(op.RemovedIndices, p.Segments...)
 			res.Indices = append(res.Indices, IndexResult{Name: p.Name, Kind: p.Kind, Fragments: p.Missing.ToArray(), Rows: rows,
-				Segment: meta.UUIDString(ix.GetUuid()), Removed: []string{meta.UUIDString(p.Segments[0].GetUuid())}})
+				Segment: meta.UUIDString(ix.GetUuid()), Rebuilt: rebuilt, Removed: []string{meta.UUIDString(p.Segments[0].GetUuid())}})
 			continue
 		}
 		e, err := collectFor(p.Kind)(ctx, h.Bucket, m.GetVersion(), p.Field, frags)

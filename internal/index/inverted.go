@@ -13,10 +13,12 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/format/file"
 	"github.com/compactord/compactord/internal/index/fts"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
 )
 
 // invertedOpener opens the files of segment m.
@@ -79,13 +81,34 @@ func remapInverted(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, r
 // missing to the one segment of a full-text index, as LanceDB's
 // optimize() does: a new segment (new uuid) with the old partitions'
 // files copied and the new partition, replacing the old one, covering
-// the old fragments and the missing ones. A configuration compactord
-// cannot tokenize exactly gives skip (the index is left to LanceDB).
-func catchUpInverted(ctx context.Context, b storage.Bucket, version uint64, p Job, now time.Time) (ix *pb.IndexMetadata, keys []string, rows int, skip string, err error) {
+// the old fragments and the missing ones. An index that would have more
+// than maxParts partitions (maxParts > 0) is rebuilt instead: one
+// partition over every live row of the version (live), so partitions do
+// not pile up. A configuration compactord cannot tokenize exactly gives
+// skip (the index is left to LanceDB).
+func catchUpInverted(ctx context.Context, b storage.Bucket, version uint64, p Job, live *roaring.Bitmap, maxParts int, now time.Time) (ix *pb.IndexMetadata, keys []string, rows int, rebuilt bool, skip string, err error) {
 	if len(p.Segments) != 1 {
-		return nil, nil, 0, fmt.Sprintf("%d segments; compactord adds a partition to a full-text index of one segment", len(p.Segments)), nil
+		return nil, nil, 0, false, fmt.Sprintf("%d segments; compactord adds a partition to a full-text index of one segment", len(p.Segments)), nil
 	}
 	old := p.Segments[0]
+	m, err := fts.ReadMetadata(invertedOpener(ctx, b, old))
+	if err != nil {
+		return nil, nil, 0, false, err.Error(), nil
+	}
+	rebuilt = maxParts > 0 && len(m.Partitions)+1 > maxParts
+	frags := p.Missing
+	if rebuilt {
+		frags = live
+	}
+	ix, keys, rows, skip, err = writeInverted(ctx, b, version, p.Name, p.Field, old, frags, !rebuilt, now)
+	return ix, keys, rows, rebuilt, skip, err
+}
+
+// writeInverted builds a full-text segment like old over the live rows of
+// frags: old plus a partition over them (appendPart), or one partition
+// over them alone; the new segment covers old's fragments and frags, or
+// frags alone.
+func writeInverted(ctx context.Context, b storage.Bucket, version uint64, name string, field *pb.Field, old *pb.IndexMetadata, frags *roaring.Bitmap, appendPart bool, now time.Time) (ix *pb.IndexMetadata, keys []string, rows int, skip string, err error) {
 	open := invertedOpener(ctx, b, old)
 	m, err := fts.ReadMetadata(open)
 	if err != nil {
@@ -94,12 +117,12 @@ func catchUpInverted(ctx context.Context, b storage.Bucket, version uint64, p Jo
 	if _, err := fts.NewTokenizer(m.Params); err != nil {
 		return nil, nil, 0, err.Error(), nil
 	}
-	e, err := Collect(ctx, b, version, p.Field, p.Missing)
+	e, err := Collect(ctx, b, version, field, frags)
 	if err != nil {
 		return nil, nil, 0, "", err
 	}
 	if e.Values.Type.Kind != file.KindUtf8 && e.Values.Type.Kind != file.KindLargeUtf8 {
-		return nil, nil, 0, fmt.Sprintf("column %q is %s, not a string", p.Field.GetName(), e.Values.Type), nil
+		return nil, nil, 0, fmt.Sprintf("column %q is %s, not a string", field.GetName(), e.Values.Type), nil
 	}
 	docs := make([]fts.Doc, 0, e.Len())
 	for i, a := range e.Addrs {
@@ -107,7 +130,14 @@ func catchUpInverted(ctx context.Context, b storage.Bucket, version uint64, p Jo
 			docs = append(docs, fts.Doc{RowID: a, Text: string(e.Values.Bytes(i))})
 		}
 	}
-	files, copies, n, err := fts.Append(open, docs)
+	var files []fts.NamedFile
+	var copies []string
+	var n int
+	if appendPart {
+		files, copies, n, err = fts.Append(open, docs)
+	} else {
+		files, n, err = fts.Rebuild(open, docs)
+	}
 	if err != nil {
 		// Text the tokenizer refuses (non-ASCII under lower_case) leaves
 		// the index to LanceDB; anything else is a failure.
@@ -146,14 +176,49 @@ func catchUpInverted(ctx context.Context, b storage.Bucket, version uint64, p Jo
 		}
 	}
 	slices.SortFunc(w.Files, func(a, b *pb.IndexFile) int { return strings.Compare(a.GetPath(), b.GetPath()) })
-	cov, known, err := meta.FragmentBitmap(old)
-	if err != nil || !known {
-		return nil, w.Keys, 0, "", fmt.Errorf("index %s: segment without a fragment bitmap", p.Name)
+	cov := frags.Clone()
+	if appendPart {
+		ob, known, err := meta.FragmentBitmap(old)
+		if err != nil || !known {
+			return nil, w.Keys, 0, "", fmt.Errorf("index %s: segment without a fragment bitmap", name)
+		}
+		cov.Or(ob)
 	}
-	cov = roaring.Or(cov, p.Missing)
-	nm, err := SegmentMetadata(p.Name, old.GetFields(), KindInverted, old, version, cov, w, now)
+	nm, err := SegmentMetadata(name, old.GetFields(), KindInverted, old, version, cov, w, now)
 	if err != nil {
 		return nil, w.Keys, 0, "", err
 	}
 	return nm, w.Keys, n, "", nil
+}
+
+// rebuildInverted is Rebuild of a full-text index: one partition over
+// every live row, tokenized with the index's parameters.
+func rebuildInverted(ctx context.Context, h *table.Handle, read *meta.ManifestFile, naming meta.Naming, name string, segs []*pb.IndexMetadata, field *pb.Field, live *roaring.Bitmap, o RebuildOptions) (*RebuildResult, error) {
+	m := read.Manifest
+	ix, keys, rows, skip, err := writeInverted(ctx, h.Bucket, m.GetVersion(), name, field, segs[0], live, false, o.Now())
+	cleanup := func() {
+		for _, k := range keys {
+			_ = h.Bucket.Delete(context.WithoutCancel(ctx), k)
+		}
+	}
+	if err == nil && skip != "" {
+		err = errors.New(skip)
+	}
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("index rebuild %s: %w", name, err)
+	}
+	res := &RebuildResult{Name: name, Kind: KindInverted, ReadVersion: m.GetVersion(), Rows: rows, Fragments: live.ToArray(),
+		Segment: meta.UUIDString(ix.GetUuid()), Removed: []string{}}
+	for _, s := range segs {
+		res.Removed = append(res.Removed, meta.UUIDString(s.GetUuid()))
+	}
+	txn := commit.NewTransaction(m.GetVersion())
+	txn.Operation = &pb.Transaction_CreateIndex_{CreateIndex: &pb.Transaction_CreateIndex{NewIndices: []*pb.IndexMetadata{ix}, RemovedIndices: segs}}
+	cr, err := h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn, Files: keys})
+	if err != nil {
+		return nil, fmt.Errorf("index rebuild %s: %w", name, err)
+	}
+	res.Version = cr.Version
+	return res, nil
 }

@@ -52,8 +52,9 @@ type RebuildResult struct {
 // Memory: the column's live values and addresses are collected whole and
 // sorted, as catch-up's rebuild does.
 //
-// Vector and full-text indexes are refused: compactord does not write
-// them.
+// A full-text index is rebuilt into one partition when compactord
+// reproduces its tokenizer (fts.NewTokenizer), else refused; vector
+// indexes are refused.
 func Rebuild(ctx context.Context, h *table.Handle, name string, o RebuildOptions) (*RebuildResult, error) {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -96,9 +97,9 @@ func RebuildJob(read *meta.ManifestFile, name string) (segs []*pb.IndexMetadata,
 	}
 	kind = meta.IndexKind(segs[0])
 	switch kind {
-	case KindBTree, KindBitmap, KindLabelList:
+	case KindBTree, KindBitmap, KindLabelList, KindInverted:
 	default:
-		return nil, "", nil, fmt.Errorf("index rebuild: %s: compactord rebuilds btree, bitmap and label-list indexes, not %s indexes (rebuild it with LanceDB)", name, kind)
+		return nil, "", nil, fmt.Errorf("index rebuild: %s: compactord rebuilds btree, bitmap, label-list and full-text indexes, not %s indexes (rebuild it with LanceDB)", name, kind)
 	}
 	for _, s := range segs {
 		if k := meta.IndexKind(s); k != kind {
@@ -142,6 +143,9 @@ func rebuildOnce(ctx context.Context, h *table.Handle, name string, o RebuildOpt
 		live.Add(uint32(f.GetId()))
 	}
 	progress.From(ctx).Start("index rebuild", progress.Units{Rows: LiveRows(m, live)})
+	if kind == KindInverted {
+		return rebuildInverted(ctx, h, read, naming, name, segs, field, live, o)
+	}
 	e, err := collectFor(kind)(ctx, h.Bucket, m.GetVersion(), field, live)
 	if err != nil {
 		return nil, fmt.Errorf("index rebuild %s: %w", name, err)

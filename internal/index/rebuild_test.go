@@ -63,8 +63,9 @@ func TestRebuildMemWAL(t *testing.T) {
 	}
 }
 
-// TestRebuildRefuses: an unknown or system index, vector and full-text
-// indexes are refused before anything is written.
+// TestRebuildRefuses: an unknown or system index, a vector index and a
+// full-text index whose tokenizer compactord does not reproduce are
+// refused in one line, committing nothing.
 func TestRebuildRefuses(t *testing.T) {
 	lancedb.Require(t)
 	lf := labelFixture(t)
@@ -73,8 +74,8 @@ func TestRebuildRefuses(t *testing.T) {
 		dir, name, want string
 	}{
 		{lf.Dir, "nope", `no index "nope"`},
-		{rf.Dir, "v_idx", "v_idx: compactord rebuilds btree, bitmap and label-list indexes, not vector indexes"},
-		{rf.Dir, "s_idx", "s_idx: compactord rebuilds btree, bitmap and label-list indexes, not inverted indexes"},
+		{rf.Dir, "v_idx", "v_idx: compactord rebuilds btree, bitmap, label-list and full-text indexes, not vector indexes"},
+		{rf.Dir, "s_idx", "s_idx: tokenizer stem=true is not reproduced by compactord"},
 	} {
 		h := openHandle(t, c.dir)
 		v := mustRead(t, h).Manifest.GetVersion()

@@ -24,6 +24,18 @@ type Doc struct {
 // docs the given order (docs without tokens are left out, as LanceDB
 // leaves out null and empty texts), its scores use its own docs' stats.
 func Append(open Opener, docs []Doc) (files []NamedFile, copyNames []string, indexed int, err error) {
+	return build(open, docs, true)
+}
+
+// Rebuild builds the files of a segment of one partition (0) over docs
+// (every live row, in row order) with seg's parameters: the partitions
+// merged, as a fresh LanceDB index over the same rows is.
+func Rebuild(open Opener, docs []Doc) (files []NamedFile, indexed int, err error) {
+	files, _, indexed, err = build(open, docs, false)
+	return files, indexed, err
+}
+
+func build(open Opener, docs []Doc, appendPart bool) (files []NamedFile, copyNames []string, indexed int, err error) {
 	seg, err := ReadSegment(open)
 	if err != nil {
 		return nil, nil, 0, err
@@ -36,9 +48,13 @@ func Append(open Opener, docs []Doc) (files []NamedFile, copyNames []string, ind
 		return nil, nil, 0, err
 	}
 	var id uint64
-	for _, p := range seg.Meta.Partitions {
-		id = max(id, p+1)
-		copyNames = append(copyNames, TokensFile(p), DocsFile(p), InvertFile(p))
+	var partitions []uint64
+	if appendPart {
+		for _, p := range seg.Meta.Partitions {
+			id = max(id, p+1)
+			copyNames = append(copyNames, TokensFile(p), DocsFile(p), InvertFile(p))
+		}
+		partitions = slices.Clone(seg.Meta.Partitions)
 	}
 	like := seg.Partitions[0]
 	tokenID := map[string]uint32{}
@@ -101,13 +117,17 @@ func Append(open Opener, docs []Doc) (files []NamedFile, copyNames []string, ind
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("%s: %w", InvertFile(id), err)
 	}
-	parts, err := json.Marshal(append(slices.Clone(seg.Meta.Partitions), id))
+	parts, err := json.Marshal(append(partitions, id))
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	md := maps.Clone(seg.Meta.Raw)
 	md["partitions"] = parts
-	del := &file.Array{Type: file.DataType{Kind: file.KindBinary}, Len: 1, Offsets: []int64{0, int64(len(seg.Meta.DeletedFragments))}, Values: seg.Meta.DeletedFragments}
+	deleted := seg.Meta.DeletedFragments
+	if !appendPart {
+		deleted = []byte{0x3a, 0x30, 0, 0, 0, 0, 0, 0} // an empty portable Roaring32
+	}
+	del := &file.Array{Type: file.DataType{Kind: file.KindBinary}, Len: 1, Offsets: []int64{0, int64(len(deleted))}, Values: deleted}
 	meta, err := write(seg.Meta.Schema.GetFields(), md, []*file.Array{del})
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("%s: %w", MetadataFile, err)
