@@ -217,13 +217,14 @@ func newIndexRebuildCmd(e *env) *cobra.Command {
 	var name string
 	cmd := &cobra.Command{
 		Use:   "rebuild URL --name N",
-		Short: "Rebuild a btree, bitmap or label-list index from the data, replacing every segment of that name (Lance)",
-		Long: `Rebuild a btree, bitmap or label-list index from the data, replacing every segment of that name (Lance).
+		Short: "Rebuild a btree, bitmap, label-list or full-text index from the data, replacing every segment of that name (Lance)",
+		Long: `Rebuild a btree, bitmap, label-list or full-text index from the data, replacing every segment of that name (Lance).
 
 The repair after verify --deep reports an index_content violation: the index is built afresh over
 every live row of the latest version and committed as one CreateIndex that removes every old segment
-of the index (name, column, details and index version are kept). Vector and full-text indexes are
-refused: rebuild those with LanceDB (createIndex with replace).`,
+of the index (name, column, details and index version are kept); a full-text index becomes one
+partition. Vector indexes, and full-text indexes whose tokenizer compactord does not reproduce
+(stemming, stop words, ngram, ...), are refused: rebuild those with LanceDB (createIndex with replace).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h, done, err := openHandle(cmd.Context(), e, args[0])

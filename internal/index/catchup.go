@@ -183,7 +183,11 @@ func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (_ *Result, re
 				res.Skipped = append(res.Skipped, Skip{p.Name, "its segment waits for its physical remap (index remap) first"})
 				continue
 			}
-			ix, ks, rows, rebuilt, skip, err := catchUpInverted(ctx, h.Bucket, m.GetVersion(), p, live, o.MaxSegments, o.Clock.Now())
+			maxParts := o.MaxSegments
+			if o.Rebuild {
+				maxParts = 1
+			}
+			ix, ks, rows, rebuilt, skip, err := catchUpInverted(ctx, h.Bucket, m.GetVersion(), p, live, maxParts, o.Clock.Now())
 			keys = append(keys, ks...)
 			if err != nil {
 				cleanup()
@@ -384,8 +388,9 @@ func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 		// delta indexes each row once even while segments wait for their
 		// physical remap.
 		// A full-text index gains a partition in a new segment replacing
-		// its one segment (as LanceDB's optimize() does); merging its
-		// partitions is not implemented.
+		// its one segment (as LanceDB's optimize() does), or is rebuilt
+		// into one partition by catchUpInverted: its segments do not pile
+		// up.
 		rebuild := kind != KindInverted && (o.Rebuild || (maxSegs > 0 && len(segs)+1 > maxSegs))
 		plans = append(plans, Job{Name: name, Kind: kind, Field: f, Segments: segs, Missing: missing, Rebuild: rebuild})
 	}
