@@ -42,26 +42,40 @@ func CanRemapInverted(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata
 	return err
 }
 
+// RemapInvertedFiles remaps the full-text segment m (fts.Remap) and hands
+// each file of the new segment to put, counting its docs.
+func RemapInvertedFiles(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), put func(name string, data []byte) error) (RemapStats, error) {
+	files, fst, err := fts.Remap(invertedOpener(ctx, b, m), remap)
+	st := RemapStats{Entries: fst.Docs, Kept: fst.Kept, Dropped: fst.Dropped}
+	if err != nil {
+		return st, err
+	}
+	for _, f := range files {
+		if err := put(f.Name, f.Data); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
 // remapInverted is Remap of a full-text (inverted) segment: fts.Remap
 // rewrites its docs, postings and token set for the new addresses; the
 // files are written under a new uuid with m's name, fields, details and
 // index version, its creation time kept as Lance's remap keeps it.
 func remapInverted(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), o RemapOptions) (*pb.IndexMetadata, []string, RemapStats, error) {
-	var st RemapStats
-	files, fst, err := fts.Remap(invertedOpener(ctx, b, m), remap)
-	if err != nil {
-		return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), err)
-	}
-	st = RemapStats{Entries: fst.Docs, Kept: fst.Kept, Dropped: fst.Dropped}
 	u, id := meta.NewUUID()
 	w := &Written{UUID: u}
-	for _, f := range files {
-		key := meta.IndexDir(id) + f.Name
+	st, err := RemapInvertedFiles(ctx, b, m, remap, func(name string, data []byte) error {
+		key := meta.IndexDir(id) + name
 		w.Keys = append(w.Keys, key)
-		if err := b.Put(ctx, key, f.Data); err != nil {
-			return nil, w.Keys, st, fmt.Errorf("index %s: write %s: %w", m.GetName(), key, err)
+		if err := b.Put(ctx, key, data); err != nil {
+			return fmt.Errorf("write %s: %w", key, err)
 		}
-		w.Files = append(w.Files, &pb.IndexFile{Path: f.Name, SizeBytes: uint64(len(f.Data))})
+		w.Files = append(w.Files, &pb.IndexFile{Path: name, SizeBytes: uint64(len(data))})
+		return nil
+	})
+	if err != nil {
+		return nil, w.Keys, st, fmt.Errorf("index %s: %w", m.GetName(), err)
 	}
 	now := o.Now
 	if now.IsZero() {
