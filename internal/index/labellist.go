@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"google.golang.org/protobuf/proto"
@@ -212,4 +213,74 @@ func checkIndexable(kind string, fields []*pb.Field, f *pb.Field) error {
 	}
 	_, err := fieldType(f)
 	return err
+}
+
+// RemapLabelListFiles remaps the label-list segment m: every (element,
+// row) entry and null-list row passed through remap (false: dropped),
+// the new bitmap_page_lookup.lance handed to put. full gives the rows of
+// a fragment a bitmap holds whole.
+func RemapLabelListFiles(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), full func(uint32) (uint64, bool), put func(name string, data []byte) error) (RemapStats, error) {
+	var st RemapStats
+	r, err := openSegmentFile(ctx, b, m, BitmapLookupFile)
+	if err != nil {
+		return st, err
+	}
+	ll, err := ReadLabelList(r)
+	if err != nil {
+		return st, err
+	}
+	e, err := ll.Entries(full)
+	if err != nil {
+		return st, err
+	}
+	st.Entries = e.Len()
+	keep := make([]int, 0, e.Len())
+	out := &Entries{Keys: e.Keys, ListNulls: remapAddrs(e.ListNulls, remap)}
+	for i, a := range e.Addrs {
+		if na, ok := remap(a); ok {
+			keep = append(keep, i)
+			out.Addrs = append(out.Addrs, na)
+		}
+	}
+	st.Kept, st.Dropped = len(keep), e.Len()-len(keep)
+	out.Values = e.Values.Take(keep)
+	var buf memBuf
+	if _, err := WriteLabelList(&buf, out); err != nil {
+		return st, err
+	}
+	return st, put(BitmapLookupFile, buf.b)
+}
+
+// remapLabelList is Remap of a label-list segment.
+func remapLabelList(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), o RemapOptions) (*pb.IndexMetadata, []string, RemapStats, error) {
+	if err := meta.CheckIndexVersion(m); err != nil {
+		return nil, nil, RemapStats{}, err
+	}
+	u, id := meta.NewUUID()
+	w := &Written{UUID: u}
+	st, err := RemapLabelListFiles(ctx, b, m, remap, o.Full, func(name string, data []byte) error {
+		key := meta.IndexDir(id) + name
+		w.Keys = append(w.Keys, key)
+		if err := b.Put(ctx, key, data); err != nil {
+			return fmt.Errorf("write %s: %w", key, err)
+		}
+		w.Files = append(w.Files, &pb.IndexFile{Path: name, SizeBytes: uint64(len(data))})
+		return nil
+	})
+	if err != nil {
+		return nil, w.Keys, st, fmt.Errorf("index %s: %w", m.GetName(), err)
+	}
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	nm, err := SegmentMetadata(m.GetName(), m.GetFields(), KindLabelList, m, o.DatasetVersion, o.Bitmap, w, now)
+	if err != nil {
+		return nil, w.Keys, st, err
+	}
+	// Lance's remap keeps the segment's creation time.
+	if m.CreatedAt != nil {
+		nm.CreatedAt = proto.Uint64(m.GetCreatedAt())
+	}
+	return nm, w.Keys, st, nil
 }

@@ -113,8 +113,11 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 		return nil, nil, st, fmt.Errorf("index %s: remap needs the table field and the new fragment bitmap", m.GetName())
 	}
 	kind := meta.IndexKind(m)
-	if kind == KindInverted {
+	switch kind {
+	case KindInverted:
 		return remapInverted(ctx, b, m, remap, o)
+	case KindLabelList:
+		return remapLabelList(ctx, b, m, remap, o)
 	}
 	e, err := ReadSegment(ctx, b, m, o.Full)
 	if err != nil {
@@ -130,7 +133,7 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 		}
 	}
 	st.Kept, st.Dropped = len(keep), e.Len()-len(keep)
-	out := &Entries{Values: e.Values, Addrs: addrs, ListNulls: remapAddrs(e.ListNulls, remap), Keys: e.Keys}
+	out := &Entries{Values: e.Values, Addrs: addrs}
 	if len(keep) != e.Len() {
 		out.Values = e.Values.Take(keep)
 	}
