@@ -39,8 +39,11 @@ func NewTokenizer(p Params) (*Tokenizer, error) {
 	if err := json.Unmarshal(p.Raw, &raw); err != nil {
 		return nil, fmt.Errorf("tokenizer params: %v", err)
 	}
-	// Options compactord does not implement must be at their defaults.
-	for k, def := range map[string]string{"split_identifiers": "false", "split_on_numerics": "false", "preserve_original": "false", "index_operators": "false", "with_position": "false", "stem": "false", "remove_stop_words": "false", "custom_stop_words": "null", "prefix_only": "false"} {
+	// Options compactord does not implement must be at their defaults;
+	// checked in a fixed order so that the reason is always the same.
+	for _, kd := range [][2]string{{"stem", "false"}, {"remove_stop_words", "false"}, {"custom_stop_words", "null"}, {"with_position", "false"},
+		{"prefix_only", "false"}, {"split_identifiers", "false"}, {"split_on_numerics", "false"}, {"preserve_original", "false"}, {"index_operators", "false"}} {
+		k, def := kd[0], kd[1]
 		if v, ok := raw[k]; ok && string(v) != def && !(k == "custom_stop_words" && string(v) == "[]") {
 			return nil, fmt.Errorf("tokenizer %s=%s is not reproduced by compactord (left to LanceDB)", k, v)
 		}
