@@ -122,11 +122,13 @@ func newIndexLookupCmd(e *env) *cobra.Command {
 // catchupHelp is appended to index catchup's help.
 const catchupHelp = `
 
-On a Lance dataset, catch-up covers every btree, bitmap and vector index's missing fragments
-(those of the latest version no segment's fragment bitmap names) with a delta segment over their
-live rows (vectors encoded with the index's own centroids and quantizer; IVF_RQ is skipped), all
-in one CreateIndex; --rebuild (or an index reaching --max-segments) replaces the index's
-segments with one over the whole version. A MemWAL table's index_catchup then records the
+On a Lance dataset, catch-up covers every btree, bitmap, label-list, full-text and vector index's
+missing fragments (those of the latest version no segment's fragment bitmap names) with a delta
+segment over their live rows (vectors encoded with the index's own centroids and quantizer; IVF_RQ
+is skipped), all in one CreateIndex; --rebuild (or an index reaching --max-segments) replaces the
+index's segments with one over the whole version. A full-text index gains a partition over the new
+rows in a segment replacing its one segment, when compactord reproduces its tokenizer (simple or
+whitespace, lower_case, no stemming or stop words); otherwise it is skipped with the reason. A MemWAL table's index_catchup then records the
 generations the read version had merged, so trim can delete them. With nothing to index, a
 maintained index that covers every fragment of the version while its index_catchup lags gets
 that credit recorded by a record-only commit (an empty CreateIndex; "credited" lists it).
@@ -178,7 +180,7 @@ func addCatchupFlags(cmd *cobra.Command) {
 // remapHelp is appended to index remap's help.
 const remapHelp = `
 
-On a Lance dataset, remap rewrites every btree, bitmap and vector segment whose data may still hold row
+On a Lance dataset, remap rewrites every btree, bitmap, label-list, full-text and vector segment whose data may still hold row
 addresses a version of the fragment-reuse index (__lance_frag_reuse) remaps: each gets a new
 uuid, dataset_version = the version read, its fragment bitmap through the FRI, and loses the
 rows the compactions dropped or the fully deleted fragments held (one CreateIndex per logical
@@ -233,14 +235,15 @@ func newIndexRebuildCmd(e *env) *cobra.Command {
 	var name string
 	cmd := &cobra.Command{
 		Use:   "rebuild URL --name N",
-		Short: "Rebuild a btree or bitmap index from the data, replacing every segment of that name (Lance)",
-		Long: `Rebuild a btree or bitmap index from the data, replacing every segment of that name (Lance).
+		Short: "Rebuild a btree, bitmap, label-list or full-text index from the data, replacing every segment of that name (Lance)",
+		Long: `Rebuild a btree, bitmap, label-list or full-text index from the data, replacing every segment of that name (Lance).
 
 The repair after verify --deep reports an index_content violation: the index is built afresh over
 every live row of the latest version and committed as one CreateIndex that removes every old segment
 of the index (name, column, details and index version are kept); a vector index is re-encoded with
-its own centroids and quantizer. Label-list, full-text and IVF_RQ indexes are refused: rebuild
-those with LanceDB (createIndex with replace).`,
+its own centroids and quantizer; a full-text index becomes one partition. IVF_RQ indexes, and
+full-text indexes whose tokenizer compactord does not reproduce (stemming, stop words, ngram, ...),
+are refused: rebuild those with LanceDB (createIndex with replace).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h, done, err := openHandle(cmd.Context(), e, args[0])

@@ -120,6 +120,20 @@ func PlanLatest(ctx context.Context, h *table.Handle, o Options) (*Plan, *meta.M
 			return nil, nil, 0, fmt.Errorf("compact: %w", err)
 		}
 	}
+	// A full-text segment in a format compactord does not read (positions,
+	// another block size or token set) cannot be remapped: found here, so
+	// that its fragments stay out of the plan instead of failing the run.
+	o.Unremappable = map[string]string{}
+	for _, ix := range read.Indices {
+		if meta.IndexKind(ix) == index.KindInverted {
+			if err := index.CanRemapInverted(ctx, h.Bucket, ix); err != nil {
+				if ctx.Err() != nil {
+					return nil, nil, 0, ctx.Err()
+				}
+				o.Unremappable[meta.UUIDString(ix.GetUuid())] = err.Error()
+			}
+		}
+	}
 	var reuse []ReuseGroup
 	if segs := meta.FindIndex(read.Indices, meta.FragReuseIndexName); len(segs) > 0 {
 		in, err := meta.FragReuseContent(ctx, h.Bucket, segs[0])
@@ -231,7 +245,7 @@ func runOnce(ctx context.Context, h *table.Handle, o Options, env Env) (*Result,
 		// covers stay out of it (liveness masks their rows, as after any
 		// whole-fragment delete of LanceDB's; a btree keeps their entries
 		// until it is rebuilt).
-		removed.AndNot(unremappableCoverage(read, prev))
+		removed.AndNot(unremappableCoverage(read, prev, p.unremappable))
 	}
 	if !removed.IsEmpty() {
 		v.Removed = removed
@@ -352,10 +366,10 @@ func remapInline(ctx context.Context, h *table.Handle, read *meta.ManifestFile, 
 // unremappableCoverage is the fragments the indexes compactord cannot
 // remap, and HNSW indexes, cover, read through the FRI; every fragment for
 // one without a bitmap.
-func unremappableCoverage(read *meta.ManifestFile, prev *fri.Index) *roaring.Bitmap {
+func unremappableCoverage(read *meta.ManifestFile, prev *fri.Index, unremappable map[string]string) *roaring.Bitmap {
 	out := roaring.New()
 	for _, m := range read.Indices {
-		if meta.IsSystemIndex(m) || (Remappable(m) && !vector.HasGraph(m)) {
+		if meta.IsSystemIndex(m) || (Remappable(m) && !vector.HasGraph(m) && unremappable[meta.UUIDString(m.GetUuid())] == "") {
 			continue
 		}
 		bm := prev.RemapBitmap(m)

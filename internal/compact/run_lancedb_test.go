@@ -400,8 +400,15 @@ func TestRunEveryIndexKindWithLanceDB(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Commit == nil || res.Stats.FragmentsIn != 2 || len(res.Plan.Skips) != 4 {
-				t.Fatalf("compaction: committed %v, stats %+v, skips %+v; want fragments 4 and 5 rewritten, 0-3 left out", res.Commit != nil, res.Stats, res.Plan.Skips)
+			// Inline, every index is remapped and every fragment
+			// compacted; deferred, the HNSW index's fragments (0-3) stay
+			// out (a pending FRI version breaks its graphs in LanceDB).
+			wantIn, wantSkips := 6, 0
+			if deferred {
+				wantIn, wantSkips = 2, 4
+			}
+			if res.Commit == nil || res.Stats.FragmentsIn != wantIn || len(res.Plan.Skips) != wantSkips {
+				t.Fatalf("compaction: committed %v, stats %+v, skips %+v; want %d fragments rewritten, %d left out", res.Commit != nil, res.Stats, res.Plan.Skips, wantIn, wantSkips)
 			}
 			if deferred {
 				if _, err := index.RemapIndexes(t.Context(), h, index.RemapJobOptions{}); err != nil {
@@ -415,8 +422,10 @@ func TestRunEveryIndexKindWithLanceDB(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !cu.Committed || len(cu.Indices) != 3 {
-				t.Fatalf("catch-up %+v: want id_idx, cat_idx and vec_idx over the compacted fragment", cu)
+			// The full-text index stems (LanceDB's default), which
+			// compactord does not reproduce: left to LanceDB.
+			if !cu.Committed || len(cu.Indices) != 4 || len(cu.Skipped) != 1 || cu.Skipped[0].Name != "doc_idx" {
+				t.Fatalf("catch-up %+v: want id_idx, cat_idx, tags_idx and vec_idx over the compacted fragment, doc_idx skipped", cu)
 			}
 			if n := checkKinds(t, f, "after index catch-up", want); n > 0 {
 				t.Fatalf("%d answers differ", n)

@@ -17,11 +17,13 @@ import (
 // packages; these functions route a segment to its package, so callers
 // never switch on kinds themselves.
 
-// SegmentRemappable reports whether Remap handles the segment: btree and
-// bitmap segments, and the vector segments package vector remaps.
+// SegmentRemappable reports whether Remap handles the segment: btree,
+// bitmap, label-list and full-text segments (a full-text segment in a
+// format compactord does not read is found by CanRemapInverted), and the
+// vector segments package vector remaps.
 func SegmentRemappable(m *pb.IndexMetadata) bool {
 	switch meta.IndexKind(m) {
-	case KindBTree, KindBitmap:
+	case KindBTree, KindBitmap, KindLabelList, KindInverted:
 		return true
 	case vector.Kind:
 		return vector.Remappable(m)
@@ -47,11 +49,13 @@ func errNoBitmap(m *pb.IndexMetadata) error {
 }
 
 // Buildable reports whether catch-up and rebuild can write a segment of
-// the index m belongs to: btree and bitmap, and vector indexes but IVF_RQ
-// (encoded with the index's own centroids and quantizer).
+// the index m belongs to: btree, bitmap, label list, full-text (when
+// compactord reproduces its tokenizer; catch-up and rebuild say when not),
+// and vector indexes but IVF_RQ (encoded with the index's own centroids
+// and quantizer).
 func Buildable(m *pb.IndexMetadata) bool {
 	switch meta.IndexKind(m) {
-	case KindBTree, KindBitmap:
+	case KindBTree, KindBitmap, KindLabelList, KindInverted:
 		return true
 	case vector.Kind:
 		return vector.Buildable(m)

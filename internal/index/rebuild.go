@@ -41,10 +41,11 @@ type RebuildResult struct {
 	Attempts int      `json:"attempts"`
 }
 
-// Rebuild builds the btree, bitmap or vector index name afresh from the
-// data of the latest version (every live row of every fragment) and
-// commits one CreateIndex that adds the new segment and removes every
-// segment of that name: the repair after verify --deep finds an index whose content
+// Rebuild builds the btree, bitmap, label-list, full-text or vector index
+// name afresh from the data of the latest version (every live row of every
+// fragment) and commits one CreateIndex that adds the new segment and
+// removes every segment of that name: the repair after verify --deep finds
+// an index whose content
 // disagrees with the data. The new segment keeps the index's name, fields,
 // details and index version; its dataset_version is the read version, so
 // the commit loop's derivation credits it with the MemWAL catch-up that
@@ -55,8 +56,9 @@ type RebuildResult struct {
 //
 // A vector index is re-encoded with its existing centroids and quantizer
 // (no retraining), read from its first segment, which must therefore be
-// readable. Label-list, full-text and IVF_RQ indexes are refused:
-// compactord does not write them.
+// readable; IVF_RQ is refused (compactord does not write it). A full-text
+// index is rebuilt into one partition when compactord reproduces its
+// tokenizer (fts.NewTokenizer), else refused.
 func Rebuild(ctx context.Context, h *table.Handle, name string, o RebuildOptions) (*RebuildResult, error) {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -99,15 +101,13 @@ func RebuildJob(read *meta.ManifestFile, name string) (segs []*pb.IndexMetadata,
 	}
 	kind = meta.IndexKind(segs[0])
 	switch kind {
-	case KindBTree, KindBitmap:
+	case KindBTree, KindBitmap, KindLabelList, KindInverted:
 	case vector.Kind:
 		if !vector.Buildable(segs[0]) {
 			return nil, "", nil, fmt.Errorf("index rebuild: %s: compactord does not encode IVF_RQ or unknown vector indexes (rebuild it with LanceDB)", name)
 		}
-	case "labellist":
-		return nil, "", nil, fmt.Errorf("index rebuild: %s is a label-list index, which compactord does not write; rebuild it with LanceDB (createIndex with replace)", name)
 	default:
-		return nil, "", nil, fmt.Errorf("index rebuild: %s: compactord rebuilds btree, bitmap and vector indexes, not %s indexes (rebuild it with LanceDB)", name, kind)
+		return nil, "", nil, fmt.Errorf("index rebuild: %s: compactord rebuilds btree, bitmap, label-list, full-text and vector indexes, not %s indexes (rebuild it with LanceDB)", name, kind)
 	}
 	for _, s := range segs {
 		if k := meta.IndexKind(s); k != kind {
@@ -129,7 +129,7 @@ func RebuildJob(read *meta.ManifestFile, name string) (segs []*pb.IndexMetadata,
 	if field == nil || field.GetParentId() != -1 {
 		return nil, "", nil, fmt.Errorf("index rebuild: index %s is on field %d, which is not a top-level field of version %d", name, fields[0], m.GetVersion())
 	}
-	if _, err := fieldType(field); err != nil && kind != vector.Kind {
+	if err := checkIndexable(kind, m.GetFields(), field); err != nil && kind != vector.Kind {
 		return nil, "", nil, fmt.Errorf("index rebuild: index %s: %w", name, err)
 	}
 	return segs, kind, field, nil
@@ -151,6 +151,9 @@ func rebuildOnce(ctx context.Context, h *table.Handle, name string, o RebuildOpt
 		live.Add(uint32(f.GetId()))
 	}
 	progress.From(ctx).Start("index rebuild", progress.Units{Rows: LiveRows(m, live)})
+	if kind == KindInverted {
+		return rebuildInverted(ctx, h, read, naming, name, segs, field, live, o)
+	}
 	var keys []string
 	cleanup := func() {
 		for _, k := range keys {
@@ -164,7 +167,7 @@ func rebuildOnce(ctx context.Context, h *table.Handle, name string, o RebuildOpt
 		return nil, fmt.Errorf("index rebuild %s: %w", name, err)
 	}
 	if !handled {
-		e, err := Collect(ctx, h.Bucket, m.GetVersion(), field, live)
+		e, err := collectFor(kind)(ctx, h.Bucket, m.GetVersion(), field, live)
 		if err != nil {
 			return nil, fmt.Errorf("index rebuild %s: %w", name, err)
 		}

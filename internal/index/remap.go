@@ -13,7 +13,7 @@ import (
 	"github.com/compactord/compactord/internal/storage"
 )
 
-// ReadSegment reads the entries of a btree or bitmap segment. full gives
+// ReadSegment reads the entries of a btree, bitmap or label-list segment. full gives
 // the physical rows of a fragment a bitmap segment holds whole (nil: such
 // a segment is an error).
 func ReadSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, full func(frag uint32) (uint64, bool)) (*Entries, error) {
@@ -57,8 +57,18 @@ func ReadSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, ful
 			return nil, err
 		}
 		return bm.Entries(full)
+	case KindLabelList:
+		r, err := open(BitmapLookupFile)
+		if err != nil {
+			return nil, err
+		}
+		ll, err := ReadLabelList(r)
+		if err != nil {
+			return nil, err
+		}
+		return ll.Entries(full)
 	default:
-		return nil, fmt.Errorf("index %s: compactord reads btree and bitmap segments, not %s", m.GetName(), kind)
+		return nil, fmt.Errorf("index %s: compactord reads btree, bitmap and label-list segments, not %s", m.GetName(), kind)
 	}
 }
 
@@ -86,8 +96,9 @@ type RemapStats struct {
 	Entries, Kept, Dropped int
 }
 
-// Remap rebuilds the btree or bitmap segment m with every row address
-// passed through remap: a row remap reports deleted is dropped. The new
+// Remap rebuilds the btree, bitmap, label-list or full-text segment m
+// with every row address passed through remap: a row remap reports
+// deleted is dropped. The new
 // segment gets a new uuid, dataset_version and fragment_bitmap from o, and
 // m's name, fields, details and index version. It returns the segment's
 // metadata and the objects written (also on error, for cleanup); the
@@ -105,6 +116,12 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 		return nil, nil, st, fmt.Errorf("index %s: remap needs the table field and the new fragment bitmap", m.GetName())
 	}
 	kind := meta.IndexKind(m)
+	switch kind {
+	case KindInverted:
+		return remapInverted(ctx, b, m, remap, o)
+	case KindLabelList:
+		return remapLabelList(ctx, b, m, remap, o)
+	}
 	e, err := ReadSegment(ctx, b, m, o.Full)
 	if err != nil {
 		return nil, nil, st, err

@@ -222,7 +222,17 @@ func remapIndexOnce(ctx context.Context, h *table.Handle, name string, o RemapJo
 	}
 	kind := meta.IndexKind(need[0])
 	if !SegmentRemappable(need[0]) {
-		return nil, &Skip{name, fmt.Sprintf("a %s index compactord cannot remap (it remaps btree, bitmap and every vector index but IVF_RQ); it keeps its FRI versions", kind)}, nil
+		return nil, &Skip{name, fmt.Sprintf("a %s index compactord cannot remap (it remaps btree, bitmap, label-list, full-text and every vector index but IVF_RQ); it keeps its FRI versions", kind)}, nil
+	}
+	for _, s := range need {
+		if kind == KindInverted {
+			if err := CanRemapInverted(ctx, h.Bucket, s); err != nil {
+				if ctx.Err() != nil {
+					return nil, nil, ctx.Err()
+				}
+				return nil, &Skip{name, fmt.Sprintf("%v; it keeps its FRI versions", err)}, nil
+			}
+		}
 	}
 	fields := need[0].GetFields()
 	var field *pb.Field

@@ -140,7 +140,7 @@ func Open(r io.ReaderAt, size int64) (*File, error) {
 		return nil, fmt.Errorf("lance file: reading metadata: %w", err)
 	}
 	sub := func(b Buffer) ([]byte, error) {
-		if b.Offset < lo || b.Size > end-b.Offset {
+		if b.Offset < lo || b.Offset > end || b.Size > end-b.Offset {
 			return nil, errf("metadata range %d+%d outside the metadata region", b.Offset, b.Size)
 		}
 		return meta[b.Offset-lo : b.Offset-lo+b.Size], nil

@@ -24,8 +24,9 @@ type WriterOptions struct {
 	// index files keep their parameters there, e.g. a btree's batch_size).
 	Metadata map[string][]byte
 	// GlobalBuffers are written after the file descriptor as global
-	// buffers 1, 2, ... (Lance's vector index files keep their IVF
-	// partitioning and quantizer parameters there).
+	// buffers 1, 2, ...: Lance's index files name them by number in their
+	// schema metadata (a vector index's IVF partitioning and quantizer
+	// parameters, a label list's null rows).
 	GlobalBuffers [][]byte
 }
 

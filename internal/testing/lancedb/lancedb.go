@@ -338,6 +338,15 @@ func (r *Results) Count(i int) (int64, error) {
 	return out.Count, err
 }
 
+// Plan returns an Explain step's plan.
+func (r *Results) Plan(i int) (string, error) {
+	var out struct {
+		Plan string `json:"plan"`
+	}
+	err := r.Decode(i, &out)
+	return out.Plan, err
+}
+
 // VersionInfo is one entry of ListVersions.
 type VersionInfo struct {
 	Version   uint64            `json:"version"`

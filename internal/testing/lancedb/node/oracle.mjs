@@ -704,6 +704,11 @@ async function step(s, st, defaultTable) {
       return await textSearch(await t(), st);
     case "countRows":
       return { count: await (await t()).countRows(st.where) };
+    case "explain": {
+      let q = (await t()).query();
+      if (st.where) q = q.where(st.where);
+      return { plan: await q.explainPlan(true) };
+    }
     case "version":
       return { version: await (await t()).version() };
     case "listVersions":
