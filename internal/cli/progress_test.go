@@ -254,7 +254,7 @@ func TestLanceJobsReportProgress(t *testing.T) {
 		t.Errorf("index remap: final line %v, want at least id_idx's 60 entries", l)
 	}
 
-	phases, by := finals("cleanup", dir, "--retain-versions", "1", "--older-than", "0s", "--min-age", "1h")
+	phases, by := finals("cleanup", dir, "--retain-versions", "1", "--older-than", "1h", "--min-age", "1h")
 	if strings.Join(phases, ",") != "cleanup read,cleanup" {
 		t.Fatalf("cleanup phases %v, want reading the manifests then deleting", phases)
 	}
