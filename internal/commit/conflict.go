@@ -14,6 +14,12 @@ type Verdict struct {
 	Reason   string
 }
 
+// reasonAppendedKeys is the verdict of a MemWAL merge against an append
+// with rows, retryable only because the appended keys are unknown: a merge
+// that can read them (Txn.AppendClash) and finds none of its own among
+// them is compatible.
+const reasonAppendedKeys = "an append landed rows meanwhile whose keys the merge may also insert"
+
 // footprint is what a transaction touched, in the terms conflicts are
 // decided in. Lance's resolver reasons the same way
 // (rust/lance/src/io/commit/conflict_resolver.rs).
@@ -369,10 +375,11 @@ func classifyUpdate(o, t footprint, theirs *pb.Transaction) Verdict {
 	// it must see the rows an append landed meanwhile: a key deleted and
 	// added back while a generation holding it waited would otherwise be
 	// live twice once the merge lands. The append's keys are not in its
-	// transaction, so any append with rows makes the merge plan again
-	// (its rows then supersede the appended ones).
+	// transaction, so an append with rows makes the merge plan again (its
+	// rows then supersede the appended ones), unless the merge reads the
+	// appended keys and finds none of its own (Txn.AppendClash).
 	if len(o.merged) > 0 && o.inserts && t.appends {
-		return Verdict{Retryable, "an append landed rows meanwhile whose keys the merge may also insert"}
+		return Verdict{Retryable, reasonAppendedKeys}
 	}
 	// A merge of another shard inserts keys of that shard only: MemWAL
 	// sharding is a function of the primary key, so shards never share one.

@@ -106,6 +106,12 @@ type Txn struct {
 	// recorded what changed writes its files here, once for all the
 	// versions it rebased over. It returns the transaction to commit.
 	Prepare func(ctx context.Context, cur *pb.Transaction) (*pb.Transaction, []string, error)
+	// AppendClash, when set, reads the keys of fragments an append landed
+	// after the read version and returns a reason when any of them is a key
+	// the transaction writes ("" when none is): a MemWAL merge then commits
+	// over an append of other keys instead of planning again (a steady
+	// stream of appends would otherwise starve it).
+	AppendClash func(ctx context.Context, frags []*pb.DataFragment) (string, error)
 	// RecordOnly marks a transaction whose version changes nothing but
 	// the MemWAL catch-up positions BuildManifest derives (NewRecordOnly).
 	// When the version built on the head would raise no position above
@@ -348,6 +354,17 @@ func (a *attempt) classifyUpTo(ctx context.Context, head uint64) (done bool, res
 				// drops a segment whose fragments all left the table,
 				// in a Delete or Update): ours re-plans on what is there.
 				vd = Verdict{Retryable, fmt.Sprintf("index segment %s to replace was removed meanwhile", id)}
+			}
+		}
+		if vd.Decision == Retryable && vd.Reason == reasonAppendedKeys && a.txn.AppendClash != nil {
+			why, err := a.txn.AppendClash(ctx, theirs.GetAppend().GetFragments())
+			if err != nil {
+				return false, nil, err
+			}
+			if why == "" {
+				vd = Verdict{Compatible, "the append landed none of our keys"}
+			} else {
+				vd.Reason = why
 			}
 		}
 		if vd.Decision == Rebase && a.cur.GetRewrite() != nil && a.txn.Rebase == nil {

@@ -180,6 +180,25 @@ func scanBase(ctx context.Context, b storage.Bucket, frags []*pb.DataFragment, p
 	return out, ctx.Err()
 }
 
+// appendClash reads the key column of fragments an append landed after
+// the merge's read and names the first that holds a key the merge writes
+// (tombstones included: the merge's order against the append is unknown,
+// so any shared key plans the merge again). "" when none does.
+func appendClash(ctx context.Context, b storage.Bucket, frags []*pb.DataFragment, pk *pb.Field, keys *keyTable) (string, error) {
+	// A conflict check, not the merge's work: it reports no progress.
+	ctx = progress.With(ctx, nil)
+	for _, f := range frags {
+		sc, err := scanFragment(ctx, b, f, pk, keys)
+		if err != nil {
+			return "", err
+		}
+		if n := sc.hits.GetCardinality(); n > 0 {
+			return fmt.Sprintf("an append landed %d rows of keys the merge writes", n), nil
+		}
+	}
+	return "", nil
+}
+
 // baseRows is the physical rows of frags: what scanBase reads of their key
 // column.
 func baseRows(frags []*pb.DataFragment) int64 {

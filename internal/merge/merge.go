@@ -209,7 +209,10 @@ func execute(ctx context.Context, h *table.Handle, read *meta.ManifestFile, nami
 	// a filter that hashed differently would hide a real collision from a
 	// LanceDB merge-insert. Without one, LanceDB retries against us.
 	txn.Operation = &pb.Transaction_Update_{Update: up}
-	cr, err := h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn, Files: files})
+	cr, err := h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn, Files: files,
+		AppendClash: func(ctx context.Context, frags []*pb.DataFragment) (string, error) {
+			return appendClash(ctx, b, frags, pk, keys)
+		}})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package merge
 import (
 	"context"
 	"errors"
+	"maps"
+	"strings"
 	"testing"
 
 	"github.com/compactord/compactord/internal/commit"
@@ -134,5 +136,58 @@ func TestLosingMergeIsSkipped(t *testing.T) {
 	out := f.Run(t, lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(false)}))
 	if d := lancedb.DiffByID(rowsOf(t, out, 0), f.Want); d != "" {
 		t.Errorf("rows after the losing merge: %s", d)
+	}
+}
+
+// TestMergeOverAnAppend: a MemWAL merge planned before a LanceDB append
+// landed commits over an append of other keys (it reads the appended
+// keys rather than planning again, so a stream of appends cannot starve
+// it), and plans again (retryable) over an append of a key it writes,
+// which it would otherwise leave live beside its own row.
+func TestMergeOverAnAppend(t *testing.T) {
+	lancedb.Require(t)
+	for _, tc := range []struct {
+		name string
+		key  int64
+		want error
+	}{
+		{"other keys", 5000, nil},
+		{"a key of the generation", 101, commit.ErrRetryable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := lancedb.MemWAL(t, "", 1, 2)
+			h := openHandle(t, f.Dir)
+			ctx := context.Background()
+			read, naming, err := h.ReadForWrite(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids, _ := memwal.ListShards(ctx, h.Bucket)
+			st, err := memwal.ReadShard(ctx, h.Bucket, ids[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs, _, err := Plan(read, []*memwal.ShardState{st}, Env{MaxGenerations: 8})
+			if err != nil || len(jobs) != 1 {
+				t.Fatalf("plan: %v, %v", jobs, err)
+			}
+			f.Run(t, lancedb.Add([]lancedb.Row{lancedb.BasicRow(tc.key, "appended")}))
+			res, err := Execute(ctx, h, read, naming, jobs[0])
+			if tc.want != nil {
+				if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), "keys the merge writes") {
+					t.Fatalf("merge over an append of key %d: %v, want %v naming the keys", tc.key, err, tc.want)
+				}
+				return
+			}
+			if err != nil || res.Commit == nil {
+				t.Fatalf("merge over an append of other keys: %v", err)
+			}
+			want := maps.Clone(f.Want)
+			want[tc.key] = "appended"
+			out := f.Run(t, lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(false)}))
+			if d := lancedb.DiffByID(rowsOf(t, out, 0), want); d != "" {
+				t.Errorf("rows after the merge: %s", d)
+			}
+		})
 	}
 }
