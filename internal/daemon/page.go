@@ -113,7 +113,7 @@ type debtView struct {
 	DeletedShare float64
 	// MaxLag is the largest catch-up lag of each index, in generations.
 	MaxLag []lagView
-	// Retained is the SSTable bytes trim keeps, by reason.
+	// Retained is the generation bytes trim keeps, by reason.
 	Retained []retainedView
 	// RunningFor is the running job's age (0: none).
 	RunningFor time.Duration
@@ -202,7 +202,7 @@ func shardViews(shards []scheduler.ShardInfo) []shardView {
 		add(0, t, "trimmed", "trimmed (deleted)")
 		add(t, c, "caughtup", "merged and covered by every maintained index; trim deletes them")
 		add(c, m, "merged", "merged into the base table; index catch-up pending")
-		add(m, f, "flushed", "flushed to SSTables; not merged yet")
+		add(m, f, "flushed", "flushed to generations; not merged yet")
 		if scale <= 100 {
 			for g := uint64(1); g < scale; g++ {
 				v.Ticks = append(v.Ticks, x(g))
@@ -431,14 +431,14 @@ svg .tick{stroke:#fff;stroke-width:1}
 {{if .Shards}}<h3>Shards</h3>
 {{range .Shards}}<div class="shard"><code class="shard-id" title="{{.ID}}">{{short .ID}}</code>
 <svg class="tl" viewBox="0 0 1000 18" preserveAspectRatio="none" role="img" aria-label="shard {{.ID}}">{{range .Segs}}<rect class="{{.Class}}" x="{{.X}}" y="0" width="{{.W}}" height="18"><title>{{.Title}}</title></rect>{{end}}{{range .Ticks}}<line class="tick" x1="{{.}}" x2="{{.}}" y1="0" y2="18"/>{{end}}</svg>
-<span>flushed {{.Flushed}} · merged {{.Merged}} · caught up {{.CaughtUp}} · trimmed {{.Trimmed}} · {{.SSTables}} SSTables ({{bytes .SSTableBytes}})</span></div>
+<span>flushed {{.Flushed}} · merged {{.Merged}} · caught up {{.CaughtUp}} · trimmed {{.Trimmed}} · {{.SSTables}} generations ({{bytes .SSTableBytes}})</span></div>
 {{end}}{{end}}
 {{with .Snapshot}}{{if .FRI}}<h3>Fragment-reuse index: {{len .FRI}} version{{if ne (len .FRI) 1}}s{{end}} outstanding</h3>
 <table class="grid fri"><tr><th>dataset version</th><th>groups</th><th>old fragments</th><th>new fragments</th><th>removed</th></tr>
 {{range .FRI}}<tr><td>{{.DatasetVersion}}</td><td>{{.Groups}}</td><td>{{.OldFragments}}</td><td>{{.NewFragments}}</td><td>{{.Removed}}</td></tr>{{end}}</table>
 {{else if .MemWal}}<h3 class="muted">Fragment-reuse index: no versions outstanding</h3>{{end}}{{end}}
 <h3>Debt</h3>
-<div class="debt">{{with .Snapshot}}<span>{{.Fragments}} fragments</span> · <span>{{.DeletedRows}} deleted rows ({{pct $t.Debt.DeletedShare}} of {{.PhysicalRows}})</span> · <span>{{.PendingGenerations}} generations not merged</span>{{range $t.Debt.MaxLag}} · <span>index <code>{{.Index}}</code> {{.Lag}} generations behind</span>{{end}}{{range $t.Debt.Retained}} · <span>{{bytes .Bytes}} of SSTables kept ({{.Reason}})</span>{{end}} · <span>{{len .FRI}} fragment-reuse versions pending</span>{{else}}<span class="muted">not synced yet</span>{{end}}{{if .Debt.RunningFor}} · <span>job running for {{.Debt.RunningFor}}</span>{{end}}</div>
+<div class="debt">{{with .Snapshot}}<span>{{.Fragments}} fragments</span> · <span>{{.DeletedRows}} deleted rows ({{pct $t.Debt.DeletedShare}} of {{.PhysicalRows}})</span> · <span>{{.PendingGenerations}} generations not merged</span>{{range $t.Debt.MaxLag}} · <span>index <code>{{.Index}}</code> {{.Lag}} generations behind</span>{{end}}{{range $t.Debt.Retained}} · <span>{{bytes .Bytes}} of generations kept ({{.Reason}})</span>{{end}} · <span>{{len .FRI}} fragment-reuse versions pending</span>{{else}}<span class="muted">not synced yet</span>{{end}}{{if .Debt.RunningFor}} · <span>job running for {{.Debt.RunningFor}}</span>{{end}}</div>
 <h3>Next compaction</h3>
 {{if .NoCompact}}<p class="plan-off">Compaction is off for this table: marked no-compact{{if .NoCompact.Reason}} ({{.NoCompact.Reason}}){{end}}. What it would take:</p>{{end}}
 {{with .Plan}}{{if .Err}}<p class="err plan-error">Cannot plan: {{.Err}}</p>{{else}}{{if .Groups}}<p class="plan">At version {{.ReadVersion}}: {{len .Groups}} group{{if ne (len .Groups) 1}}s{{end}} (small: fewer than {{.Target}} rows; deletions: more than {{pct .Threshold}} of the rows deleted).</p>

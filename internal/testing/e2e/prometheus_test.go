@@ -287,7 +287,7 @@ scrape_configs:
 		"Job runs by kind and result":     true,
 		"Commits by operation and result": true,
 		"Object-store latency (p50, p99)": true,
-		"Pending SSTable generations":     true,
+		"Pending generations":             true,
 		"Index catch-up lag":              true,
 	}
 	for _, p := range loadDashboard(t).queryPanels() {
