@@ -74,8 +74,9 @@ type Output struct {
 // Execute writes the new data files of one group of a plan made from m.
 // A fragment without deletions whose file matches the table's schema and
 // format version is copied page by page without decoding; any other is
-// decoded in windows, its deleted rows dropped, and re-encoded. A new file
-// is cut before it would pass TargetRowsPerFragment rows or once it
+// decoded in windows, its deleted rows dropped, and re-encoded. A group's
+// rows go into one file, as LanceDB's compaction writes them; a new file is
+// cut only before it would pass MaxRowsPerFile rows (when set) or once it
 // reaches MaxBytesPerFile. The files stay invisible until a commit names
 // them; on an error the ones written are listed in the error's Output.
 func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o Options) (out *Output, err error) {
@@ -89,6 +90,10 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 	maxBytes := o.MaxBytesPerFile
 	if maxBytes == 0 {
 		maxBytes = DefaultMaxBytesPerFile
+	}
+	maxRows := o.MaxRowsPerFile
+	if maxRows == 0 {
+		maxRows = MaxTargetRows
 	}
 	out = &Output{Group: g, Old: g.Old(), Deleted: map[uint64]*roaring.Bitmap{}, Survivors: map[uint64]*roaring.Bitmap{}}
 	out.Stats.Groups = 1
@@ -142,7 +147,7 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 			out.Survivors[f.GetId()] = surv
 			out.Stats.RowsDropped += phys - live
 			if dv.IsEmpty() && copyable(src, m.GetFields(), v) {
-				if w.rows > 0 && w.rows+phys > o.TargetRowsPerFragment {
+				if w.rows > 0 && w.rows+phys > maxRows {
 					if err := w.finish(out); err != nil {
 						return err
 					}
@@ -157,7 +162,7 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 				copied = int64(phys)
 				out.Stats.FragmentsCopied++
 				out.Stats.RowsCopied += phys
-				if w.rows >= o.TargetRowsPerFragment || w.size() >= maxBytes {
+				if w.rows >= maxRows || w.size() >= maxBytes {
 					return w.finish(out)
 				}
 				return nil
@@ -165,7 +170,7 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 			if keep == nil {
 				keep = make([]int, 0, decodeWindow)
 			}
-			return rewriteRows(ctx, src, f, dv, top, w, out, keep, o.TargetRowsPerFragment, maxBytes, rep)
+			return rewriteRows(ctx, src, f, dv, top, w, out, keep, maxRows, maxBytes, rep)
 		}()
 		if err != nil {
 			return out, err
