@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -184,4 +185,45 @@ func btreePages(t *testing.T, b storage.Bucket, m *pb.IndexMetadata) string {
 		s += fmt.Sprintf(" [%d %q..%q nulls %d]", p.Index, mn, mx, p.NullCount)
 	}
 	return s
+}
+
+// FuzzRemapSegment: a btree page_data or bitmap file of any bytes,
+// remapped, gives a segment or an error, never a panic.
+func FuzzRemapSegment(f *testing.F) {
+	for _, b := range corpusSegmentFiles(f, BTreeDataFile) {
+		f.Add(false, b)
+	}
+	for _, b := range corpusSegmentFiles(f, BitmapLookupFile) {
+		f.Add(true, b)
+	}
+	f.Fuzz(func(t *testing.T, bitmap bool, raw []byte) {
+		smallRemapWindows(t)
+		ctx := context.Background()
+		bk, err := storage.Open(ctx, "mem://")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bk.Close()
+		kind, name := KindBTree, BTreeDataFile
+		if bitmap {
+			kind, name = KindBitmap, BitmapLookupFile
+		}
+		u, id := meta.NewUUID()
+		if err := bk.Put(ctx, meta.IndexDir(id)+name, raw); err != nil {
+			t.Fatal(err)
+		}
+		tf := &pb.Field{Name: "v", Id: 0, ParentId: -1, LogicalType: "int64", Nullable: true}
+		if lf, err := file.Open(bytes.NewReader(raw), int64(len(raw))); err == nil {
+			if fs := lf.Desc.GetSchema().GetFields(); len(fs) > 0 {
+				tf.LogicalType = fs[0].GetLogicalType()
+			}
+		}
+		all := roaring.BitmapOf(0, 1)
+		m, err := SegmentMetadata("v_idx", []int32{0}, kind, nil, 1, all, &Written{UUID: u, Files: []*pb.IndexFile{{Path: name, SizeBytes: uint64(len(raw))}}}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		remap := func(a uint64) (uint64, bool) { return a + 1<<32, a%3 != 0 }
+		_, _, _, _ = Remap(ctx, bk, m, remap, RemapOptions{Field: tf, DatasetVersion: 2, Bitmap: all, Full: func(uint32) (uint64, bool) { return 5, true }})
+	})
 }
