@@ -23,6 +23,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/index"
 	"github.com/compactord/compactord/internal/meta"
 )
 
@@ -155,8 +156,9 @@ const (
 var SkipCodes = []string{SkipIndex, SkipFiles, SkipBase, SkipRows}
 
 // Remappable reports whether compactord can remap an index segment of
-// this kind (meta.IndexKind): btree and bitmap.
-func Remappable(kind string) bool { return kind == "btree" || kind == "bitmap" }
+// this kind (meta.IndexKind): btree and bitmap, and the kinds registered
+// with index.RegisterRemapper.
+func Remappable(kind string) bool { return index.CanRemap(kind) }
 
 // Plan is the groups of one read version.
 type Plan struct {

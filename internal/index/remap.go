@@ -116,7 +116,11 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 	case KindBitmap:
 		err = remapBitmap(ctx, b, m, remap, o.Full, o.Field, out, &st)
 	default:
-		err = fmt.Errorf("compactord remaps btree and bitmap segments, not %s", kind)
+		if r := registeredRemapper(kind); r != nil {
+			err = r(ctx, b, m, remap, o, out, &st)
+		} else {
+			err = fmt.Errorf("compactord remaps btree and bitmap segments, not %s", kind)
+		}
 	}
 	w, keys := out.w, out.w.Keys
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 
@@ -40,6 +41,52 @@ var (
 	bitmapWindow = 256
 )
 
+// SegmentRemapper remaps one segment of an index kind compactord's
+// index package does not know (RegisterRemapper): it reads segment m,
+// passes every row address through remap (false: the row is gone), writes
+// the new segment's files with out.Put, and counts entries in st. Remap
+// gives the new segment its uuid, metadata (o.DatasetVersion, o.Bitmap)
+// and cleanup; the remapper must stream (memory bounded whatever the
+// segment's size) and return an error, not panic, on bad input.
+type SegmentRemapper func(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), o RemapOptions, out *SegmentOut, st *RemapStats) error
+
+var remappers struct {
+	sync.RWMutex
+	byKind map[string]SegmentRemapper
+}
+
+// RegisterRemapper makes Remap (and so a compaction's inline remap and
+// index remap) rewrite segments of kind (meta.IndexKind) with r; btree
+// and bitmap are built in and cannot be replaced.
+func RegisterRemapper(kind string, r SegmentRemapper) {
+	if kind == KindBTree || kind == KindBitmap {
+		panic("index: " + kind + " segments are remapped by the index package")
+	}
+	remappers.Lock()
+	defer remappers.Unlock()
+	if remappers.byKind == nil {
+		remappers.byKind = map[string]SegmentRemapper{}
+	}
+	remappers.byKind[kind] = r
+}
+
+// CanRemap reports whether Remap can rewrite segments of kind: btree,
+// bitmap, and the kinds registered with RegisterRemapper.
+func CanRemap(kind string) bool {
+	if kind == KindBTree || kind == KindBitmap {
+		return true
+	}
+	remappers.RLock()
+	defer remappers.RUnlock()
+	return remappers.byKind[kind] != nil
+}
+
+func registeredRemapper(kind string) SegmentRemapper {
+	remappers.RLock()
+	defer remappers.RUnlock()
+	return remappers.byKind[kind]
+}
+
 // segmentFile opens one file of segment m.
 func segmentFile(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, name string) (*file.File, error) {
 	key := meta.IndexDir(meta.UUIDString(m.GetUuid())) + name
@@ -50,22 +97,23 @@ func segmentFile(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, nam
 	return openFile(Reader{R: storage.NewReaderAt(ctx, b, key, a.Size), Size: a.Size}, name)
 }
 
-// segmentOut is a new segment's files, written to the bucket as they are
-// encoded.
-type segmentOut struct {
+// SegmentOut is a new segment's files, written to the bucket as they are
+// encoded (Put), under _indices/{uuid}/ of a new uuid.
+type SegmentOut struct {
 	ctx context.Context
 	b   storage.Bucket
 	w   *Written
 	dir string
 }
 
-func newSegmentOut(ctx context.Context, b storage.Bucket) *segmentOut {
+func newSegmentOut(ctx context.Context, b storage.Bucket) *SegmentOut {
 	u, id := meta.NewUUID()
-	return &segmentOut{ctx: ctx, b: b, w: &Written{UUID: u}, dir: meta.IndexDir(id)}
+	return &SegmentOut{ctx: ctx, b: b, w: &Written{UUID: u}, dir: meta.IndexDir(id)}
 }
 
-// put writes file name with write, streamed to the bucket.
-func (s *segmentOut) put(name string, write func(io.Writer) error) error {
+// Put writes file name of the segment with write, streamed to the
+// bucket (write gets a buffered writer; the file's size is recorded).
+func (s *SegmentOut) Put(name string, write func(io.Writer) error) error {
 	key := s.dir + name
 	wc, err := s.b.NewWriter(s.ctx, key)
 	if err != nil {
@@ -241,7 +289,7 @@ func (r *btreeRemap) flush() error {
 }
 
 // remapBTree streams btree segment m through remap into out.
-func remapBTree(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), tf *pb.Field, out *segmentOut, st *RemapStats) error {
+func remapBTree(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), tf *pb.Field, out *SegmentOut, st *RemapStats) error {
 	df, err := segmentFile(ctx, b, m, BTreeDataFile)
 	if err != nil {
 		return err
@@ -257,7 +305,7 @@ func remapBTree(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, rema
 		return err
 	}
 	r := &btreeRemap{remap: remap, st: st}
-	err = out.put(BTreeDataFile, func(w io.Writer) error {
+	err = out.Put(BTreeDataFile, func(w io.Writer) error {
 		dw, err := file.NewWriter(w, []*pb.Field{indexField(tf, "values", 0, "", true), indexField(nil, "ids", 1, "uint64", false)}, file.WriterOptions{Version: file.V2_2})
 		if err != nil {
 			return err
@@ -316,7 +364,7 @@ func remapBTree(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, rema
 		pages[i] = uint32(i)
 	}
 	md := map[string][]byte{"batch_size": fmt.Appendf(nil, "%d", BTreeBatchSize), "range_partitioned": []byte("false")}
-	err = out.put(BTreeLookupFile, func(w io.Writer) error {
+	err = out.Put(BTreeLookupFile, func(w io.Writer) error {
 		_, err := writeFile(w, file.V2_2, []*pb.Field{indexField(tf, "min", 0, "", true), indexField(tf, "max", 1, "", true),
 			indexField(nil, "null_count", 2, "uint32", false), indexField(nil, "page_idx", 3, "uint32", false)},
 			md, []*file.Array{concat(t, r.mins), concat(t, r.maxs), uint32Array(r.nulls), uint32Array(pages)})
@@ -330,7 +378,7 @@ func remapBTree(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, rema
 
 // remapBitmap streams bitmap segment m through remap into out, key by
 // key; a key left without rows is dropped.
-func remapBitmap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), full func(frag uint32) (uint64, bool), tf *pb.Field, out *segmentOut, st *RemapStats) error {
+func remapBitmap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), full func(frag uint32) (uint64, bool), tf *pb.Field, out *SegmentOut, st *RemapStats) error {
 	f, err := segmentFile(ctx, b, m, BitmapLookupFile)
 	if err != nil {
 		return err
@@ -345,7 +393,7 @@ func remapBitmap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, rem
 		return err
 	}
 	md := map[string][]byte{}
-	err = out.put(BitmapLookupFile, func(w io.Writer) error {
+	err = out.Put(BitmapLookupFile, func(w io.Writer) error {
 		fw, err := file.NewWriter(w, []*pb.Field{indexField(tf, "keys", 0, "", true), indexField(nil, "bitmaps", 1, "binary", true)}, file.WriterOptions{Version: file.V2_2, Metadata: md})
 		if err != nil {
 			return err
