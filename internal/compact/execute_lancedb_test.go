@@ -28,15 +28,18 @@ func fragmentRows(t *testing.T, dir string) []uint64 {
 
 // TestExecuteSizesOutputsAsLanceDB: the same table compacted by LanceDB's
 // optimize() and by compactord with the default options leaves the same
-// fragments, of the same sizes. LanceDB writes each group of the plan into
-// one fragment, however far past the target its live rows go, so
+// fragments, of the same sizes. LanceDB spreads a group's rows evenly
+// over as many fragments as the target (1 Mi) fits in them, so
 //
 //   - 24 fragments of 128 Ki rows, 10 % deleted: groups of 9 and 15
-//     fragments (1 061 683 and 1 769 472 live rows), re-encoded;
+//     fragments (1 061 683 and 1 769 472 live rows), re-encoded, are one
+//     fragment each;
+//   - 9 fragments of 256 Ki rows, 10 % deleted: one group of 2 123 366
+//     live rows is two fragments of 1 061 683;
 //   - 11 fragments of 100 000 rows, none deleted: one group of 1 100 000
 //     rows, copied page by page;
 //
-// are 2 and 1 fragments, not 1 Mi-row pieces.
+// not 1 Mi-row pieces.
 func TestExecuteSizesOutputsAsLanceDB(t *testing.T) {
 	in := lancedb.Require(t)
 	db := t.TempDir()
@@ -47,6 +50,7 @@ func TestExecuteSizesOutputsAsLanceDB(t *testing.T) {
 		want           int // fragments LanceDB leaves, checked too
 	}{
 		{"deletes", 24 * 131072, 131072, 10, 2},
+		{"even", 9 * 262144, 262144, 10, 2},
 		{"small", 1100000, 100000, 0, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {

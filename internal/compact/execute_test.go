@@ -386,3 +386,24 @@ func TestMemoryBudget(t *testing.T) {
 	}
 	nilBudget.release(5)
 }
+
+// TestEvenSplit: a group's rows per file, as LanceDB 0.39 splits a group
+// (the first three measured with its optimize()).
+func TestEvenSplit(t *testing.T) {
+	const mi = 1 << 20
+	for _, c := range []struct{ live, target, want uint64 }{
+		{1179648, mi, 1179648},
+		{1887437, mi, 1887437},
+		{2123366, mi, 1061683},
+		{2123367, mi, 1061684},
+		{3 * mi, mi, mi},
+		{3*mi + 2, mi, mi + 1},
+		{5, mi, 5},
+		{0, mi, MaxTargetRows},
+		{10, 3, 4},
+	} {
+		if got := evenSplit(c.live, c.target); got != c.want {
+			t.Errorf("evenSplit(%d, %d) = %d, want %d", c.live, c.target, got, c.want)
+		}
+	}
+}

@@ -31,14 +31,14 @@ import (
 type Options struct {
 	// TargetRowsPerFragment: fragments with fewer physical rows are small,
 	// and a group holds at least this many live rows (split_for_size).
-	// Lance: 1 Mi. It does not cap an output: LanceDB 0.39 (Lance 12)
-	// writes each group into one fragment (a group of 1 179 648 live rows
-	// is one fragment of 1 179 648, not 1 048 576 + 131 072), and so does
-	// compactord unless MaxRowsPerFile says otherwise.
+	// Lance: 1 Mi. It does not cap an output at the target: LanceDB 0.39
+	// (Lance 12) spreads a group's rows evenly over as many fragments as
+	// the target fits in them (a group of 1 179 648 live rows is one
+	// fragment, not 1 048 576 + 131 072), and so does compactord unless
+	// MaxRowsPerFile says otherwise (evenSplit).
 	TargetRowsPerFragment uint64
 	// MaxRowsPerFile cuts a new data file before it would pass this many
-	// rows; 0 is no cut but the 32-bit row offset bound (MaxTargetRows),
-	// as LanceDB's optimize() writes a group.
+	// rows; 0 splits a group as LanceDB's optimize() does.
 	MaxRowsPerFile uint64
 	// MaxRowsPerGroup is Lance's max_rows_per_group, accepted so that
 	// Lance's options carry over; it changes nothing here: compactord's
