@@ -217,45 +217,51 @@ func (r *btreeRemap) endRun() error {
 	if r.runArr == nil {
 		return nil
 	}
-	emit := func(addrs []uint64) error {
-		n := len(addrs)
-		if k := len(r.pend) - 1; k >= 0 && r.pend[k].arr == r.runArr {
-			p := &r.pend[k]
-			for range n {
-				p.idx = append(p.idx, r.runRow)
-			}
-			p.addrs = append(p.addrs, addrs...)
-		} else {
-			idx := make([]int, n)
-			for j := range idx {
-				idx[j] = r.runRow
-			}
-			r.pend = append(r.pend, btreeOut{arr: r.runArr, idx: idx, addrs: slices.Clone(addrs)})
-		}
-		r.pendRows += n
-		if r.pendRows >= remapFlush {
-			return r.flush()
-		}
-		return nil
-	}
 	var err error
-	if r.runBig != nil {
+	switch {
+	case r.runBig != nil:
 		buf := make([]uint64, 0, remapRunSlice)
 		for it := r.runBig.Iterator(); it.HasNext() && err == nil; {
 			buf = append(buf, it.Next())
 			if len(buf) == cap(buf) || !it.HasNext() {
-				err = emit(buf)
+				err = r.emit(buf)
 				buf = buf[:0]
 			}
 		}
 		r.runBig = nil
-	} else if len(r.runAddrs) > 0 {
+	case len(r.runAddrs) > 1:
 		slices.Sort(r.runAddrs)
-		err = emit(r.runAddrs)
+		err = r.emit(r.runAddrs)
+	case len(r.runAddrs) == 1:
+		err = r.emit(r.runAddrs)
 	}
 	r.runAddrs = r.runAddrs[:0]
 	r.runArr = nil
 	return err
+}
+
+// emit queues addrs (ascending) with the open run's value, and encodes
+// the queue once it holds remapFlush rows.
+func (r *btreeRemap) emit(addrs []uint64) error {
+	n := len(addrs)
+	if k := len(r.pend) - 1; k >= 0 && r.pend[k].arr == r.runArr {
+		p := &r.pend[k]
+		for range n {
+			p.idx = append(p.idx, r.runRow)
+		}
+		p.addrs = append(p.addrs, addrs...)
+	} else {
+		idx := make([]int, n, max(n, 1024))
+		for j := range idx {
+			idx[j] = r.runRow
+		}
+		r.pend = append(r.pend, btreeOut{arr: r.runArr, idx: idx, addrs: append(make([]uint64, 0, max(n, 1024)), addrs...)})
+	}
+	r.pendRows += n
+	if r.pendRows >= remapFlush {
+		return r.flush()
+	}
+	return nil
 }
 
 // flush encodes the waiting output rows into page_data and notes their
