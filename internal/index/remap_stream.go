@@ -41,6 +41,11 @@ var (
 	bitmapWindow = 256
 )
 
+// remapPageBytes is the page size of a remapped segment's files: each
+// column's page is buffered until written, 1 MiB rather than the
+// writer's 8 MiB default, as the compaction writes its data files.
+const remapPageBytes = 1 << 20
+
 // SegmentRemapper remaps one segment of an index kind compactord's
 // index package does not know (RegisterRemapper): it reads segment m,
 // passes every row address through remap (false: the row is gone), writes
@@ -312,7 +317,7 @@ func remapBTree(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, rema
 	}
 	r := &btreeRemap{remap: remap, st: st}
 	err = out.Put(BTreeDataFile, func(w io.Writer) error {
-		dw, err := file.NewWriter(w, []*pb.Field{indexField(tf, "values", 0, "", true), indexField(nil, "ids", 1, "uint64", false)}, file.WriterOptions{Version: file.V2_2})
+		dw, err := file.NewWriter(w, []*pb.Field{indexField(tf, "values", 0, "", true), indexField(nil, "ids", 1, "uint64", false)}, file.WriterOptions{Version: file.V2_2, PageBytes: remapPageBytes})
 		if err != nil {
 			return err
 		}
@@ -400,7 +405,7 @@ func remapBitmap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, rem
 	}
 	md := map[string][]byte{}
 	err = out.Put(BitmapLookupFile, func(w io.Writer) error {
-		fw, err := file.NewWriter(w, []*pb.Field{indexField(tf, "keys", 0, "", true), indexField(nil, "bitmaps", 1, "binary", true)}, file.WriterOptions{Version: file.V2_2, Metadata: md})
+		fw, err := file.NewWriter(w, []*pb.Field{indexField(tf, "keys", 0, "", true), indexField(nil, "bitmaps", 1, "binary", true)}, file.WriterOptions{Version: file.V2_2, Metadata: md, PageBytes: remapPageBytes})
 		if err != nil {
 			return err
 		}
