@@ -39,9 +39,20 @@ check:
 	GO=$(GO) $(GO) run ./internal/testing/layout/checklayout
 
 # Every .proto under proto/ (compactord's own records, records.proto, and
-# our Lance definitions); the generated Go is committed.
-proto: $(TOOLS)/protoc-gen-go
-	protoc --proto_path=proto --go_out=. --go_opt=module=github.com/compactord/compactord $$(find proto -name '*.proto' | sort)
+# our Lance definitions); the generated Go is committed. The Lance files
+# import protobuf's well-known types (google/protobuf/*.proto), which
+# Debian's protobuf-compiler does not ship (libprotobuf-dev does, under
+# /usr/include): PROTO_INCLUDE names their directory. compactord's own
+# records import none, so `make proto-records` needs no include path.
+PROTO_INCLUDE ?= /usr/include
+PROTOC_GEN := protoc --proto_path=proto --plugin=protoc-gen-go=$(TOOLS)/protoc-gen-go --go_out=. --go_opt=module=github.com/compactord/compactord
+.PHONY: proto-records
+proto: proto-records
+	@test -f $(PROTO_INCLUDE)/google/protobuf/empty.proto || { echo "protoc needs protobuf's well-known types: install libprotobuf-dev or set PROTO_INCLUDE to the directory holding google/protobuf/*.proto"; exit 1; }
+	$(PROTOC_GEN) --proto_path=$(PROTO_INCLUDE) $$(find proto/lance -name '*.proto' | sort)
+
+proto-records: $(TOOLS)/protoc-gen-go
+	$(PROTOC_GEN) $$(find proto/compactord -name '*.proto' | sort)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -83,10 +94,15 @@ AZURITE_SRC := internal/testing/e2e/testdata/azurite
 .PHONY: azurite deploy-check
 
 # Azurite, the Azure Blob Storage emulator the integration tests start, from
-# npm into tools/azurite, pinned by its lockfile.
+# npm into tools/azurite, pinned by its lockfile. 3.35.0 is the newest whose
+# engines accept Node 20 (3.36 wants Node >= 21, 3.37 >= 22; the tests start
+# it with --skipApiVersionCheck, so the azblob client's newer API version is
+# served); package.json and the lock must name the same version.
+AZURITE_VERSION := 3.35.0
 azurite: $(AZURITE_DIR)/node_modules/.bin/azurite-blob
 
 $(AZURITE_DIR)/node_modules/.bin/azurite-blob: $(AZURITE_SRC)/package.json $(AZURITE_SRC)/package-lock.json
+	@grep -q '"azurite": "$(AZURITE_VERSION)"' $(AZURITE_SRC)/package.json || { echo "$(AZURITE_SRC)/package.json does not pin azurite $(AZURITE_VERSION) (AZURITE_VERSION in the Makefile)" >&2; exit 1; }
 	mkdir -p $(AZURITE_DIR)
 	cp $(AZURITE_SRC)/package.json $(AZURITE_SRC)/package-lock.json $(AZURITE_DIR)/
 	cd $(AZURITE_DIR) && npm ci --no-audit --no-fund

@@ -15,7 +15,12 @@
 //     the next writer epoch (put-if-absent, so of two claims one wins), puts
 //     a fence sentinel at the next WAL position (where the previous owner
 //     would append next, so its append collides and it learns it was
-//     fenced), and replays the WAL entries no generation covers yet.
+//     fenced), and replays the WAL entries no generation covers yet. It
+//     claims nothing on a table whose metadata says more than the writer
+//     models: writer feature flags or MemWAL details fields of a newer
+//     Lance, or a maintained index that is not a btree (a generation
+//     without its copy would hide rows from that index's LSM readers).
+//     maintain_all_indexes (Lance 13.1) makes every index maintained.
 //   - Upsert and Delete append one WAL entry each (an Arrow IPC stream of
 //     the table's columns plus _tombstone, tagged with the writer epoch);
 //     the call returns once the entry is durable. Rows are buffered in a

@@ -206,11 +206,12 @@ func (w *Writer) writeGeneration(ctx context.Context, gb storage.Bucket, gen uin
 	}
 	now := w.t.now()
 	var ixs []*pb.IndexMetadata
-	for _, name := range w.st.details.GetMaintainedIndexes() {
+	// The maintained indexes the table still has (LanceDB skips one it
+	// dropped); OpenWriter refused any the writer cannot copy.
+	for _, name := range st.maintained() {
 		c, err := maintainedBTree(st, name)
 		if err != nil {
-			// LanceDB skips a maintained index the table no longer has.
-			continue
+			return nil, err
 		}
 		ci := -1
 		for i, sc := range st.cols {

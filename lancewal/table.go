@@ -245,6 +245,35 @@ func (t *Table) EnableMemWAL(ctx context.Context, cfg Config) (*Config, error) {
 // maintainedBTree returns the base-table btree segment a maintained index
 // names and its column. LanceDB's MemWAL maintains btree (and vector and
 // full-text) indexes; this writer builds btree copies only.
+// writable refuses, before the writer claims anything, a table whose
+// metadata says more than the writer models: writer feature flags a newer
+// Lance defined, MemWAL details with fields this build does not name (they
+// may change what a generation must carry, as maintain_all_indexes did),
+// or a maintained index the writer cannot copy into a generation. A
+// generation flushed without a maintained index's copy would hide its rows
+// from that index's LSM readers.
+func (st *state) writable() error {
+	if err := meta.CheckWrite(st.read.Manifest); err != nil {
+		return fmt.Errorf("lancewal: %w", err)
+	}
+	if u := st.details.ProtoReflect().GetUnknown(); len(u) > 0 {
+		return fmt.Errorf("lancewal: the MemWAL index details carry %d bytes of fields the writer does not know (a newer Lance's): %w", len(u), meta.ErrUnsupportedFeature)
+	}
+	for _, name := range st.maintained() {
+		if _, err := maintainedBTree(st, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maintained are the indexes each flushed generation carries a copy of:
+// the named ones the table still has, or every index with
+// maintain_all_indexes.
+func (st *state) maintained() []string {
+	return memwal.Maintained(st.details, st.read.Indices)
+}
+
 func maintainedBTree(st *state, name string) (column, error) {
 	segs := meta.FindIndex(st.read.Indices, name)
 	if len(segs) == 0 {

@@ -78,6 +78,9 @@ func (t *Table) OpenWriter(ctx context.Context, shard string, opts WriterOptions
 	if st.details == nil {
 		return nil, errors.New("lancewal: the table has no MemWAL configuration (EnableMemWAL or LanceDB setLsmWriteSpec)")
 	}
+	if err := st.writable(); err != nil {
+		return nil, err
+	}
 	cfg, err := configOf(st)
 	if err != nil {
 		return nil, err

@@ -88,6 +88,165 @@ func (x *Lease) GetExpiresUnixMicros() int64 {
 	return 0
 }
 
+// JobState is what compactord remembers of one table's jobs across
+// restarts, _compactord/jobs/{inv:020}.state (inv = MaxUint64 - seq): the
+// newest record (the first key of a listing) holds the table's state, each
+// written with put-if-absent at the next sequence number, so that instances
+// sharing the bucket never overwrite each other (a lost race re-reads,
+// merges and tries the next number). Times are Unix microseconds; 0 means
+// never. No well-known types: the records stay buildable with a bare protoc.
+type JobState struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Seq   uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	// Since is when an instance first watched the table: the schedules of
+	// kinds that never ran start from it.
+	SinceUnixMicros int64        `protobuf:"varint,2,opt,name=since_unix_micros,json=sinceUnixMicros,proto3" json:"since_unix_micros,omitempty"`
+	Kinds           []*KindState `protobuf:"bytes,3,rep,name=kinds,proto3" json:"kinds,omitempty"`
+	// The oldest version the last cleanup kept, and its commit time: the
+	// version-retention debt between cleanups.
+	OldestRetainedVersion    uint64 `protobuf:"varint,4,opt,name=oldest_retained_version,json=oldestRetainedVersion,proto3" json:"oldest_retained_version,omitempty"`
+	OldestRetainedUnixMicros int64  `protobuf:"varint,5,opt,name=oldest_retained_unix_micros,json=oldestRetainedUnixMicros,proto3" json:"oldest_retained_unix_micros,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
+}
+
+func (x *JobState) Reset() {
+	*x = JobState{}
+	mi := &file_compactord_v1_records_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobState) ProtoMessage() {}
+
+func (x *JobState) ProtoReflect() protoreflect.Message {
+	mi := &file_compactord_v1_records_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobState.ProtoReflect.Descriptor instead.
+func (*JobState) Descriptor() ([]byte, []int) {
+	return file_compactord_v1_records_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *JobState) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *JobState) GetSinceUnixMicros() int64 {
+	if x != nil {
+		return x.SinceUnixMicros
+	}
+	return 0
+}
+
+func (x *JobState) GetKinds() []*KindState {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *JobState) GetOldestRetainedVersion() uint64 {
+	if x != nil {
+		return x.OldestRetainedVersion
+	}
+	return 0
+}
+
+func (x *JobState) GetOldestRetainedUnixMicros() int64 {
+	if x != nil {
+		return x.OldestRetainedUnixMicros
+	}
+	return 0
+}
+
+// KindState is one job kind's last attempt and last success on the table.
+type KindState struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// When the last attempt that ended (with any result but canceled)
+	// started; the schedule resumes from it.
+	LastRunUnixMicros int64  `protobuf:"varint,2,opt,name=last_run_unix_micros,json=lastRunUnixMicros,proto3" json:"last_run_unix_micros,omitempty"`
+	LastResult        string `protobuf:"bytes,3,opt,name=last_result,json=lastResult,proto3" json:"last_result,omitempty"`
+	// When the last attempt with result success or skipped ended.
+	LastSuccessUnixMicros int64 `protobuf:"varint,4,opt,name=last_success_unix_micros,json=lastSuccessUnixMicros,proto3" json:"last_success_unix_micros,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *KindState) Reset() {
+	*x = KindState{}
+	mi := &file_compactord_v1_records_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KindState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KindState) ProtoMessage() {}
+
+func (x *KindState) ProtoReflect() protoreflect.Message {
+	mi := &file_compactord_v1_records_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KindState.ProtoReflect.Descriptor instead.
+func (*KindState) Descriptor() ([]byte, []int) {
+	return file_compactord_v1_records_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *KindState) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *KindState) GetLastRunUnixMicros() int64 {
+	if x != nil {
+		return x.LastRunUnixMicros
+	}
+	return 0
+}
+
+func (x *KindState) GetLastResult() string {
+	if x != nil {
+		return x.LastResult
+	}
+	return ""
+}
+
+func (x *KindState) GetLastSuccessUnixMicros() int64 {
+	if x != nil {
+		return x.LastSuccessUnixMicros
+	}
+	return 0
+}
+
 var File_compactord_v1_records_proto protoreflect.FileDescriptor
 
 const file_compactord_v1_records_proto_rawDesc = "" +
@@ -96,7 +255,19 @@ const file_compactord_v1_records_proto_rawDesc = "" +
 	"\x05Lease\x12\x16\n" +
 	"\x06holder\x18\x01 \x01(\tR\x06holder\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12.\n" +
-	"\x13expires_unix_micros\x18\x03 \x01(\x03R\x11expiresUnixMicrosB@Z>github.com/compactord/compactord/gen/compactordv1;compactordv1b\x06proto3"
+	"\x13expires_unix_micros\x18\x03 \x01(\x03R\x11expiresUnixMicros\"\xef\x01\n" +
+	"\bJobState\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12*\n" +
+	"\x11since_unix_micros\x18\x02 \x01(\x03R\x0fsinceUnixMicros\x12.\n" +
+	"\x05kinds\x18\x03 \x03(\v2\x18.compactord.v1.KindStateR\x05kinds\x126\n" +
+	"\x17oldest_retained_version\x18\x04 \x01(\x04R\x15oldestRetainedVersion\x12=\n" +
+	"\x1boldest_retained_unix_micros\x18\x05 \x01(\x03R\x18oldestRetainedUnixMicros\"\xaa\x01\n" +
+	"\tKindState\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12/\n" +
+	"\x14last_run_unix_micros\x18\x02 \x01(\x03R\x11lastRunUnixMicros\x12\x1f\n" +
+	"\vlast_result\x18\x03 \x01(\tR\n" +
+	"lastResult\x127\n" +
+	"\x18last_success_unix_micros\x18\x04 \x01(\x03R\x15lastSuccessUnixMicrosB@Z>github.com/compactord/compactord/gen/compactordv1;compactordv1b\x06proto3"
 
 var (
 	file_compactord_v1_records_proto_rawDescOnce sync.Once
@@ -110,16 +281,19 @@ func file_compactord_v1_records_proto_rawDescGZIP() []byte {
 	return file_compactord_v1_records_proto_rawDescData
 }
 
-var file_compactord_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_compactord_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_compactord_v1_records_proto_goTypes = []any{
-	(*Lease)(nil), // 0: compactord.v1.Lease
+	(*Lease)(nil),     // 0: compactord.v1.Lease
+	(*JobState)(nil),  // 1: compactord.v1.JobState
+	(*KindState)(nil), // 2: compactord.v1.KindState
 }
 var file_compactord_v1_records_proto_depIdxs = []int32{
-	0, // [0:0] is the sub-list for method output_type
-	0, // [0:0] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	2, // 0: compactord.v1.JobState.kinds:type_name -> compactord.v1.KindState
+	1, // [1:1] is the sub-list for method output_type
+	1, // [1:1] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_compactord_v1_records_proto_init() }
@@ -133,7 +307,7 @@ func file_compactord_v1_records_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_compactord_v1_records_proto_rawDesc), len(file_compactord_v1_records_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   1,
+			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

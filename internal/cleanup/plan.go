@@ -3,8 +3,9 @@
 // cleanup (rust/lance/src/dataset/cleanup.rs, lance 12):
 //
 //   - A version is old when its commit timestamp is before now − OlderThan
-//     (exactly: there is no hidden floor; OlderThan 0 makes every version
-//     committed before now old) and it is not among the newest
+//     (exactly: the plan has no hidden floor; OlderThan 0 makes every
+//     version committed before now old; the daemon refuses an OlderThan
+//     below InFlightFloor, see Config) and it is not among the newest
 //     RetainVersions versions (Lance's retain_n_versions).
 //   - The latest version is never deleted, nor a tagged one. Lance errors by
 //     default when a tag names an old version (error_if_tagged_old_versions);

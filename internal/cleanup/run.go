@@ -22,20 +22,26 @@ type Config struct {
 	Options `yaml:",inline"`
 	// Concurrency bounds parallel reads and deletes.
 	Concurrency int `yaml:"concurrency"`
-	// AllowDeletingInFlightWrites accepts a MinAge below MinAgeFloor. Its
-	// name is the hazard: a LanceDB writer's new data file is unreferenced
-	// until its commit lands, and LanceDB registers no in-flight marker, so
-	// a short min_age lets cleanup delete a file an append then commits (a
-	// table broken this way had its file deleted 0.8 s after it was written).
+	// AllowDeletingInFlightWrites accepts a MinAge or an OlderThan below
+	// InFlightFloor. Its name is the hazard, twice over. A LanceDB writer's
+	// new data file is unreferenced until its commit lands, and LanceDB
+	// registers no in-flight marker, so a short min_age lets cleanup delete
+	// a file an append then commits (a table broken this way had its file
+	// deleted 0.8 s after it was written). And a LanceDB writer classifies
+	// its conflicts only against the versions still listed when it commits
+	// (lance's load_new_transactions walks the manifests present), so a
+	// short older_than lets cleanup remove the Delete or Update a compaction
+	// in flight had to see: LanceDB's optimize() then rewrote a row that
+	// commit had deleted, and the key was live twice.
 	AllowDeletingInFlightWrites bool `yaml:"allow_deleting_in_flight_writes"`
 	// DryRun plans and deletes nothing; a one-shot choice, not a setting.
 	DryRun bool `yaml:"-"`
 }
 
-// MinAgeFloor is the least min_age accepted without
-// AllowDeletingInFlightWrites: longer than any commit of a writer in flight
-// should take.
-const MinAgeFloor = time.Hour
+// InFlightFloor is the least min_age and older_than accepted without
+// AllowDeletingInFlightWrites: longer than any transaction of a writer in
+// flight (from the version it read to its commit) should take.
+const InFlightFloor = time.Hour
 
 // DefaultConfig is cleanup's defaults, the only place they are set. MinAge
 // is Lance's: an unreferenced file may belong to a commit in progress of
@@ -56,13 +62,19 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// ValidateFloor refuses a MinAge below MinAgeFloor unless
-// AllowDeletingInFlightWrites: the daemon's rule, for tables it cleans up
-// unattended beside writers. A one-shot run (the CLI warns) and a library
-// caller that knows its writers need not apply it.
+// ValidateFloor refuses a MinAge or an OlderThan below InFlightFloor
+// unless AllowDeletingInFlightWrites: the daemon's rule, for tables it
+// cleans up unattended beside writers. A one-shot run (the CLI warns) and a
+// library caller that knows its writers need not apply it.
 func (c Config) ValidateFloor() error {
-	if c.MinAge < MinAgeFloor && !c.AllowDeletingInFlightWrites {
-		return fmt.Errorf("min_age %s is below the floor of %s: writers' files are unreferenced until their commits land (LanceDB's register no in-flight marker), so cleanup would delete files of appends in flight; raise it, or set allow_deleting_in_flight_writes: true to accept that", c.MinAge, MinAgeFloor)
+	if c.AllowDeletingInFlightWrites {
+		return nil
+	}
+	if c.MinAge < InFlightFloor {
+		return fmt.Errorf("min_age %s is below the floor of %s: writers' files are unreferenced until their commits land (LanceDB's register no in-flight marker), so cleanup would delete files of appends in flight; raise it, or set allow_deleting_in_flight_writes: true to accept that", c.MinAge, InFlightFloor)
+	}
+	if c.OlderThan < InFlightFloor {
+		return fmt.Errorf("older_than %s is below the floor of %s: a LanceDB writer checks its commit for conflicts only against the versions still there, so cleanup would remove a version a transaction in flight must see (a compaction then brings back rows a delete or upsert removed); raise it, or set allow_deleting_in_flight_writes: true to accept that", c.OlderThan, InFlightFloor)
 	}
 	return nil
 }

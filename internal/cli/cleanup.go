@@ -39,12 +39,14 @@ func newCleanupCmd(e *env) *cobra.Command {
 		Use:   "cleanup URL [--retain-versions N] [--older-than D] [--min-age D] [--concurrency C] [--dry-run]",
 		Short: "Delete old versions and the files only they reference, as Lance's cleanup does",
 		Long: `Cleanup follows Lance's own rules: a version is old when its commit time is before
-now - --older-than (exactly; there is no floor) and it is not among the newest --retain-versions;
+now - --older-than and it is not among the newest --retain-versions;
 the latest and tagged versions are kept (a tag on an old version is reported as "tagged", not an
 error as in Lance). Files only deleted versions reference are deleted; files no version
 references are deleted only when older than --min-age (default Lance's 7 days, 168h) and named
 by no in-flight marker. _mem_wal/ (see trim) and _refs/ are never touched. --dry-run prints
-every version and file with delete/keep and a reason.`,
+every version and file with delete/keep and a reason. Below 1h, --older-than and --min-age
+warn (the daemon refuses them): LanceDB writers in flight leave no marker, and need both the
+versions committed since their read (to detect conflicts) and their own unreferenced files.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := cfg.Validate(); err != nil {
@@ -52,9 +54,13 @@ every version and file with delete/keep and a reason.`,
 			}
 			// A one-shot run is the operator's own choice: below the floor
 			// the daemon refuses (ValidateFloor), the command warns.
-			if cfg.ValidateFloor() != nil && !cfg.DryRun {
+			if !cfg.DryRun && cfg.MinAge < cleanup.InFlightFloor {
 				e.warn.Warn("--min-age is below the floor: an unreferenced file of a writer's commit in flight (LanceDB's register no in-flight marker) may be deleted before the commit names it",
-					zap.Duration("min_age", cfg.MinAge), zap.Duration("floor", cleanup.MinAgeFloor))
+					zap.Duration("min_age", cfg.MinAge), zap.Duration("floor", cleanup.InFlightFloor))
+			}
+			if !cfg.DryRun && cfg.OlderThan < cleanup.InFlightFloor {
+				e.warn.Warn("--older-than is below the floor: a LanceDB writer checks its commit for conflicts only against the versions still there, so one in flight may miss a delete or upsert this run removes and bring its rows back",
+					zap.Duration("older_than", cfg.OlderThan), zap.Duration("floor", cleanup.InFlightFloor))
 			}
 			b, err := openTable(cmd.Context(), args[0])
 			if err != nil {

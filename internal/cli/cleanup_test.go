@@ -73,7 +73,7 @@ func TestLanceCleanupCLI(t *testing.T) {
 	data[len(data)/2+1] ^= 0xff
 	_ = os.WriteFile(p, data, 0o644)
 	n = countFiles(t, dir)
-	code, _, stderr = runCLIYearOn(t, "cleanup", dir, "--retain-versions", "1", "--older-than", "0s", "--min-age", "1h")
+	code, _, stderr = runCLIYearOn(t, "cleanup", dir, "--retain-versions", "1", "--older-than", "1h", "--min-age", "1h")
 	if code == 0 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || countFiles(t, dir) != n {
 		t.Fatalf("corrupt manifest: exit %d, stderr %q, files %d→%d", code, stderr, n, countFiles(t, dir))
 	}
@@ -104,9 +104,9 @@ func TestLanceTrimCLI(t *testing.T) {
 	}
 }
 
-// TestCleanupMinAgeBelowTheFloorWarns: a --min-age below the floor the
-// daemon enforces runs (the operator's choice) with one warning line that
-// names the hazard; at the floor there is none.
+// TestCleanupMinAgeBelowTheFloorWarns: a --min-age or --older-than below
+// the floor the daemon enforces runs (the operator's choice) with one
+// warning line that names the hazard; at the floor there is none.
 func TestCleanupMinAgeBelowTheFloorWarns(t *testing.T) {
 	dir := newTable(t)
 	mustRun(t, "", "table", "append", dir, "--rows", "10")
@@ -116,5 +116,12 @@ func TestCleanupMinAgeBelowTheFloorWarns(t *testing.T) {
 	}
 	if r := run(t, "", "cleanup", dir, "--min-age", "1h"); r.code != 0 || r.stderr != "" {
 		t.Errorf("--min-age 1h: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = run(t, "", "cleanup", dir, "--older-than", "59m")
+	if r.code != 0 || !strings.Contains(r.stderr, "--older-than is below the floor") || !strings.Contains(r.stderr, "conflicts") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Errorf("--older-than 59m: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := run(t, "", "cleanup", dir, "--older-than", "1h", "--min-age", "1h"); r.code != 0 || r.stderr != "" {
+		t.Errorf("--older-than 1h: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

@@ -73,9 +73,11 @@ On a Lance dataset, compact follows Lance's optimize compaction: fragments with 
 --target-rows, or whose deleted share is above --deletion-threshold, are grouped with adjacent
 candidates covered by the same indexes and rewritten without their deleted rows (fragments
 without deletions are copied page by page). It reserves the new fragment ids (ReserveFragments)
-and commits one Rewrite carrying every btree and bitmap segment that covers a rewritten fragment,
-remapped to the new row addresses (as LanceDB's optimize does). Fragments covered by an index
-compactord cannot remap (vector, full-text, label-list) are left out; --dry-run lists them
+and commits one Rewrite carrying every btree, bitmap, label-list, full-text and vector segment that
+covers a rewritten fragment, remapped to the new row addresses (as LanceDB's optimize does; HNSW
+graphs of partitions that lost rows are rebuilt). Fragments covered by an index compactord cannot
+remap (IVF_RQ; full-text in a format it does not read; HNSW with --defer-remap) are left out;
+--dry-run lists them
 under "skipped" with the reason. A concurrent delete of rows being rewritten is rebased onto the
 new fragments. It prints one JSON line (version, groups, stats, rebased, retried).
 

@@ -114,7 +114,7 @@ func TestIdleDaemonFootprintLance(t *testing.T) {
 }
 
 // measureIdle runs the daemon on cfg, waits for the first round of jobs to
-// be over (at least minRuns attempts finished, none running or waiting),
+// be over (at least minRuns attempts started, none running or waiting),
 // lets every table be synced, polled and leased once more, then samples
 // RSS each second over window and the CPU used in it.
 func measureIdle(t *testing.T, bin, dir, cfg string, window time.Duration, minRuns int) (maxRSS int64, cpuPct float64) {
@@ -147,20 +147,22 @@ func measureIdle(t *testing.T, bin, dir, cfg string, window time.Duration, minRu
 	// Warm up: the first round of jobs over (read from the log: scraping
 	// /metrics of many tables would itself grow the heap being measured),
 	// then every table synced, polled and leased once more.
-	finished := func() int {
+	started := func() int {
 		logs.mu.Lock()
 		defer logs.mu.Unlock()
 		n := 0
 		for _, m := range logs.lines {
-			if m != nil && m["msg"] == "job finished" {
+			// Started, not finished: these first attempts find nothing
+			// to do, and a skipped attempt's end is logged at debug.
+			if m != nil && m["msg"] == "job started" {
 				n++
 			}
 		}
 		return n
 	}
-	for deadline := time.Now().Add(5 * time.Minute); finished() < minRuns; {
+	for deadline := time.Now().Add(5 * time.Minute); started() < minRuns; {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of the first %d job attempts finished in 5 minutes", finished(), minRuns)
+			t.Fatalf("%d of the first %d job attempts started in 5 minutes", started(), minRuns)
 		}
 		time.Sleep(time.Second) // polling the log, not the daemon
 	}
@@ -182,10 +184,10 @@ func measureIdle(t *testing.T, bin, dir, cfg string, window time.Duration, minRu
 	// Then the object-store requests of an idle table, over a second
 	// window of the same length (scraping /metrics during the first would
 	// have grown the heap it measured).
-	ops0, jobs0 := objstoreOps(t, base), finished()
+	ops0, jobs0 := objstoreOps(t, base), started()
 	start = time.Now()
 	time.Sleep(window) // measuring, not synchronising
-	ops1, jobs1 := objstoreOps(t, base), finished()
+	ops1, jobs1 := objstoreOps(t, base), started()
 	elapsed = time.Since(start).Seconds()
 	var total float64
 	var parts []string
@@ -196,7 +198,7 @@ func measureIdle(t *testing.T, bin, dir, cfg string, window time.Duration, minRu
 		}
 	}
 	tables := float64(strings.Count(cfg, "- url:"))
-	t.Logf("%0.fs window: %.0f object-store requests (%s), %.3f per second per table; %d job attempts finished in it",
+	t.Logf("%0.fs window: %.0f object-store requests (%s), %.3f per second per table; %d job attempts started in it",
 		elapsed, total, strings.Join(parts, " "), total/elapsed/tables, jobs1-jobs0)
 	return maxRSS, cpuPct
 }

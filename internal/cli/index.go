@@ -122,13 +122,17 @@ func newIndexLookupCmd(e *env) *cobra.Command {
 // catchupHelp is appended to index catchup's help.
 const catchupHelp = `
 
-On a Lance dataset, catch-up covers every btree and bitmap index's missing fragments (those of
-the latest version no segment's fragment bitmap names) with a delta segment over their live rows,
-all in one CreateIndex; --rebuild (or an index reaching --max-segments) replaces the index's
-segments with one over the whole version. A MemWAL table's index_catchup then records the
+On a Lance dataset, catch-up covers every btree, bitmap, label-list, full-text and vector index's
+missing fragments (those of the latest version no segment's fragment bitmap names) with a delta
+segment over their live rows (vectors encoded with the index's own centroids and quantizer; IVF_RQ
+is skipped), all in one CreateIndex; --rebuild (or an index reaching --max-segments) replaces the
+index's segments with one over the whole version. A full-text index gains a partition over the new
+rows in a segment replacing its one segment, when compactord reproduces its tokenizer (simple or
+whitespace, lower_case, no stemming or stop words); otherwise it is skipped with the reason. A MemWAL table's index_catchup then records the
 generations the read version had merged, so trim can delete them. With nothing to index, a
 maintained index that covers every fragment of the version while its index_catchup lags gets
-that credit recorded by a record-only commit (an empty CreateIndex; "credited" lists it).`
+that credit recorded by a record-only commit (an empty CreateIndex; "credited" lists it).
+--dry-run prints the same plan ("indices", or "credit") as one JSON document and writes nothing.`
 
 // runCatchup runs `index catchup` when url is a Lance dataset.
 func runCatchup(cmd *cobra.Command, e *env, url, names string) error {
@@ -151,6 +155,12 @@ func runCatchup(cmd *cobra.Command, e *env, url, names string) error {
 	if o.MaxSegments, err = cmd.Flags().GetInt("max-segments"); err != nil {
 		return err
 	}
+	if dry, err := cmd.Flags().GetBool("dry-run"); err != nil || dry {
+		if err != nil {
+			return err
+		}
+		return catchupDryRun(cmd.Context(), e, h, o)
+	}
 	res, err := index.CatchUp(cmd.Context(), h, o)
 	if err != nil {
 		return err
@@ -164,17 +174,20 @@ func addCatchupFlags(cmd *cobra.Command) {
 	cmd.Long = cmd.Short + "." + catchupHelp
 	cmd.Flags().Bool("rebuild", false, "Lance: rebuild each lagging index into one segment instead of adding a delta")
 	cmd.Flags().Int("max-segments", index.DefaultMaxSegments, "Lance: rebuild an index whose delta would give it more segments than this (negative: never)")
+	cmd.Flags().Bool("dry-run", false, "print what catch-up would do (each lagging index: the fragments it lacks, the rows to index, delta or rebuild; or the catch-up positions a record-only commit would raise) and write nothing")
 }
 
 // remapHelp is appended to index remap's help.
 const remapHelp = `
 
-On a Lance dataset, remap rewrites every btree and bitmap segment whose data may still hold row
+On a Lance dataset, remap rewrites every btree, bitmap, label-list, full-text and vector segment whose data may still hold row
 addresses a version of the fragment-reuse index (__lance_frag_reuse) remaps: each gets a new
 uuid, dataset_version = the version read, its fragment bitmap through the FRI, and loses the
 rows the compactions dropped or the fully deleted fragments held (one CreateIndex per logical
 index). Then the FRI is trimmed of the versions no index needs any more, or removed when none
-is left (--no-trim skips this; index trim-fri does it alone).`
+is left (--no-trim skips this; index trim-fri does it alone). --dry-run prints the segments each
+index would have rewritten and the FRI versions no index needs already ("fri_trim_now"; the
+remaps free more), and writes nothing.`
 
 // runRemap runs `index remap` when url is a Lance dataset.
 func runRemap(cmd *cobra.Command, e *env, url, names string) error {
@@ -192,6 +205,12 @@ func runRemap(cmd *cobra.Command, e *env, url, names string) error {
 	if o.NoTrim, err = cmd.Flags().GetBool("no-trim"); err != nil {
 		return err
 	}
+	if dry, err := cmd.Flags().GetBool("dry-run"); err != nil || dry {
+		if err != nil {
+			return err
+		}
+		return remapDryRun(cmd.Context(), e, h, o)
+	}
 	res, err := index.RemapIndexes(cmd.Context(), h, o)
 	if err != nil {
 		return err
@@ -208,6 +227,7 @@ func runRemap(cmd *cobra.Command, e *env, url, names string) error {
 func addRemapFlags(cmd *cobra.Command) {
 	cmd.Long = cmd.Short + "." + remapHelp
 	cmd.Flags().Bool("no-trim", false, "Lance: leave the fragment-reuse index as it is after the remaps")
+	cmd.Flags().Bool("dry-run", false, "print the segments remap would rewrite and the FRI versions no index needs already, and write nothing")
 }
 
 // newIndexRebuildCmd is `index rebuild` (Lance datasets only).
@@ -215,13 +235,15 @@ func newIndexRebuildCmd(e *env) *cobra.Command {
 	var name string
 	cmd := &cobra.Command{
 		Use:   "rebuild URL --name N",
-		Short: "Rebuild a btree or bitmap index from the data, replacing every segment of that name (Lance)",
-		Long: `Rebuild a btree or bitmap index from the data, replacing every segment of that name (Lance).
+		Short: "Rebuild a btree, bitmap, label-list or full-text index from the data, replacing every segment of that name (Lance)",
+		Long: `Rebuild a btree, bitmap, label-list or full-text index from the data, replacing every segment of that name (Lance).
 
 The repair after verify --deep reports an index_content violation: the index is built afresh over
 every live row of the latest version and committed as one CreateIndex that removes every old segment
-of the index (name, column, details and index version are kept). Label-list, vector and full-text
-indexes are refused: rebuild those with LanceDB (createIndex with replace).`,
+of the index (name, column, details and index version are kept); a vector index is re-encoded with
+its own centroids and quantizer; a full-text index becomes one partition. IVF_RQ indexes, and
+full-text indexes whose tokenizer compactord does not reproduce (stemming, stop words, ngram, ...),
+are refused: rebuild those with LanceDB (createIndex with replace).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h, done, err := openHandle(cmd.Context(), e, args[0])

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/merge"
 	"github.com/compactord/compactord/internal/table"
 	"github.com/spf13/cobra"
@@ -38,7 +39,8 @@ generation order, by the table's unenforced primary key (newest write wins, tomb
 one commit per job, which records the shard's merged generation in the same version. It prints
 one JSON line per landed commit (version, shard, generations, inserted, superseded, deleted) and
 one per skipped shard with the reason; a merge that lost to another merger is a skip, not a
-failure. --dry-run prints one line per planned job instead.`
+failure. --dry-run prints one line per planned job instead, and one line with "jobs": 0 and the
+reason when there is nothing to merge.`
 
 // mergeLine is one landed commit of a Lance merge.
 type mergeLine struct {
@@ -121,5 +123,25 @@ func mergeDryRun(cmd *cobra.Command, e *env, h *table.Handle, env merge.Env) err
 			return err
 		}
 	}
+	if len(p.Jobs) == 0 {
+		// Silence read as "no answer": say there is no work, and why.
+		why := "no shard has flushed generations past its merged one"
+		switch {
+		case memwal.Index(p.Read.Indices) == nil:
+			why = "the table has no MemWAL"
+		case len(p.Skips) > 0:
+			why = "every shard with generations is skipped (see the lines above)"
+		}
+		return printJSON(e.stdout, mergeNoWork{Operation: "merge", DryRun: true, ReadVersion: p.Read.Manifest.GetVersion(), Jobs: 0, Reason: "nothing to merge: " + why})
+	}
 	return nil
+}
+
+// mergeNoWork is a dry run's one line when there is nothing to merge.
+type mergeNoWork struct {
+	Operation   string `json:"operation"`
+	DryRun      bool   `json:"dry_run"`
+	ReadVersion uint64 `json:"read_version"`
+	Jobs        int    `json:"jobs"`
+	Reason      string `json:"reason"`
 }

@@ -143,3 +143,30 @@ func TestMergeTimestampKeyWithIndex(t *testing.T) {
 		t.Fatalf("verify --deep: %s%s", r.stdout, r.stderr)
 	}
 }
+
+// merge --dry-run with nothing to merge prints one line saying so, and
+// why, rather than nothing: on a table without a MemWAL, and once every
+// flushed generation is merged.
+func TestMergeDryRunWithoutWork(t *testing.T) {
+	for _, c := range []struct {
+		corpus, first, want string
+	}{
+		{"indexed", "", "nothing to merge: the table has no MemWAL"},
+		{"memwal_1", "merge", "nothing to merge: no shard has flushed generations past its merged one"},
+	} {
+		dir := lancedb.CorpusDir(t, c.corpus)
+		if c.first != "" {
+			if code, _, stderr := runCLI(t, c.first, dir); code != 0 {
+				t.Fatalf("%s: %s: exit %d: %s", c.corpus, c.first, code, stderr)
+			}
+		}
+		code, out, stderr := runCLI(t, "merge", dir, "--dry-run")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.corpus, code, stderr)
+		}
+		lines := jsonLines(t, out)
+		if len(lines) != 1 || lines[0]["jobs"] != 0.0 || lines[0]["dry_run"] != true || lines[0]["reason"] != c.want || lines[0]["read_version"] == nil {
+			t.Errorf("%s: dry run without work printed %s, want one line: %s", c.corpus, out, c.want)
+		}
+	}
+}

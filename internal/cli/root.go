@@ -133,7 +133,13 @@ func newRoot(e *env) *cobra.Command {
 	pf.StringVar(&e.logLevel, "log-level", "", "log level on stderr: debug, info, warn, error (default: only the progress of long work, every few seconds; a level also shows the components' logs)")
 	pf.StringVar(&e.logFormat, "log-format", "", "log format on stderr: console (the default for one-shot commands) or json")
 	pf.DurationVar(&e.progressInterval, "progress-interval", progress.DefaultInterval, "least time between two progress lines of long work on stderr (rows and bytes done, rate, ETA); 0 disables them")
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return e.setupLogger(cmd) }
+	pretty := pf.Bool("pretty", false, "print JSON documents indented over several lines instead of one line each (inspect, plans, results); JSON-lines outputs of rows are unchanged")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if *pretty {
+			e.stdout = indentedJSON{e.stdout}
+		}
+		return e.setupLogger(cmd)
+	}
 	root.AddCommand(
 		&cobra.Command{
 			Use:   "version",
@@ -357,14 +363,24 @@ func openWriter(ctx context.Context, e *env, rawURL, job string) (*table.Handle,
 	return h, func() { release(); done() }, nil
 }
 
+// printJSON writes v as one line of JSON, or indented when w is stdout
+// under --pretty.
 func printJSON(w io.Writer, v any) error {
 	b, err := json.Marshal(v)
+	if _, ok := w.(indentedJSON); ok {
+		b, err = json.MarshalIndent(v, "", "  ")
+	}
 	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
 }
+
+// indentedJSON is stdout under --pretty: printJSON indents what it writes
+// there. A writer, not a flag threaded through every command, so that
+// each command's printing stays one call.
+type indentedJSON struct{ io.Writer }
 
 // readInput opens --jsonl: "-" is stdin.
 func readInput(e *env, path string) (io.ReadCloser, error) {

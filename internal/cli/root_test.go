@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/compactord/compactord/internal/buildinfo"
+	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
 // Usage errors exit 2, like Go's flag package; a failing command exits 1.
@@ -110,5 +112,58 @@ func TestVersion(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("version: flag 1024 not stated as refused: %v", flags)
+	}
+}
+
+// --pretty indents the JSON documents a command prints (inspect's one long
+// line, a plan), the same documents as without it.
+func TestPrettyIndentsJSONDocuments(t *testing.T) {
+	dir := lancedb.CorpusDir(t, "indexed")
+	for _, args := range [][]string{{"inspect", dir}, {"compact", dir, "--dry-run"}, {"index", "catchup", dir, "--dry-run"}} {
+		plain := run(t, "", args...)
+		pretty := run(t, "", append(args, "--pretty")...)
+		if plain.code != 0 || pretty.code != 0 {
+			t.Fatalf("%v: exit %d and %d: %s %s", args, plain.code, pretty.code, plain.stderr, pretty.stderr)
+		}
+		if n := strings.Count(strings.TrimSpace(plain.stdout), "\n"); n != 0 {
+			t.Errorf("%v: %d lines without --pretty", args, n+1)
+		}
+		if !strings.HasPrefix(pretty.stdout, "{\n  \"") || strings.Count(pretty.stdout, "\n") < 5 {
+			t.Errorf("%v --pretty is not indented:\n%s", args, pretty.stdout)
+		}
+		var a, b any
+		if err := json.Unmarshal([]byte(plain.stdout), &a); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(pretty.stdout), &b); err != nil {
+			t.Fatalf("%v --pretty: %v", args, err)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%v: --pretty printed another document", args)
+		}
+	}
+}
+
+// check config on a discovery config names where tables are discovered,
+// not a count of 0 that reads as "no tables".
+func TestCheckConfigWithDiscovery(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(file, []byte("discover:\n  url: mem://fleet/db\n  interval: 2m\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, "", "check", "config", file)
+	var doc struct {
+		Tables     *int `json:"tables"`
+		Configured *int `json:"configured_tables"`
+		Discover   struct {
+			URL, Interval, Tables string
+		} `json:"discover"`
+	}
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &doc) != nil {
+		t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+	}
+	if doc.Tables != nil || doc.Configured == nil || *doc.Configured != 0 || doc.Discover.URL != "mem://fleet/db" ||
+		doc.Discover.Interval != "2m0s" || !strings.Contains(doc.Discover.Tables, "*.lance") {
+		t.Fatalf("check config on a discovery config: %s", r.stdout)
 	}
 }

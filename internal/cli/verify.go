@@ -24,7 +24,7 @@ func newVerifyCmd(e *env) *cobra.Command {
 		},
 	}
 	cmd.Flags().Uint64Var(&version, "version", 0, "check one version (default: every retained version)")
-	cmd.Flags().BoolVar(&deep, "deep", false, "also decode deletion files, WAL entries and unmerged generations, and check every index's content against the data of the newest version checked")
+	cmd.Flags().BoolVar(&deep, "deep", false, "also decode every page of every data, deletion and index file, WAL entries and unmerged generations, and check every index's content against the data of the newest version checked")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -129,10 +130,11 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 			return out, err
 		}
 		out.Stats.BytesRead += uint64(size)
+		key := meta.DataKey(f.GetFiles()[0].GetPath())
 		err = func() error {
 			defer done()
 			if src.NumRows() != f.GetPhysicalRows() {
-				return fmt.Errorf("fragment %d: data file has %d rows, the manifest %d", f.GetId(), src.NumRows(), f.GetPhysicalRows())
+				return fmt.Errorf("fragment %d: %s has %d rows, the manifest %d", f.GetId(), key, src.NumRows(), f.GetPhysicalRows())
 			}
 			dv, err := deletion.Read(ctx, b, f.GetId(), f.GetDeletionFile(), f.GetPhysicalRows())
 			if err != nil {
@@ -154,11 +156,17 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 						return err
 					}
 				}
+				// Pages are copied without decoding: decode them first, so a
+				// damaged file fails the compaction, naming it, instead of
+				// being carried into the new fragment.
+				if err := src.Check(nil); err != nil {
+					return sourceErr(f.GetId(), key, err)
+				}
 				if err := w.open(); err != nil {
 					return err
 				}
 				if err := w.w.CopyFile(src); err != nil {
-					return fmt.Errorf("fragment %d: copy: %w", f.GetId(), err)
+					return fmt.Errorf("fragment %d: copy %s to %s: %w", f.GetId(), key, meta.DataKey(w.name), err)
 				}
 				w.rows += phys
 				copied = int64(phys)
@@ -172,7 +180,7 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 			if keep == nil {
 				keep = make([]int, 0, decodeWindow)
 			}
-			return rewriteRows(ctx, src, f, dv, top, w, out, keep, maxRows, maxBytes, rep)
+			return rewriteRows(ctx, src, key, f, dv, top, w, out, keep, maxRows, maxBytes, rep)
 		}()
 		if err != nil {
 			return out, err
@@ -242,10 +250,10 @@ func changedAddrs(old []*pb.DataFragment, surv map[uint64]*roaring.Bitmap) (*roa
 
 // rewriteRows decodes a fragment in windows and writes its live rows.
 // keep is scratch for the kept rows of a window (its capacity is reused).
-func rewriteRows(ctx context.Context, src *file.File, f *pb.DataFragment, dv *roaring.Bitmap, top []string, w *outWriter, out *Output, keep []int, target, maxBytes uint64, rep *progress.Reporter) error {
+func rewriteRows(ctx context.Context, src *file.File, key string, f *pb.DataFragment, dv *roaring.Bitmap, top []string, w *outWriter, out *Output, keep []int, target, maxBytes uint64, rep *progress.Reporter) error {
 	st, err := src.Stream(top, decodeWindow)
 	if err != nil {
-		return fmt.Errorf("fragment %d: %w", f.GetId(), err)
+		return sourceErr(f.GetId(), key, err)
 	}
 	// FSST compresses each value on its own against its page's symbol
 	// table, so dropping rows needs no expansion: the kept values are
@@ -261,7 +269,7 @@ func rewriteRows(ctx context.Context, src *file.File, f *pb.DataFragment, dv *ro
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("fragment %d: %w", f.GetId(), err)
+			return sourceErr(f.GetId(), key, err)
 		}
 		rows := keep[:0]
 		end := off + uint64(bt.NumRows)
@@ -295,7 +303,7 @@ func rewriteRows(ctx context.Context, src *file.File, f *pb.DataFragment, dv *ro
 			// WriteRows copies the rows into the writer's page buffers, so
 			// the view of the decoded pages is not kept.
 			if err := w.w.WriteRows(bt, part); err != nil {
-				return fmt.Errorf("fragment %d: encode: %w", f.GetId(), err)
+				return fmt.Errorf("fragment %d: encode %s: %w", f.GetId(), meta.DataKey(w.name), err)
 			}
 			w.rows += n
 			out.Stats.RowsRewritten += n
@@ -307,6 +315,15 @@ func rewriteRows(ctx context.Context, src *file.File, f *pb.DataFragment, dv *ro
 			}
 		}
 	}
+}
+
+// sourceErr names the data file a read of fragment id failed on, once:
+// the storage layer's errors name the object already.
+func sourceErr(id uint64, key string, err error) error {
+	if strings.Contains(err.Error(), key) {
+		return fmt.Errorf("fragment %d: %w", id, err)
+	}
+	return fmt.Errorf("fragment %d: %s: %w", id, key, err)
 }
 
 // copyable reports whether src's pages can be copied into a file of the
@@ -356,7 +373,7 @@ func openFile(ctx context.Context, b storage.Bucket, f *pb.DataFragment) (*file.
 	lf, err := file.Open(ra, size)
 	if err != nil {
 		done()
-		return nil, 0, nil, fmt.Errorf("fragment %d: %s: %w", f.GetId(), key, err)
+		return nil, 0, nil, sourceErr(f.GetId(), key, err)
 	}
 	return lf, size, done, nil
 }

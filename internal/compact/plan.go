@@ -5,8 +5,8 @@
 // optimize does) or with a fragment-reuse index version (deferred remap,
 // an opt-in: see Options.DeferRemap).
 //
-// Only btree and bitmap segments can be remapped by compactord. A fragment
-// covered by an index of any other kind (vector, full-text, label-list) is
+// Only btree, bitmap, label-list and full-text segments can be remapped by
+// compactord. A fragment covered by an index of any other kind (vector) is
 // left out of the plan (a Skip): LanceDB would load such an index through
 // a fragment-reuse version it cannot apply (an HNSW graph keeps its nodes
 // while its vector storage loses the deleted rows, and every search fails).
@@ -24,6 +24,7 @@ import (
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/index/vector"
 	"github.com/compactord/compactord/internal/meta"
 )
 
@@ -60,6 +61,11 @@ type Options struct {
 	DeferRemap bool
 	// Fragments, when not empty, limits the candidates to these ids.
 	Fragments []uint64
+	// Unremappable are segments (by uuid) of a kind compactord remaps
+	// whose content it cannot (a full-text format it does not read),
+	// with the reason; their fragments are left out like those of an
+	// unremappable kind. PlanLatest fills it.
+	Unremappable map[string]string
 }
 
 // DefaultOptions are the options of DefaultConfig.
@@ -141,8 +147,10 @@ type Skip struct {
 
 // The classes of Skip.
 const (
-	// SkipIndex: an index compactord cannot remap (not a btree or
-	// bitmap) covers the fragment.
+	// SkipIndex: an index compactord cannot remap (IVF_RQ, a kind it
+	// does not know, a full-text segment in a format or with a tokenizer
+	// it does not read; HNSW in a deferred compaction) covers the
+	// fragment.
 	SkipIndex = "unremappable_index"
 	// SkipFiles: the fragment has more than one data file.
 	SkipFiles = "data_files"
@@ -155,16 +163,18 @@ const (
 // SkipCodes are every class of Skip.
 var SkipCodes = []string{SkipIndex, SkipFiles, SkipBase, SkipRows}
 
-// Remappable reports whether compactord can remap an index segment of
-// this kind (meta.IndexKind): btree and bitmap, and the kinds registered
-// with index.RegisterRemapper.
-func Remappable(kind string) bool { return index.CanRemap(kind) }
+// Remappable reports whether compactord can remap an index segment:
+// btree, bitmap, label list, full-text, and the vector kinds package
+// index/vector remaps.
+func Remappable(ix *pb.IndexMetadata) bool { return index.SegmentRemappable(ix) }
 
 // Plan is the groups of one read version.
 type Plan struct {
 	ReadVersion uint64
 	Groups      []Group
 	Skips       []Skip
+	// unremappable is Options.Unremappable of the plan.
+	unremappable map[string]string
 }
 
 // ReuseGroup is one group of a fragment-reuse index version, by fragment
@@ -186,7 +196,7 @@ func PlanCompaction(read *meta.ManifestFile, reuse []ReuseGroup, o Options) (*Pl
 		return nil, err
 	}
 	m := read.Manifest
-	p := &Plan{ReadVersion: m.GetVersion()}
+	p := &Plan{ReadVersion: m.GetVersion(), unremappable: o.Unremappable}
 	var bitmaps []*roaring.Bitmap
 	var uuids []string
 	// Indexes compactord cannot remap, and the fragments they cover.
@@ -214,8 +224,16 @@ func PlanCompaction(read *meta.ManifestFile, reuse []ReuseGroup, o Options) (*Pl
 		bitmaps = append(bitmaps, eff)
 		uuids = append(uuids, meta.UUIDString(ix.GetUuid()))
 		switch kind := meta.IndexKind(ix); {
-		case !Remappable(kind):
+		case !Remappable(ix):
 			pinned = append(pinned, fixed{name: ix.GetName(), why: kind + " index %q, which compactord cannot remap (rebuild or optimize it with LanceDB)", bm: eff})
+		case o.DeferRemap && vector.HasGraph(ix):
+			// LanceDB remaps a vector index's storage through the FRI at
+			// load but not its HNSW graphs, and refuses to search a graph
+			// with more nodes than storage rows until index remap runs.
+			pinned = append(pinned, fixed{name: ix.GetName(), why: "HNSW vector index %q, whose graphs a deferred remap breaks until index remap; compact with the inline remap", bm: eff})
+		case o.Unremappable[meta.UUIDString(ix.GetUuid())] != "":
+			why := strings.ReplaceAll(o.Unremappable[meta.UUIDString(ix.GetUuid())], "%", "%%")
+			pinned = append(pinned, fixed{name: ix.GetName(), why: kind + " index %q, which compactord cannot remap: " + why, bm: eff})
 		case !known && !o.DeferRemap:
 			// The Rewrite swaps the remapped segment's fragments in its
 			// bitmap; without one there is nothing to swap.

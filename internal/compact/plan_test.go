@@ -170,16 +170,13 @@ func TestWorkers(t *testing.T) {
 }
 
 // TestPlanLeavesOutUnremappableIndexes: a fragment covered by an index
-// compactord cannot remap (vector, full-text, label-list, a kind it does
-// not know) is left out with its reason in both remap modes, and the
+// compactord cannot remap (vector, a kind it does not know) is left out with its reason in both remap modes, and the
 // fragments next to it still compact; an index of such a kind without a
 // fragment bitmap covers every fragment.
 func TestPlanLeavesOutUnremappableIndexes(t *testing.T) {
 	frags := []frag{{0, 100, 50}, {1, 100, 0}, {2, 100, 0}, {3, 100, 0}, {4, 100, 50}}
 	for _, kind := range []struct{ url, name string }{
 		{"/lance.index.pb.VectorIndexDetails", "vector"},
-		{"/lance.index.pb.InvertedIndexDetails", "inverted"},
-		{"/lance.index.pb.LabelListIndexDetails", "labellist"},
 		{"", "unknown"},
 	} {
 		for _, deferred := range []bool{false, true} {
@@ -234,5 +231,35 @@ func TestPlanLeavesOutUnremappableIndexes(t *testing.T) {
 	}
 	if p, err = PlanCompaction(mf, nil, deferredOptions()); err != nil || groupsOf(p) != "0,1,2,3,4" || len(p.Skips) != 0 {
 		t.Errorf("bitmap-less btree, deferred: groups %q, skips %+v (%v); want one group", groupsOf(p), p.Skips, err)
+	}
+}
+
+// TestPlanLeavesOutUnreadableFullText: a full-text segment compactord
+// remaps is left alone, with the reason, when PlanLatest found its
+// format unreadable (Options.Unremappable); without such a reason its
+// fragments compact.
+func TestPlanLeavesOutUnreadableFullText(t *testing.T) {
+	frags := []frag{{0, 100, 50}, {1, 100, 0}, {2, 100, 0}}
+	for _, reason := range []string{"", "metadata.lance: with_position is set (100% unsupported)"} {
+		o := DefaultOptions()
+		o.TargetRowsPerFragment = 1000
+		mf := manifestOf(frags, nil)
+		u, id := meta.NewUUID()
+		mf.Indices = append(mf.Indices, &pb.IndexMetadata{Uuid: u, Name: "doc_idx", FragmentBitmap: meta.EncodeBitmap(roaring.BitmapOf(0, 1, 2)),
+			IndexDetails: &anypb.Any{TypeUrl: "/lance.table.InvertedIndexDetails"}})
+		o.Unremappable = map[string]string{}
+		if reason != "" {
+			o.Unremappable[id] = reason
+		}
+		p, err := PlanCompaction(mf, nil, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case reason == "" && (groupsOf(p) != "0,1,2" || len(p.Skips) != 0):
+			t.Errorf("readable: groups %q, skips %+v; want 0,1,2 and none", groupsOf(p), p.Skips)
+		case reason != "" && (groupsOf(p) != "" || len(p.Skips) != 3 || !strings.Contains(p.Skips[0].Reason, reason) || p.Skips[0].Code != SkipIndex):
+			t.Errorf("unreadable: groups %q, skips %+v; want none, all three skipped with %q", groupsOf(p), p.Skips, reason)
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/compactord/compactord/internal/format/file"
 	"github.com/compactord/compactord/internal/fri"
 	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/index/vector"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/storage"
@@ -117,6 +118,20 @@ func PlanLatest(ctx context.Context, h *table.Handle, o Options) (*Plan, *meta.M
 	for _, ix := range read.Indices {
 		if err := meta.CheckIndexVersion(ix); err != nil {
 			return nil, nil, 0, fmt.Errorf("compact: %w", err)
+		}
+	}
+	// A full-text segment in a format compactord does not read (positions,
+	// another block size or token set) cannot be remapped: found here, so
+	// that its fragments stay out of the plan instead of failing the run.
+	o.Unremappable = map[string]string{}
+	for _, ix := range read.Indices {
+		if meta.IndexKind(ix) == index.KindInverted {
+			if err := index.CanRemapInverted(ctx, h.Bucket, ix); err != nil {
+				if ctx.Err() != nil {
+					return nil, nil, 0, ctx.Err()
+				}
+				o.Unremappable[meta.UUIDString(ix.GetUuid())] = err.Error()
+			}
 		}
 	}
 	var reuse []ReuseGroup
@@ -225,12 +240,12 @@ func runOnce(ctx context.Context, h *table.Handle, o Options, env Env) (*Result,
 		// Removed fragments are compactord's field (LanceDB 0.39 keeps it
 		// as an unknown field). A Lance that applies it at load would drop
 		// their rows from every index, and an HNSW graph would keep nodes
-		// its vector storage lost; compactord never remaps such an index
-		// physically either. So the fragments an index compactord cannot
-		// remap covers stay out of it (liveness masks their rows, as after
-		// any whole-fragment delete of LanceDB's; a btree keeps their
-		// entries until it is rebuilt).
-		removed.AndNot(unremappableCoverage(read, prev))
+		// its vector storage lost until the physical remap rebuilds it. So
+		// the fragments an HNSW index or an index compactord cannot remap
+		// covers stay out of it (liveness masks their rows, as after any
+		// whole-fragment delete of LanceDB's; a btree keeps their entries
+		// until it is rebuilt).
+		removed.AndNot(unremappableCoverage(read, prev, p.unremappable))
 	}
 	if !removed.IsEmpty() {
 		v.Removed = removed
@@ -353,12 +368,12 @@ func remapInline(ctx context.Context, h *table.Handle, read *meta.ManifestFile, 
 }
 
 // unremappableCoverage is the fragments the indexes compactord cannot
-// remap cover, read through the FRI; every fragment for one without a
-// bitmap.
-func unremappableCoverage(read *meta.ManifestFile, prev *fri.Index) *roaring.Bitmap {
+// remap, and HNSW indexes, cover, read through the FRI; every fragment for
+// one without a bitmap.
+func unremappableCoverage(read *meta.ManifestFile, prev *fri.Index, unremappable map[string]string) *roaring.Bitmap {
 	out := roaring.New()
 	for _, m := range read.Indices {
-		if meta.IsSystemIndex(m) || Remappable(meta.IndexKind(m)) {
+		if meta.IsSystemIndex(m) || (Remappable(m) && !vector.HasGraph(m) && unremappable[meta.UUIDString(m.GetUuid())] == "") {
 			continue
 		}
 		bm := prev.RemapBitmap(m)

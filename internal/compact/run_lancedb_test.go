@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/compactord/compactord/internal/index"
@@ -249,11 +250,14 @@ func copyTree(t *testing.T, src, dst string) {
 }
 
 // TestRunKeepsHNSWSearchable: on a table with an IVF_HNSW_SQ or
-// IVF_HNSW_PQ index and deleted rows, a compaction in either remap mode
-// leaves the fragments the vector index covers out (saying why) and
-// compacts the others; LanceDB's vector search then works, finds each
-// row's own vector (self-recall >= 0.95), the rows equal those of an
-// untouched copy, and stay right through LanceDB's writes and optimize().
+// IVF_HNSW_PQ index and deleted rows, an inline compaction compacts every
+// fragment (the graphs of the partitions that lost rows rebuilt in the
+// Rewrite), and a deferred one leaves the fragments the vector index
+// covers out, saying why (LanceDB's load-time remap through the FRI would
+// drop storage rows its graphs keep); LanceDB's vector search then works,
+// finds each row's own vector (self-recall >= 0.95), the rows equal those
+// of an untouched copy, and stay right through LanceDB's writes and
+// optimize().
 func TestRunKeepsHNSWSearchable(t *testing.T) {
 	lancedb.Require(t)
 	for _, kind := range []string{"ivf_hnsw_sq", "ivf_hnsw_pq"} {
@@ -270,15 +274,21 @@ func TestRunKeepsHNSWSearchable(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if res.Commit == nil || res.Stats.FragmentsIn != 2 {
-					t.Fatalf("compaction: committed %v, stats %+v; want fragments 4 and 5 rewritten", res.Commit != nil, res.Stats)
-				}
-				if len(res.Plan.Skips) != 4 {
-					t.Fatalf("skips %+v: want fragments 0-3 (the vector index's)", res.Plan.Skips)
-				}
-				for i, s := range res.Plan.Skips {
-					if s.Fragment != uint64(i) || s.Code != SkipIndex {
-						t.Errorf("skip %+v: want fragment %d, class %s", s, i, SkipIndex)
+				if !deferred {
+					if res.Commit == nil || res.Stats.FragmentsIn != 6 || len(res.Plan.Skips) != 0 || res.RewrittenIndices != 2 {
+						t.Fatalf("compaction: committed %v, stats %+v, skips %+v, %d indexes remapped; want all six fragments rewritten, both indexes remapped", res.Commit != nil, res.Stats, res.Plan.Skips, res.RewrittenIndices)
+					}
+				} else {
+					if res.Commit == nil || res.Stats.FragmentsIn != 2 {
+						t.Fatalf("compaction: committed %v, stats %+v; want fragments 4 and 5 rewritten", res.Commit != nil, res.Stats)
+					}
+					if len(res.Plan.Skips) != 4 {
+						t.Fatalf("skips %+v: want fragments 0-3 (the vector index's)", res.Plan.Skips)
+					}
+					for i, s := range res.Plan.Skips {
+						if s.Fragment != uint64(i) || s.Code != SkipIndex || !strings.Contains(s.Reason, "HNSW") {
+							t.Errorf("skip %+v: want fragment %d, class %s, the HNSW reason", s, i, SkipIndex)
+						}
 					}
 				}
 				r := selfRecall(t, f, want)
@@ -390,8 +400,15 @@ func TestRunEveryIndexKindWithLanceDB(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Commit == nil || res.Stats.FragmentsIn != 2 || len(res.Plan.Skips) != 4 {
-				t.Fatalf("compaction: committed %v, stats %+v, skips %+v; want fragments 4 and 5 rewritten, 0-3 left out", res.Commit != nil, res.Stats, res.Plan.Skips)
+			// Inline, every index is remapped and every fragment
+			// compacted; deferred, the HNSW index's fragments (0-3) stay
+			// out (a pending FRI version breaks its graphs in LanceDB).
+			wantIn, wantSkips := 6, 0
+			if deferred {
+				wantIn, wantSkips = 2, 4
+			}
+			if res.Commit == nil || res.Stats.FragmentsIn != wantIn || len(res.Plan.Skips) != wantSkips {
+				t.Fatalf("compaction: committed %v, stats %+v, skips %+v; want %d fragments rewritten, %d left out", res.Commit != nil, res.Stats, res.Plan.Skips, wantIn, wantSkips)
 			}
 			if deferred {
 				if _, err := index.RemapIndexes(t.Context(), h, index.RemapJobOptions{}); err != nil {
@@ -405,8 +422,10 @@ func TestRunEveryIndexKindWithLanceDB(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !cu.Committed || len(cu.Indices) != 2 {
-				t.Fatalf("catch-up %+v: want id_idx and cat_idx over the compacted fragment", cu)
+			// The full-text index stems (LanceDB's default), which
+			// compactord does not reproduce: left to LanceDB.
+			if !cu.Committed || len(cu.Indices) != 4 || len(cu.Skipped) != 1 || cu.Skipped[0].Name != "doc_idx" {
+				t.Fatalf("catch-up %+v: want id_idx, cat_idx, tags_idx and vec_idx over the compacted fragment, doc_idx skipped", cu)
 			}
 			if n := checkKinds(t, f, "after index catch-up", want); n > 0 {
 				t.Fatalf("%d answers differ", n)

@@ -44,6 +44,14 @@ type Config struct {
 	// default of 100 lets it grow to twice its live size; a lower target
 	// trades a little CPU for memory. The GOGC environment variable wins.
 	GCPercent int `yaml:"gc_percent"`
+	// TableOverrides replace some of the schedule and jobs settings for
+	// the tables they match (policy.go); the top-level sections are every
+	// table's defaults.
+	TableOverrides []PolicyOverride `yaml:"overrides"`
+
+	// fileKeys are the key paths the file set (Parse), so that a table's
+	// policy can say whether a value is built in or configured.
+	fileKeys map[string]bool
 }
 
 // LogConfig configures logging.
@@ -206,7 +214,7 @@ func (c *Config) Validate() error {
 	if err := c.Demo.Validate(); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	return nil
+	return c.validateOverrides()
 }
 
 // ValidateLog checks the log section (the one-shot commands' --log-level

@@ -46,6 +46,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad log level", "log:\n  level: loud\n", 2, []string{"log.level", "loud"}},
 		{"job validation", "jobs:\n  trim:\n    keep_shard_manifests: 1\n", 2, []string{"jobs.trim", "keep_shard_manifests"}},
 		{"min_age below the floor", "jobs:\n  cleanup:\n    min_age: 0s\n", 2, []string{"jobs.cleanup", "min_age 0s is below the floor of 1h0m0s", "allow_deleting_in_flight_writes: true"}},
+		{"older_than below the floor", "jobs:\n  cleanup:\n    older_than: 10m\n", 2, []string{"jobs.cleanup", "older_than 10m0s is below the floor of 1h0m0s", "conflicts", "allow_deleting_in_flight_writes: true"}},
 		{"negative memory budget", "jobs:\n  compact:\n    memory_budget_mib: -1\n", 2, []string{"jobs.compact", "memory_budget_mib must not be negative"}},
 		{"syntax error", "schedule: [\n", 0, []string{"config bad.yaml"}},
 		{"wrong shape", "tables: mem://x\n", 1, []string{"tables must be a list"}},
@@ -81,13 +82,13 @@ func TestConfigErrors(t *testing.T) {
 // The acceptance configuration of issue 6, the demo's and the documented
 // example all load.
 // TestMinAgeFloorOverride: the key that names the hazard lets a min_age
-// below the floor through.
+// and an older_than below the floor through.
 func TestMinAgeFloorOverride(t *testing.T) {
-	cfg, err := daemon.Parse([]byte("jobs:\n  cleanup:\n    min_age: 30s\n    allow_deleting_in_flight_writes: true\n"), "ok.yaml", daemon.Overrides{})
+	cfg, err := daemon.Parse([]byte("jobs:\n  cleanup:\n    min_age: 30s\n    older_than: 10s\n    allow_deleting_in_flight_writes: true\n"), "ok.yaml", daemon.Overrides{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Jobs.Cleanup.MinAge != 30*time.Second || !cfg.Jobs.Cleanup.AllowDeletingInFlightWrites {
+	if cfg.Jobs.Cleanup.MinAge != 30*time.Second || cfg.Jobs.Cleanup.OlderThan != 10*time.Second || !cfg.Jobs.Cleanup.AllowDeletingInFlightWrites {
 		t.Fatalf("jobs.cleanup %+v", cfg.Jobs.Cleanup)
 	}
 }

@@ -67,11 +67,12 @@ type Daemon struct {
 	cfg         Config
 	discovered  []scheduler.TableSpec
 	discoverErr string
-	jobsCfg     atomic.Pointer[JobsConfig]
+	jobsCfg     atomic.Pointer[Config] // the jobs' table policies (defaults and overrides); a reload swaps it
 	token       atomic.Pointer[string]
 
 	storeMetrics  *storage.Metrics
 	commitMetrics *commit.Metrics
+	conflicts     *conflictMetrics
 	sched         *scheduler.Scheduler
 	members       storage.Bucket
 
@@ -81,6 +82,9 @@ type Daemon struct {
 	started      time.Time
 	discoverKick chan struct{}
 	demo         atomic.Pointer[democfg.Workload]
+
+	// plans are the status page's next-compaction plans.
+	plans planCache
 
 	reloadMu      sync.Mutex // one reload at a time (SIGHUP and POST /-/reload)
 	reloadOK      prometheus.Gauge
@@ -125,7 +129,7 @@ func New(cfg Config, deps Deps) (*Daemon, error) {
 		return nil, err
 	}
 	d.token.Store(&tok)
-	jc := cfg.Jobs
+	jc := cfg
 	d.jobsCfg.Store(&jc)
 	d.reloadOK = promauto.With(reg).NewGauge(prometheus.GaugeOpts{Name: "compactord_config_last_reload_successful",
 		Help: "1 when the last configuration reload (SIGHUP or POST /-/reload) succeeded, or none was tried since start; 0 after a failed one (the running configuration stays)."})
@@ -135,13 +139,14 @@ func New(cfg Config, deps Deps) (*Daemon, error) {
 	d.reloadSuccess.Set(float64(d.started.UnixMilli()) / 1e3)
 	d.storeMetrics = storage.NewMetrics(reg)
 	d.commitMetrics = commit.NewMetrics(reg)
+	d.conflicts = newConflictMetrics(reg)
 	promauto.With(reg).NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_build_info",
 		Help: "Always 1; the labels say which build runs: version, the VCS revision (unknown when the build recorded none) and the Go version."},
 		[]string{"version", "revision", "goversion"}).WithLabelValues(deps.Build.Version, deps.Build.Revision, deps.Build.GoVersion).Set(1)
 
 	jobs := deps.Jobs
 	if jobs == nil {
-		jobs = jobSet(func() JobsConfig { return *d.jobsCfg.Load() }, reg)
+		jobs = jobSet(func(table string) JobsConfig { return d.jobsCfg.Load().PolicyFor(table).Jobs }, reg)
 	}
 	sd := scheduler.Deps{Logger: deps.Logger, Registerer: reg, Clock: deps.Clock, Open: d.open, Jobs: jobs}
 	if lc := cfg.Scheduler.Lease; lc.Enabled {
@@ -262,8 +267,8 @@ func (d *Daemon) open(ctx context.Context, spec scheduler.TableSpec) (*scheduler
 }
 
 // tableSpecs merges the configured tables, the demo table and the
-// discovered ones. A configured table wins over a discovered one with the
-// same URL or name.
+// discovered ones, each with the schedules of its policy. A configured
+// table wins over a discovered one with the same URL or name.
 func (d *Daemon) tableSpecs() []scheduler.TableSpec {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -279,6 +284,7 @@ func (d *Daemon) tableSpecs() []scheduler.TableSpec {
 			return
 		}
 		names[sp.Name], urls[sp.URL] = true, true
+		sp.Schedule = d.cfg.tableSchedule(sp.Name)
 		out = append(out, sp)
 	}
 	for _, t := range d.cfg.Tables {
@@ -406,26 +412,43 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// ReloadResult is what a reload applied.
+type ReloadResult struct {
+	// Tables is the tables the scheduler runs after it: configured, demo
+	// and discovered (a discovery config lists none of its own).
+	Tables int `json:"tables"`
+	// NeedRestart names the changed settings the reload could not apply.
+	NeedRestart []string `json:"need_restart,omitempty"`
+}
+
 // Reload reads the configuration again and applies what can change
 // without a restart: tables, discovery, schedules, limits, the retry
 // policy, job settings, the admin token and the log level. On error the
 // running configuration stays.
 func (d *Daemon) Reload() error {
+	_, err := d.ReloadReport()
+	return err
+}
+
+// ReloadReport is Reload, saying what it applied and what needs a
+// restart.
+func (d *Daemon) ReloadReport() (ReloadResult, error) {
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
-	err := d.reload()
+	res, err := d.reload()
 	if err != nil {
 		d.reloadOK.Set(0)
-		return err
+		return res, err
 	}
 	d.reloadOK.Set(1)
 	d.reloadSuccess.Set(float64(d.clock.Now().UnixMilli()) / 1e3)
-	return nil
+	return res, nil
 }
 
-func (d *Daemon) reload() error {
+func (d *Daemon) reload() (ReloadResult, error) {
+	var res ReloadResult
 	if d.deps.Reload == nil {
-		return errors.New("reload: no configuration source")
+		return res, errors.New("reload: no configuration source")
 	}
 	cfg, err := d.deps.Reload()
 	if err == nil {
@@ -433,16 +456,16 @@ func (d *Daemon) reload() error {
 	}
 	if err != nil {
 		d.logger.Error("reload failed; keeping the running configuration", zap.Error(err))
-		return err
+		return res, err
 	}
 	tok, err := loadToken(cfg.HTTP)
 	if err != nil {
 		d.logger.Error("reload failed; keeping the running configuration", zap.Error(err))
-		return err
+		return res, err
 	}
 	if err := d.sched.Reconfigure(cfg.Scheduler); err != nil {
 		d.logger.Error("reload failed; keeping the running configuration", zap.Error(err))
-		return err
+		return res, err
 	}
 	d.mu.Lock()
 	old := d.cfg
@@ -452,7 +475,7 @@ func (d *Daemon) reload() error {
 	}
 	d.mu.Unlock()
 	d.token.Store(&tok)
-	jc := cfg.Jobs
+	jc := cfg
 	d.jobsCfg.Store(&jc)
 	if d.deps.Level != nil {
 		_ = d.deps.Level.UnmarshalText([]byte(cfg.Log.Level))
@@ -476,20 +499,24 @@ func (d *Daemon) reload() error {
 	if (old.Discover.URL == "") != (cfg.Discover.URL == "") {
 		restart = append(restart, "discover (turning discovery on or off)")
 	}
-	if err := d.sched.SetTables(d.tableSpecs()); err != nil {
+	specs := d.tableSpecs()
+	if err := d.sched.SetTables(specs); err != nil {
 		d.logger.Error("reload: tables", zap.Error(err))
-		return err
+		return res, err
 	}
 	select {
 	case d.discoverKick <- struct{}{}:
 	default:
 	}
-	fields := []zap.Field{zap.Int("tables", len(cfg.Tables))}
+	// The tables the scheduler runs, not only the configured ones: with
+	// discovery the file lists none.
+	res = ReloadResult{Tables: len(specs), NeedRestart: restart}
+	fields := []zap.Field{zap.Int("tables", res.Tables), zap.Int("configured_tables", len(cfg.Tables))}
 	if len(restart) > 0 {
 		fields = append(fields, zap.Strings("need_restart", restart))
 	}
 	d.logger.Info("configuration reloaded", fields...)
-	return nil
+	return res, nil
 }
 
 func equalDemo(a, b democfg.Config) bool { return reflect.DeepEqual(a, b) }

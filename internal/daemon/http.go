@@ -49,7 +49,7 @@ func (d *Daemon) Handler() http.Handler {
 			writeError(w, &scheduler.APIError{Status: http.StatusNotFound, Msg: "no table named " + quote(r.PathValue("name"))})
 			return
 		}
-		writeJSON(w, http.StatusOK, st)
+		writeJSON(w, http.StatusOK, tableDetail{TableStatus: st, Policy: d.jobsCfg.Load().PolicyFor(st.Name)})
 	})
 	mux.Handle("POST /api/v1/tables/{name}/jobs/{kind}", d.admin(func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
@@ -76,7 +76,8 @@ func (d *Daemon) Handler() http.Handler {
 	}))
 	// A reload, as SIGHUP does; the answer says whether it applied.
 	mux.Handle("POST /-/reload", d.admin(func(w http.ResponseWriter, _ *http.Request) {
-		if err := d.Reload(); err != nil {
+		res, err := d.ReloadReport()
+		if err != nil {
 			status := http.StatusInternalServerError
 			var ce *ConfigError
 			if errors.As(err, &ce) {
@@ -85,7 +86,14 @@ func (d *Daemon) Handler() http.Handler {
 			writeJSON(w, status, map[string]string{"error": "reload failed; the running configuration stays: " + err.Error()})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"status": "reloaded", "tables": len(d.sched.Tables())})
+		body := map[string]any{"status": "reloaded", "tables": res.Tables}
+		if len(res.NeedRestart) > 0 {
+			// Applied in part: the operator who asked must learn that
+			// some settings wait for a restart, not only the log.
+			body["need_restart"] = res.NeedRestart
+			body["message"] = "reloaded, except what needs a restart to apply: " + strings.Join(res.NeedRestart, "; ")
+		}
+		writeJSON(w, http.StatusOK, body)
 	}))
 	// Go's profiler, for operators chasing memory or CPU: it reveals the
 	// process's internals (command line, stacks), so it sits behind the
@@ -97,6 +105,13 @@ func (d *Daemon) Handler() http.Handler {
 	mux.Handle("GET /debug/pprof/trace", d.admin(pprof.Trace))
 	mux.HandleFunc("GET /{$}", d.statusPage)
 	return mux
+}
+
+// tableDetail is a table's status with its effective policy: every
+// overridable setting, its value and where it came from.
+type tableDetail struct {
+	scheduler.TableStatus
+	Policy Policy `json:"policy"`
 }
 
 func (d *Daemon) control(w http.ResponseWriter, name string, fn func(string) error) {

@@ -26,13 +26,14 @@ import (
 
 // This file is the one place where the real jobs are wired to the
 // scheduler; the jobs are below. Each JobFunc reads its settings
-// through cfg() at the start of every attempt, so that a reload (SIGHUP)
-// applies to the next attempt. An attempt that finds no work reports
+// through cfg(table), the table's policy (defaults and its override), at
+// the start of every attempt, so that a reload (SIGHUP) applies to the
+// next attempt. An attempt that finds no work reports
 // NothingToDo (result "skipped"). Errors are returned as the jobs produce
 // them, carrying the classes their packages mark (internal/jobclass: the
 // commit loop's ErrRetryable retries, ErrIncompatible is skipped);
 // jobErr makes corrupt metadata quarantine the table.
-func jobSet(cfg func() JobsConfig, reg prometheus.Registerer) map[scheduler.Kind]scheduler.JobFunc {
+func jobSet(cfg func(table string) JobsConfig, reg prometheus.Registerer) map[scheduler.Kind]scheduler.JobFunc {
 	cm := newCompactMetrics(reg)
 	return map[scheduler.Kind]scheduler.JobFunc{
 		scheduler.KindMerge:   tableJob(absorbing(cfg, mergeJob(cfg))),
@@ -51,9 +52,9 @@ func jobSet(cfg func() JobsConfig, reg prometheus.Registerer) map[scheduler.Kind
 // by key then miss them). So no job of the daemon runs on a table that
 // has one; a table only has one when a compaction deferred its remap
 // (jobs.compact.inline_remap: false) or another tool left it.
-func absorbing(cfg func() JobsConfig, job lanceJob) lanceJob {
+func absorbing(cfg func(table string) JobsConfig, job lanceJob) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
-		note, version, err := absorbFRI(ctx, t, lance, cfg().Index.Replans)
+		note, version, err := absorbFRI(ctx, t, lance, cfg(t.Name).Index.Replans)
 		if err != nil {
 			return scheduler.Outcome{}, fmt.Errorf("absorb the pending fragment-reuse index: %w", err)
 		}
@@ -68,7 +69,7 @@ func absorbing(cfg func() JobsConfig, job lanceJob) lanceJob {
 }
 
 // absorbFRI physically remaps, through the table's fragment-reuse index,
-// every btree and bitmap segment that needs it and trims the FRI
+// every btree, bitmap and vector segment that needs it and trims the FRI
 // (index.RemapIndexes over every index), when the latest version has an
 // FRI. It returns a note of what it did ("" when there was no FRI) and
 // the last version it committed.
@@ -245,9 +246,18 @@ func (d *Daemon) openTable(ctx context.Context, spec scheduler.TableSpec, cc com
 	if d.deps.WrapBucket != nil {
 		wb = d.deps.WrapBucket(spec.Name, b)
 	}
-	ib := storage.WithMetrics(wb, d.storeMetrics)
+	// Created at 0 so that the first conflicts show as an increase; looked
+	// up at each conflict, so that a racing open's handle, closed (which
+	// deletes the series), never leaves this one counting into nothing.
+	d.conflicts.conflicts.WithLabelValues(spec.Name)
+	lost := func() { d.conflicts.conflicts.WithLabelValues(spec.Name).Inc() }
+	ib := storage.WithMetrics(&conflictBucket{Bucket: wb, lost: lost}, d.storeMetrics)
+	closeAll := func() error {
+		d.conflicts.conflicts.DeleteLabelValues(spec.Name)
+		return b.Close()
+	}
 	if _, err := meta.CheckLance(ctx, ib); err != nil {
-		_ = b.Close()
+		_ = closeAll()
 		return nil, fmt.Errorf("table %s (%s): %w", spec.Name, spec.URL, err)
 	}
 	logger := d.deps.Logger.With(zap.String("table", spec.Name))
@@ -255,16 +265,26 @@ func (d *Daemon) openTable(ctx context.Context, spec scheduler.TableSpec, cc com
 	// that fakes time fakes the commit loop's backoff too.
 	c, err := commit.NewCommitter(cc, ib, d.clock, d.commitMetrics, logger)
 	if err != nil {
-		_ = b.Close()
+		_ = closeAll()
 		return nil, err
 	}
 	lh, err := table.New(ib, c)
 	if err != nil {
-		_ = b.Close()
+		_ = closeAll()
 		return nil, err
 	}
-	return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: ib, Observer: &lanceTable{memwal.NewObserver(ib), lh}, Logger: logger,
-		Clock: d.clock, Close: b.Close}, nil
+	// The status page plans the next compaction through the same handle,
+	// for as long as the scheduler keeps the table open.
+	d.plans.setHandle(spec.Name, lh)
+	closeTable := func() error {
+		d.plans.drop(spec.Name, lh)
+		return closeAll()
+	}
+	obs := memwal.NewObserver(ib)
+	// The table's own policy: its compaction target may be overridden.
+	obs.Enrich = (&debt{b: ib, cfg: func() JobsConfig { return d.jobsCfg.Load().PolicyFor(spec.Name).Jobs }, logger: logger}).enrich
+	return &scheduler.TableHandle{Name: spec.Name, URL: spec.URL, Bucket: ib, Observer: &lanceTable{obs, lh}, Logger: logger,
+		Clock: d.clock, Close: closeTable}, nil
 }
 
 // mergeJob merges every shard's flushed generations, in generation
@@ -274,9 +294,9 @@ func (d *Daemon) openTable(ctx context.Context, spec scheduler.TableSpec, cc com
 // (More) instead of looping here, so that an attempt stays bounded while
 // writers keep flushing. A merge that lost to another merger is skipped for
 // this attempt, never retried.
-func mergeJob(cfg func() JobsConfig) lanceJob {
+func mergeJob(cfg func(table string) JobsConfig) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
-		env := cfg().Merge.Env("")
+		env := cfg(t.Name).Merge.Env("")
 		h := lance
 		var out scheduler.Outcome
 		// done: the shards merged (one job each per attempt), lost or
@@ -367,7 +387,7 @@ func mergeJob(cfg func() JobsConfig) lanceJob {
 // conflict. The fragments the plan left out (covered by an index
 // compactord cannot remap, ...) are in the summary and in
 // compactord_compact_fragments_skipped.
-func compactJob(cfg func() JobsConfig, m *compactMetrics) lanceJob {
+func compactJob(cfg func(table string) JobsConfig, m *compactMetrics) lanceJob {
 	// One budget for every table's compactions, made again when a reload
 	// changes its size (groups running meanwhile give back to the old one).
 	var mu sync.Mutex
@@ -384,7 +404,7 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) lanceJob {
 		return budget
 	}
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
-		cc := cfg().Compact
+		cc := cfg(t.Name).Compact
 		res, err := compact.Run(ctx, lance, cc.Options(), cc.Env(t.Clock, budgetOf(cc.MemoryBudgetMiB)))
 		if res != nil {
 			m.planned(t.Name, res.Plan)
@@ -424,9 +444,9 @@ func compactJob(cfg func() JobsConfig, m *compactMetrics) lanceJob {
 // conflict. With nothing to index, a maintained index whose coverage is
 // proven while its catch-up record lags gets the record raised by a
 // record-only commit (index.CatchUp).
-func indexJob(cfg func() JobsConfig) lanceJob {
+func indexJob(cfg func(table string) JobsConfig) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
-		ic := cfg().Index
+		ic := cfg(t.Name).Index
 		rm, err := index.RemapIndexes(ctx, lance, ic.RemapJobOptions(t.Clock))
 		if err != nil {
 			return scheduler.Outcome{}, err
@@ -489,16 +509,14 @@ func indexJob(cfg func() JobsConfig) lanceJob {
 // trimJob runs Lance's trim with jobs.trim's reader_grace,
 // keep_shard_manifests and concurrency (max_attempts has no meaning on
 // Lance: trim never writes a shard manifest).
-func trimJob(cfg func() JobsConfig) lanceJob {
+func trimJob(cfg func(table string) JobsConfig) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
-		res, err := trim.Run(ctx, t.Bucket, cfg().Trim, t.Clock.Now())
+		res, err := trim.Run(ctx, t.Bucket, cfg(t.Name).Trim, t.Clock.Now())
 		if res == nil {
 			return scheduler.Outcome{}, err
 		}
-		lag := res.Plan.Retained[trim.ReasonIndexLag]
 		out := scheduler.Outcome{
-			Summary: fmt.Sprintf("deleted %d generations (%d bytes), %d WAL entries and %d shard manifests; kept %d bytes unmerged, %d bytes index-lagged",
-				res.DeletedGenerations, res.BytesTrimmed, res.DeletedWAL, res.DeletedManifests, res.Plan.Retained[trim.ReasonNotMerged], lag),
+			Summary:     trimSummary(res),
 			Stats:       scheduler.Stats{BytesTrimmed: uint64(max(res.BytesTrimmed, 0))},
 			Waiting:     res.Plan.Retained[trim.ReasonPinnedVersion] > 0,
 			NothingToDo: res.DeletedGenerations == 0 && res.DeletedWAL == 0 && res.DeletedManifests == 0 && res.DeletedObjects == 0,
@@ -507,11 +525,50 @@ func trimJob(cfg func() JobsConfig) lanceJob {
 	}
 }
 
+// oldestKept is the oldest version a cleanup plan keeps (nil: none), the
+// start of the table's version-retention debt.
+func oldestKept(p cleanup.Plan) *scheduler.RetainedVersion {
+	var out *scheduler.RetainedVersion
+	for _, v := range p.Versions {
+		if !v.Delete && (out == nil || v.Version < out.Version) {
+			out = &scheduler.RetainedVersion{Version: v.Version, Timestamp: v.Timestamp}
+		}
+	}
+	return out
+}
+
+// trimSummary says what a trim deleted, each count with its own bytes
+// (one total after the generations read as theirs alone: "0 generations
+// (29456 bytes)"), and what it kept.
+func trimSummary(res *trim.Result) string {
+	var genBytes int64
+	if res.DeletedGenerations > 0 {
+		for _, g := range res.Plan.Generations {
+			if g.Delete {
+				genBytes += g.Bytes
+			}
+		}
+	}
+	walBytes := max(res.BytesTrimmed-genBytes, 0)
+	return fmt.Sprintf("deleted %s (%d bytes), %s (%d bytes) and %s; kept %d bytes of unmerged generations and %d bytes of generations an index has not caught up with",
+		pluralOf(res.DeletedGenerations, "generation", "generations"), genBytes, pluralOf(res.DeletedWAL, "WAL entry", "WAL entries"), walBytes,
+		pluralOf(res.DeletedManifests, "old shard manifest", "old shard manifests"),
+		res.Plan.Retained[trim.ReasonNotMerged], res.Plan.Retained[trim.ReasonIndexLag])
+}
+
+// pluralOf is "1 thing" or "n things".
+func pluralOf(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 // cleanupJob runs Lance's cleanup with jobs.cleanup's policy
 // (retain_versions, older_than, min_age) and concurrency.
-func cleanupJob(cfg func() JobsConfig) lanceJob {
+func cleanupJob(cfg func(table string) JobsConfig) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
-		res, err := cleanup.Run(ctx, t.Bucket, cfg().Cleanup, t.Clock.Now())
+		res, err := cleanup.Run(ctx, t.Bucket, cfg(t.Name).Cleanup, t.Clock.Now())
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
@@ -519,6 +576,7 @@ func cleanupJob(cfg func() JobsConfig) lanceJob {
 			Summary: fmt.Sprintf("deleted %d versions and %d files (%d bytes)", res.DeletedVersions, res.DeletedFiles, res.BytesReclaimed),
 			// Cleanup of Lance stores bytes; the counters have no field for it.
 			NothingToDo: res.DeletedVersions == 0 && res.DeletedFiles == 0,
+			Retained:    oldestKept(res.Plan),
 		}, nil
 	}
 }

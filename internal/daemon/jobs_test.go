@@ -350,7 +350,7 @@ func TestLanceCompactReportsSkips(t *testing.T) {
 	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
 	f.Dir = f.URI + "/t.lance"
 	f.Run(t, lancedb.Create(lancedb.VectorSchema, lancedb.VectorRows(0, 300, "v")), lancedb.Add(lancedb.VectorRows(300, 600, "v")),
-		lancedb.CreateVectorIndex("vec", "ivf_hnsw_sq", "vec_idx", map[string]any{"numPartitions": 1}),
+		lancedb.CreateVectorIndex("vec", "ivf_rq", "vec_idx", map[string]any{"numPartitions": 1}),
 		lancedb.Add(lancedb.VectorRows(600, 700, "v")), lancedb.Add(lancedb.VectorRows(700, 800, "v")),
 		lancedb.Delete("id % 5 = 0"))
 	cfg := baseConfig()
@@ -366,8 +366,16 @@ func TestLanceCompactReportsSkips(t *testing.T) {
 		!strings.Contains(sum, `left out 2 fragments (fragments 0,1: covered by vector index "vec_idx"`) {
 		t.Fatalf("compact: %s: %q; want fragments 2 and 3 compacted, 0 and 1 left out for vec_idx", result, sum)
 	}
-	if page := do(t, "GET", r.base+"/", "").body; !strings.Contains(page, "left out 2 fragments") {
+	page := do(t, "GET", r.base+"/", "").body
+	if !strings.Contains(page, "left out 2 fragments") {
 		t.Error("the status page does not show the plan's skips")
+	}
+	// The next compaction's plan on the page leaves them out too, each
+	// with its reason.
+	for _, frag := range []string{"0", "1"} {
+		if !strings.Contains(page, "<li>fragment "+frag+": covered by vector index") {
+			t.Errorf("the next compaction's plan does not say why fragment %s is left out:\n%s", frag, page)
+		}
 	}
 	for reason, want := range map[string]float64{"unremappable_index": 2, "data_files": 0, "base_path": 0, "row_count": 0} {
 		if got, ok := gauge(t, r.d, "compactord_compact_fragments_skipped", "table", "t", "reason", reason); !ok || got != want {

@@ -67,6 +67,10 @@ func Parse(data []byte, file string, o Overrides) (Config, error) {
 			return Config{}, yamlError(file, err)
 		}
 	}
+	cfg.fileKeys = make(map[string]bool, len(lines))
+	for k := range lines {
+		cfg.fileKeys[k] = true
+	}
 	o.Apply(&cfg)
 	if err := cfg.Validate(); err != nil {
 		return Config{}, &ConfigError{File: file, Line: lineFor(err.Error(), lines), Msg: err.Error()}

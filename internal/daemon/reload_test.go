@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/daemon"
 )
@@ -150,4 +153,58 @@ func TestReloadEndpointAndMetrics(t *testing.T) {
 		t.Fatalf("a failed reload changed the tables: %v", got)
 	}
 	wantMetrics(0, start.Add(time.Minute))
+}
+
+// A reload of a discovery config counts the tables the scheduler runs,
+// in its log line and in its reply (the file lists none), and a reload
+// that changed a setting only a restart applies says so in the reply, not
+// only in the log.
+func TestReloadOfDiscoveryReportsTablesAndRestart(t *testing.T) {
+	root := memRoot(t)
+	for _, n := range []string{"a", "b", "c"} {
+		createTable(t, root+"/"+n)
+	}
+	file := filepath.Join(t.TempDir(), "c.yaml")
+	write := func(body string) {
+		if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	common := "lease:\n  enabled: false\npoll_interval: 0s\nschedule:\n  merge: \"off\"\n  compact: \"off\"\n  index: \"off\"\n  trim: \"off\"\n  cleanup: \"off\"\n" +
+		"discover:\n  url: " + root + "\n"
+	write(common + "log:\n  format: json\n")
+	load := func() (daemon.Config, error) { return daemon.Load(file, daemon.Overrides{Listen: "127.0.0.1:0"}) }
+	cfg, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.InfoLevel)
+	r := run(t, cfg, daemon.Deps{Jobs: (&recorder{}).jobs(), Reload: load, Clock: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), Logger: zap.New(core)})
+	eventually(t, "discovered", func() bool { return len(names(r.d)) == 3 })
+
+	// Unchanged: no restart named.
+	res := do(t, "POST", r.base+"/-/reload", "")
+	body := decode(t, res.body)
+	if res.status != 200 || body["status"] != "reloaded" || body["tables"] != 3.0 || body["need_restart"] != nil {
+		t.Fatalf("reload: %+v", res)
+	}
+	write(common + "log:\n  format: console\n")
+	res = do(t, "POST", r.base+"/-/reload", "")
+	body = decode(t, res.body)
+	msg, _ := body["message"].(string)
+	if res.status != 200 || body["tables"] != 3.0 || fmt.Sprint(body["need_restart"]) != "[log.format]" || !strings.Contains(msg, "needs a restart to apply: log.format") {
+		t.Fatalf("a reload that needs a restart: %+v", res)
+	}
+	lines := logs.FilterMessage("configuration reloaded").All()
+	if len(lines) != 2 {
+		t.Fatalf("%d reload lines", len(lines))
+	}
+	for _, l := range lines {
+		if m := l.ContextMap(); m["tables"] != int64(3) || m["configured_tables"] != int64(0) {
+			t.Errorf("reload line %v: want tables 3 (discovered), configured_tables 0", m)
+		}
+	}
+	if m := lines[1].ContextMap(); fmt.Sprint(m["need_restart"]) != "[log.format]" {
+		t.Errorf("reload line %v lacks need_restart", m)
+	}
 }

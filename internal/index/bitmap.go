@@ -3,6 +3,7 @@ package index
 import (
 	"fmt"
 	"io"
+	stdmaps "maps"
 
 	"github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/format/file"
@@ -18,6 +19,12 @@ type Bitmap struct {
 // table's field tf to w (bitmap_page_lookup.lance), returning its size.
 // Keys are written in ascending order, the null key (if any) first.
 func WriteBitmap(w io.Writer, tf *lancepb.Field, e *Entries) (int64, error) {
+	return writeBitmapFile(w, tf, e, nil, nil)
+}
+
+// writeBitmapFile writes bitmap_page_lookup.lance with extra schema
+// metadata and global buffers (a label list's null rows).
+func writeBitmapFile(w io.Writer, tf *lancepb.Field, e *Entries, extra map[string][]byte, globals [][]byte) (int64, error) {
 	if err := Indexable(e.Values.Type); err != nil {
 		return 0, err
 	}
@@ -41,7 +48,8 @@ func WriteBitmap(w io.Writer, tf *lancepb.Field, e *Entries) (int64, error) {
 		bm.Offsets = append(bm.Offsets, int64(len(bm.Values)))
 	}
 	md := map[string][]byte{"lance:index_stats": fmt.Appendf(nil, `{"num_bitmaps":%d}`, len(maps))}
-	n, err := writeFile(w, file.V2_2, []*lancepb.Field{indexField(tf, "keys", 0, "", true), indexField(nil, "bitmaps", 1, "binary", true)},
+	stdmaps.Copy(md, extra)
+	n, err := writeFileWith(w, file.V2_2, globals, []*lancepb.Field{indexField(tf, "keys", 0, "", true), indexField(nil, "bitmaps", 1, "binary", true)},
 		md, []*file.Array{s.Values.Take(firsts), bm})
 	if err != nil {
 		return 0, fmt.Errorf("bitmap %s: %w", BitmapLookupFile, err)
@@ -55,6 +63,10 @@ func ReadBitmap(r Reader) (*Bitmap, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readBitmapFile(f)
+}
+
+func readBitmapFile(f *file.File) (*Bitmap, error) {
 	if len(f.Schema.Fields) != 2 {
 		return nil, formatErr("%s has %d columns, want 2", BitmapLookupFile, len(f.Schema.Fields))
 	}

@@ -54,7 +54,11 @@ func uint32Array(v []uint32) *file.Array {
 }
 
 func writeFile(w io.Writer, v file.Version, fields []*lancepb.Field, md map[string][]byte, cols []*file.Array) (int64, error) {
-	fw, err := file.NewWriter(w, fields, file.WriterOptions{Version: v, Metadata: md})
+	return writeFileWith(w, v, nil, fields, md, cols)
+}
+
+func writeFileWith(w io.Writer, v file.Version, globals [][]byte, fields []*lancepb.Field, md map[string][]byte, cols []*file.Array) (int64, error) {
+	fw, err := file.NewWriter(w, fields, file.WriterOptions{Version: v, Metadata: md, GlobalBuffers: globals})
 	if err != nil {
 		return 0, err
 	}

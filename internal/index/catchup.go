@@ -12,6 +12,7 @@ import (
 	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/fri"
+	"github.com/compactord/compactord/internal/index/vector"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/table"
@@ -23,14 +24,16 @@ const DefaultMaxSegments = 8
 
 // Options configure CatchUp.
 type Options struct {
-	// Indices are the logical indexes to catch up; nil means every btree
-	// and bitmap index.
+	// Indices are the logical indexes to catch up; nil means every index
+	// Buildable accepts.
 	Indices []string
 	// Rebuild replaces every segment of an index that lags with one
 	// segment over the whole version instead of adding a delta.
 	Rebuild bool
 	// MaxSegments: an index whose delta would make more segments than this
-	// is rebuilt (0: DefaultMaxSegments; negative: never).
+	// is rebuilt (0: DefaultMaxSegments; negative: never); a full-text
+	// index whose new partition would make more partitions than this is
+	// rebuilt into one.
 	MaxSegments int
 	// Clock is the clock of created_at (the wall clock if nil).
 	Clock clock.Clock
@@ -79,11 +82,13 @@ type Result struct {
 	Attempts int              `json:"attempts"`
 }
 
-// CatchUp builds, for every btree and bitmap index that does not cover
-// every fragment of the latest version, a segment over the fragments it
-// lacks (or a rebuilt one) and commits them in one CreateIndex. The new
-// segments' dataset_version is the read version, so the commit earns the
-// MemWAL catch-up the read version's merged generations allow.
+// CatchUp builds, for every btree, bitmap and vector index (Buildable)
+// that does not cover every fragment of the latest version, a segment
+// over the fragments it lacks (or a rebuilt one) and commits them in one
+// CreateIndex. The new segments' dataset_version is the read version, so
+// the commit earns the MemWAL catch-up the read version's merged
+// generations allow. A vector segment encodes its rows with the index's
+// own centroids and quantizer, without retraining.
 //
 // When no index lags, a maintained index whose coverage is proven at the
 // read version (it covers every fragment live there) while its catch-up
@@ -173,7 +178,52 @@ func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (_ *Result, re
 	progress.From(ctx).Start("index catchup", progress.Units{Rows: total})
 	for _, p := range plans {
 		frags := covers(p)
-		e, err := Collect(ctx, h.Bucket, m.GetVersion(), p.Field, frags)
+		if ix, ks, rows, ok, err := buildOther(ctx, h.Bucket, p, m.GetVersion(), frags, o.Clock.Now()); ok {
+			keys = append(keys, ks...)
+			if err != nil {
+				cleanup()
+				return nil, err
+			}
+			op.NewIndices = append(op.NewIndices, ix)
+			ir := IndexResult{Name: p.Name, Kind: p.Kind, Fragments: p.Missing.ToArray(), Rows: rows, Segment: meta.UUIDString(ix.GetUuid()), Rebuilt: p.Rebuild}
+			if p.Rebuild {
+				op.RemovedIndices = append(op.RemovedIndices, p.Segments...)
+				for _, s := range p.Segments {
+					ir.Removed = append(ir.Removed, meta.UUIDString(s.GetUuid()))
+				}
+			}
+			res.Indices = append(res.Indices, ir)
+			continue
+		}
+		if p.Kind == KindInverted {
+			// The new segment copies the old partitions' row addresses and
+			// is stamped with the read version: were they still waiting
+			// for an FRI remap, readers would never apply it to them.
+			if o.FRI.NeedsRemap(p.Segments[0]) {
+				res.Skipped = append(res.Skipped, Skip{p.Name, "its segment waits for its physical remap (index remap) first"})
+				continue
+			}
+			maxParts := o.MaxSegments
+			if o.Rebuild {
+				maxParts = 1
+			}
+			ix, ks, rows, rebuilt, skip, err := catchUpInverted(ctx, h.Bucket, m.GetVersion(), p, live, maxParts, o.Clock.Now())
+			keys = append(keys, ks...)
+			if err != nil {
+				cleanup()
+				return nil, fmt.Errorf("index %s: %w", p.Name, err)
+			}
+			if skip != "" {
+				res.Skipped = append(res.Skipped, Skip{p.Name, skip})
+				continue
+			}
+			op.NewIndices = append(op.NewIndices, ix)
+			op.RemovedIndices = append(op.RemovedIndices, p.Segments...)
+			res.Indices = append(res.Indices, IndexResult{Name: p.Name, Kind: p.Kind, Fragments: p.Missing.ToArray(), Rows: rows,
+				Segment: meta.UUIDString(ix.GetUuid()), Rebuilt: rebuilt, Removed: []string{meta.UUIDString(p.Segments[0].GetUuid())}})
+			continue
+		}
+		e, err := collectFor(p.Kind)(ctx, h.Bucket, m.GetVersion(), p.Field, frags)
 		if err != nil {
 			cleanup()
 			return nil, fmt.Errorf("index %s: %w", p.Name, err)
@@ -200,6 +250,12 @@ func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (_ *Result, re
 			}
 		}
 		res.Indices = append(res.Indices, ir)
+	}
+	if len(op.NewIndices) == 0 {
+		// Every lagging index was left alone (a full-text index compactord
+		// cannot tokenize for): nothing to commit but what is due.
+		cleanup()
+		return recordCredit(ctx, h, read, naming, o, res)
 	}
 	txn := commit.NewTransaction(m.GetVersion())
 	txn.Operation = &pb.Transaction_CreateIndex_{CreateIndex: op}
@@ -297,8 +353,8 @@ func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 	for _, name := range names {
 		segs := meta.FindIndex(read.Indices, name)
 		kind := meta.IndexKind(segs[0])
-		if kind != KindBTree && kind != KindBitmap {
-			skips = append(skips, Skip{name, fmt.Sprintf("a %s index (compactord catches up btree and bitmap indexes)", kind)})
+		if !Buildable(segs[0]) {
+			skips = append(skips, Skip{name, fmt.Sprintf("a %s index (compactord catches up btree, bitmap, label-list, full-text and vector indexes, IVF_RQ excepted)", kind)})
 			continue
 		}
 		fields := segs[0].GetFields()
@@ -343,7 +399,7 @@ func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 		if missing.IsEmpty() {
 			continue
 		}
-		if _, err := fieldType(f); err != nil {
+		if err := checkIndexable(kind, m.GetFields(), f); err != nil && kind != vector.Kind {
 			skips = append(skips, Skip{name, err.Error()})
 			continue
 		}
@@ -351,7 +407,11 @@ func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 		// hold no row a segment already indexes under an old address: a
 		// delta indexes each row once even while segments wait for their
 		// physical remap.
-		rebuild := o.Rebuild || (maxSegs > 0 && len(segs)+1 > maxSegs)
+		// A full-text index gains a partition in a new segment replacing
+		// its one segment (as LanceDB's optimize() does), or is rebuilt
+		// into one partition by catchUpInverted: its segments do not pile
+		// up.
+		rebuild := kind != KindInverted && (o.Rebuild || (maxSegs > 0 && len(segs)+1 > maxSegs))
 		plans = append(plans, Job{Name: name, Kind: kind, Field: f, Segments: segs, Missing: missing, Rebuild: rebuild})
 	}
 	return plans, skips, nil

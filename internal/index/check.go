@@ -40,12 +40,15 @@ type segmentCounts struct {
 	// labelMissing: live rows of a label list lacking the entry of one of
 	// their labels.
 	labelMissing map[uint32]int
-	example      map[string]string
+	// listNulls: live rows whose list is null but the segment's null
+	// lists lack them, or the other way round.
+	listNulls map[uint32]int
+	example   map[string]string
 }
 
 func newSegmentCounts() *segmentCounts {
 	return &segmentCounts{uncovered: map[uint32]int{}, missing: map[uint32]int{}, wrong: map[uint32]int{},
-		dup: map[uint32]int{}, beyond: map[uint32]int{}, labelMissing: map[uint32]int{}, example: map[string]string{}}
+		dup: map[uint32]int{}, beyond: map[uint32]int{}, labelMissing: map[uint32]int{}, listNulls: map[uint32]int{}, example: map[string]string{}}
 }
 
 // CheckContent compares the indexes of read with the data of read. For a
@@ -239,6 +242,7 @@ func (sc *segmentCounts) lines(sid string) []string {
 	}
 	add(sc.missing, "missing", "live rows of covered fragments have no entry")
 	add(sc.labelMissing, "labels", "live rows lack the entry of one of their labels")
+	add(sc.listNulls, "nulls", "live rows are null lists the segment does not mark, or marked rows are not")
 	add(sc.uncovered, "uncovered", "entries point into live fragments the segment does not cover")
 	add(sc.wrong, "wrong", "entries hold a value that is not their row's")
 	add(sc.dup, "dup", "row addresses appear more than once")
@@ -507,28 +511,42 @@ func mergeFragment(ctx context.Context, b storage.Bucket, one *pb.Manifest, f *p
 	return masked, nil
 }
 
-// KindLabelList is meta.IndexKind's name of a label-list index, which
-// CheckContent reads (its file is a bitmap segment's, keyed by the list
-// elements) but this package does not write.
+// KindLabelList is meta.IndexKind's name of a label-list index (its file
+// is a bitmap segment's, keyed by the list elements, plus the null lists).
 const KindLabelList = "labellist"
 
 // checkLabelSegment checks a label-list segment: every live row of a
 // covered fragment is under exactly the keys of its list's non-null
-// elements. Rows whose list is null are held in a global buffer this check
-// does not read; they must be under no key. A null key (null elements) is
-// not checked.
+// elements, and is in the segment's null lists exactly when its list is
+// null (LanceDB marks those rows null in array_has_any answers, so NOT
+// array_has_any leaves them out). A null key (null elements) is not
+// checked.
 func checkLabelSegment(ctx context.Context, b storage.Bucket, one *pb.Manifest, field *pb.Field, s *pb.IndexMetadata,
 	full func(uint32) (uint64, bool), remap func(uint64) (uint64, bool), cov *roaring.Bitmap, live map[uint32]*pb.DataFragment, sc *segmentCounts) (uint64, uint64, error) {
 	r, err := openSegmentFile(ctx, b, s, BitmapLookupFile)
-	var bm *Bitmap
+	var ll *LabelList
 	if err == nil {
-		bm, err = ReadBitmap(r)
+		ll, err = ReadLabelList(r)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, 0, ctx.Err()
 		}
 		return 0, 0, unreadableError{fmt.Errorf("does not read: %w", err)}
+	}
+	bm := &ll.Bitmap
+	var nulls map[uint64]bool // remapped null-list rows; nil: not recorded
+	if ll.HasNulls {
+		as, err := ll.Nulls.Addrs(full)
+		if err != nil {
+			return 0, 0, unreadableError{fmt.Errorf("null lists: %w", err)}
+		}
+		nulls = make(map[uint64]bool, len(as))
+		for _, a := range as {
+			if na, ok := remap(a); ok {
+				nulls[na] = true
+			}
+		}
 	}
 	keyIndex := map[string]int32{}
 	var raw []uint64
@@ -549,7 +567,7 @@ func checkLabelSegment(ctx context.Context, b storage.Bucket, one *pb.Manifest, 
 		}
 	}
 	masked, err := checkSegment(raw, remap, cov, live, sc, func(f *pb.DataFragment, ents []int32, addrs []uint64, rows []int32) (uint64, error) {
-		return mergeLabelFragment(ctx, b, one, f, field, bm.Keys.Type, keyIndex, keyOf, ents, addrs, rows, sc)
+		return mergeLabelFragment(ctx, b, one, f, field, bm.Keys.Type, keyIndex, keyOf, nulls, ents, addrs, rows, sc)
 	})
 	return uint64(len(raw)), masked, err
 }
@@ -557,7 +575,7 @@ func checkLabelSegment(ctx context.Context, b storage.Bucket, one *pb.Manifest, 
 // mergeLabelFragment compares the (key, row) entries of one covered live
 // fragment (ents, sorted by address then key) with its rows' lists.
 func mergeLabelFragment(ctx context.Context, b storage.Bucket, one *pb.Manifest, f *pb.DataFragment, field *pb.Field, keyType file.DataType,
-	keyIndex map[string]int32, keyOf []int32, ents []int32, addrs []uint64, rows []int32, sc *segmentCounts) (uint64, error) {
+	keyIndex map[string]int32, keyOf []int32, nulls map[uint64]bool, ents []int32, addrs []uint64, rows []int32, sc *segmentCounts) (uint64, error) {
 	frag := uint32(f.GetId())
 	rep := progress.From(ctx)
 	off := func(k int) uint64 { return uint64(uint32(addrs[ents[k]])) }
@@ -603,6 +621,10 @@ func mergeLabelFragment(ctx context.Context, b storage.Bucket, one *pb.Manifest,
 				continue
 			}
 			li++
+			if nulls != nil && nulls[meta.RowAddr(frag, uint32(o))] != (col == nil || !col.IsValid(r)) {
+				sc.listNulls[frag]++
+				note("nulls", o)
+			}
 			lacks, extra := false, len(have)
 			if col != nil && col.IsValid(r) {
 				items := col.Children[0]

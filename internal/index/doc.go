@@ -1,6 +1,6 @@
-// Package index reads and writes Lance's scalar index segments (btree and
-// bitmap, as LanceDB 0.39 / lance 12 writes them) and catches indexes up
-// with the fragments they do not cover yet.
+// Package index reads and writes Lance's scalar index segments (btree,
+// bitmap and label list, as LanceDB 0.39 / lance 12 writes them) and
+// catches indexes up with the fragments they do not cover yet.
 //
 // A btree segment is two Lance files (format 2.2) under _indices/{uuid}/:
 //
@@ -19,6 +19,10 @@
 // column's type, nullable; one null key holds the null rows) and bitmaps
 // (binary, nullable), each a serialized RowAddrTreeMap (see RowAddrMap);
 // schema metadata lance:index_stats={"num_bitmaps":N}.
+//
+// A label-list segment (index_version 1) is a bitmap segment keyed by the
+// list's elements, plus the rows whose list is null in global buffer 1
+// (schema metadata lance:label_list_nulls="1"); see labellist.go.
 //
 // CatchUp finds, per index, the fragments of the read version that no
 // segment's fragment bitmap names, builds a delta segment over their live

@@ -11,6 +11,7 @@ import (
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/index/vector"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/table"
@@ -40,10 +41,11 @@ type RebuildResult struct {
 	Attempts int      `json:"attempts"`
 }
 
-// Rebuild builds the btree or bitmap index name afresh from the data of
-// the latest version (every live row of every fragment) and commits one
-// CreateIndex that adds the new segment and removes every segment of that
-// name: the repair after verify --deep finds an index whose content
+// Rebuild builds the btree, bitmap, label-list, full-text or vector index
+// name afresh from the data of the latest version (every live row of every
+// fragment) and commits one CreateIndex that adds the new segment and
+// removes every segment of that name: the repair after verify --deep finds
+// an index whose content
 // disagrees with the data. The new segment keeps the index's name, fields,
 // details and index version; its dataset_version is the read version, so
 // the commit loop's derivation credits it with the MemWAL catch-up that
@@ -52,8 +54,11 @@ type RebuildResult struct {
 // Memory: the column's live values and addresses are collected whole and
 // sorted, as catch-up's rebuild does.
 //
-// Label-list, vector and full-text indexes are refused: compactord does
-// not write them.
+// A vector index is re-encoded with its existing centroids and quantizer
+// (no retraining), read from its first segment, which must therefore be
+// readable; IVF_RQ is refused (compactord does not write it). A full-text
+// index is rebuilt into one partition when compactord reproduces its
+// tokenizer (fts.NewTokenizer), else refused.
 func Rebuild(ctx context.Context, h *table.Handle, name string, o RebuildOptions) (*RebuildResult, error) {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -96,11 +101,13 @@ func RebuildJob(read *meta.ManifestFile, name string) (segs []*pb.IndexMetadata,
 	}
 	kind = meta.IndexKind(segs[0])
 	switch kind {
-	case KindBTree, KindBitmap:
-	case "labellist":
-		return nil, "", nil, fmt.Errorf("index rebuild: %s is a label-list index, which compactord does not write; rebuild it with LanceDB (createIndex with replace)", name)
+	case KindBTree, KindBitmap, KindLabelList, KindInverted:
+	case vector.Kind:
+		if !vector.Buildable(segs[0]) {
+			return nil, "", nil, fmt.Errorf("index rebuild: %s: compactord does not encode IVF_RQ or unknown vector indexes (rebuild it with LanceDB)", name)
+		}
 	default:
-		return nil, "", nil, fmt.Errorf("index rebuild: %s: compactord rebuilds btree and bitmap indexes, not %s indexes (rebuild it with LanceDB)", name, kind)
+		return nil, "", nil, fmt.Errorf("index rebuild: %s: compactord rebuilds btree, bitmap, label-list, full-text and vector indexes, not %s indexes (rebuild it with LanceDB)", name, kind)
 	}
 	for _, s := range segs {
 		if k := meta.IndexKind(s); k != kind {
@@ -122,7 +129,7 @@ func RebuildJob(read *meta.ManifestFile, name string) (segs []*pb.IndexMetadata,
 	if field == nil || field.GetParentId() != -1 {
 		return nil, "", nil, fmt.Errorf("index rebuild: index %s is on field %d, which is not a top-level field of version %d", name, fields[0], m.GetVersion())
 	}
-	if _, err := fieldType(field); err != nil {
+	if err := checkIndexable(kind, m.GetFields(), field); err != nil && kind != vector.Kind {
 		return nil, "", nil, fmt.Errorf("index rebuild: index %s: %w", name, err)
 	}
 	return segs, kind, field, nil
@@ -144,31 +151,42 @@ func rebuildOnce(ctx context.Context, h *table.Handle, name string, o RebuildOpt
 		live.Add(uint32(f.GetId()))
 	}
 	progress.From(ctx).Start("index rebuild", progress.Units{Rows: LiveRows(m, live)})
-	e, err := Collect(ctx, h.Bucket, m.GetVersion(), field, live)
-	if err != nil {
-		return nil, fmt.Errorf("index rebuild %s: %w", name, err)
+	if kind == KindInverted {
+		return rebuildInverted(ctx, h, read, naming, name, segs, field, live, o)
 	}
-	w, err := WriteSegment(ctx, h.Bucket, kind, field, e)
 	var keys []string
-	if w != nil {
-		keys = w.Keys
-	}
 	cleanup := func() {
 		for _, k := range keys {
 			_ = h.Bucket.Delete(context.WithoutCancel(ctx), k)
 		}
 	}
-	if err != nil {
+	ix, ks, rows, handled, err := buildOther(ctx, h.Bucket, Job{Name: name, Kind: kind, Field: field, Segments: segs}, m.GetVersion(), live, o.Now())
+	keys = append(keys, ks...)
+	if handled && err != nil {
 		cleanup()
 		return nil, fmt.Errorf("index rebuild %s: %w", name, err)
 	}
-	ix, err := SegmentMetadata(name, segs[0].GetFields(), kind, segs[0], m.GetVersion(), live, w, o.Now())
-	if err != nil {
-		cleanup()
-		return nil, err
+	if !handled {
+		e, err := collectFor(kind)(ctx, h.Bucket, m.GetVersion(), field, live)
+		if err != nil {
+			return nil, fmt.Errorf("index rebuild %s: %w", name, err)
+		}
+		w, err := WriteSegment(ctx, h.Bucket, kind, field, e)
+		if w != nil {
+			keys = append(keys, w.Keys...)
+		}
+		if err != nil {
+			cleanup()
+			return nil, fmt.Errorf("index rebuild %s: %w", name, err)
+		}
+		if ix, err = SegmentMetadata(name, segs[0].GetFields(), kind, segs[0], m.GetVersion(), live, w, o.Now()); err != nil {
+			cleanup()
+			return nil, err
+		}
+		rows = e.Len()
 	}
-	res := &RebuildResult{Name: name, Kind: kind, ReadVersion: m.GetVersion(), Rows: e.Len(), Fragments: live.ToArray(),
-		Segment: meta.UUIDString(w.UUID), Removed: []string{}}
+	res := &RebuildResult{Name: name, Kind: kind, ReadVersion: m.GetVersion(), Rows: rows, Fragments: live.ToArray(),
+		Segment: meta.UUIDString(ix.GetUuid()), Removed: []string{}}
 	for _, s := range segs {
 		res.Removed = append(res.Removed, meta.UUIDString(s.GetUuid()))
 	}

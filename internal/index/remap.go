@@ -13,7 +13,7 @@ import (
 	"github.com/compactord/compactord/internal/storage"
 )
 
-// ReadSegment reads the entries of a btree or bitmap segment. full gives
+// ReadSegment reads the entries of a btree, bitmap or label-list segment. full gives
 // the physical rows of a fragment a bitmap segment holds whole (nil: such
 // a segment is an error).
 func ReadSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, full func(frag uint32) (uint64, bool)) (*Entries, error) {
@@ -57,8 +57,18 @@ func ReadSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, ful
 			return nil, err
 		}
 		return bm.Entries(full)
+	case KindLabelList:
+		r, err := open(BitmapLookupFile)
+		if err != nil {
+			return nil, err
+		}
+		ll, err := ReadLabelList(r)
+		if err != nil {
+			return nil, err
+		}
+		return ll.Entries(full)
 	default:
-		return nil, fmt.Errorf("index %s: compactord reads btree and bitmap segments, not %s", m.GetName(), kind)
+		return nil, fmt.Errorf("index %s: compactord reads btree, bitmap and label-list segments, not %s", m.GetName(), kind)
 	}
 }
 
@@ -86,11 +96,12 @@ type RemapStats struct {
 	Entries, Kept, Dropped int
 }
 
-// Remap rebuilds the btree or bitmap segment m with every row address
-// passed through remap: a row remap reports deleted is dropped. It
-// streams (remap_stream.go): the old segment is read a window at a time
-// and the new one written as it goes, so its memory does not grow with
-// the segment. The new
+// Remap rebuilds the btree, bitmap, label-list or full-text segment m
+// with every row address passed through remap: a row remap reports
+// deleted is dropped. A btree or bitmap segment streams
+// (remap_stream.go): the old segment is read a window at a time and the
+// new one written as it goes, so its memory does not grow with the
+// segment. The new
 // segment gets a new uuid, dataset_version and fragment_bitmap from o, and
 // m's name, fields, details and index version. It returns the segment's
 // metadata and the objects written (also on error, for cleanup); the
@@ -101,13 +112,22 @@ type RemapStats struct {
 // inline remap, that of an fri.Index holding the one Rewrite's version.
 func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), o RemapOptions) (*pb.IndexMetadata, []string, RemapStats, error) {
 	var st RemapStats
+	if nm, keys, st, ok, err := remapOther(ctx, b, m, remap, o); ok {
+		return nm, keys, st, err
+	}
 	if o.Field == nil || o.Bitmap == nil {
 		return nil, nil, st, fmt.Errorf("index %s: remap needs the table field and the new fragment bitmap", m.GetName())
+	}
+	kind := meta.IndexKind(m)
+	switch kind {
+	case KindInverted:
+		return remapInverted(ctx, b, m, remap, o)
+	case KindLabelList:
+		return remapLabelList(ctx, b, m, remap, o)
 	}
 	if err := meta.CheckIndexVersion(m); err != nil {
 		return nil, nil, st, err
 	}
-	kind := meta.IndexKind(m)
 	out := newSegmentOut(ctx, b)
 	var err error
 	switch kind {
@@ -116,11 +136,7 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 	case KindBitmap:
 		err = remapBitmap(ctx, b, m, remap, o.Full, o.Field, out, &st)
 	default:
-		if r := registeredRemapper(kind); r != nil {
-			err = r(ctx, b, m, remap, o, out, &st)
-		} else {
-			err = fmt.Errorf("compactord remaps btree and bitmap segments, not %s", kind)
-		}
+		err = fmt.Errorf("compactord does not remap %s segments", kind)
 	}
 	w, keys := out.w, out.w.Keys
 	if err != nil {

@@ -66,8 +66,9 @@ type TrimResult struct {
 }
 
 // RemapIndexes physically remaps, through the fragment-reuse index, every
-// btree and bitmap segment whose data may hold addresses an FRI version
-// remaps (fri.Index.NeedsRemap), one CreateIndex per logical index, and
+// btree, bitmap and vector segment (SegmentRemappable) whose data may hold
+// addresses an FRI version remaps (fri.Index.NeedsRemap), one CreateIndex
+// per logical index, and
 // then trims the FRI of the versions no index needs (or removes it). Each
 // new segment has a new uuid, dataset_version = the head it read and its
 // fragment bitmap through the load-time remap; deleted rows (dropped by a
@@ -220,8 +221,18 @@ func remapIndexOnce(ctx context.Context, h *table.Handle, name string, o RemapJo
 		return nil, nil, nil
 	}
 	kind := meta.IndexKind(need[0])
-	if kind != KindBTree && kind != KindBitmap {
-		return nil, &Skip{name, fmt.Sprintf("a %s index (compactord remaps btree and bitmap indexes); it keeps its FRI versions", kind)}, nil
+	if !SegmentRemappable(need[0]) {
+		return nil, &Skip{name, fmt.Sprintf("a %s index compactord cannot remap (it remaps btree, bitmap, label-list, full-text and every vector index but IVF_RQ); it keeps its FRI versions", kind)}, nil
+	}
+	for _, s := range need {
+		if kind == KindInverted {
+			if err := CanRemapInverted(ctx, h.Bucket, s); err != nil {
+				if ctx.Err() != nil {
+					return nil, nil, ctx.Err()
+				}
+				return nil, &Skip{name, fmt.Sprintf("%v; it keeps its FRI versions", err)}, nil
+			}
+		}
 	}
 	fields := need[0].GetFields()
 	var field *pb.Field

@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 
@@ -45,52 +44,6 @@ var (
 // column's page is buffered until written, 1 MiB rather than the
 // writer's 8 MiB default, as the compaction writes its data files.
 const remapPageBytes = 1 << 20
-
-// SegmentRemapper remaps one segment of an index kind compactord's
-// index package does not know (RegisterRemapper): it reads segment m,
-// passes every row address through remap (false: the row is gone), writes
-// the new segment's files with out.Put, and counts entries in st. Remap
-// gives the new segment its uuid, metadata (o.DatasetVersion, o.Bitmap)
-// and cleanup; the remapper must stream (memory bounded whatever the
-// segment's size) and return an error, not panic, on bad input.
-type SegmentRemapper func(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), o RemapOptions, out *SegmentOut, st *RemapStats) error
-
-var remappers struct {
-	sync.RWMutex
-	byKind map[string]SegmentRemapper
-}
-
-// RegisterRemapper makes Remap (and so a compaction's inline remap and
-// index remap) rewrite segments of kind (meta.IndexKind) with r; btree
-// and bitmap are built in and cannot be replaced.
-func RegisterRemapper(kind string, r SegmentRemapper) {
-	if kind == KindBTree || kind == KindBitmap {
-		panic("index: " + kind + " segments are remapped by the index package")
-	}
-	remappers.Lock()
-	defer remappers.Unlock()
-	if remappers.byKind == nil {
-		remappers.byKind = map[string]SegmentRemapper{}
-	}
-	remappers.byKind[kind] = r
-}
-
-// CanRemap reports whether Remap can rewrite segments of kind: btree,
-// bitmap, and the kinds registered with RegisterRemapper.
-func CanRemap(kind string) bool {
-	if kind == KindBTree || kind == KindBitmap {
-		return true
-	}
-	remappers.RLock()
-	defer remappers.RUnlock()
-	return remappers.byKind[kind] != nil
-}
-
-func registeredRemapper(kind string) SegmentRemapper {
-	remappers.RLock()
-	defer remappers.RUnlock()
-	return remappers.byKind[kind]
-}
 
 // segmentFile opens one file of segment m.
 func segmentFile(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, name string) (*file.File, error) {

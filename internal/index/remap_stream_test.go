@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
-	"google.golang.org/protobuf/types/known/anypb"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/format/file"
@@ -228,53 +226,4 @@ func FuzzRemapSegment(f *testing.F) {
 		remap := func(a uint64) (uint64, bool) { return a + 1<<32, a%3 != 0 }
 		_, _, _, _ = Remap(ctx, bk, m, remap, RemapOptions{Field: tf, DatasetVersion: 2, Bitmap: all, Full: func(uint32) (uint64, bool) { return 5, true }})
 	})
-}
-
-// TestRemapRegisteredKind: a kind registered with RegisterRemapper is
-// remappable (CanRemap), and Remap hands its segments to the registered
-// remapper, which writes the new segment's files through SegmentOut; the
-// new segment's metadata keeps the old one's details and lists them.
-func TestRemapRegisteredKind(t *testing.T) {
-	const kind = "remaptest"
-	if CanRemap(kind) {
-		t.Fatalf("%s remappable before it is registered", kind)
-	}
-	RegisterRemapper(kind, func(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), o RemapOptions, out *SegmentOut, st *RemapStats) error {
-		na, ok := remap(meta.RowAddr(1, 5))
-		st.Entries, st.Kept = 1, 1
-		return out.Put("moved.bin", func(w io.Writer) error {
-			_, err := fmt.Fprintf(w, "%v %#x", ok, na)
-			return err
-		})
-	})
-	if !CanRemap(kind) || !CanRemap(KindBTree) || CanRemap("ivf_pq_unregistered") {
-		t.Fatal("CanRemap does not follow the registry")
-	}
-	ctx := context.Background()
-	bk, err := storage.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bk.Close()
-	u, _ := meta.NewUUID()
-	m := &pb.IndexMetadata{Uuid: u, Name: "t_idx", Fields: []int32{0}, DatasetVersion: 1,
-		IndexDetails: &anypb.Any{TypeUrl: "/lance.index.pb.RemaptestIndexDetails"}}
-	if got := meta.IndexKind(m); got != kind {
-		t.Fatalf("kind %q", got)
-	}
-	tf := &pb.Field{Name: "v", Id: 0, ParentId: -1, LogicalType: "int64"}
-	nm, keys, st, err := Remap(ctx, bk, m, func(a uint64) (uint64, bool) { return a + 1<<32, true }, RemapOptions{Field: tf, DatasetVersion: 2, Bitmap: roaring.BitmapOf(2)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(keys) != 1 || st.Entries != 1 || len(nm.GetFiles()) != 1 || nm.GetFiles()[0].GetPath() != "moved.bin" || meta.IndexKind(nm) != kind {
-		t.Fatalf("new segment %v, keys %v, stats %+v", nm, keys, st)
-	}
-	got, err := bk.Get(ctx, keys[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := fmt.Sprintf("true %#x", meta.RowAddr(2, 5)); string(got) != want {
-		t.Fatalf("remapper wrote %q, want %q", got, want)
-	}
 }

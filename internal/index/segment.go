@@ -142,6 +142,8 @@ func WriteSegment(ctx context.Context, b storage.Bucket, kind string, tf *pb.Fie
 		}
 	case KindBitmap:
 		err = put(BitmapLookupFile, func(w io.Writer) error { _, err := WriteBitmap(w, tf, e); return err })
+	case KindLabelList:
+		err = put(BitmapLookupFile, func(w io.Writer) error { _, err := WriteLabelList(w, e); return err })
 	default:
 		err = fmt.Errorf("compactord does not build %s indexes", kind)
 	}
@@ -183,6 +185,9 @@ func SegmentMetadata(name string, fields []int32, kind string, like *pb.IndexMet
 		ix.IndexDetails = &anypb.Any{TypeUrl: meta.TypeURLBTree}
 	case kind == KindBitmap:
 		ix.IndexDetails = &anypb.Any{TypeUrl: meta.TypeURLBitmap}
+	case kind == KindLabelList:
+		ix.IndexDetails = &anypb.Any{TypeUrl: TypeURLLabelList}
+		ix.IndexVersion = proto.Int32(labelListVersion)
 	default:
 		return nil, fmt.Errorf("compactord does not build %s indexes", kind)
 	}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 
+	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/format/file"
 )
 
@@ -186,6 +187,11 @@ func concat(t file.DataType, as []*file.Array) *file.Array {
 type Entries struct {
 	Values *file.Array
 	Addrs  []uint64
+	// ListNulls (label lists only) are the rows whose list is null: they
+	// have no entry but the segment records them.
+	ListNulls []uint64
+	// Keys (label lists only) is the list's item field, the keys' type.
+	Keys *pb.Field
 }
 
 // Len is the number of entries.
@@ -208,7 +214,7 @@ func (e *Entries) Sorted() *Entries {
 	for k, i := range perm {
 		addrs[k] = e.Addrs[i]
 	}
-	return &Entries{Values: e.Values.Take(perm), Addrs: addrs}
+	return &Entries{Values: e.Values.Take(perm), Addrs: addrs, ListNulls: e.ListNulls, Keys: e.Keys}
 }
 
 func slicesSortFunc(s []int, f func(i, j int) int) { slices.SortStableFunc(s, f) }

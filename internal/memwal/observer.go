@@ -46,6 +46,19 @@ type Observer struct {
 	// directory name → bytes. Nil until the first sync.
 	files map[string]map[string]uint64
 	ids   []string
+	// Enrich, when set, adds to each snapshot what its owner computes
+	// from the version the observer read (the daemon's debt gauges), so
+	// that nothing reads the table a second time for them.
+	Enrich func(ctx context.Context, f *meta.ManifestFile, snap *observe.Snapshot)
+}
+
+// summarize is Summarize, enriched.
+func (o *Observer) summarize(ctx context.Context) *observe.Snapshot {
+	snap := Summarize(o.manifest, o.shards, o.files)
+	if o.Enrich != nil {
+		o.Enrich(ctx, o.manifest, snap)
+	}
+	return snap
 }
 
 // NewObserver observes the Lance table rooted at b.
@@ -90,7 +103,7 @@ func (o *Observer) Sync(ctx context.Context) (*observe.Snapshot, error) {
 	if Index(o.manifest.Indices) == nil {
 		clear(o.shards)
 		o.files, o.ids = nil, nil
-		return Summarize(o.manifest, nil, nil), nil
+		return o.summarize(ctx), nil
 	}
 	newest, files, err := listMemWal(ctx, b)
 	if err != nil {
@@ -124,7 +137,7 @@ func (o *Observer) Sync(ctx context.Context) (*observe.Snapshot, error) {
 		}
 		o.shards[id] = sm
 	}
-	return Summarize(o.manifest, o.shards, o.files), nil
+	return o.summarize(ctx), nil
 }
 
 // Poll probes each known shard for a newer manifest and reports whether
@@ -151,7 +164,7 @@ func (o *Observer) Poll(ctx context.Context) (unmerged bool, snap *observe.Snaps
 	if !changed {
 		return false, nil, nil
 	}
-	snap = Summarize(o.manifest, o.shards, o.files)
+	snap = o.summarize(ctx)
 	return snap.PendingGenerations > 0, snap, nil
 }
 
@@ -318,9 +331,11 @@ func Summarize(f *meta.ManifestFile, shards map[string]*lpb.ShardManifest, files
 			}
 		}
 	}) {
-		si := observe.ShardInfo{ID: id, Merged: compacted[id], Retained: map[string]uint64{}, Lag: map[string]uint64{}, CatchUp: map[string]uint64{}}
+		si := observe.ShardInfo{ID: id, Merged: compacted[id], Retained: map[string]uint64{}, RetainedGenerations: map[string]uint64{},
+			Lag: map[string]uint64{}, CatchUp: map[string]uint64{}}
 		for _, r := range observe.RetainedReasons {
 			si.Retained[r] = 0
+			si.RetainedGenerations[r] = 0
 		}
 		si.CaughtUp = si.Merged
 		first := true
@@ -363,14 +378,15 @@ func Summarize(f *meta.ManifestFile, shards map[string]*lpb.ShardManifest, files
 				}
 				si.SSTables++
 				si.SSTableBytes += bytes
+				reason := observe.RetainedVersionRetention
 				switch {
 				case g > si.Merged:
-					si.Retained[observe.RetainedNotMerged] += bytes
+					reason = observe.RetainedNotMerged
 				case g > si.CaughtUp:
-					si.Retained[observe.RetainedIndexLag] += bytes
-				default:
-					si.Retained[observe.RetainedVersionRetention] += bytes
+					reason = observe.RetainedIndexLag
 				}
+				si.Retained[reason] += bytes
+				si.RetainedGenerations[reason]++
 			}
 		}
 		if si.Flushed > si.Merged {

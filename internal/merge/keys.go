@@ -192,12 +192,12 @@ func baseRows(frags []*pb.DataFragment) int64 {
 
 func scanFragment(ctx context.Context, b storage.Bucket, f *pb.DataFragment, pk *pb.Field, keys *keyTable) (baseScan, error) {
 	sc := baseScan{frag: f, hits: roaring.New()}
-	dv, err := deleted(ctx, b, f.GetId(), f)
+	dv, err := deleted(ctx, b, "", f)
 	if err != nil {
 		return sc, err
 	}
 	sc.deleted = dv
-	lf, done, err := openFragment(ctx, b, f)
+	lf, name, done, err := openFragment(ctx, b, "", f)
 	if err != nil {
 		return sc, err
 	}
@@ -211,12 +211,12 @@ func scanFragment(ctx context.Context, b storage.Bucket, f *pb.DataFragment, pk 
 		}
 		batch, err := lf.ReadRange(fields, row, min(row+scanWindow, lf.NumRows()))
 		if err != nil {
-			return sc, fmt.Errorf("merge: fragment %d: %w", f.GetId(), err)
+			return sc, fmt.Errorf("merge: fragment %d: %w", f.GetId(), named(name, err))
 		}
 		rep.Add(int64(batch.NumRows), 0)
 		kc, err := newKeyColumn(batch.Columns[0], batch.Fields[0].Type)
 		if err != nil {
-			return sc, fmt.Errorf("merge: fragment %d: %w", f.GetId(), err)
+			return sc, fmt.Errorf("merge: fragment %d: %s: %w", f.GetId(), name, err)
 		}
 		base := uint32(row)
 		nulls := kc.a.Valid != nil

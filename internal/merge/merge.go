@@ -3,7 +3,9 @@ package merge
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -44,7 +46,9 @@ type genBatch struct {
 // columns are held from the first read: holding every column of every
 // generation made the merge's peak memory grow with the generations.
 type genSource struct {
-	b    storage.Bucket
+	b storage.Bucket
+	// dir is b's directory in the table's bucket, for errors.
+	dir  string
 	frag *pb.DataFragment
 	gen  uint64
 }
@@ -239,14 +243,21 @@ func (g genFragment) tomb(r int) bool { return g.tombs != nil && g.tombs.IsValid
 // readGeneration reads a flushed generation (a Lance dataset of its own
 // under the shard directory) with its deletion vectors applied.
 func readGeneration(ctx context.Context, b storage.Bucket, shard string, sst *pb.SsTable, pk *pb.Field, rep *progress.Reporter) ([]genFragment, error) {
-	gb := storage.Sub(b, memwal.GenerationDir(shard, sst.GetPath()))
+	gdir := memwal.GenerationDir(shard, sst.GetPath())
+	gb := storage.Sub(b, gdir)
 	gm, _, err := meta.ReadLatest(ctx, gb)
 	if err != nil {
+		// A corrupt manifest is named by its path from the table's root
+		// (the generation's reader names it from the generation's).
+		var ce *meta.CorruptError
+		if errors.As(err, &ce) && !strings.HasPrefix(ce.Key, gdir) {
+			err = &meta.CorruptError{Key: gdir + ce.Key, Err: ce.Err}
+		}
 		return nil, fmt.Errorf("merge: generation %d of shard %s (%s): %w", sst.GetGeneration(), shard, sst.GetPath(), err)
 	}
 	var out []genFragment
 	for _, f := range gm.Manifest.GetFragments() {
-		lf, done, err := openFragment(ctx, gb, f)
+		lf, name, done, err := openFragment(ctx, gb, gdir, f)
 		if err != nil {
 			return nil, fmt.Errorf("merge: generation %d: %w", sst.GetGeneration(), err)
 		}
@@ -262,9 +273,9 @@ func readGeneration(ctx context.Context, b storage.Bucket, shard string, sst *pb
 		}
 		done()
 		if err != nil {
-			return nil, fmt.Errorf("merge: generation %d fragment %d: %w", sst.GetGeneration(), f.GetId(), err)
+			return nil, fmt.Errorf("merge: generation %d fragment %d: %w", sst.GetGeneration(), f.GetId(), named(name, err))
 		}
-		dv, err := deleted(ctx, gb, f.GetId(), f)
+		dv, err := deleted(ctx, gb, gdir, f)
 		if err != nil {
 			return nil, fmt.Errorf("merge: generation %d: %w", sst.GetGeneration(), err)
 		}
@@ -282,7 +293,7 @@ func readGeneration(ctx context.Context, b storage.Bucket, shard string, sst *pb
 		if err != nil {
 			return nil, fmt.Errorf("merge: generation %d: %w", sst.GetGeneration(), err)
 		}
-		g := genFragment{src: genSource{b: gb, frag: f, gen: sst.GetGeneration()}, keys: keys, tombs: batch.Column(TombstoneColumn), live: make([]int, 0, batch.NumRows)}
+		g := genFragment{src: genSource{b: gb, dir: gdir, frag: f, gen: sst.GetGeneration()}, keys: keys, tombs: batch.Column(TombstoneColumn), live: make([]int, 0, batch.NumRows)}
 		for i := 0; i < batch.NumRows; i++ {
 			if dv.Contains(uint32(i)) {
 				continue
@@ -368,7 +379,7 @@ func writeFragment(ctx context.Context, b storage.Bucket, m *pb.Manifest, v file
 // takeRows reads the landing rows of one generation fragment, the base
 // table's top-level columns only.
 func takeRows(ctx context.Context, g genBatch, names []string) (*file.Batch, error) {
-	lf, done, err := openFragment(ctx, g.src.b, g.src.frag)
+	lf, name, done, err := openFragment(ctx, g.src.b, g.src.dir, g.src.frag)
 	if err != nil {
 		return nil, fmt.Errorf("merge: generation %d: %w", g.src.gen, err)
 	}
@@ -384,7 +395,7 @@ func takeRows(ctx context.Context, g genBatch, names []string) (*file.Batch, err
 	}
 	tb, err := lf.Take(names, rows)
 	if err != nil {
-		return nil, fmt.Errorf("merge: generation %d fragment %d: %w", g.src.gen, g.src.frag.GetId(), err)
+		return nil, fmt.Errorf("merge: generation %d fragment %d: %w", g.src.gen, g.src.frag.GetId(), named(name, err))
 	}
 	return &file.Batch{NumRows: len(g.rows), Columns: tb.Columns}, nil
 }

@@ -34,7 +34,7 @@ func plantTombstones(t *testing.T, ctx context.Context, b storage.Bucket, keys .
 		t.Fatal(err)
 	}
 	frag := gm.Manifest.GetFragments()[0]
-	lf, done, err := openFragment(ctx, gb, frag)
+	lf, _, done, err := openFragment(ctx, gb, "", frag)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,6 +80,7 @@ var Compat = Compatibility{
 	Indexes: []IndexSupport{
 		{Kind: "btree", IndexVersions: []int32{0}, What: "create, catch up, remap, rebuild, drop (row ids as lance 12 stores them)"},
 		{Kind: "bitmap", IndexVersions: []int32{0}, What: "create, catch up, remap, rebuild, drop"},
+		{Kind: "labellist", IndexVersions: []int32{0, 1}, What: "catch up, remap, rebuild, drop (version 1: null lists in global buffer 1)"},
 		{Kind: "mem_wal", IndexVersions: []int32{0}, What: "system index: merge records compacted_sstables and index_catchup; trim follows it"},
 		{Kind: "frag_reuse", IndexVersions: []int32{0}, What: "system index: deferred remap and trim-fri (legacy_versions only)"},
 	},

@@ -80,11 +80,11 @@ type FeatureError struct {
 func (e *FeatureError) Unwrap() error { return ErrUnsupportedFeature }
 
 func (e *FeatureError) Error() string {
-	verb := "read"
+	verb, gerund := "read", "reading"
 	if e.Write {
-		verb = "write"
+		verb, gerund = "write", "writing"
 	}
-	return fmt.Sprintf("cannot %s this table: it uses Lance features compactord does not implement for %s: %s", verb, verb+"ing", describeFlags(e.Bits))
+	return fmt.Sprintf("cannot %s this table: it uses Lance features compactord does not implement for %s: %s", verb, gerund, describeFlags(e.Bits))
 }
 
 func describeFlags(bs uint64) string {

@@ -16,18 +16,22 @@ import (
 // the source of the LSM-debt gauges.
 type Snapshot struct {
 	// Format is the table's format: "lance" (FormatLance).
-	Format       string       `json:"format"`
-	Version      uint64       `json:"version"`
-	Timestamp    time.Time    `json:"timestamp"`
-	Operation    string       `json:"operation,omitempty"`
-	Fragments    int          `json:"fragments"`
-	PhysicalRows uint64       `json:"physical_rows"`
-	DeletedRows  uint64       `json:"deleted_rows"`
-	DataBytes    uint64       `json:"data_bytes"`
-	Indices      []IndexInfo  `json:"indices"`
-	MemWal       bool         `json:"mem_wal"`
-	Shards       []ShardInfo  `json:"shards"`
-	FRI          []FRIVersion `json:"fri_versions"`
+	Format    string    `json:"format"`
+	Version   uint64    `json:"version"`
+	Timestamp time.Time `json:"timestamp"`
+	Operation string    `json:"operation,omitempty"`
+	Fragments int       `json:"fragments"`
+	// SmallFragments are the fragments with fewer live rows than
+	// compaction's target (compaction debt); filled by the observer's
+	// owner, which knows the target.
+	SmallFragments int          `json:"small_fragments"`
+	PhysicalRows   uint64       `json:"physical_rows"`
+	DeletedRows    uint64       `json:"deleted_rows"`
+	DataBytes      uint64       `json:"data_bytes"`
+	Indices        []IndexInfo  `json:"indices"`
+	MemWal         bool         `json:"mem_wal"`
+	Shards         []ShardInfo  `json:"shards"`
+	FRI            []FRIVersion `json:"fri_versions"`
 	// PendingGenerations sums ShardInfo.Pending.
 	PendingGenerations uint64 `json:"pending_generations"`
 }
@@ -40,6 +44,9 @@ type IndexInfo struct {
 	// OldestDatasetVersion is the oldest segment's data version.
 	OldestDatasetVersion uint64 `json:"oldest_dataset_version"`
 	Maintained           bool   `json:"maintained"`
+	// UnindexedRows are the live rows of the fragments no segment of the
+	// index covers (0 when its segments record no fragment bitmap).
+	UnindexedRows uint64 `json:"unindexed_rows"`
 }
 
 // ShardInfo is one MemWAL shard, with its generations as the timeline on
@@ -64,8 +71,10 @@ type ShardInfo struct {
 	Pending      uint64 `json:"pending_generations"`
 	SSTables     int    `json:"sstables"`
 	SSTableBytes uint64 `json:"sstable_bytes"`
-	// Retained is SSTable bytes by why they are kept.
-	Retained map[string]uint64 `json:"retained_bytes"`
+	// Retained is SSTable bytes by why they are kept; RetainedGenerations
+	// the generations (SSTables) by the same reasons.
+	Retained            map[string]uint64 `json:"retained_bytes"`
+	RetainedGenerations map[string]uint64 `json:"retained_generations"`
 	// Lag is, per index with a catch-up entry or maintained, Merged minus
 	// its catch-up position.
 	Lag map[string]uint64 `json:"catchup_lag"`

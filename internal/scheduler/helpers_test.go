@@ -301,6 +301,13 @@ func (h *harness) waitSynced(names ...string) {
 
 func (h *harness) metric(name string, labels ...string) float64 {
 	h.t.Helper()
+	v, _ := h.gauge(name, labels...)
+	return v
+}
+
+// gauge is metric's value and whether the series exists.
+func (h *harness) gauge(name string, labels ...string) (float64, bool) {
+	h.t.Helper()
 	mfs, err := h.reg.Gather()
 	if err != nil {
 		h.t.Fatal(err)
@@ -322,18 +329,18 @@ func (h *harness) metric(name string, labels ...string) float64 {
 			}
 			switch {
 			case m.Counter != nil:
-				return m.Counter.GetValue()
+				return m.Counter.GetValue(), true
 			case m.Gauge != nil:
-				return m.Gauge.GetValue()
+				return m.Gauge.GetValue(), true
 			case m.Histogram != nil:
-				return float64(m.Histogram.GetSampleCount())
+				return float64(m.Histogram.GetSampleCount()), true
 			}
 		}
 	}
 	// Counters, histograms and most gauges are created by their first
 	// value: an absent series reads as 0 (the alerting series that must
 	// exist at 0 are checked by TestSeriesPreCreated).
-	return 0
+	return 0, false
 }
 
 // idle waits until no attempt runs and every loop is parked on a timer:

@@ -120,6 +120,7 @@ func (s *Scheduler) leaseTable(ctx context.Context, st *tableState, assign map[s
 	}
 	now := s.clock.Now()
 	mine := assign == nil || assign[st.spec.Name] == holder
+	prevAssignee := st.assignee
 	st.assignee = assign[st.spec.Name]
 	wanted := st.leaseWanted
 	st.leaseWanted = false
@@ -175,6 +176,18 @@ func (s *Scheduler) leaseTable(ctx context.Context, st *tableState, assign map[s
 		}
 		st.owned = true
 		log().Debug("serving the table")
+		// A takeover is logged where it happens: the instance that lost
+		// the table may be dead and log nothing.
+		from := ""
+		switch {
+		case st.lease.Holder != "" && st.lease.Holder != holder:
+			from = st.lease.Holder
+		case prevAssignee != "" && prevAssignee != holder:
+			from = prevAssignee
+		}
+		if from != "" {
+			log().Info("took over the table", zap.String("from", from), zap.String("holder", holder))
+		}
 		s.kick()
 	}
 	need := busy || (s.eligibleLocked(st) && st.hasPendingLocked())

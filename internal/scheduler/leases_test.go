@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -907,4 +908,141 @@ func TestLeaseRequestsDoNotPostponeTheFullRound(t *testing.T) {
 	if got := jobs.count("t4", ""); got < 100 {
 		t.Fatalf("%d jobs on t4: the short tables did not keep requesting their leases", got)
 	}
+}
+
+// The instance that takes a table over from a dead one logs it, at info,
+// naming the instance it took the table from: the dead one logs nothing.
+func TestTakeoverIsLoggedWhereItHappens(t *testing.T) {
+	sp := specs(t, "t")
+	membersURL := memRoot(t)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	jobs := newFakeJobs()
+	cfg := leaseConfig()
+	want := lease.Assign([]string{"t"}, []string{"a", "b"})["t"]
+	other := map[string]string{"a": "b", "b": "a"}[want]
+	fa := &faultSet{}
+	owner := leaseInstance(t, want, cfg, clk, jobs, membersURL, fa, nil, sp)
+	mb, err := storage.Open(context.Background(), membersURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mb.Close() })
+	core, logs := observer.New(zap.DebugLevel)
+	spare := start(t, harnessOpts{cfg: cfg, clk: clk, jobs: jobs, deps: func(d *scheduler.Deps) {
+		d.Logger = zap.New(core)
+		var err error
+		if d.Leases, err = lease.NewManager(other, cfg.Lease.TTL, clk); err != nil {
+			t.Fatal(err)
+		}
+		if d.Members, err = lease.NewMembers(mb, other, cfg.Lease.TTL, clk); err != nil {
+			t.Fatal(err)
+		}
+	}}, sp...)
+	eventually(t, "the assignee serves t", func() bool {
+		if !owner.status("t").Owned {
+			clk.Advance(cfg.Lease.RenewInterval)
+			owner.idle(6)
+			return false
+		}
+		return true
+	})
+	// The spare may have served t before it saw the assignee's heartbeat:
+	// it hands t over at a full round.
+	eventually(t, "the spare hands t over", func() bool {
+		spare.idle(3)
+		if spare.status("t").Owned {
+			clk.Advance(cfg.Lease.RenewInterval)
+			return false
+		}
+		return true
+	})
+	if n := logs.FilterMessage("took over the table").Len(); n != 0 {
+		t.Fatalf("%d takeover lines while the assignee lives", n)
+	}
+	fa.kill()
+	_ = owner.stop()
+	deadline := clk.Now().Add(3 * cfg.Lease.TTL)
+	for !spare.status("t").Owned && clk.Now().Before(deadline) {
+		clk.Advance(cfg.Lease.RenewInterval)
+		spare.idle(3)
+	}
+	if !spare.status("t").Owned {
+		t.Fatal("the spare never took t over")
+	}
+	lines := logs.FilterMessage("took over the table").FilterField(zap.String("table", "t")).All()
+	if len(lines) != 1 || lines[0].Level != zap.InfoLevel || lines[0].ContextMap()["from"] != want || lines[0].ContextMap()["holder"] != other {
+		t.Fatalf("takeover lines %+v, want one at info from %s", lines, want)
+	}
+}
+
+// An operator's job request on a table this instance is about to serve
+// (the lease that fenced it has expired; the lease round that takes it
+// over has not finished) says so: it never calls this instance "another
+// instance".
+func TestTriggerNeverNamesThisInstanceAsAnother(t *testing.T) {
+	// With membership the table is assigned to this instance by name;
+	// without, to none: the answer named "a" or "" as another instance.
+	for _, members := range []bool{false, true} {
+		t.Run(fmt.Sprintf("members=%v", members), func(t *testing.T) { triggerWhileTakingOver(t, members) })
+	}
+}
+
+func triggerWhileTakingOver(t *testing.T, withMembers bool) {
+	ctx := context.Background()
+	sp := specs(t, "t")
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	cfg := leaseConfig()
+	tb, err := storage.Open(ctx, sp[0].URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tb.Close() })
+	lb, err := lease.NewManager("b", cfg.Lease.TTL, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := lb.TryAcquire(ctx, tb, "table"); err != nil || !ok {
+		t.Fatalf("b's lease: %v %v", ok, err)
+	}
+	fs := &faultSet{}
+	membersURL := ""
+	if withMembers {
+		membersURL = memRoot(t)
+	}
+	a := leaseInstance(t, "a", cfg, clk, newFakeJobs(), membersURL, fs, nil, sp)
+	eventually(t, "a serves t", func() bool { return a.status("t").Owned })
+	a.waitSynced("t")
+	// a serves t until it asks for the lease a job needs and finds b's.
+	if err := a.s.Trigger("t", scheduler.KindMerge); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a fenced by b's lease", func() bool { return !a.status("t").Owned })
+	var ae *scheduler.APIError
+	if err := a.s.Trigger("t", scheduler.KindMerge); !errors.As(err, &ae) || ae.Status != 409 || !strings.Contains(err.Error(), "served by another instance (b)") {
+		t.Fatalf("trigger while b's lease is live: %v", err)
+	}
+	// b's lease expires; the round that would take t over is held in its
+	// reads of the lease bucket (with membership, the heartbeat first).
+	release := make(chan struct{})
+	var rules []*faults.FaultRule
+	fs.mu.Lock()
+	for _, f := range fs.all {
+		rules = append(rules, f.Add(faults.Fault{KeyPrefix: lease.LeasesDir, Action: faults.Block(release)}))
+	}
+	fs.mu.Unlock()
+	clk.Advance(cfg.Lease.TTL + time.Second)
+	eventually(t, "the lease round reads the lease", func() bool {
+		for _, r := range rules {
+			if r.Fired() > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	err = a.s.Trigger("t", scheduler.KindMerge)
+	close(release)
+	if !errors.As(err, &ae) || ae.Status != 503 || strings.Contains(err.Error(), "another instance") || !strings.Contains(err.Error(), "not served by this instance (a) yet") {
+		t.Fatalf("trigger on a table this instance is taking over: %v", err)
+	}
+	eventually(t, "a serves t", func() bool { return a.status("t").Owned })
 }

@@ -1,8 +1,12 @@
 package scheduler
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/compactord/compactord/internal/marker"
 )
 
 // Metrics of the scheduler (documented in docs/operations.md).
@@ -23,7 +27,6 @@ type Metrics struct {
 	runs          *prometheus.CounterVec
 	failures      *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
-	lastSuccess   *prometheus.GaugeVec
 	syncFailures  *prometheus.CounterVec
 	pendingGens   *prometheus.GaugeVec
 	retainedBytes *prometheus.GaugeVec
@@ -60,8 +63,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Failed job attempts (results retry, error and fatal) by table and kind."}, tk),
 		duration: f.NewHistogramVec(prometheus.HistogramOpts{Name: "compactord_job_duration_seconds",
 			Help: "Duration of finished job attempts by table and kind.", Buckets: durationBuckets}, tk),
-		lastSuccess: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_job_last_success_timestamp_seconds",
-			Help: "Unix time of the last successful (or skipped) attempt by table and kind; 0 before the first."}, tk),
 		syncFailures: f.NewCounterVec(prometheus.CounterOpts{Name: "compactord_table_sync_failures_total",
 			Help: "Failed reads of a table's manifest and shard manifests."}, []string{"table"}),
 		pendingGens: f.NewGaugeVec(prometheus.GaugeOpts{Name: "compactord_mem_wal_pending_generations",
@@ -116,7 +117,7 @@ func addCounter(c *prometheus.CounterVec, v float64, labels ...string) {
 func (m *Metrics) removeTable(name string) {
 	l := prometheus.Labels{"table": name}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
-		m.runs, m.failures, m.lastSuccess, m.syncFailures,
+		m.runs, m.failures, m.syncFailures,
 		m.pendingGens, m.retainedBytes, m.catchupLag, m.merged, m.trimmedBytes,
 		m.fragsIn, m.fragsOut,
 	} {
@@ -155,7 +156,100 @@ var (
 		"Unix time of the last successful sync of the table; 0 before the first.", []string{"table"}, nil)
 	descFRIVersions = prometheus.NewDesc("compactord_fri_versions",
 		"Fragment-reuse index versions outstanding (not yet trimmed) by table.", []string{"table"}, nil)
+	// From the job state kept in the table's bucket (jobstate.go), so
+	// that they survive restarts and exist, at 0, for a kind that never
+	// succeeded.
+	descLastSuccess = prometheus.NewDesc("compactord_job_last_success_timestamp_seconds",
+		"Unix time of the last successful (or skipped) attempt by table and kind, by any instance, kept in the table's bucket across restarts; 0 when none is known (never, or before the first sync read the bucket).", []string{"table", "kind"}, nil)
+	descLastRun = prometheus.NewDesc("compactord_job_last_run_timestamp_seconds",
+		"Unix time when the last finished attempt (any result but canceled) by table and kind started, by any instance, kept in the table's bucket across restarts; 0 when none is known.", []string{"table", "kind"}, nil)
+	// The debt a table carries, from its last sync (observe.Snapshot,
+	// which the opener enriches from the version it read) and its job
+	// state: labelled per table, and per index or reason at most.
+	descFragments = prometheus.NewDesc("compactord_table_fragments",
+		"Fragments of the table's newest version.", []string{"table"}, nil)
+	descSmallFragments = prometheus.NewDesc("compactord_table_small_fragments",
+		"Fragments with fewer live rows than compaction's target (jobs.compact.target_rows_per_fragment): compaction debt.", []string{"table"}, nil)
+	descVersionsRetained = prometheus.NewDesc("compactord_table_versions_retained",
+		"Versions from the oldest one the last cleanup kept to the newest, by table; 0 until a cleanup (of any instance) recorded its oldest kept version in the table's bucket.", []string{"table"}, nil)
+	descOldestAge = prometheus.NewDesc("compactord_table_oldest_retained_version_age_seconds",
+		"Age of the oldest version the last cleanup kept (now minus its commit time), by table; 0 until a cleanup recorded it.", []string{"table"}, nil)
+	descUnindexedRows = prometheus.NewDesc("compactord_index_unindexed_rows",
+		"Live rows of the fragments no segment of the index covers, by table and index (0 when the index records no fragment bitmap).", []string{"table", "index"}, nil)
+	descRetainedGens = prometheus.NewDesc("compactord_table_retained_generations",
+		"MemWAL generations (SSTables) still stored, by table and why they are kept (not_merged, index_lag, version_retention), summed over shards.", []string{"table", "reason"}, nil)
+	descRetainedBytes = prometheus.NewDesc("compactord_table_retained_bytes",
+		"Bytes of MemWAL generations still stored, by table and why they are kept, summed over shards (compactord_sstable_retained_bytes has them per shard).", []string{"table", "reason"}, nil)
+	descRunningAge = prometheus.NewDesc("compactord_job_running_seconds",
+		"How long the attempt of the kind running on the table has run; 0 when none runs.", []string{"table", "kind"}, nil)
+	descBudget = prometheus.NewDesc("compactord_job_budget_seconds",
+		"The time budget of one attempt of the kind (scheduler.timeouts), after which the attempt is canceled.", []string{"kind"}, nil)
+	descMarkSince = prometheus.NewDesc("compactord_table_mark_since_timestamp_seconds",
+		"Unix time since when an operator's mark (pause, no-compact) has been on the table, by table and mark; 0 when it is not.", []string{"table", "mark"}, nil)
+	descFirstSeen = prometheus.NewDesc("compactord_table_first_seen_timestamp_seconds",
+		"Unix time when an instance first watched the table, kept in its bucket: a kind that has not succeeded since is overdue 5 intervals after it; 0 before the first sync read the bucket.", []string{"table"}, nil)
 )
+
+// collectDebt exports the table's debt gauges. The series exist whether
+// or not there is debt, at 0 when there is none (no attempt running, no
+// mark, nothing known yet), so that dashboards and rules always find
+// them; they cost nothing between scrapes. REQUIRES: s.mu held.
+func (s *Scheduler) collectDebt(ch chan<- prometheus.Metric, st *tableState, now time.Time) {
+	name := st.spec.Name
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{name}, labels...)...)
+	}
+	for _, k := range Kinds {
+		if _, have := s.deps.Jobs[k]; !have {
+			continue
+		}
+		age := 0.0
+		if a := st.running; a != nil && a.kind == k {
+			age = max(now.Sub(a.started), 0).Seconds()
+		}
+		gauge(descRunningAge, age, string(k))
+	}
+	for _, mk := range marker.Kinds {
+		gauge(descMarkSince, unixSeconds(st.marks[mk].Since), string(mk))
+	}
+	snap := st.snap
+	if snap == nil {
+		return
+	}
+	gauge(descFragments, float64(snap.Fragments))
+	gauge(descSmallFragments, float64(snap.SmallFragments))
+	var versions, age float64
+	if o := st.state.OldestRetained; o > 0 && o <= snap.Version {
+		versions = float64(snap.Version - o + 1)
+		if t := st.state.OldestRetainedTime; !t.IsZero() {
+			age = max(now.Sub(t), 0).Seconds()
+		}
+	}
+	gauge(descVersionsRetained, versions)
+	gauge(descOldestAge, age)
+	for _, ix := range snap.Indices {
+		gauge(descUnindexedRows, float64(ix.UnindexedRows), ix.Name)
+	}
+	if snap.MemWal {
+		for _, r := range retainedReasons {
+			var gens, bytes uint64
+			for _, sh := range snap.Shards {
+				gens += sh.RetainedGenerations[r]
+				bytes += sh.Retained[r]
+			}
+			gauge(descRetainedGens, float64(gens), r)
+			gauge(descRetainedBytes, float64(bytes), r)
+		}
+	}
+}
+
+// unixSeconds is t as a timestamp gauge: 0 for the zero time.
+func unixSeconds(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.UnixMilli()) / 1e3
+}
 
 func boolGauge(b bool) float64 {
 	if b {
@@ -169,7 +263,9 @@ func (c jobCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descNextRun
 	ch <- descInterval
 	ch <- descSyncFailures
-	for _, d := range []*prometheus.Desc{descHalted, descPaused, descLeaseOwned, descVersion, descLastSync, descFRIVersions} {
+	for _, d := range []*prometheus.Desc{descHalted, descPaused, descLeaseOwned, descVersion, descLastSync, descFRIVersions,
+		descLastSuccess, descLastRun, descFirstSeen, descFragments, descSmallFragments, descVersionsRetained, descOldestAge,
+		descUnindexedRows, descRetainedGens, descRetainedBytes, descRunningAge, descBudget, descMarkSince} {
 		ch <- d
 	}
 }
@@ -178,8 +274,20 @@ func (c jobCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.clock.Now()
 	for i, k := range Kinds {
-		ch <- prometheus.MustNewConstMetric(descInterval, prometheus.GaugeValue, s.interval[i].Seconds(), string(k))
+		// The widest over every table's schedule, so that a staleness
+		// alert allows for the table with the longest one.
+		iv := s.interval[i]
+		for _, st := range s.tables {
+			if st.spec.Schedule.Get(k) != "" {
+				iv = max(iv, st.interval[i])
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(descInterval, prometheus.GaugeValue, iv.Seconds(), string(k))
+		if _, have := s.deps.Jobs[k]; have {
+			ch <- prometheus.MustNewConstMetric(descBudget, prometheus.GaugeValue, s.cfg.Timeouts.For(k).Seconds(), string(k))
+		}
 	}
 	for _, st := range s.tables {
 		name := st.spec.Name
@@ -199,7 +307,14 @@ func (c jobCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descVersion, prometheus.GaugeValue, version, name)
 		ch <- prometheus.MustNewConstMetric(descLastSync, prometheus.GaugeValue, last, name)
 		ch <- prometheus.MustNewConstMetric(descFRIVersions, prometheus.GaugeValue, fri, name)
+		ch <- prometheus.MustNewConstMetric(descFirstSeen, prometheus.GaugeValue, unixSeconds(st.state.Since), name)
+		s.collectDebt(ch, st, now)
 		for i, k := range Kinds {
+			if _, have := s.deps.Jobs[k]; have {
+				ks := st.state.Kinds[k]
+				ch <- prometheus.MustNewConstMetric(descLastSuccess, prometheus.GaugeValue, unixSeconds(ks.LastSuccess), name, string(k))
+				ch <- prometheus.MustNewConstMetric(descLastRun, prometheus.GaugeValue, unixSeconds(ks.LastRun), name, string(k))
+			}
 			ch <- prometheus.MustNewConstMetric(descConsecutiveFailures, prometheus.GaugeValue, float64(st.retries[i]), name, string(k))
 			next := 0.0
 			if t, ok := s.nextAttemptLocked(st, i); ok {

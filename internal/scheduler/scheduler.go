@@ -113,6 +113,9 @@ func (s *Scheduler) setConfigLocked(cfg Config) {
 		}
 		if cfg.Schedule.Get(k) != s.cfg.Schedule.Get(k) || (sched == nil) != (s.sched[i] == nil) {
 			for _, st := range s.tables {
+				if st.spec.Schedule.Get(k) != "" {
+					continue // the table's own schedule did not change
+				}
 				st.next[i] = time.Time{}
 				if sched != nil {
 					st.next[i] = sched.Next(now)
@@ -196,6 +199,11 @@ func (s *Scheduler) SetTables(specs []TableSpec) error {
 		if sp.Name == "" || sp.URL == "" {
 			return fmt.Errorf("table spec needs a name and a URL: %+v", sp)
 		}
+		for _, k := range Kinds {
+			if _, err := ParseSchedule(sp.Schedule.Get(k)); err != nil {
+				return fmt.Errorf("table %s: schedule.%s: %w", sp.Name, k, err)
+			}
+		}
 		if seen[sp.Name] {
 			return fmt.Errorf("two tables are named %q", sp.Name)
 		}
@@ -211,6 +219,9 @@ func (s *Scheduler) SetTables(specs []TableSpec) error {
 	for _, sp := range specs {
 		if st, ok := s.tables[sp.Name]; ok {
 			if st.spec.URL == sp.URL {
+				if st.spec.Schedule != sp.Schedule {
+					s.setTableScheduleLocked(st, sp.Schedule, now, false)
+				}
 				continue
 			}
 			s.removeLocked(st)
@@ -230,18 +241,46 @@ func (s *Scheduler) addLocked(sp TableSpec, now time.Time) {
 	// Lazy: a logger with fields holds an encoded copy of them (a 1 KiB
 	// buffer), which most idle tables never use.
 	st := &tableState{spec: sp, logger: s.logger.WithLazy(zap.String("table", sp.Name)),
-		jobLogger: s.deps.Logger.WithLazy(zap.String("table", sp.Name))}
-	for i := range Kinds {
-		if s.sched[i] != nil {
-			st.next[i] = s.sched[i].Next(now)
-		}
-	}
+		jobLogger: s.deps.Logger.WithLazy(zap.String("table", sp.Name)), added: now}
+	s.setTableScheduleLocked(st, sp.Schedule, now, true)
 	s.metrics.addTable(sp.Name, Kinds)
 	if s.deps.Leases == nil {
 		st.owned = true
 	}
 	s.tables[sp.Name] = st
 	s.logger.Info("table added", zap.String("table", sp.Name), zap.String("url", sp.URL))
+}
+
+// setTableScheduleLocked installs a table's own schedules (validated by
+// SetTables) and restarts the clock of each kind whose schedule changed
+// (of every kind when all: a table just added). REQUIRES: s.mu held.
+func (s *Scheduler) setTableScheduleLocked(st *tableState, own Schedules, now time.Time, all bool) {
+	old := st.spec.Schedule
+	st.spec.Schedule = own
+	for i, k := range Kinds {
+		if !all && own.Get(k) == old.Get(k) {
+			continue
+		}
+		st.sched[i], _ = ParseSchedule(own.Get(k))
+		st.interval[i] = scheduleInterval(st.sched[i], now)
+		st.next[i] = time.Time{}
+		if sched := s.schedLocked(st, i); sched != nil {
+			st.next[i] = sched.Next(now)
+		}
+	}
+}
+
+// schedLocked is the schedule of kind index i on st: the table's own when
+// its spec sets one, else the configuration's; nil when the kind is off
+// or this build has no job for it. REQUIRES: s.mu held.
+func (s *Scheduler) schedLocked(st *tableState, i int) cron.Schedule {
+	if _, ok := s.deps.Jobs[Kinds[i]]; !ok {
+		return nil
+	}
+	if st.spec.Schedule.Get(Kinds[i]) != "" {
+		return st.sched[i]
+	}
+	return s.sched[i]
 }
 
 // removeLocked forgets a table. REQUIRES: s.mu held.
@@ -376,7 +415,7 @@ func (s *Scheduler) pickTableLocked(st *tableState) PickTable {
 func (s *Scheduler) collectDueLocked(now time.Time) {
 	for _, st := range s.tables {
 		for i, k := range Kinds {
-			sched := s.sched[i]
+			sched := s.schedLocked(st, i)
 			if sched == nil {
 				continue
 			}
@@ -431,7 +470,10 @@ func (s *Scheduler) elideLocked(st *tableState, k Kind, now time.Time) {
 	i := k.index()
 	st.upToDate[i] = now
 	s.metrics.runs.WithLabelValues(st.spec.Name, string(k), string(ClassSkipped)).Inc()
-	s.metrics.lastSuccess.WithLabelValues(st.spec.Name, string(k)).Set(float64(now.UnixMilli()) / 1e3)
+	// Kept in memory only: writing the job state for every elided tick
+	// would cost an idle table a request per tick. The next attempt's
+	// write carries it.
+	st.state.noteSuccess(k, now)
 }
 
 // nextWakeLocked is how long until a schedule comes due or a backoff of a
@@ -447,7 +489,7 @@ func (s *Scheduler) nextWakeLocked(now time.Time) (time.Duration, bool) {
 	}
 	for _, st := range s.tables {
 		for i := range Kinds {
-			if s.sched[i] != nil {
+			if s.schedLocked(st, i) != nil {
 				consider(st.next[i])
 			}
 			if st.pending[i] != "" {
@@ -522,7 +564,9 @@ func (s *Scheduler) startLocked(st *tableState, k Kind, now time.Time) {
 // runAttempt runs one attempt and reports it to finish.
 func (s *Scheduler) runAttempt(ctx context.Context, st *tableState, a *attempt, h *TableHandle, job JobFunc, budget time.Duration) {
 	defer s.attempts.Done()
-	a.logger.Debug("job starting")
+	// At info, so that a long job is visible while it runs, not only
+	// when it ends.
+	a.logger.Info("job started")
 	// The budget runs on the injected clock, so tests can expire it.
 	jctx, jcancel := context.WithCancelCause(ctx)
 	budgetTimer := s.clock.NewTimer(budget)
@@ -562,7 +606,9 @@ func (s *Scheduler) runAttempt(ctx context.Context, st *tableState, a *attempt, 
 	if ctx.Err() == nil {
 		s.syncTable(ctx, st, h, false)
 	}
-	s.finish(st, a, out, err, cause)
+	if news, ok := s.finish(st, a, out, err, cause); ok {
+		s.saveState(st, h, news)
+	}
 }
 
 // register publishes the attempt's in-flight marker with the head version
@@ -600,7 +646,9 @@ func (s *Scheduler) backoff(n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-func (s *Scheduler) finish(st *tableState, a *attempt, out Outcome, err, cause error) {
+// finish records an attempt's end. It returns the job-state news to keep in
+// the bucket (ok false for a canceled attempt or a removed table).
+func (s *Scheduler) finish(st *tableState, a *attempt, out Outcome, err, cause error) (news JobState, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
@@ -642,7 +690,6 @@ func (s *Scheduler) finish(st *tableState, a *attempt, out Outcome, err, cause e
 			st.clean[KindTrim.index()] = ""
 		}
 		if !st.removed {
-			s.metrics.lastSuccess.WithLabelValues(name, ks).Set(float64(now.UnixMilli()) / 1e3)
 			addCounter(s.metrics.merged, float64(out.Stats.SSTablesMerged), name)
 			addCounter(s.metrics.trimmedBytes, float64(out.Stats.BytesTrimmed), name)
 			// Created by the kind's first success, even one that moved
@@ -655,9 +702,12 @@ func (s *Scheduler) finish(st *tableState, a *attempt, out Outcome, err, cause e
 			}
 		}
 		if class == ClassSkipped {
-			fields = append(fields, zap.NamedError("reason", err))
+			// A job that found nothing to do is most of a quiet fleet's
+			// job lines: debug, so that the lines at info are the work.
+			a.logger.Debug("job finished", append(fields, zap.NamedError("reason", err))...)
+		} else {
+			a.logger.Info("job finished", fields...)
 		}
-		a.logger.Info("job finished", fields...)
 		if out.More && class == ClassSuccess {
 			st.pend(a.kind, TriggerContinue, now)
 		}
@@ -711,8 +761,11 @@ func (s *Scheduler) finish(st *tableState, a *attempt, out Outcome, err, cause e
 	st.lastRuns[i] = &rec
 	if st.removed {
 		s.finalizeLocked(st)
+	} else if class != ClassCanceled {
+		news, ok = s.noteAttemptLocked(st, a, class, out, now), true
 	}
 	s.kick()
+	return news, ok
 }
 
 // budgetSpentLocked: a streak of n failures since since has used up the
@@ -904,9 +957,15 @@ func (s *Scheduler) Trigger(name string, kind Kind) error {
 	case st.markedLocked(kind):
 		return apiErr(409, "table %q is marked no-compact (%s); remove the mark first: compactord table mark URL no-compact --clear", name, st.marks[marker.NoCompact].Reason)
 	case !st.owned:
-		by := st.assignee
+		by, self := st.assignee, s.Holder()
 		if st.lease.Holder != "" && st.lease.Live(s.clock.Now()) {
 			by = st.lease.Holder // running its jobs now
+		}
+		if by == "" || by == self {
+			// Assigned here (or not assigned yet: just added), but the
+			// lease round that makes this instance serve it has not run:
+			// naming this instance as "another" misled operators.
+			return apiErr(503, "table %q is not served by this instance (%s) yet: it starts serving it at its next lease round (within lease.renew_interval); try again then", name, self)
 		}
 		return apiErr(409, "table %q is served by another instance (%s)", name, by)
 	}

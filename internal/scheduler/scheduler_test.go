@@ -531,13 +531,23 @@ func TestSeriesPreCreated(t *testing.T) {
 			"compactord_table_halted", "compactord_job_failures_total", "compactord_lease_owned"); err != nil {
 			t.Fatal(err)
 		}
+		// The staleness alert needs a kind that never succeeded at 0, and
+		// when the table was first watched, from the first sync on.
+		for _, k := range scheduler.Kinds {
+			if got, ok := h.gauge("compactord_job_last_success_timestamp_seconds", "table", "t", "kind", string(k)); !ok || got != 0 {
+				t.Errorf("last success of %s: %v (exists %v), want 0", k, got, ok)
+			}
+		}
+		if got, _ := h.gauge("compactord_table_first_seen_timestamp_seconds", "table", "t"); got <= 0 {
+			t.Errorf("first seen %v", got)
+		}
 		mfs, err := h.reg.Gather()
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, mf := range mfs {
 			switch mf.GetName() {
-			case "compactord_job_runs_total", "compactord_job_duration_seconds", "compactord_job_last_success_timestamp_seconds",
+			case "compactord_job_runs_total", "compactord_job_duration_seconds",
 				"compactord_job_fragments_in_total", "compactord_job_fragments_out_total":
 				for _, m := range mf.GetMetric() {
 					for _, lp := range m.GetLabel() {
@@ -630,6 +640,61 @@ func TestWaitingOutcomeIsNotElided(t *testing.T) {
 		advance(3)
 		if m := h.jobs.count("t", scheduler.KindTrim); m != n {
 			t.Fatalf("trim ran %d more times after it stopped waiting", m-n)
+		}
+	})
+}
+
+// A table's own schedule (TableSpec.Schedule, the daemon's per-table
+// policy) wins over the configuration's kind by kind; "off" turns a kind
+// off for that table only; SetTables changes it in place; the interval
+// gauge allows for the widest.
+func TestTableOwnSchedule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig()
+		cfg.Schedule.Trim = "@every 10s"
+		sp := specs(t, "fast", "never", "slow")
+		sp[0].Schedule.Trim = "@every 2s"
+		sp[1].Schedule.Trim = "off"
+		sp[2].Schedule.Trim = "@every 1h"
+		h := start(t, harnessOpts{bubble: true, cfg: cfg}, sp...)
+		h.waitSynced("fast", "never", "slow")
+		if f, n := h.status("fast").Jobs["trim"].Schedule, h.status("never").Jobs["trim"].Schedule; f != "@every 2s" || n != "off" {
+			t.Fatalf("trim schedules: fast %q, never %q", f, n)
+		}
+		for range 3 {
+			h.idle(3)
+			h.advance(2 * time.Second)
+		}
+		h.idle(3)
+		if n := h.jobs.count("fast", scheduler.KindTrim); n < 1 {
+			t.Fatal("the table's own 2s schedule did not run within 6s")
+		}
+		if n := h.jobs.count("never", scheduler.KindTrim); n != 0 {
+			t.Fatalf("a kind the table turned off ran %d times", n)
+		}
+		if iv := h.metric("compactord_job_schedule_interval_seconds", "kind", "trim"); iv != 3600 {
+			t.Fatalf("trim interval gauge %v, want the widest, 3600", iv)
+		}
+		// Back to the configuration's schedule, without removing the table.
+		sp[1].Schedule.Trim = ""
+		if err := h.s.SetTables(sp); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.status("never").Jobs["trim"].Schedule; got != "@every 10s" {
+			t.Fatalf("schedule after SetTables %q", got)
+		}
+		for range 6 {
+			h.idle(3)
+			h.advance(2 * time.Second)
+		}
+		eventually(t, "the configured schedule runs", func() bool { return h.jobs.count("never", scheduler.KindTrim) >= 1 })
+		bad := slices.Clone(sp)
+		bad[0].Schedule.Trim = "every so often"
+		if err := h.s.SetTables(bad); err == nil {
+			t.Fatal("a bad table schedule was accepted")
+		}
+		if got := h.status("fast").Jobs["trim"].Schedule; got != "@every 2s" {
+			t.Fatalf("schedule after a refused SetTables %q", got)
 		}
 	})
 }

@@ -133,7 +133,11 @@ func (s *Scheduler) status(st *tableState) TableStatus {
 			ts.Pending = append(ts.Pending, p)
 		}
 		_, avail := s.deps.Jobs[k]
-		ks := KindStatus{Available: avail, Schedule: s.cfg.Schedule.Get(k), LastRun: st.lastRuns[i],
+		spec := s.cfg.Schedule.Get(k)
+		if own := st.spec.Schedule.Get(k); own != "" {
+			spec = own
+		}
+		ks := KindStatus{Available: avail, Schedule: spec, LastRun: st.lastRuns[i],
 			ConsecutiveFailures: st.retries[i], ConsecutiveErrors: st.failures[i]}
 		if f := st.failingSince[i]; !f.IsZero() {
 			ks.FailingSince = &f
@@ -144,7 +148,7 @@ func (s *Scheduler) status(st *tableState) TableStatus {
 		if ks.Schedule == "" {
 			ks.Schedule = "off"
 		}
-		if n := st.next[i]; !n.IsZero() && s.sched[i] != nil {
+		if n := st.next[i]; !n.IsZero() && s.schedLocked(st, i) != nil {
 			ks.Next = &n
 		}
 		if u := st.upToDate[i]; !u.IsZero() {
@@ -186,7 +190,7 @@ func (s *Scheduler) nextAttemptLocked(st *tableState, i int) (time.Time, bool) {
 		}
 		return st.pendSince[i], true
 	}
-	if s.sched[i] != nil && !st.next[i].IsZero() {
+	if s.schedLocked(st, i) != nil && !st.next[i].IsZero() {
 		return st.next[i], true
 	}
 	return time.Time{}, false

@@ -112,6 +112,7 @@ func (s *Scheduler) syncTable(ctx context.Context, st *tableState, h *TableHandl
 	s.mu.Lock()
 	timeout := max(2*s.cfg.SyncInterval, time.Minute)
 	seq := st.marksSeq
+	loadState := withMarks && !st.stateLoaded
 	s.mu.Unlock()
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	var marks map[marker.Kind]marker.Mark
@@ -122,6 +123,14 @@ func (s *Scheduler) syncTable(ctx context.Context, st *tableState, h *TableHandl
 	}
 	if err == nil {
 		snap, err = st.observe(sctx, h)
+	}
+	// The job state is read once, with the first sync that succeeds,
+	// before which no job runs; a failure to read it leaves the schedules
+	// as they are and is tried again at the next sync.
+	var state JobState
+	var stateErr error
+	if err == nil && loadState {
+		state, stateErr = s.loadState(sctx, st, h)
 	}
 	cancel()
 	s.mu.Lock()
@@ -140,8 +149,16 @@ func (s *Scheduler) syncTable(ctx context.Context, st *tableState, h *TableHandl
 		if withMarks && st.marksSeq == seq {
 			s.applyMarksLocked(st, marks)
 		}
+		switch {
+		case !loadState:
+		case stateErr != nil:
+			st.logger.Warn("could not read the job state in the bucket; schedules run from this instance's start for now", zap.Error(stateErr))
+		default:
+			s.applyStateLocked(st, state)
+		}
 		s.applySnapshotLocked(st, snap)
-		if !wasSynced {
+		s.checkStartLocked(st, now)
+		if !wasSynced || loadState {
 			s.kick()
 		}
 	case ctx.Err() != nil:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/robfig/cron/v3"
 	"go.uber.org/zap"
 
 	"github.com/compactord/compactord/internal/clock"
@@ -19,6 +20,10 @@ type TableSpec struct {
 	// Name identifies the table in metrics, logs and the API.
 	Name string `json:"name"`
 	URL  string `json:"url"`
+	// Schedule is the table's own schedule, kind by kind: an empty spec
+	// keeps the configuration's, "off" turns the kind off for this table
+	// only (the daemon's per-table policy sets it).
+	Schedule Schedules `json:"schedule,omitzero"`
 }
 
 // TableHandle is an open table, as a job sees it.
@@ -66,6 +71,16 @@ type Outcome struct {
 	// the documentation defines it, not as "success".
 	NothingToDo bool
 	Stats       Stats
+	// Retained, when set, is the oldest version the job left in place
+	// (cleanup): with the table's newest version, the version-retention
+	// debt until the next cleanup.
+	Retained *RetainedVersion
+}
+
+// RetainedVersion is a table's oldest retained version and its commit time.
+type RetainedVersion struct {
+	Version   uint64
+	Timestamp time.Time
 }
 
 // Stats feed the work counters (compactord_*_total).
@@ -106,7 +121,12 @@ type tableState struct {
 	handle    *TableHandle
 	openErr   error
 
-	next      [numKinds]time.Time
+	next [numKinds]time.Time
+	// sched and interval are the table's own schedules (spec.Schedule),
+	// parsed; a kind the spec leaves empty follows the configuration
+	// (Scheduler.schedLocked).
+	sched     [numKinds]cron.Schedule
+	interval  [numKinds]time.Duration
 	pending   [numKinds]Trigger
 	pendSince [numKinds]time.Time
 	notBefore [numKinds]time.Time
@@ -159,6 +179,15 @@ type tableState struct {
 	// succeeded or was elided.
 	clean    [numKinds]string
 	upToDate [numKinds]time.Time
+	// added is when this instance started watching the table. state is
+	// the job state kept in the bucket (jobstate.go), merged with this
+	// instance's news; stateLoaded: the first sync read it (until then the
+	// schedules run from added). startChecked: an eligible sync looked for
+	// work waiting since before this instance started.
+	added        time.Time
+	state        JobState
+	stateLoaded  bool
+	startChecked bool
 	// gauge label sets in use, to delete the ones that disappear.
 	gaugeShards map[string]bool
 	gaugeLag    map[[2]string]bool

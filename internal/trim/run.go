@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/compactord/compactord/internal/format/arrowipc"
@@ -357,10 +358,15 @@ func Execute(ctx context.Context, b storage.Bucket, plan Plan, concurrency int, 
 			res.BytesTrimmed += g.Bytes
 		}
 	}
-	for _, n := range walBytes {
-		res.BytesTrimmed += n
-	}
-	if res.DeletedWAL, err = storage.DeleteAllFunc(ctx, b, wal, concurrency, func(i int) { rep.Add(1, walBytes[i]) }); err != nil {
+	// A WAL entry's bytes count once it is deleted (the callback runs on
+	// the delete workers): a failed run reports only what it freed.
+	var freed atomic.Int64
+	res.DeletedWAL, err = storage.DeleteAllFunc(ctx, b, wal, concurrency, func(i int) {
+		rep.Add(1, walBytes[i])
+		freed.Add(walBytes[i])
+	})
+	res.BytesTrimmed += freed.Load()
+	if err != nil {
 		return fmt.Errorf("delete WAL entries: %w", err)
 	}
 	if res.DeletedManifests, err = storage.DeleteAllFunc(ctx, b, ms, concurrency, func(int) { rep.Add(1, 0) }); err != nil {

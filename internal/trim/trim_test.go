@@ -19,6 +19,7 @@ import (
 	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testing/faults"
 	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
@@ -486,5 +487,33 @@ func TestUnknownDetailsFieldStops(t *testing.T) {
 	}
 	if !reflect.DeepEqual(before, snapshot(t, dir)) {
 		t.Fatal("the refused trim changed the table")
+	}
+}
+
+// TestExecuteCountsOnlyFreedWALBytes: a run whose WAL deletes fail part
+// way reports the bytes of the entries it deleted, not of the plan's.
+func TestExecuteCountsOnlyFreedWALBytes(t *testing.T) {
+	ctx := context.Background()
+	mem, err := storage.Open(ctx, "mem://trim-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	fb := faults.NewFaulty(mem)
+	plan := Plan{}
+	for i, n := range []int64{100, 30} {
+		key := fmt.Sprintf("_mem_wal/s/wal/%d.arrow", i+1)
+		if err := mem.Put(ctx, key, make([]byte, n)); err != nil {
+			t.Fatal(err)
+		}
+		plan.WAL = append(plan.WAL, WALDecision{Shard: "s", Position: uint64(i + 1), Key: key, Bytes: n, Delete: true})
+	}
+	fb.Add(faults.Fault{Ops: []storage.Op{storage.OpDelete}, KeyContains: "wal/2.arrow", Action: faults.Fail(nil)})
+	res := &Result{}
+	if err := Execute(ctx, fb, plan, 1, res); err == nil {
+		t.Fatal("Execute succeeded with a failing delete")
+	}
+	if res.DeletedWAL != 1 || res.BytesTrimmed != 100 {
+		t.Fatalf("deleted %d WAL entries, %d bytes trimmed; want 1 and 100", res.DeletedWAL, res.BytesTrimmed)
 	}
 }

@@ -10,7 +10,6 @@
 package verify
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,12 +34,12 @@ import (
 const (
 	CheckManifest      = "manifest"       // a listed manifest decodes and says its own version
 	CheckChain         = "manifest_chain" // timestamps never decrease along the versions
-	CheckFlags         = "feature_flags"  // every reader and writer flag is one lance 12 defines
+	CheckFlags         = "feature_flags"  // every reader and writer flag is one lance 12 defines (a warning: a newer Lance's table is not damaged)
 	CheckTransaction   = "transaction"    // the version's transaction exists, decodes and matches its name
 	CheckFragments     = "fragments"      // ids unique and ≤ max_fragment_id, rows > 0, deleted ≤ physical
-	CheckDataFile      = "data_file"      // referenced data files exist with their recorded size
+	CheckDataFile      = "data_file"      // referenced data files exist with their recorded size (and, deep, every page decodes)
 	CheckDeletionFile  = "deletion_file"  // deletion files exist (and, deep, decode to num_deleted_rows)
-	CheckIndex         = "index"          // index files exist, bitmaps ⊆ fragments ever live, segments agree
+	CheckIndex         = "index"          // index files exist, bitmaps ⊆ fragments ever live, segments agree (and, deep, .lance files decode)
 	CheckTag           = "tag"            // tags decode and name retained versions
 	CheckMemWal        = "mem_wal"        // MemWAL index: compacted ≤ flushed, catch-up ≤ compacted, maintained indexes exist
 	CheckShardManifest = "shard_manifest" // shard manifests decode and say their own version and shard
@@ -81,7 +80,9 @@ func (r *Report) OK() bool { return len(r.Violations) == 0 }
 type Options struct {
 	// Version checks only this version (0: every retained version).
 	Version uint64
-	// Deep also reads and decodes every deletion file, every WAL entry
+	// Deep also decodes every page of every data file and every .lance
+	// file of an index segment the checked versions reference (one page in
+	// memory at a time, file.Check), every deletion file, every WAL entry
 	// above its shard's replay position, and every unmerged generation end
 	// to end (its newest manifest, and every data and deletion file of
 	// it): the acknowledged data the base table does not hold yet, which
@@ -113,6 +114,9 @@ type checker struct {
 	missingObj map[string]Violation
 	// bytes is the listed size of the referenced files object checked.
 	bytes int64
+	// decode lists, with Deep, the data and index files to decode page by
+	// page once every version is read (each once).
+	decode []decodeFile
 }
 
 // Run checks the dataset. The error is for a dataset it could not look at
@@ -191,6 +195,12 @@ func Run(ctx context.Context, b storage.Bucket, opt Options) (*Report, error) {
 			return nil, err
 		}
 		prev, newest = f, f
+	}
+	if len(c.decode) > 0 {
+		report() // the objects' phase ends here
+		if err := c.decodeFiles(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if newest != nil {
 		if d, err := inspect.FromManifest(ctx, b, newest); err == nil {
@@ -305,10 +315,10 @@ func (c *checker) version(ctx context.Context, f *meta.ManifestFile) error {
 	v := m.GetVersion()
 	mkey := meta.ManifestKey(c.naming, v)
 	if x := m.GetReaderFeatureFlags() &^ meta.KnownFlags; x != 0 {
-		c.add(CheckFlags, mkey, fmt.Sprintf("reader flags carry bits lance 12 does not define: %s", strings.Join(meta.FlagNames(x), ", ")))
+		c.warn(CheckFlags, mkey, fmt.Sprintf("reader flags carry bits lance 12 does not define: %s (a newer Lance wrote this version; compactord maintains nothing on the table, and what it reads of the data may be incomplete)", strings.Join(meta.FlagNames(x), ", ")))
 	}
 	if x := m.GetWriterFeatureFlags() &^ meta.KnownFlags; x != 0 {
-		c.add(CheckFlags, mkey, fmt.Sprintf("writer flags carry bits lance 12 does not define: %s", strings.Join(meta.FlagNames(x), ", ")))
+		c.warn(CheckFlags, mkey, fmt.Sprintf("writer flags carry bits lance 12 does not define: %s (a newer Lance wrote this version; compactord reads it but maintains nothing on the table)", strings.Join(meta.FlagNames(x), ", ")))
 	}
 	if err := c.transaction(ctx, f, mkey); err != nil {
 		return err
@@ -408,7 +418,10 @@ func (c *checker) fragments(ctx context.Context, f *meta.ManifestFile, mkey stri
 			if df.BaseId != nil {
 				continue // in another base path: not under this root
 			}
-			c.object(v, CheckDataFile, meta.DataKey(df.GetPath()), df.GetFileSizeBytes(), "of fragment", id)
+			key := meta.DataKey(df.GetPath())
+			if c.object(v, CheckDataFile, key, df.GetFileSizeBytes(), "of fragment", id) {
+				c.toDecode(decodeFile{check: CheckDataFile, key: key, frag: id, rows: fr.GetPhysicalRows(), df: df})
+			}
 		}
 		del := fr.GetDeletionFile()
 		if del == nil {
@@ -525,9 +538,18 @@ func (c *checker) indices(ctx context.Context, f *meta.ManifestFile, mkey string
 			if !c.dirs[dir] {
 				c.missing(v, CheckIndex, dir, fmt.Sprintf("directory of index %s is missing or empty (referenced by version %d)", ix.GetName(), v))
 			}
+			// A segment that lists no files: its directory's Lance files.
+			for key := range c.files {
+				if strings.HasPrefix(key, dir) && strings.HasSuffix(key, ".lance") {
+					c.toDecode(decodeFile{check: CheckIndex, key: key, frag: noID})
+				}
+			}
 		}
 		for _, file := range ix.GetFiles() {
-			c.object(v, CheckIndex, dir+file.GetPath(), file.GetSizeBytes(), "file of index "+ix.GetName(), noID)
+			key := dir + file.GetPath()
+			if c.object(v, CheckIndex, key, file.GetSizeBytes(), "file of index "+ix.GetName(), noID) && strings.HasSuffix(key, ".lance") {
+				c.toDecode(decodeFile{check: CheckIndex, key: key, frag: noID})
+			}
 		}
 	}
 }
@@ -824,12 +846,12 @@ func (c *checker) sstableManifest(ctx context.Context, gdir string) error {
 	if len(f.Manifest.GetFragments()) == 0 {
 		c.add(CheckSSTable, gdir, "the generation's manifest has no fragments")
 	}
-	// Every data file decodes whole and every deletion file decodes: the
-	// merge reads them all.
+	// Every page of every data file decodes (one page in memory at a
+	// time) and every deletion file decodes: the merge reads them all.
 	for _, fr := range f.Manifest.GetFragments() {
 		for _, df := range fr.GetFiles() {
 			key := meta.DataKey(df.GetPath())
-			data, err := sub.Get(ctx, key)
+			a, err := sub.Attributes(ctx, key)
 			if storage.IsNotFound(err) {
 				c.add(CheckSSTable, gdir+key, "is missing")
 				continue
@@ -838,15 +860,25 @@ func (c *checker) sstableManifest(ctx context.Context, gdir string) error {
 				return err
 			}
 			c.rep.Objects++
-			lf, err := file.Open(bytes.NewReader(data), int64(len(data)))
+			r := storage.NewReaderAt(ctx, sub, key, a.Size)
+			lf, err := file.Open(r, a.Size)
 			if err == nil {
-				_, err = lf.ReadAll(nil)
+				err = lf.Check(nil)
 			}
-			if err == nil && fr.GetPhysicalRows() != 0 && lf.NumRows() != fr.GetPhysicalRows() {
-				err = fmt.Errorf("%d rows, the fragment %d", lf.NumRows(), fr.GetPhysicalRows())
-			}
-			if err != nil {
+			_ = r.(*storage.ReaderAt).Close()
+			switch {
+			case err == nil:
+				if fr.GetPhysicalRows() != 0 && lf.NumRows() != fr.GetPhysicalRows() {
+					c.add(CheckSSTable, gdir+key, fmt.Sprintf("does not decode: %d rows, the fragment %d", lf.NumRows(), fr.GetPhysicalRows()))
+				}
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case storage.IsNotFound(err):
+				c.add(CheckSSTable, gdir+key, "is missing")
+			case errors.Is(err, file.ErrFormat):
 				c.add(CheckSSTable, gdir+key, fmt.Sprintf("does not decode: %v", err))
+			default:
+				return err
 			}
 		}
 		if dfl := fr.GetDeletionFile(); dfl != nil {

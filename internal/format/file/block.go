@@ -33,6 +33,10 @@ type block struct {
 	// zero: null placeholders (zeroBlock) whose shape is only a guess from
 	// the leaf type; concatBlocks reshapes them like the blocks with data.
 	zero bool
+	// outOfDict (undict's output only): the values whose dictionary index
+	// was out of range, read as entry 0. Null slots may hold any index;
+	// Check finds the valid ones among them with the page's levels.
+	outOfDict []int
 }
 
 // zeroLike is n zero values shaped like t (a fixed-size list's items of

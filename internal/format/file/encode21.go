@@ -777,8 +777,14 @@ func fullZipPage(leaf *Field, s *shredded) ([][]byte, *pb.PageLayout, error) {
 		fz.Details = &pb.FullZipLayout_BitsPerValue{BitsPerValue: uint32(v.bits)}
 		fz.ValueCompression = packedFixedEnc(v.packed, flatEnc(v.bits))
 	case v.isVar:
-		fz.Details = &pb.FullZipLayout_BitsPerOffset{BitsPerOffset: 32}
-		fz.ValueCompression = variableEnc(32)
+		// Lance 12 reads a large type's full-zip lengths only as 64-bit
+		// ("expected 64-bit offsets" on a large_binary written with 32).
+		ob := 32
+		if isLarge(leaf.Type.Kind) {
+			ob = 64
+		}
+		fz.Details = &pb.FullZipLayout_BitsPerOffset{BitsPerOffset: uint32(ob)}
+		fz.ValueCompression = variableEnc(ob)
 	case v.dim > 0 && v.itemValid != nil:
 		// Per value: the items' validity bitmap, then the items.
 		cb := v.child.bits
@@ -849,10 +855,13 @@ func fullZipPage(leaf *Field, s *shredded) ([][]byte, *pb.PageLayout, error) {
 			data = append(data, v.data[vi*fixed:(vi+1)*fixed]...)
 		} else if d == 0 {
 			val := v.data[v.offsets[vi]:v.offsets[vi+1]]
-			if uint64(len(val)) > 1<<32-1 {
+			if fz.GetBitsPerOffset() == 64 {
+				data = le.AppendUint64(data, uint64(len(val)))
+			} else if uint64(len(val)) > 1<<32-1 {
 				return nil, nil, errf("value of %d bytes", len(val))
+			} else {
+				data = le.AppendUint32(data, uint32(len(val)))
 			}
-			data = le.AppendUint32(data, uint32(len(val)))
 			data = append(data, val...)
 		}
 		vi++

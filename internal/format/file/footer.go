@@ -55,6 +55,11 @@ func (v Version) Less(o Version) bool {
 // ErrFormat is wrapped by every error that blames the file's contents.
 var ErrFormat = errors.New("lance file")
 
+// ErrVersion is wrapped (with ErrFormat) by the error of a well-formed
+// footer naming a file version this package does not read: a newer
+// writer's file, or a legacy 0.1/0.2 one, rather than necessarily damage.
+var ErrVersion = errors.New("unsupported file version")
+
 func errf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrFormat}, args...)...)
 }
@@ -79,7 +84,7 @@ func ParseFooter(b []byte) (Footer, error) {
 	}
 	v := f.Version()
 	if v != V2_0 && v != V2_1 && v != V2_2 {
-		return Footer{}, errf("unsupported file version %d.%d", f.Major, f.Minor)
+		return Footer{}, fmt.Errorf("%w: %w %d.%d", ErrFormat, ErrVersion, f.Major, f.Minor)
 	}
 	return f, nil
 }
@@ -135,7 +140,7 @@ func Open(r io.ReaderAt, size int64) (*File, error) {
 		return nil, fmt.Errorf("lance file: reading metadata: %w", err)
 	}
 	sub := func(b Buffer) ([]byte, error) {
-		if b.Offset < lo || b.Size > end-b.Offset {
+		if b.Offset < lo || b.Offset > end || b.Size > end-b.Offset {
 			return nil, errf("metadata range %d+%d outside the metadata region", b.Offset, b.Size)
 		}
 		return meta[b.Offset-lo : b.Offset-lo+b.Size], nil
@@ -243,6 +248,14 @@ func (f *File) checkColumn(i int, cm *lancefilepb.ColumnMetadata) error {
 		return errf("column %d claims %d rows", i, rows)
 	}
 	return nil
+}
+
+// GlobalBuffer reads global buffer i (0 is the file descriptor).
+func (f *File) GlobalBuffer(i int) ([]byte, error) {
+	if i < 0 || i >= len(f.Globals) {
+		return nil, errf("no global buffer %d (the file has %d)", i, len(f.Globals))
+	}
+	return f.readRange(f.Globals[i])
 }
 
 // readRange reads a byte range already checked to lie inside the file.

@@ -11,7 +11,7 @@ import (
 )
 
 // FuzzOpen feeds whole files (seeded with the corpus) to the metadata
-// parser and the page decoders.
+// parser, the page decoders and Check.
 func FuzzOpen(f *testing.F) {
 	for _, b := range corpusBytes(f) {
 		if len(b) < 8<<10 {
@@ -32,10 +32,15 @@ func FuzzOpen(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// Forged row counts are refused only past maxRows; keep each run
 		// quick by skipping files that claim many rows.
-		if fl, err := Open(bytes.NewReader(b), int64(len(b))); err != nil || fl.NumRows() > 1<<16 {
+		fl, err := Open(bytes.NewReader(b), int64(len(b)))
+		if err != nil || fl.NumRows() > 1<<16 {
 			return
 		}
-		_ = readEverything(b)
+		rerr := readEverything(b)
+		// Check decodes every page the reads decode, and more strictly.
+		if cerr := fl.Check(nil); cerr == nil && rerr != nil {
+			t.Errorf("a read fails (%v) but Check passes", rerr)
+		}
 	})
 }
 

@@ -421,6 +421,7 @@ func undict(idx, dict *block) (*block, error) {
 		return nil, errf("dictionary indices are not integers")
 	}
 	w := idx.bits / 8
+	var outOfDict []int
 	at := func(i int) (int, error) {
 		var v uint64
 		switch w {
@@ -437,6 +438,7 @@ func undict(idx, dict *block) (*block, error) {
 		}
 		// Null slots may hold any index; clamp them (they are masked).
 		if v >= uint64(dict.n) {
+			outOfDict = append(outOfDict, i)
 			if dict.n == 0 {
 				return -1, nil
 			}
@@ -445,6 +447,7 @@ func undict(idx, dict *block) (*block, error) {
 		return int(v), nil
 	}
 	out := &block{n: idx.n}
+	defer func() { out.outOfDict = outOfDict }()
 	switch {
 	case dict.isVar:
 		out.isVar = true

@@ -23,6 +23,11 @@ type WriterOptions struct {
 	// Metadata is the schema-level metadata of the file descriptor (Lance's
 	// index files keep their parameters there, e.g. a btree's batch_size).
 	Metadata map[string][]byte
+	// GlobalBuffers are written after the file descriptor as global
+	// buffers 1, 2, ...: Lance's index files name them by number in their
+	// schema metadata (a vector index's IVF partitioning and quantizer
+	// parameters, a label list's null rows).
+	GlobalBuffers [][]byte
 }
 
 // DefaultPageBytes is the page size used when WriterOptions.PageBytes is 0.
@@ -468,6 +473,14 @@ func (w *Writer) Close() error {
 	if err != nil {
 		return err
 	}
+	globals := []Buffer{{gbOff, uint64(len(raw))}}
+	for _, gb := range w.opts.GlobalBuffers {
+		off, err := w.writeBuffer(gb)
+		if err != nil {
+			return err
+		}
+		globals = append(globals, Buffer{off, uint64(len(gb))})
+	}
 	colEnc, err := wrapEncoding(&pb.ColumnEncoding{ColumnEncoding: &pb.ColumnEncoding_Values{Values: &emptypb.Empty{}}})
 	if err != nil {
 		return err
@@ -496,7 +509,10 @@ func (w *Writer) Close() error {
 		return err
 	}
 	gboTable := w.pos
-	g := le.AppendUint64(le.AppendUint64(nil, gbOff), uint64(len(raw)))
+	g := make([]byte, 0, 16*len(globals))
+	for _, b := range globals {
+		g = le.AppendUint64(le.AppendUint64(g, b.Offset), b.Size)
+	}
 	if err := w.raw(g); err != nil {
 		return err
 	}
@@ -508,7 +524,7 @@ func (w *Writer) Close() error {
 	ft = le.AppendUint64(ft, metaStart)
 	ft = le.AppendUint64(ft, cmoTable)
 	ft = le.AppendUint64(ft, gboTable)
-	ft = le.AppendUint32(ft, 1)
+	ft = le.AppendUint32(ft, uint32(len(globals)))
 	ft = le.AppendUint32(ft, uint32(len(w.cols)))
 	ft = le.AppendUint16(ft, major)
 	ft = le.AppendUint16(ft, minor)

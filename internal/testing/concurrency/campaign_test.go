@@ -162,6 +162,15 @@ const (
 	cliWorkers               = 2
 	daemons                  = 2
 	procTimeout              = 2 * time.Minute
+	// versionWindow is the campaign's cleanup older_than, for the daemons
+	// and the CLI alike. A LanceDB writer checks its commit for conflicts
+	// only against the versions still listed when it commits, so a cleanup
+	// that removes versions younger than one of its transactions hides
+	// their deletes from it (LanceDB's optimize() then brought a deleted
+	// row back). Production's floor is an hour; the campaign keeps the
+	// window short so cleanup still races everything, and checks that no
+	// LanceDB transaction lasted as long (see lanceSpans).
+	versionWindow = 20 * time.Second
 )
 
 // Stats is what a round did.
@@ -186,6 +195,10 @@ type Stats struct {
 	// positions minus the fixture's).
 	Merged     uint64
 	Violations int
+	// LongestLanceTxn: the longest a LanceDB write was in flight (from the
+	// writer's previous acknowledgement to its own), which must stay below
+	// versionWindow.
+	LongestLanceTxn time.Duration
 }
 
 func (s Stats) ops() int {
@@ -223,8 +236,8 @@ func (s Stats) races() int {
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d operations, %d races; LanceDB wrote %v, maintained %v (%d refused), CLI jobs %v, daemon jobs %v, %d observations (%d saw a catch-up record withdrawn), %d generations merged, %d violations",
-		s.ops(), s.races(), s.Writes, s.LanceMaint, s.WriterFailed, s.Jobs, s.Daemon, s.Observations, s.CatchupWithdrawn, s.Merged, s.Violations)
+	return fmt.Sprintf("%d operations, %d races; LanceDB wrote %v, maintained %v (%d refused; longest in flight %v), CLI jobs %v, daemon jobs %v, %d observations (%d saw a catch-up record withdrawn), %d generations merged, %d violations",
+		s.ops(), s.races(), s.Writes, s.LanceMaint, s.WriterFailed, s.LongestLanceTxn, s.Jobs, s.Daemon, s.Observations, s.CatchupWithdrawn, s.Merged, s.Violations)
 }
 
 type tab struct {
@@ -456,7 +469,7 @@ func (c *campaign) worker(ctx context.Context, w int) {
 		case "cleanup":
 			// Young unreferenced files are a writer's commit in flight:
 			// --min-age keeps them.
-			args = []string{"cleanup", tb.url, "--retain-versions", fmt.Sprint(1 + c.intn(3)), "--older-than", "0s", "--min-age", "30s"}
+			args = []string{"cleanup", tb.url, "--retain-versions", fmt.Sprint(1 + c.intn(3)), "--older-than", versionWindow.String(), "--min-age", "30s"}
 		case "append":
 			rows = map[int64]string{}
 			var buf bytes.Buffer
@@ -539,10 +552,11 @@ func (c *campaign) startDaemon(ctx context.Context, i int) (*daemon.Daemon, <-ch
 	cfg.Scheduler.Retry.MaxBackoff = 500 * time.Millisecond
 	cfg.Jobs.Trim.ReaderGrace = time.Duration(i) * time.Second
 	cfg.Jobs.Cleanup.RetainVersions = 2
-	cfg.Jobs.Cleanup.OlderThan = time.Second
+	cfg.Jobs.Cleanup.OlderThan = versionWindow
 	cfg.Jobs.Cleanup.MinAge = 30 * time.Second
 	// Below the floor on purpose: the campaign races cleanup against
-	// LanceDB's writers, and a deleted file of theirs is a violation.
+	// LanceDB's writers, whose transactions it knows to be short (see
+	// versionWindow), and a deleted file of theirs is a violation.
 	cfg.Jobs.Cleanup.AllowDeletingInFlightWrites = true
 	d, err := daemon.New(cfg, daemon.Deps{Logger: zap.NewNop()})
 	if err != nil {
@@ -658,6 +672,16 @@ func (c *campaign) round(dur time.Duration) {
 		d.Close()
 	}
 	for i := range c.tabs {
+		for _, ops := range [][]lancedb.WriterOp{lsmOps[i], plainOps[i]} {
+			// A second of slack: the version a writer read was committed
+			// a little before the acknowledgement the span starts from.
+			if op, span := longestInFlight(ops); span+time.Second >= versionWindow {
+				c.violation("table %s: LanceDB's %s (acknowledged at version %d) was in flight for %v, longer than the campaign's cleanup window of %v: a cleanup may have removed a version its conflict check needed, so the campaign proves nothing about it; raise versionWindow",
+					c.tabs[i].spec.name, op.Op, op.Version, span, versionWindow)
+			} else {
+				c.stats.LongestLanceTxn = max(c.stats.LongestLanceTxn, span)
+			}
+		}
 		for _, op := range append(lancedb.Acknowledged(lsmOps[i]), lancedb.Acknowledged(plainOps[i])...) {
 			c.stats.Writes[op.Op]++
 		}
@@ -679,6 +703,26 @@ func (c *campaign) round(dur time.Duration) {
 	drained := time.Now()
 	c.drainAndCheck(lsmOps, plainOps)
 	t.Logf("the drain and the end-state checks took %v", time.Since(drained).Round(time.Millisecond))
+}
+
+// longestInFlight is the acknowledged LanceDB operation of one writer that
+// was in flight longest, and for how long. A writer's table handle reads
+// the version its previous operation left (or a newer one), so an
+// operation's transaction is in flight at most from the previous line of
+// the writer's log to its own. A refused operation committed nothing, so
+// no version it missed matters.
+func longestInFlight(ops []lancedb.WriterOp) (lancedb.WriterOp, time.Duration) {
+	var op lancedb.WriterOp
+	var span time.Duration
+	for i := 1; i < len(ops); i++ {
+		if ops[i].Failed {
+			continue
+		}
+		if d := time.Duration(ops[i].TS-ops[i-1].TS) * time.Millisecond; d > span {
+			op, span = ops[i], d
+		}
+	}
+	return op, span
 }
 
 // drainAndCheck runs every job to completion on each table, then checks

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -67,7 +68,18 @@ type container struct {
 	Image         string   `yaml:"image"`
 	RestartPolicy string   `yaml:"restartPolicy"`
 	Args          []string `yaml:"args"`
-	EnvFrom       []struct {
+	Env           []struct {
+		Name      string `yaml:"name"`
+		Value     string `yaml:"value"`
+		ValueFrom *struct {
+			ResourceFieldRef *struct {
+				ContainerName string `yaml:"containerName"`
+				Resource      string `yaml:"resource"`
+				Divisor       string `yaml:"divisor"`
+			} `yaml:"resourceFieldRef"`
+		} `yaml:"valueFrom"`
+	} `yaml:"env"`
+	EnvFrom []struct {
 		SecretRef *struct {
 			Name string `yaml:"name"`
 		} `yaml:"secretRef"`
@@ -150,11 +162,30 @@ func decodeSpec[T any](t *testing.T, o k8sObject) T {
 }
 
 // checkDaemonContainer checks what both examples need of the compactord
-// container: the run command on a mounted config, probes on /-/healthy and
-// /-/ready through the named HTTP port, resource requests, a hardened
-// security context.
-func checkDaemonContainer(t *testing.T, c container, pod podSpec) {
+// container: the run command on a mounted config, an image pinned by
+// digest, GOMEMLIMIT from the memory limit, probes on /-/healthy and (for
+// the standalone daemon) /-/ready through the named HTTP port, resource
+// requests, a hardened security context. A native sidecar has neither a
+// startup nor a readiness probe: both count for the writer's pod (the
+// startup probe holds the writer's start, readiness is part of the pod's),
+// and /-/ready waits for the first sync of every table.
+func checkDaemonContainer(t *testing.T, c container, pod podSpec, sidecar bool) {
 	t.Helper()
+	if !regexp.MustCompile(`^[^:@]+(:[^@]+)?@sha256:`).MatchString(c.Image) {
+		t.Errorf("container %s image %q is not pinned by digest (NAME@sha256:DIGEST)", c.Name, c.Image)
+	}
+	memlimit := false
+	for _, e := range c.Env {
+		if e.Name == "GOMEMLIMIT" && e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil {
+			r := e.ValueFrom.ResourceFieldRef
+			// Bytes: GOMEMLIMIT reads a bare number as bytes, so a divisor
+			// such as 1Mi would set a limit a millionth of the intended.
+			memlimit = r.Resource == "limits.memory" && (r.ContainerName == "" || r.ContainerName == c.Name) && (r.Divisor == "" || r.Divisor == "1")
+		}
+	}
+	if !memlimit {
+		t.Errorf("container %s: GOMEMLIMIT is not set from its limits.memory (resourceFieldRef, in bytes)", c.Name)
+	}
 	if len(c.Args) < 3 || c.Args[0] != "run" || c.Args[1] != "--config" {
 		t.Errorf("container %s args %v, want run --config FILE", c.Name, c.Args)
 	}
@@ -178,9 +209,16 @@ func checkDaemonContainer(t *testing.T, c container, pod podSpec) {
 		}
 	}
 	checkProbe("liveness", c.LivenessProbe, "/-/healthy")
-	checkProbe("readiness", c.ReadinessProbe, "/-/ready")
-	if c.StartupProbe != nil {
-		checkProbe("startup", c.StartupProbe, "/-/healthy")
+	switch {
+	case sidecar && c.ReadinessProbe != nil:
+		t.Errorf("sidecar %s has a readiness probe: it would take the writer's pod out of its Service until compactord is ready", c.Name)
+	case sidecar && c.StartupProbe != nil:
+		t.Errorf("sidecar %s has a startup probe: it would hold the writer's start", c.Name)
+	case !sidecar:
+		checkProbe("readiness", c.ReadinessProbe, "/-/ready")
+		if c.StartupProbe != nil {
+			checkProbe("startup", c.StartupProbe, "/-/healthy")
+		}
 	}
 	if c.Resources.Requests["cpu"] == "" || c.Resources.Requests["memory"] == "" {
 		t.Errorf("container %s: resources.requests %v, want cpu and memory", c.Name, c.Resources.Requests)
@@ -271,7 +309,7 @@ func TestKubernetesSidecar(t *testing.T) {
 	if len(pod.Containers) == 0 {
 		t.Fatalf("no writer container beside the sidecar")
 	}
-	checkDaemonContainer(t, *side, pod)
+	checkDaemonContainer(t, *side, pod, true)
 	if pod.TerminationGracePeriodSeconds <= 30 {
 		t.Errorf("terminationGracePeriodSeconds %d must exceed shutdown_grace (30s)", pod.TerminationGracePeriodSeconds)
 	}
@@ -304,6 +342,10 @@ func TestKubernetesSidecar(t *testing.T) {
 	if len(cfg.Tables) == 0 {
 		t.Errorf("sidecar config names no table")
 	}
+	// Every replica's sidecar maintains the same tables.
+	if spec.Replicas > 1 && !cfg.Scheduler.Lease.Enabled {
+		t.Errorf("%d writer replicas share the sidecar's tables: lease.enabled must be true", spec.Replicas)
+	}
 }
 
 // TestKubernetesStandalone checks the multi-instance Deployment.
@@ -319,7 +361,7 @@ func TestKubernetesStandalone(t *testing.T) {
 	if len(pod.Containers) != 1 {
 		t.Fatalf("want one container, got %d", len(pod.Containers))
 	}
-	checkDaemonContainer(t, pod.Containers[0], pod)
+	checkDaemonContainer(t, pod.Containers[0], pod, false)
 	cfg := checkConfigMap(t, objs, "compactord")
 	if !cfg.Scheduler.Lease.Enabled {
 		t.Errorf("several replicas share tables: lease.enabled must be true")

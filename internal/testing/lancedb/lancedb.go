@@ -143,8 +143,13 @@ type Program struct {
 	Table string `json:"table,omitempty"`
 	// ContinueOnError runs the remaining steps after a failed one;
 	// otherwise they are reported Skipped.
-	ContinueOnError bool   `json:"continueOnError,omitempty"`
-	Steps           []Step `json:"steps"`
+	ContinueOnError bool `json:"continueOnError,omitempty"`
+	// StaleHandles connects with LanceDB's default consistency (no
+	// readConsistencyInterval): a table handle keeps the version it last
+	// saw, so a later write of the program reads that version. Otherwise
+	// every call sees the latest version.
+	StaleHandles bool   `json:"staleHandles,omitempty"`
+	Steps        []Step `json:"steps"`
 }
 
 // StepResult is the oracle's answer to one step.
@@ -331,6 +336,15 @@ func (r *Results) Count(i int) (int64, error) {
 	}
 	err := r.Decode(i, &out)
 	return out.Count, err
+}
+
+// Plan returns an Explain step's plan.
+func (r *Results) Plan(i int) (string, error) {
+	var out struct {
+		Plan string `json:"plan"`
+	}
+	err := r.Decode(i, &out)
+	return out.Plan, err
 }
 
 // VersionInfo is one entry of ListVersions.

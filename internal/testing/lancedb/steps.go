@@ -280,6 +280,10 @@ func CountRows(where string) Step {
 	return s
 }
 
+// Explain is LanceDB's (verbose) plan of a query filtered by where
+// (Results.Plan): it names the scalar index a filter uses.
+func Explain(where string) Step { return op("explain", "where", where) }
+
 // CurrentVersion reads the table's version (Results.Version).
 func CurrentVersion() Step { return op("version") }
 

@@ -60,6 +60,13 @@ type VectorQuery struct {
 	BypassIndex bool
 	// Nprobes, Ef and RefineFactor tune the index search (0: LanceDB's).
 	Nprobes, Ef, RefineFactor int
+	// LSM searches through the MemWAL's LSM view (true) or the base table
+	// only (false); nil: LanceDB's default.
+	LSM *bool
+	// DistanceType is the query's metric (l2, cosine, dot; "": LanceDB's
+	// l2). An exhaustive search compares with an index of another type
+	// only when it is set to the index's.
+	DistanceType string
 }
 
 // VectorSearch runs a nearest-neighbour query (Results.Rows; rows carry
@@ -89,6 +96,12 @@ func VectorSearch(q VectorQuery) Step {
 	}
 	if q.RefineFactor > 0 {
 		s["refineFactor"] = q.RefineFactor
+	}
+	if q.DistanceType != "" {
+		s["distanceType"] = q.DistanceType
+	}
+	if q.LSM != nil {
+		s["lsm"] = *q.LSM
 	}
 	return s
 }

@@ -398,16 +398,22 @@ function shardGroups(spec, rows) {
 // ---- the session: a connection and its table handles ----------------------
 
 class Session {
-  constructor(uri, storageOptions) {
+  constructor(uri, storageOptions, staleHandles) {
     this.uri = uri;
     this.storageOptions = storageOptions || undefined;
+    this.staleHandles = !!staleHandles;
     this.handles = new Map(); // `${table}` or `${table}#${shard}` -> Table
   }
 
   async connect() {
     // readConsistencyInterval 0: every call sees the latest version, so
     // handles written by other handles or processes never read stale.
-    this.db = await lancedb.connect(this.uri, { storageOptions: this.storageOptions, readConsistencyInterval: 0 });
+    // staleHandles leaves it unset, LanceDB's default: a handle keeps the
+    // version it last saw, and its next write's transaction reads that
+    // version however old (as a long-lived application's handle does).
+    const opts = { storageOptions: this.storageOptions };
+    if (!this.staleHandles) opts.readConsistencyInterval = 0;
+    this.db = await lancedb.connect(this.uri, opts);
   }
 
   async table(name, key = name) {
@@ -516,7 +522,7 @@ async function readRows(s, name, step) {
 }
 
 // vectorIndexConfig is the config of the vector and full-text index types
-// ("ivf_pq", "ivf_hnsw_sq", "ivf_hnsw_pq", "fts"), with the step's
+// ("ivf_pq", "ivf_rq", "ivf_hnsw_sq", "ivf_hnsw_pq", "fts"), with the step's
 // indexOptions (numPartitions, numSubVectors, distanceType, m,
 // efConstruction, ...) passed to LanceDB as they are; null for another type.
 function vectorIndexConfig(type, opts) {
@@ -524,6 +530,8 @@ function vectorIndexConfig(type, opts) {
   switch ((type || "").toLowerCase()) {
     case "ivf_pq":
       return lancedb.Index.ivfPq(o);
+    case "ivf_rq":
+      return lancedb.Index.ivfRq(o);
     case "ivf_hnsw_sq":
     case "hnsw_sq":
       return lancedb.Index.hnswSq(o);
@@ -696,6 +704,11 @@ async function step(s, st, defaultTable) {
       return await textSearch(await t(), st);
     case "countRows":
       return { count: await (await t()).countRows(st.where) };
+    case "explain": {
+      let q = (await t()).query();
+      if (st.where) q = q.where(st.where);
+      return { plan: await q.explainPlan(true) };
+    }
     case "version":
       return { version: await (await t()).version() };
     case "listVersions":
@@ -743,7 +756,7 @@ async function step(s, st, defaultTable) {
 }
 
 async function runProgram(prog) {
-  const s = new Session(prog.uri, prog.storageOptions);
+  const s = new Session(prog.uri, prog.storageOptions, prog.staleHandles);
   const results = [];
   const started = Date.now();
   try {

@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"encoding/json"
+	"io/fs"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/compactord/compactord/internal/testing/lancedb"
+)
+
+// filesUnder is every file under dir with its size: what a dry run must leave
+// as it found it.
+func filesUnder(t *testing.T, dir string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		out[p] = info.Size()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// index catchup --dry-run and index remap --dry-run print what the
+// commands then do (the indexes, their fragments and rows; the segments
+// to remap) and write nothing: no version, no segment file.
+func TestIndexCatchupAndRemapDryRun(t *testing.T) {
+	dir := lancedb.CorpusDir(t, "indexed")
+	doc := func(args ...string) map[string]any {
+		t.Helper()
+		r := run(t, "", args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &m); err != nil {
+			t.Fatalf("%v: output %q: %v", args, r.stdout, err)
+		}
+		return m
+	}
+	dry := func(args ...string) map[string]any {
+		t.Helper()
+		before := filesUnder(t, dir)
+		m := doc(args...)
+		if after := filesUnder(t, dir); !maps.Equal(before, after) {
+			t.Fatalf("%v wrote files: %d before, %d after", args, len(before), len(after))
+		}
+		if m["dry_run"] != true {
+			t.Fatalf("%v: %v", args, m)
+		}
+		return m
+	}
+	indices := func(m map[string]any) []map[string]any {
+		var out []map[string]any
+		for _, x := range m["indices"].([]any) {
+			out = append(out, x.(map[string]any))
+		}
+		return out
+	}
+
+	// The catch-up of id_idx: fragment 3, 5 rows, as the commit then does.
+	p := dry("index", "catchup", dir, "--indices", "id_idx", "--dry-run")
+	ix := indices(p)
+	if len(ix) != 1 || ix[0]["name"] != "id_idx" || ix[0]["rows"] != 5.0 || ix[0]["rebuild"] != false ||
+		!slices.Equal(ix[0]["fragments"].([]any), []any{3.0}) || p["would_commit"] != true || p["read_version"] != 6.0 {
+		t.Fatalf("catch-up plan: %v", p)
+	}
+	c := doc("index", "catchup", dir, "--indices", "id_idx")
+	if c["version"] != 7.0 || c["committed"] != true {
+		t.Fatalf("catch-up after the dry run: %v", c)
+	}
+	if ci := indices(c); len(ci) != 1 || ci[0]["rows"] != ix[0]["rows"] {
+		t.Fatalf("catch-up did other than its dry run said: %v", c)
+	}
+	p = dry("index", "catchup", dir, "--rebuild", "--dry-run")
+	if ix = indices(p); len(ix) != 1 || ix[0]["name"] != "cat_idx" || ix[0]["rows"] != 35.0 || ix[0]["rebuild"] != true {
+		t.Fatalf("rebuild plan: %v", p)
+	}
+	doc("index", "catchup", dir)
+	if p = dry("index", "catchup", dir, "--dry-run"); len(indices(p)) != 0 || p["would_commit"] != false {
+		t.Fatalf("plan with every index caught up: %v", p)
+	}
+
+	// Without a fragment-reuse index there is nothing to remap.
+	if p = dry("index", "remap", dir, "--dry-run"); p["fri_versions"] != 0.0 || len(indices(p)) != 0 || p["would_commit"] != false {
+		t.Fatalf("remap plan without an FRI: %v", p)
+	}
+	if r := doc("compact", dir, "--defer-remap=true"); r["groups"] == 0.0 {
+		t.Fatalf("compact: %v", r)
+	}
+	p = dry("index", "remap", dir, "--dry-run")
+	var names []string
+	for _, x := range indices(p) {
+		names = append(names, x["name"].(string))
+		if len(x["segments"].([]any)) == 0 {
+			t.Fatalf("remap plan names no segment: %v", p)
+		}
+	}
+	if p["fri_versions"] != 1.0 || p["would_commit"] != true || len(names) == 0 {
+		t.Fatalf("remap plan: %v", p)
+	}
+	r := doc("index", "remap", dir)
+	var done []string
+	for _, x := range indices(r) {
+		done = append(done, x["name"].(string))
+	}
+	if !slices.Equal(names, done) {
+		t.Fatalf("remap did %v, its dry run said %v", done, names)
+	}
+}

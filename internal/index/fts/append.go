@@ -1,0 +1,162 @@
+package fts
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/compactord/compactord/internal/format/file"
+)
+
+// Doc is one row's text to index.
+type Doc struct {
+	RowID uint64
+	Text  string
+}
+
+// Append builds the files of a segment that is seg plus one new partition
+// over docs (in row order), as LanceDB's optimize() adds one for new
+// fragments: metadata.lance lists the new partition id (the largest plus
+// one), the old partitions' files are returned to be copied unchanged
+// (copy), and the new partition's token ids follow first appearance, its
+// docs the given order (docs without tokens are left out, as LanceDB
+// leaves out null and empty texts), its scores use its own docs' stats.
+func Append(open Opener, docs []Doc) (files []NamedFile, copyNames []string, indexed int, err error) {
+	return build(open, docs, true)
+}
+
+// Rebuild builds the files of a segment of one partition (0) over docs
+// (every live row, in row order) with seg's parameters: the partitions
+// merged, as a fresh LanceDB index over the same rows is.
+func Rebuild(open Opener, docs []Doc) (files []NamedFile, indexed int, err error) {
+	files, _, indexed, err = build(open, docs, false)
+	return files, indexed, err
+}
+
+func build(open Opener, docs []Doc, appendPart bool) (files []NamedFile, copyNames []string, indexed int, err error) {
+	seg, err := ReadSegment(open)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if len(seg.Partitions) == 0 {
+		return nil, nil, 0, fmt.Errorf("the segment has no partition to take file schemas from")
+	}
+	tok, err := NewTokenizer(seg.Meta.Params)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	var id uint64
+	var partitions []uint64
+	if appendPart {
+		for _, p := range seg.Meta.Partitions {
+			id = max(id, p+1)
+			copyNames = append(copyNames, TokensFile(p), DocsFile(p), InvertFile(p))
+		}
+		partitions = slices.Clone(seg.Meta.Partitions)
+	}
+	like := seg.Partitions[0]
+	tokenID := map[string]uint32{}
+	var keys []string
+	var postings []*Postings
+	var rowIDs []uint64
+	var numTokens []uint32
+	var total uint64
+	for _, d := range docs {
+		ts, err := tok.Tokens(d.Text)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("row %x: %w", d.RowID, err)
+		}
+		if len(ts) == 0 {
+			continue
+		}
+		doc := uint32(len(rowIDs))
+		rowIDs = append(rowIDs, d.RowID)
+		numTokens = append(numTokens, uint32(len(ts)))
+		total += uint64(len(ts))
+		for _, t := range ts {
+			i, ok := tokenID[t]
+			if !ok {
+				i = uint32(len(keys))
+				tokenID[t] = i
+				keys = append(keys, t)
+				postings = append(postings, &Postings{})
+			}
+			p := postings[i]
+			if n := len(p.Docs); n > 0 && p.Docs[n-1] == doc {
+				p.Freqs[n-1]++
+			} else {
+				p.Docs = append(p.Docs, doc)
+				p.Freqs = append(p.Freqs, 1)
+			}
+		}
+	}
+	N := len(rowIDs)
+	avgdl := float32(1)
+	if N > 0 {
+		avgdl = float32(total) / float32(N)
+	}
+	// Tokens: the FST maps each token to its first-appearance id.
+	np := &Partition{ID: id, Tokens: tokenID, TokensSchema: like.TokensSchema}
+	newTok := make([]int64, len(keys))
+	for i := range newTok {
+		newTok[i] = int64(i)
+	}
+	tokens, err := writeTokens(np, newTok, len(keys))
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	docsMeta := maps.Clone(like.DocsSchema.GetMetadata())
+	docsMeta["total_tokens"] = []byte(strconv.FormatUint(total, 10))
+	docsFile, err := write(like.DocsSchema.GetFields(), docsMeta, []*file.Array{u64Array(rowIDs), u32Array(numTokens)})
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("%s: %w", DocsFile(id), err)
+	}
+	invert, err := writeInvert(like, postings, numTokens, N, avgdl, seg.Meta.Fixed32Tail)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("%s: %w", InvertFile(id), err)
+	}
+	parts, err := json.Marshal(append(partitions, id))
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	md := maps.Clone(seg.Meta.Raw)
+	md["partitions"] = parts
+	deleted := seg.Meta.DeletedFragments
+	if !appendPart {
+		deleted = []byte{0x3a, 0x30, 0, 0, 0, 0, 0, 0} // an empty portable Roaring32
+	}
+	del := &file.Array{Type: file.DataType{Kind: file.KindBinary}, Len: 1, Offsets: []int64{0, int64(len(deleted))}, Values: deleted}
+	meta, err := write(seg.Meta.Schema.GetFields(), md, []*file.Array{del})
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("%s: %w", MetadataFile, err)
+	}
+	files = []NamedFile{{MetadataFile, meta}, {TokensFile(id), tokens}, {DocsFile(id), docsFile}, {InvertFile(id), invert}}
+	return files, copyNames, N, nil
+}
+
+// writeInvert encodes an invert file of the given postings (by token id)
+// with the schema of like's.
+func writeInvert(like *Partition, postings []*Postings, numTokens []uint32, N int, avgdl float32, fixed32 bool) ([]byte, error) {
+	T := len(postings)
+	posting, impacts := listOf(T), listOf(T)
+	scores := &file.Array{Type: file.DataType{Kind: file.KindFloat32}, Len: T}
+	lengths := make([]uint32, T)
+	for t, p := range postings {
+		p.BlockScores = BlockScores(p, numTokens, N, avgdl)
+		blocks, err := EncodePostings(p, fixed32)
+		if err != nil {
+			return nil, err
+		}
+		var ms float32
+		for _, b := range p.BlockScores {
+			ms = max(ms, b)
+		}
+		scores.Values = appendF32(scores.Values, ms)
+		lengths[t] = uint32(len(p.Docs))
+		appendList(posting, blocks)
+		appendList(impacts, Impacts(p, numTokens))
+	}
+	return write(like.InvertSchema.GetFields(), like.InvertSchema.GetMetadata(), []*file.Array{posting, scores, u32Array(lengths), impacts})
+}

@@ -1,0 +1,238 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/format/file"
+	"github.com/compactord/compactord/internal/index/fts"
+	"github.com/compactord/compactord/internal/meta"
+	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/table"
+)
+
+// invertedOpener opens the files of segment m.
+func invertedOpener(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata) fts.Opener {
+	dir := meta.IndexDir(meta.UUIDString(m.GetUuid()))
+	return func(name string) (io.ReaderAt, int64, error) {
+		key := dir + name
+		a, err := b.Attributes(ctx, key)
+		if err != nil {
+			return nil, 0, fmt.Errorf("index %s (%s): %w", m.GetName(), meta.UUIDString(m.GetUuid()), err)
+		}
+		return storage.NewReaderAt(ctx, b, key, a.Size), a.Size, nil
+	}
+}
+
+// CanRemapInverted says why compactord cannot remap the full-text
+// segment m (nil if it can): its metadata.lance names a format it does
+// not read.
+func CanRemapInverted(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata) error {
+	_, err := fts.ReadMetadata(invertedOpener(ctx, b, m))
+	return err
+}
+
+// RemapInvertedFiles remaps the full-text segment m (fts.Remap) and hands
+// each file of the new segment to put, counting its docs.
+func RemapInvertedFiles(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), put func(name string, data []byte) error) (RemapStats, error) {
+	files, fst, err := fts.Remap(invertedOpener(ctx, b, m), remap)
+	st := RemapStats{Entries: fst.Docs, Kept: fst.Kept, Dropped: fst.Dropped}
+	if err != nil {
+		return st, err
+	}
+	for _, f := range files {
+		if err := put(f.Name, f.Data); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// remapInverted is Remap of a full-text (inverted) segment: fts.Remap
+// rewrites its docs, postings and token set for the new addresses; the
+// files are written under a new uuid with m's name, fields, details and
+// index version, its creation time kept as Lance's remap keeps it.
+func remapInverted(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), o RemapOptions) (*pb.IndexMetadata, []string, RemapStats, error) {
+	u, id := meta.NewUUID()
+	w := &Written{UUID: u}
+	st, err := RemapInvertedFiles(ctx, b, m, remap, func(name string, data []byte) error {
+		key := meta.IndexDir(id) + name
+		w.Keys = append(w.Keys, key)
+		if err := b.Put(ctx, key, data); err != nil {
+			return fmt.Errorf("write %s: %w", key, err)
+		}
+		w.Files = append(w.Files, &pb.IndexFile{Path: name, SizeBytes: uint64(len(data))})
+		return nil
+	})
+	if err != nil {
+		return nil, w.Keys, st, fmt.Errorf("index %s: %w", m.GetName(), err)
+	}
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	nm, err := SegmentMetadata(m.GetName(), m.GetFields(), KindInverted, m, o.DatasetVersion, o.Bitmap, w, now)
+	if err != nil {
+		return nil, w.Keys, st, err
+	}
+	if m.CreatedAt != nil {
+		nm.CreatedAt = proto.Uint64(m.GetCreatedAt())
+	}
+	return nm, w.Keys, st, nil
+}
+
+// catchUpInverted adds a partition over the live rows of the fragments
+// missing to the one segment of a full-text index, as LanceDB's
+// optimize() does: a new segment (new uuid) with the old partitions'
+// files copied and the new partition, replacing the old one, covering
+// the old fragments and the missing ones. An index that would have more
+// than maxParts partitions (maxParts > 0) is rebuilt instead: one
+// partition over every live row of the version (live), so partitions do
+// not pile up. A configuration compactord cannot tokenize exactly gives
+// skip (the index is left to LanceDB).
+func catchUpInverted(ctx context.Context, b storage.Bucket, version uint64, p Job, live *roaring.Bitmap, maxParts int, now time.Time) (ix *pb.IndexMetadata, keys []string, rows int, rebuilt bool, skip string, err error) {
+	if len(p.Segments) != 1 {
+		return nil, nil, 0, false, fmt.Sprintf("%d segments; compactord adds a partition to a full-text index of one segment", len(p.Segments)), nil
+	}
+	old := p.Segments[0]
+	m, err := fts.ReadMetadata(invertedOpener(ctx, b, old))
+	if err != nil {
+		return nil, nil, 0, false, err.Error(), nil
+	}
+	rebuilt = maxParts > 0 && len(m.Partitions)+1 > maxParts
+	frags := p.Missing
+	if rebuilt {
+		frags = live
+	}
+	ix, keys, rows, skip, err = writeInverted(ctx, b, version, p.Name, p.Field, old, frags, !rebuilt, now)
+	return ix, keys, rows, rebuilt, skip, err
+}
+
+// writeInverted builds a full-text segment like old over the live rows of
+// frags: old plus a partition over them (appendPart), or one partition
+// over them alone; the new segment covers old's fragments and frags, or
+// frags alone.
+func writeInverted(ctx context.Context, b storage.Bucket, version uint64, name string, field *pb.Field, old *pb.IndexMetadata, frags *roaring.Bitmap, appendPart bool, now time.Time) (ix *pb.IndexMetadata, keys []string, rows int, skip string, err error) {
+	open := invertedOpener(ctx, b, old)
+	m, err := fts.ReadMetadata(open)
+	if err != nil {
+		return nil, nil, 0, err.Error(), nil
+	}
+	if _, err := fts.NewTokenizer(m.Params); err != nil {
+		return nil, nil, 0, err.Error(), nil
+	}
+	e, err := Collect(ctx, b, version, field, frags)
+	if err != nil {
+		return nil, nil, 0, "", err
+	}
+	if e.Values.Type.Kind != file.KindUtf8 && e.Values.Type.Kind != file.KindLargeUtf8 {
+		return nil, nil, 0, fmt.Sprintf("column %q is %s, not a string", field.GetName(), e.Values.Type), nil
+	}
+	docs := make([]fts.Doc, 0, e.Len())
+	for i, a := range e.Addrs {
+		if e.Values.IsValid(i) {
+			docs = append(docs, fts.Doc{RowID: a, Text: string(e.Values.Bytes(i))})
+		}
+	}
+	var files []fts.NamedFile
+	var copies []string
+	var n int
+	if appendPart {
+		files, copies, n, err = fts.Append(open, docs)
+	} else {
+		files, n, err = fts.Rebuild(open, docs)
+	}
+	if err != nil {
+		// Text the tokenizer refuses (non-ASCII under lower_case) leaves
+		// the index to LanceDB; anything else is a failure.
+		if errors.Is(err, fts.ErrUntokenizable) {
+			return nil, nil, 0, err.Error(), nil
+		}
+		return nil, nil, 0, "", err
+	}
+	u, id := meta.NewUUID()
+	w := &Written{UUID: u}
+	put := func(name string, data []byte) error {
+		key := meta.IndexDir(id) + name
+		w.Keys = append(w.Keys, key)
+		if err := b.Put(ctx, key, data); err != nil {
+			return fmt.Errorf("write %s: %w", key, err)
+		}
+		w.Files = append(w.Files, &pb.IndexFile{Path: name, SizeBytes: uint64(len(data))})
+		return nil
+	}
+	for _, name := range copies {
+		r, size, err := open(name)
+		if err != nil {
+			return nil, w.Keys, 0, "", err
+		}
+		data := make([]byte, size)
+		if _, err := r.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+			return nil, w.Keys, 0, "", err
+		}
+		if err := put(name, data); err != nil {
+			return nil, w.Keys, 0, "", err
+		}
+	}
+	for _, f := range files {
+		if err := put(f.Name, f.Data); err != nil {
+			return nil, w.Keys, 0, "", err
+		}
+	}
+	slices.SortFunc(w.Files, func(a, b *pb.IndexFile) int { return strings.Compare(a.GetPath(), b.GetPath()) })
+	cov := frags.Clone()
+	if appendPart {
+		ob, known, err := meta.FragmentBitmap(old)
+		if err != nil || !known {
+			return nil, w.Keys, 0, "", fmt.Errorf("index %s: segment without a fragment bitmap", name)
+		}
+		cov.Or(ob)
+	}
+	nm, err := SegmentMetadata(name, old.GetFields(), KindInverted, old, version, cov, w, now)
+	if err != nil {
+		return nil, w.Keys, 0, "", err
+	}
+	return nm, w.Keys, n, "", nil
+}
+
+// rebuildInverted is Rebuild of a full-text index: one partition over
+// every live row, tokenized with the index's parameters.
+func rebuildInverted(ctx context.Context, h *table.Handle, read *meta.ManifestFile, naming meta.Naming, name string, segs []*pb.IndexMetadata, field *pb.Field, live *roaring.Bitmap, o RebuildOptions) (*RebuildResult, error) {
+	m := read.Manifest
+	ix, keys, rows, skip, err := writeInverted(ctx, h.Bucket, m.GetVersion(), name, field, segs[0], live, false, o.Now())
+	cleanup := func() {
+		for _, k := range keys {
+			_ = h.Bucket.Delete(context.WithoutCancel(ctx), k)
+		}
+	}
+	if err == nil && skip != "" {
+		err = errors.New(skip)
+	}
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("index rebuild %s: %w", name, err)
+	}
+	res := &RebuildResult{Name: name, Kind: KindInverted, ReadVersion: m.GetVersion(), Rows: rows, Fragments: live.ToArray(),
+		Segment: meta.UUIDString(ix.GetUuid()), Removed: []string{}}
+	for _, s := range segs {
+		res.Removed = append(res.Removed, meta.UUIDString(s.GetUuid()))
+	}
+	txn := commit.NewTransaction(m.GetVersion())
+	txn.Operation = &pb.Transaction_CreateIndex_{CreateIndex: &pb.Transaction_CreateIndex{NewIndices: []*pb.IndexMetadata{ix}, RemovedIndices: segs}}
+	cr, err := h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn, Files: keys})
+	if err != nil {
+		return nil, fmt.Errorf("index rebuild %s: %w", name, err)
+	}
+	res.Version = cr.Version
+	return res, nil
+}

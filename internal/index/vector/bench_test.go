@@ -1,0 +1,96 @@
+package vector
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	ipb "github.com/compactord/compactord/gen/lanceindexpb"
+	"github.com/compactord/compactord/internal/format/file"
+)
+
+// benchPQ is a PQ segment of 768-d vectors, 48 sub-vectors, 64
+// partitions, with rows stored rows (codes random) and a random codebook.
+func benchPQ(rows int) *Segment {
+	const dim, m, parts = 768, 48, 64
+	r := rand.New(rand.NewPCG(7, 8))
+	cb := make([]float32, 256*dim)
+	for i := range cb {
+		cb[i] = float32(r.NormFloat64())
+	}
+	cent := make([]byte, 0, 4*parts*dim)
+	for range parts * dim {
+		cent = append(cent, 0, 0, 0, 0)
+	}
+	codes := make([]byte, rows*m)
+	for i := range codes {
+		codes[i] = byte(r.IntN(256))
+	}
+	ids := make([]uint64, rows)
+	for i := range ids {
+		ids[i] = uint64(i/1000)<<32 | uint64(i%1000)
+	}
+	ivf := &ipb.IVF{Offsets: make([]uint64, parts), Lengths: make([]uint32, parts)}
+	for p := range parts {
+		ivf.Offsets[p] = uint64(p * rows / parts)
+		ivf.Lengths[p] = uint32((p+1)*rows/parts - p*rows/parts)
+	}
+	s := &Storage{Quantizer: QuantPQ, Distance: "l2", IVF: ivf, RowIDs: ids, Columns: []*file.Array{fslU8(codes, m)},
+		PQ: &PQParams{CodebookPosition: 2, NBits: 8, NumSubVectors: m, Dimension: dim, Transposed: true, Codebook: cb}}
+	x := &SubIndex{Type: TypeIVFPQ, Distance: "l2", IVF: &ipb.IVF{CentroidsTensor: &ipb.Tensor{DataType: ipb.Tensor_FLOAT32, Shape: []uint32{parts, dim}, Data: cent}}}
+	return &Segment{Index: x, Storage: s}
+}
+
+// BenchmarkEncodePQ768: catch-up's per-vector work (nearest of 64
+// centroids, residual, 48 nearest-of-256 sub-vector searches).
+func BenchmarkEncodePQ768(b *testing.B) {
+	seg := benchPQ(1)
+	r := rand.New(rand.NewPCG(1, 1))
+	v := &Vectors{Dim: 768}
+	for i := range 1000 {
+		v.Addrs = append(v.Addrs, uint64(i))
+		for range 768 {
+			v.Data = append(v.Data, float32(r.NormFloat64()))
+		}
+	}
+	b.SetBytes(int64(len(v.Data) * 4))
+	for b.Loop() {
+		if _, err := seg.Encode(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Seconds())/float64(b.N)/1000*1e6, "µs/vector")
+}
+
+// BenchmarkRemapPQ: a remap of 1 M rows of PQ codes dropping 10 %, then
+// the per-partition transposition of the write, in memory.
+func BenchmarkRemapPQ(b *testing.B) {
+	seg := benchPQ(1 << 20)
+	seg.Storage.Fields = nil
+	remap := func(a uint64) (uint64, bool) { return a + 1<<40, a%10 != 0 }
+	b.SetBytes(int64(len(seg.Storage.RowIDs) * (8 + 48)))
+	for b.Loop() {
+		ns, _, _ := RemapStorage(seg.Storage, remap)
+		_ = transposePQ(ns)
+	}
+}
+
+// BenchmarkL2Kernel768: the squared-L2 kernel on 768-d float32 vectors,
+// against the memory bandwidth it would need streaming both operands.
+func BenchmarkL2Kernel768(b *testing.B) {
+	d := distanceFunc("l2")
+	r := rand.New(rand.NewPCG(3, 3))
+	xs := make([]float32, 768*1024)
+	for i := range xs {
+		xs[i] = float32(r.NormFloat64())
+	}
+	q := xs[:768]
+	b.SetBytes(768 * 4)
+	var sink float32
+	for b.Loop() {
+		for i := range 1024 {
+			sink += d(q, xs[i*768:(i+1)*768])
+		}
+	}
+	b.SetBytes(768 * 4 * 1024)
+	_ = sink
+}

@@ -1,0 +1,332 @@
+package vector
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	ipb "github.com/compactord/compactord/gen/lanceindexpb"
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/format/file"
+	"github.com/compactord/compactord/internal/meta"
+	"github.com/compactord/compactord/internal/scan"
+	"github.com/compactord/compactord/internal/storage"
+)
+
+// Vectors are rows read from a table to index: row i's address and its
+// vector at Data[i*Dim:(i+1)*Dim].
+type Vectors struct {
+	Addrs []uint64
+	Dim   int
+	Data  []float32
+}
+
+// CollectVectors reads the non-null vectors of the live rows of the given
+// fragments of a version (the rows LanceDB indexes), in fragment then
+// offset order.
+func CollectVectors(ctx context.Context, b storage.Bucket, version uint64, field *pb.Field, frags *roaring.Bitmap) (*Vectors, error) {
+	tbl, err := scan.Open(ctx, b, scan.Options{Version: version, Columns: []string{field.GetName()}})
+	if err != nil {
+		return nil, err
+	}
+	if tbl.Columns[0].Field.GetId() != field.GetId() {
+		return nil, fmt.Errorf("column %q of version %d is field %d, the index's %d", field.GetName(), version, tbl.Columns[0].Field.GetId(), field.GetId())
+	}
+	m := proto.Clone(tbl.Manifest).(*pb.Manifest)
+	m.Fragments = slices.DeleteFunc(m.Fragments, func(f *pb.DataFragment) bool { return !frags.Contains(uint32(f.GetId())) })
+	tbl.Manifest = m
+	out := &Vectors{}
+	err = tbl.Batches(ctx, func(bt *scan.Batch) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		col := bt.Columns[0]
+		if col == nil {
+			return nil // every vector of the batch is null
+		}
+		if col.Type.Kind != file.KindFixedSizeList || len(col.Children) != 1 || col.Type.Size <= 0 {
+			return fmt.Errorf("fragment %d: column %q is %s, not a fixed-size list of floats", bt.Fragment, field.GetName(), col.Type)
+		}
+		dim := col.Type.Size
+		if out.Dim == 0 {
+			out.Dim = dim
+		} else if out.Dim != dim {
+			return fmt.Errorf("fragment %d: vectors of %d dimensions, others %d", bt.Fragment, dim, out.Dim)
+		}
+		items := col.Children[0]
+		for _, r := range bt.Live {
+			if !col.IsValid(r) {
+				continue
+			}
+			for e := range dim {
+				k := r*dim + e
+				var x float32
+				switch items.Type.Kind {
+				case file.KindFloat32:
+					x = f32(items.Values[4*k:])
+				case file.KindFloat16:
+					x = file.Float16(binary.LittleEndian.Uint16(items.Values[2*k:]))
+				case file.KindFloat64:
+					x = float32(math.Float64frombits(binary.LittleEndian.Uint64(items.Values[8*k:])))
+				default:
+					return fmt.Errorf("fragment %d: column %q holds %s items, not floats", bt.Fragment, field.GetName(), items.Type)
+				}
+				out.Data = append(out.Data, x)
+			}
+			out.Addrs = append(out.Addrs, meta.RowAddr(uint32(bt.Fragment), uint32(bt.Offset)+uint32(r)))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// normalize is v over its L2 norm, computed in float32 in order, as
+// LanceDB normalizes for cosine (bit for bit on the files it wrote).
+func normalize(v []float32) []float32 {
+	var s float32
+	for _, x := range v {
+		s += x * x
+	}
+	out := make([]float32, len(v))
+	n := float32(math.Sqrt(float64(s)))
+	if n == 0 {
+		copy(out, v)
+		return out
+	}
+	for i, x := range v {
+		out[i] = x / n
+	}
+	return out
+}
+
+// nearestCentroid assigns v to a partition as LanceDB does: squared L2
+// (on the normalized vector for cosine), or the largest dot product.
+func nearestCentroid(v, cent []float32, dim int, distance string) int {
+	best, bd := 0, float32(math.Inf(1))
+	for c := 0; c*dim < len(cent); c++ {
+		cc := cent[c*dim : (c+1)*dim]
+		var d float32
+		if distance == "dot" {
+			for e := range dim {
+				d -= v[e] * cc[e]
+			}
+		} else {
+			d = l2(v, cc)
+		}
+		if d < bd {
+			best, bd = c, d
+		}
+	}
+	return best
+}
+
+// Encode builds the storage of new rows with the segment's centroids and
+// quantizer, without retraining: each vector (normalized for cosine) goes
+// to its nearest centroid and is encoded as LanceDB does (FLAT: the
+// vector; SQ: the vector over the stored bounds; PQ: the nearest codebook
+// entry per sub-vector of the residual to the centroid, except for dot,
+// which encodes the vector itself). Rows keep their order within a
+// partition.
+func (seg *Segment) Encode(v *Vectors) (*Storage, error) {
+	s := seg.Storage
+	cent, dim := seg.Index.Centroids()
+	if v.Dim != dim && len(v.Addrs) > 0 {
+		return nil, fmt.Errorf("vectors of %d dimensions for an index of %d", v.Dim, dim)
+	}
+	if s.Quantizer == QuantRQ {
+		return nil, unsupported("compactord does not encode RQ codes")
+	}
+	parts := s.Partitions()
+	byPart := make([][]int, parts)
+	enc := make([][]float32, len(v.Addrs))
+	for i := range v.Addrs {
+		x := v.Data[i*dim : (i+1)*dim]
+		if seg.Index.Distance == "cosine" {
+			x = normalize(x)
+		}
+		p := nearestCentroid(x, cent, dim, seg.Index.Distance)
+		byPart[p] = append(byPart[p], i)
+		enc[i] = x
+	}
+	out := &Storage{Quantizer: s.Quantizer, Distance: s.Distance, Fields: s.Fields, Metadata: s.Metadata, Extra: s.Extra,
+		PQ: s.PQ, SQ: s.SQ, IVF: &ipb.IVF{Offsets: make([]uint64, parts), Lengths: make([]uint32, parts)}}
+	var codes []byte
+	var flat []byte
+	for p, rows := range byPart {
+		out.IVF.Offsets[p] = uint64(len(out.RowIDs))
+		out.IVF.Lengths[p] = uint32(len(rows))
+		for _, i := range rows {
+			out.RowIDs = append(out.RowIDs, v.Addrs[i])
+			x := enc[i]
+			switch s.Quantizer {
+			case QuantFlat:
+				for _, f := range x {
+					flat = binary.LittleEndian.AppendUint32(flat, math.Float32bits(f))
+				}
+			case QuantSQ:
+				lo, hi := s.SQ.Bounds.Start, s.SQ.Bounds.End
+				for _, f := range x {
+					var c float64
+					if hi != lo {
+						c = (float64(f) - lo) * 255 / (hi - lo)
+					}
+					codes = append(codes, byte(math.Max(0, math.Min(255, c))))
+				}
+			case QuantPQ:
+				if seg.Index.Distance != "dot" {
+					r := make([]float32, dim)
+					for e := range dim {
+						r[e] = x[e] - cent[p*dim+e]
+					}
+					x = r
+				}
+				codes = append(codes, pqEncode(s.PQ, x)...)
+			}
+		}
+	}
+	switch s.Quantizer {
+	case QuantFlat:
+		if k := s.Columns[0].Children[0].Type.Kind; k != file.KindFloat32 {
+			return nil, unsupported("FLAT storage of %s vectors", k)
+		}
+		out.Columns = []*file.Array{{Type: s.Columns[0].Type, Len: len(out.RowIDs),
+			Children: []*file.Array{{Type: file.DataType{Kind: file.KindFloat32}, Len: len(out.RowIDs) * dim, Values: flat}}}}
+	case QuantSQ:
+		out.Columns = []*file.Array{fslU8(codes, dim)}
+	case QuantPQ:
+		out.Columns = []*file.Array{fslU8(codes, s.PQ.NumSubVectors)}
+	}
+	return out, nil
+}
+
+// pqEncode is the nearest codebook entry (squared L2, float32) of each
+// sub-vector of x.
+func pqEncode(p *PQParams, x []float32) []byte {
+	m := p.NumSubVectors
+	sub := len(x) / m
+	out := make([]byte, m)
+	for j := range m {
+		best, bd := 0, float32(math.Inf(1))
+		xs := x[j*sub : (j+1)*sub]
+		for c := range 256 {
+			if d := l2(xs, p.Codebook[(j*256+c)*sub:(j*256+c+1)*sub]); d < bd {
+				best, bd = c, d
+			}
+		}
+		out[j] = byte(best)
+	}
+	return out
+}
+
+// BuildOptions say what a new segment covers.
+type BuildOptions struct {
+	// Version is the table version read; the segment's dataset_version.
+	Version uint64
+	Field   *pb.Field
+	// Fragments are the fragments the segment covers (its bitmap).
+	Fragments *roaring.Bitmap
+	Now       time.Time
+}
+
+// BuildSegment writes a new segment of the logical index like belongs to
+// over the live rows of o.Fragments, encoded with like's centroids and
+// quantizer (a delta segment, or one replacing every segment when the
+// fragments are all of the version's). It returns the segment's metadata,
+// the objects written (also on error, for cleanup) and its row count.
+func BuildSegment(ctx context.Context, b storage.Bucket, like *pb.IndexMetadata, o BuildOptions) (*pb.IndexMetadata, []string, int, error) {
+	seg, err := ReadSegment(ctx, b, like)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if seg.Storage.Quantizer == QuantRQ {
+		return nil, nil, 0, fmt.Errorf("index %s: %w", like.GetName(), unsupported("compactord does not encode RQ codes"))
+	}
+	v, err := CollectVectors(ctx, b, o.Version, o.Field, o.Fragments)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("index %s: %w", like.GetName(), err)
+	}
+	ns, err := seg.Encode(v)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("index %s: %w", like.GetName(), err)
+	}
+	var indexBytes []byte
+	if seg.Index.IsHNSW() {
+		all := make([]bool, ns.Partitions())
+		for i := range all {
+			all[i] = true
+		}
+		nx, err := RebuildGraphs(seg.Index, ns, all)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("index %s: %w", like.GetName(), err)
+		}
+		var buf bytes.Buffer
+		if _, err := WriteSubIndex(&buf, nx); err != nil {
+			return nil, nil, 0, fmt.Errorf("index %s: %w", like.GetName(), err)
+		}
+		indexBytes = buf.Bytes()
+	} else {
+		indexBytes = seg.indexRaw
+	}
+	u, id := meta.NewUUID()
+	files, keys, err := writeSegmentFiles(ctx, b, meta.IndexDir(id), indexBytes, ns)
+	if err != nil {
+		return nil, keys, 0, fmt.Errorf("index %s: %w", like.GetName(), err)
+	}
+	return &pb.IndexMetadata{
+		Uuid:           u,
+		Fields:         slices.Clone(like.GetFields()),
+		Name:           like.GetName(),
+		DatasetVersion: o.Version,
+		FragmentBitmap: meta.EncodeBitmap(o.Fragments.Clone()),
+		IndexDetails:   proto.Clone(like.GetIndexDetails()).(*anypb.Any),
+		IndexVersion:   proto.Int32(like.GetIndexVersion()),
+		CreatedAt:      proto.Uint64(uint64(o.Now.UnixMilli())),
+		Files:          files,
+	}, keys, len(ns.RowIDs), nil
+}
+
+// writeSegmentFiles writes index.idx (the given bytes) and auxiliary.idx
+// (s) under dir.
+func writeSegmentFiles(ctx context.Context, b storage.Bucket, dir string, indexBytes []byte, s *Storage) ([]*pb.IndexFile, []string, error) {
+	var keys []string
+	var files []*pb.IndexFile
+	put := func(name string, write func(io.Writer) (int64, error)) error {
+		key := dir + name
+		w, err := b.NewWriter(ctx, key)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, key)
+		n, err := write(w)
+		if err != nil {
+			_ = w.Close()
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+		if err := w.Close(); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+		files = append(files, &pb.IndexFile{Path: name, SizeBytes: uint64(n)})
+		return nil
+	}
+	if err := put(IndexFile, func(w io.Writer) (int64, error) { n, err := w.Write(indexBytes); return int64(n), err }); err != nil {
+		return nil, keys, err
+	}
+	if err := put(StorageFile, func(w io.Writer) (int64, error) { return WriteStorage(w, s) }); err != nil {
+		return nil, keys, err
+	}
+	slices.SortFunc(files, func(a, b *pb.IndexFile) int { return strings.Compare(a.GetPath(), b.GetPath()) })
+	return files, keys, nil
+}

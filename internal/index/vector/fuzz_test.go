@@ -1,0 +1,155 @@
+package vector
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+
+	ipb "github.com/compactord/compactord/gen/lanceindexpb"
+	"github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/format/file"
+)
+
+// synthPQ is a small PQ storage and FLAT sub-index (dim 4, 2 sub-vectors,
+// 2 partitions of 3 and 2 rows) built without LanceDB.
+func synthPQ(t testing.TB) (*Storage, *SubIndex) {
+	t.Helper()
+	const dim, m = 4, 2
+	cb := make([]byte, 0, 4*256*dim)
+	for i := range 256 * dim {
+		cb = binary.LittleEndian.AppendUint32(cb, uint32(i))
+	}
+	tensor, err := encodeTensor(&ipb.Tensor{DataType: ipb.Tensor_FLOAT32, Shape: []uint32{256, m, dim / m}, Data: cb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Storage{
+		Quantizer: QuantPQ, Distance: "l2",
+		Fields: []*lancepb.Field{
+			{Name: colRowID, Id: 0, ParentId: -1, LogicalType: "uint64", Nullable: true},
+			{Name: colPQ, Id: 1, ParentId: -1, LogicalType: fmt.Sprintf("fixed_size_list:uint8:%d", m), Nullable: true},
+		},
+		Metadata: map[string][]byte{
+			"distance_type":    []byte("l2"),
+			"lance:ivf":        []byte("1"),
+			"storage_metadata": []byte(`["{\"codebook_position\":2,\"nbits\":8,\"num_sub_vectors\":2,\"dimension\":4,\"codebook_tensor\":[],\"transposed\":true}"]`),
+		},
+		IVF:     &ipb.IVF{Offsets: []uint64{0, 3}, Lengths: []uint32{3, 2}},
+		Extra:   [][]byte{tensor},
+		RowIDs:  []uint64{7, 1 << 32, 3, 2<<32 | 5, 9},
+		Columns: []*file.Array{fslU8([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, m)},
+		PQ:      &PQParams{CodebookPosition: 2, NBits: 8, NumSubVectors: m, Dimension: dim, Transposed: true},
+	}
+	cent := make([]byte, 0, 4*2*dim)
+	for i := range 2 * dim {
+		cent = binary.LittleEndian.AppendUint32(cent, uint32(i))
+	}
+	x := &SubIndex{
+		Type: TypeIVFPQ, Distance: "l2",
+		Fields:   []*lancepb.Field{{Name: "__flat_marker", Id: 0, ParentId: -1, LogicalType: "uint64"}},
+		Metadata: map[string][]byte{},
+		IVF: &ipb.IVF{Offsets: []uint64{0, 0}, Lengths: []uint32{0, 0},
+			CentroidsTensor: &ipb.Tensor{DataType: ipb.Tensor_FLOAT32, Shape: []uint32{2, dim}, Data: cent}},
+		Columns: []*file.Array{{Type: file.DataType{Kind: file.KindUint64}}},
+	}
+	return s, x
+}
+
+func encodeSynth(t testing.TB) (storage, sub []byte) {
+	s, x := synthPQ(t)
+	var sb, xb bytes.Buffer
+	if _, err := WriteStorage(&sb, s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteSubIndex(&xb, x); err != nil {
+		t.Fatal(err)
+	}
+	return sb.Bytes(), xb.Bytes()
+}
+
+// TestSynthPQRoundTrip checks the transposition on a storage whose codes
+// are known: partition 0's three rows (1,2),(3,4),(5,6) are stored as
+// 1,3,5,2,4,6.
+func TestSynthPQRoundTrip(t *testing.T) {
+	sb, _ := encodeSynth(t)
+	f, err := file.Open(bytes.NewReader(sb), int64(len(sb)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.ReadAll([]string{colPQ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.Columns[0].Children[0].Values, []byte{1, 3, 5, 2, 4, 6, 7, 9, 8, 10}; !bytes.Equal(got, want) {
+		t.Fatalf("stored codes %v, want %v", got, want)
+	}
+	s, err := ReadStorage(bytes.NewReader(sb), int64(len(sb)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.Columns[0].Children[0].Values, []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}; !bytes.Equal(got, want) {
+		t.Fatalf("decoded codes %v, want %v", got, want)
+	}
+	if s.PQ.Codebook[5] != math.Float32frombits(5) {
+		t.Fatalf("codebook[5] = %v", s.PQ.Codebook[5])
+	}
+}
+
+// TestTruncatedFiles: every truncation of either file is a one-line error.
+func TestTruncatedFiles(t *testing.T) {
+	sb, xb := encodeSynth(t)
+	for cut := 0; cut < len(sb); cut += 7 {
+		if _, err := ReadStorage(bytes.NewReader(sb[:cut]), int64(cut)); err == nil || bytes.ContainsRune([]byte(err.Error()), '\n') {
+			t.Fatalf("storage cut at %d: %v", cut, err)
+		}
+	}
+	for cut := 0; cut < len(xb); cut += 7 {
+		if _, err := ReadSubIndex(bytes.NewReader(xb[:cut]), int64(cut)); err == nil || bytes.ContainsRune([]byte(err.Error()), '\n') {
+			t.Fatalf("sub-index cut at %d: %v", cut, err)
+		}
+	}
+}
+
+// TestUnknownTypeRefused: an index type compactord does not know is
+// refused as unsupported, not guessed.
+func TestUnknownTypeRefused(t *testing.T) {
+	_, x := synthPQ(t)
+	x.Type = "IVF_DISKANN"
+	var xb bytes.Buffer
+	if _, err := WriteSubIndex(&xb, x); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ReadSubIndex(bytes.NewReader(xb.Bytes()), int64(xb.Len()))
+	if !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("unknown type read: %v", err)
+	}
+}
+
+func FuzzReadStorage(f *testing.F) {
+	sb, _ := encodeSynth(f)
+	f.Add(sb)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := ReadStorage(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			return
+		}
+		var out bytes.Buffer
+		_, _ = WriteStorage(&out, s)
+	})
+}
+
+func FuzzReadSubIndex(f *testing.F) {
+	_, xb := encodeSynth(f)
+	f.Add(xb)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		x, err := ReadSubIndex(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			return
+		}
+		var out bytes.Buffer
+		_, _ = WriteSubIndex(&out, x)
+	})
+}

@@ -1,0 +1,455 @@
+package vector
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	ipb "github.com/compactord/compactord/gen/lanceindexpb"
+	"github.com/compactord/compactord/internal/format/file"
+)
+
+// graphSeed seeds the level assignment, so that a rebuild is
+// reproducible. LanceDB draws levels at random too; any seed gives a valid
+// graph.
+const graphSeed = 0x6c616e6365
+
+// vectors are a partition's vectors reconstructed from its storage, row
+// i at [i*dim, (i+1)*dim).
+type vectors struct {
+	dim  int
+	data []float32
+	dist func(a, b []float32) float32
+}
+
+func (v *vectors) at(i uint32) []float32 { return v.data[int(i)*v.dim : (int(i)+1)*v.dim] }
+
+func (v *vectors) d(a, b uint32) float32 { return v.dist(v.at(a), v.at(b)) }
+
+// distanceFunc is the graph's distance for a distance type: squared L2
+// (LanceDB's l2), 1 - cosine similarity, or the negated dot product.
+func distanceFunc(distance string) func(a, b []float32) float32 {
+	switch distance {
+	case "cosine":
+		return func(a, b []float32) float32 {
+			var d, na, nb float32
+			for i := range a {
+				d += a[i] * b[i]
+				na += a[i] * a[i]
+				nb += b[i] * b[i]
+			}
+			if na == 0 || nb == 0 {
+				return 1
+			}
+			return 1 - d/float32(math.Sqrt(float64(na)*float64(nb)))
+		}
+	case "dot":
+		return func(a, b []float32) float32 {
+			var d float32
+			for i := range a {
+				d += a[i] * b[i]
+			}
+			return -d
+		}
+	}
+	return l2
+}
+
+// l2 is the squared L2 distance, four lanes at a time (the compiler does
+// not vectorize the plain loop; four independent sums keep the FP units
+// busy).
+func l2(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		x0, x1, x2, x3 := a[i]-b[i], a[i+1]-b[i+1], a[i+2]-b[i+2], a[i+3]-b[i+3]
+		s0 += x0 * x0
+		s1 += x1 * x1
+		s2 += x2 * x2
+		s3 += x3 * x3
+	}
+	for ; i < len(a); i++ {
+		x := a[i] - b[i]
+		s0 += x * x
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// partitionVectors reconstructs the vectors of partition p of s (rows
+// [off, off+n)): SQ codes dequantized over the bounds, PQ codes through
+// the codebook plus the partition's centroid, raw vectors as they are.
+func partitionVectors(s *Storage, centroid []float32, off, n int) (*vectors, error) {
+	var v *vectors
+	switch s.Quantizer {
+	case QuantSQ:
+		dim := s.SQ.Dim
+		codes := s.Columns[0].Children[0].Values
+		lo, span := float32(s.SQ.Bounds.Start), float32(s.SQ.Bounds.End-s.SQ.Bounds.Start)
+		v = &vectors{dim: dim, data: make([]float32, n*dim)}
+		for i := range n * dim {
+			v.data[i] = lo + float32(codes[off*dim+i])*span/255
+		}
+	case QuantPQ:
+		dim, m := s.PQ.Dimension, s.PQ.NumSubVectors
+		if len(centroid) != dim || len(s.PQ.Codebook) != 256*dim {
+			return nil, formatErr("PQ of dimension %d with a codebook of %d floats under centroids of %d", dim, len(s.PQ.Codebook), len(centroid))
+		}
+		sub := dim / m
+		codes := s.Columns[0].Children[0].Values
+		v = &vectors{dim: dim, data: make([]float32, n*dim)}
+		for i := range n {
+			for j := range m {
+				c := int(codes[(off+i)*m+j])
+				copy(v.data[i*dim+j*sub:i*dim+(j+1)*sub], s.PQ.Codebook[(j*256+c)*sub:(j*256+c+1)*sub])
+			}
+			for e := range dim {
+				v.data[i*dim+e] += centroid[e]
+			}
+		}
+	case QuantFlat:
+		a := s.Columns[0]
+		dim := a.Type.Size
+		v = &vectors{dim: dim, data: make([]float32, n*dim)}
+		vals := a.Children[0]
+		for i := range n * dim {
+			k := off*dim + i
+			switch vals.Type.Kind {
+			case file.KindFloat16:
+				v.data[i] = file.Float16(binary.LittleEndian.Uint16(vals.Values[2*k:]))
+			case file.KindFloat64:
+				v.data[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(vals.Values[8*k:])))
+			default:
+				v.data[i] = f32(vals.Values[4*k:])
+			}
+		}
+	default:
+		return nil, unsupported("HNSW over %s storage", s.Quantizer)
+	}
+	v.dist = distanceFunc(s.Distance)
+	return v, nil
+}
+
+// graph is an HNSW graph over nodes 0..n-1: levels[l][node] the node's
+// neighbours on level l (nil when the node is not on it).
+type graph struct {
+	levels [][][]uint32
+	entry  uint32
+	top    int
+}
+
+type cand struct {
+	id uint32
+	d  float32
+}
+
+// minHeap and maxHeap order candidates by distance (ties by id, so the
+// build is deterministic).
+type minHeap []cand
+
+func (h minHeap) Len() int { return len(h) }
+func (h minHeap) Less(i, j int) bool {
+	return h[i].d < h[j].d || (h[i].d == h[j].d && h[i].id < h[j].id)
+}
+func (h minHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *minHeap) Push(x any)   { *h = append(*h, x.(cand)) }
+func (h *minHeap) Pop() any {
+	o := *h
+	x := o[len(o)-1]
+	*h = o[:len(o)-1]
+	return x
+}
+
+type maxHeap struct{ minHeap }
+
+func (h maxHeap) Less(i, j int) bool { return h.minHeap.Less(j, i) }
+
+// buildGraph builds an HNSW graph over v's n nodes: levels drawn with
+// probability 1/m per level above 0 (at most maxLevel), level 0 keeping
+// up to 2m neighbours and the others m, chosen by the usual heuristic
+// (a candidate is kept when it is nearer the node than every neighbour
+// kept before it), each search keeping efc candidates.
+func buildGraph(v *vectors, n, m, efc, maxLevel int, seed uint64) *graph {
+	g := &graph{levels: make([][][]uint32, maxLevel+1)}
+	for l := range g.levels {
+		g.levels[l] = make([][]uint32, n)
+	}
+	if n == 0 {
+		return g
+	}
+	rng := rand.New(rand.NewPCG(seed, uint64(n)))
+	ml := 1 / math.Log(float64(max(m, 2)))
+	visited := make([]uint32, n)
+	epoch := uint32(0)
+	for q := range uint32(n) {
+		lvl := min(maxLevel, int(-math.Log(1-rng.Float64())*ml))
+		for l := 0; l <= lvl; l++ {
+			g.levels[l][q] = []uint32{}
+		}
+		if q == 0 {
+			g.entry, g.top = 0, lvl
+			continue
+		}
+		ep := cand{g.entry, v.d(q, g.entry)}
+		for l := g.top; l > lvl; l-- {
+			ep = greedy(v, g.levels[l], q, ep)
+		}
+		eps := []cand{ep}
+		for l := min(lvl, g.top); l >= 0; l-- {
+			epoch++
+			w := searchLayer(v, g.levels[l], q, eps, efc, visited, epoch)
+			limit := m
+			if l == 0 {
+				limit = 2 * m
+			}
+			nbrs := selectNeighbors(v, w, m)
+			g.levels[l][q] = ids(nbrs)
+			for _, nb := range nbrs {
+				lst := append(g.levels[l][nb.id], q)
+				if len(lst) > limit {
+					cs := make([]cand, len(lst))
+					for i, x := range lst {
+						cs[i] = cand{x, v.d(nb.id, x)}
+					}
+					sortCands(cs)
+					lst = ids(selectNeighbors(v, cs, limit))
+				}
+				g.levels[l][nb.id] = lst
+			}
+			eps = w
+		}
+		if lvl > g.top {
+			g.entry, g.top = q, lvl
+		}
+	}
+	return g
+}
+
+func ids(cs []cand) []uint32 {
+	out := make([]uint32, len(cs))
+	for i, c := range cs {
+		out[i] = c.id
+	}
+	return out
+}
+
+func sortCands(cs []cand) {
+	slices.SortFunc(cs, func(a, b cand) int {
+		switch {
+		case a.d < b.d:
+			return -1
+		case a.d > b.d:
+			return 1
+		}
+		return int(a.id) - int(b.id)
+	})
+}
+
+// greedy walks level nbrs from ep towards q while a neighbour is nearer.
+func greedy(v *vectors, nbrs [][]uint32, q uint32, ep cand) cand {
+	for changed := true; changed; {
+		changed = false
+		for _, x := range nbrs[ep.id] {
+			if d := v.d(q, x); d < ep.d {
+				ep, changed = cand{x, d}, true
+			}
+		}
+	}
+	return ep
+}
+
+// searchLayer returns the ef nearest nodes to q found on one level from
+// eps, nearest first.
+func searchLayer(v *vectors, nbrs [][]uint32, q uint32, eps []cand, ef int, visited []uint32, epoch uint32) []cand {
+	cands := &minHeap{}
+	found := &maxHeap{}
+	for _, e := range eps {
+		if visited[e.id] == epoch {
+			continue
+		}
+		visited[e.id] = epoch
+		heap.Push(cands, e)
+		heap.Push(found, e)
+		if found.Len() > ef {
+			heap.Pop(found)
+		}
+	}
+	for cands.Len() > 0 {
+		c := heap.Pop(cands).(cand)
+		if found.Len() >= ef && c.d > found.minHeap[0].d {
+			break
+		}
+		for _, x := range nbrs[c.id] {
+			if visited[x] == epoch {
+				continue
+			}
+			visited[x] = epoch
+			d := v.d(q, x)
+			if found.Len() < ef || d < found.minHeap[0].d {
+				heap.Push(cands, cand{x, d})
+				heap.Push(found, cand{x, d})
+				if found.Len() > ef {
+					heap.Pop(found)
+				}
+			}
+		}
+	}
+	out := append([]cand(nil), found.minHeap...)
+	sortCands(out)
+	return out
+}
+
+// selectNeighbors keeps up to m of the candidates (nearest first): each
+// one nearer the node than any kept so far, then the nearest of the rest
+// to fill m, as LanceDB's level-0 lists show (a run of ascending
+// distances, then another).
+func selectNeighbors(v *vectors, cs []cand, m int) []cand {
+	if len(cs) <= m {
+		return cs
+	}
+	kept := make([]cand, 0, m)
+	var rest []cand
+	for _, c := range cs {
+		if len(kept) == m {
+			break
+		}
+		good := true
+		for _, k := range kept {
+			if v.d(c.id, k.id) < c.d {
+				good = false
+				break
+			}
+		}
+		if good {
+			kept = append(kept, c)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	for _, c := range rest {
+		if len(kept) == m {
+			break
+		}
+		kept = append(kept, c)
+	}
+	return kept
+}
+
+// graphRows are a partition's rows of index.idx: level 0 (every node, in
+// node order), then each upper level's nodes ascending; and the
+// partition's lance:hnsw entry.
+func graphRows(v *vectors, g *graph, params HNSWParams) (vid []uint32, nbrs [][]uint32, dists [][]float32, hm HNSWMeta) {
+	hm = HNSWMeta{EntryPoint: g.entry, Params: params, LevelOffsets: make([]int, len(g.levels))}
+	for l, lvl := range g.levels {
+		hm.LevelOffsets[l] = len(vid)
+		for id, ns := range lvl {
+			if ns == nil {
+				continue
+			}
+			ds := make([]float32, len(ns))
+			for i, x := range ns {
+				ds[i] = v.d(uint32(id), x)
+			}
+			vid = append(vid, uint32(id))
+			nbrs = append(nbrs, ns)
+			dists = append(dists, ds)
+		}
+	}
+	return vid, nbrs, dists, hm
+}
+
+// hnswColumns are the index.idx columns of graph rows.
+func hnswColumns(vid []uint32, nbrs [][]uint32, dists [][]float32) []*file.Array {
+	u32 := func(v []uint32) *file.Array {
+		b := make([]byte, 0, 4*len(v))
+		for _, x := range v {
+			b = binary.LittleEndian.AppendUint32(b, x)
+		}
+		return &file.Array{Type: file.DataType{Kind: file.KindUint32}, Len: len(v), Values: b}
+	}
+	idCol := u32(vid)
+	nb := &file.Array{Type: file.DataType{Kind: file.KindList}, Len: len(nbrs), Offsets: make([]int64, 1, len(nbrs)+1)}
+	ds := &file.Array{Type: file.DataType{Kind: file.KindList}, Len: len(dists), Offsets: make([]int64, 1, len(dists)+1)}
+	var flatN []uint32
+	var flatD []byte
+	for i := range nbrs {
+		flatN = append(flatN, nbrs[i]...)
+		for _, d := range dists[i] {
+			flatD = binary.LittleEndian.AppendUint32(flatD, math.Float32bits(d))
+		}
+		nb.Offsets = append(nb.Offsets, int64(len(flatN)))
+		ds.Offsets = append(ds.Offsets, int64(len(flatN)))
+	}
+	nb.Children = []*file.Array{u32(flatN)}
+	ds.Children = []*file.Array{{Type: file.DataType{Kind: file.KindFloat32}, Len: len(flatN), Values: flatD}}
+	return []*file.Array{idCol, nb, ds}
+}
+
+// RebuildGraphs returns x with the HNSW graph of every partition in
+// touched rebuilt over storage s (the other partitions' rows copied), for
+// a storage whose rows changed. The parameters are each partition's own.
+func RebuildGraphs(x *SubIndex, s *Storage, touched []bool) (*SubIndex, error) {
+	if !x.IsHNSW() {
+		return x, nil
+	}
+	if len(touched) != s.Partitions() || len(x.HNSW) != s.Partitions() {
+		return nil, fmt.Errorf("%d partitions to rebuild, the index has %d and the storage %d", len(touched), len(x.HNSW), s.Partitions())
+	}
+	cent, dim := x.Centroids()
+	var vid []uint32
+	var nbrs [][]uint32
+	var dists [][]float32
+	out := *x
+	out.HNSW = make([]HNSWMeta, len(x.HNSW))
+	out.IVF = &ipb.IVF{CentroidsTensor: x.IVF.GetCentroidsTensor(), Loss: x.IVF.Loss,
+		Offsets: make([]uint64, s.Partitions()), Lengths: make([]uint32, s.Partitions())}
+	for p := range s.Partitions() {
+		start := len(vid)
+		out.IVF.Offsets[p] = uint64(start)
+		h := x.HNSW[p]
+		if !touched[p] {
+			off, n := int(x.IVF.GetOffsets()[p]), int(x.IVF.GetLengths()[p])
+			for r := off; r < off+n; r++ {
+				vid = append(vid, binary.LittleEndian.Uint32(x.Columns[0].Values[4*r:]))
+				nbrs = append(nbrs, listU32(x.Columns[1], r))
+				dists = append(dists, listF32(x.Columns[2], r))
+			}
+			out.HNSW[p] = h
+		} else {
+			off, n := int(s.IVF.GetOffsets()[p]), int(s.IVF.GetLengths()[p])
+			v, err := partitionVectors(s, cent[p*dim:(p+1)*dim], off, n)
+			if err != nil {
+				return nil, err
+			}
+			m := max(h.Params.M, 2)
+			g := buildGraph(v, n, m, max(h.Params.EfConstruction, m), h.Params.MaxLevel, graphSeed+uint64(p))
+			pv, pn, pd, hm := graphRows(v, g, h.Params)
+			vid, nbrs, dists = append(vid, pv...), append(nbrs, pn...), append(dists, pd...)
+			out.HNSW[p] = hm
+		}
+		out.IVF.Lengths[p] = uint32(len(vid) - start)
+	}
+	out.Columns = hnswColumns(vid, nbrs, dists)
+	return &out, nil
+}
+
+func listU32(a *file.Array, r int) []uint32 {
+	lo, hi := a.Offsets[r], a.Offsets[r+1]
+	out := make([]uint32, hi-lo)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint32(a.Children[0].Values[4*(int(lo)+i):])
+	}
+	return out
+}
+
+func listF32(a *file.Array, r int) []float32 {
+	lo, hi := a.Offsets[r], a.Offsets[r+1]
+	out := make([]float32, hi-lo)
+	for i := range out {
+		out[i] = f32(a.Children[0].Values[4*(int(lo)+i):])
+	}
+	return out
+}

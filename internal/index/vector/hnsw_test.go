@@ -1,0 +1,106 @@
+package vector
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestBuildGraph: a graph over 2000 random 16-d vectors keeps every node
+// on level 0, bounds degrees (2m on level 0, m above), links only nodes
+// of the same level, has its entry point on the top level, and a search
+// with ef 40 from the entry point finds >= 95% of each query's true 10
+// nearest neighbours.
+func TestBuildGraph(t *testing.T) {
+	const n, dim, queries, m = 2000, 16, 100, 20
+	r := rand.New(rand.NewPCG(1, 2))
+	v := &vectors{dim: dim, data: make([]float32, (n+queries)*dim), dist: distanceFunc("l2")}
+	for i := range v.data {
+		v.data[i] = float32(r.Float64()*2 - 1)
+	}
+	g := buildGraph(v, n, m, 100, 7, 42)
+	for id := range n {
+		if g.levels[0][id] == nil {
+			t.Fatalf("node %d is not on level 0", id)
+		}
+	}
+	for l, lvl := range g.levels {
+		limit := m
+		if l == 0 {
+			limit = 2 * m
+		}
+		for id, ns := range lvl {
+			if len(ns) > limit {
+				t.Fatalf("level %d node %d has %d neighbours, limit %d", l, id, len(ns), limit)
+			}
+			for _, x := range ns {
+				if lvl[x] == nil || int(x) == id {
+					t.Fatalf("level %d node %d links %d, which is not on the level (or itself)", l, id, x)
+				}
+			}
+		}
+	}
+	if g.levels[g.top][g.entry] == nil || (g.top < 7 && slices.ContainsFunc(g.levels[g.top+1], func(ns []uint32) bool { return ns != nil })) {
+		t.Fatalf("entry point %d is not on the top level %d", g.entry, g.top)
+	}
+	hit := 0
+	visited := make([]uint32, n)
+	for qi := range queries {
+		q := uint32(n + qi)
+		ep := cand{g.entry, v.d(q, g.entry)}
+		for l := g.top; l > 0; l-- {
+			ep = greedy(v, g.levels[l], q, ep)
+		}
+		got := searchLayer(v, g.levels[0], q, []cand{ep}, 40, visited, uint32(qi+1))
+		all := make([]cand, n)
+		for i := range all {
+			all[i] = cand{uint32(i), v.d(q, uint32(i))}
+		}
+		sortCands(all)
+		for _, c := range got[:10] {
+			if slices.ContainsFunc(all[:10], func(e cand) bool { return e.id == c.id }) {
+				hit++
+			}
+		}
+	}
+	if recall := float64(hit) / (10 * queries); recall < 0.95 {
+		t.Fatalf("recall@10 %.3f with ef 40, want >= 0.95", recall)
+	} else {
+		t.Logf("recall@10 %.3f", recall)
+	}
+}
+
+// TestRebuildGraphsKeepsUntouched: partitions that lost no rows keep
+// their graph rows; a rebuilt partition's level 0 holds every storage row.
+func TestRebuildGraphsKeepsUntouched(t *testing.T) {
+	_, x := synthPQ(t)
+	sb, _ := encodeSynth(t)
+	s, err := ReadStorage(bytes.NewReader(sb), int64(len(sb)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.Type = TypeIVFHNSWPQ
+	// A graph of partition 0's three nodes and partition 1's two.
+	x.Fields = nil
+	x.HNSW = []HNSWMeta{
+		{EntryPoint: 0, Params: HNSWParams{MaxLevel: 1, M: 2, EfConstruction: 4}, LevelOffsets: []int{0, 3}},
+		{EntryPoint: 1, Params: HNSWParams{MaxLevel: 1, M: 2, EfConstruction: 4}, LevelOffsets: []int{0, 2}},
+	}
+	x.IVF.Offsets, x.IVF.Lengths = []uint64{0, 3}, []uint32{3, 2}
+	x.Columns = hnswColumns([]uint32{0, 1, 2, 0, 1}, [][]uint32{{1, 2}, {0}, {0}, {1}, {0}}, [][]float32{{1, 2}, {1}, {2}, {3}, {3}})
+	ns, _, touched := RemapStorage(s, func(a uint64) (uint64, bool) { return a, a != 3 })
+	if !slices.Equal(touched, []bool{true, false}) {
+		t.Fatalf("touched %v, want partition 0 only", touched)
+	}
+	nx, err := RebuildGraphs(x, ns, touched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := nx.HNSW[0].LevelOffsets[1] - nx.HNSW[0].LevelOffsets[0]; got != 2 {
+		t.Fatalf("partition 0's rebuilt level 0 has %d nodes, its storage 2 rows", got)
+	}
+	if nx.IVF.GetLengths()[1] != 2 || !slices.Equal(listU32(nx.Columns[1], int(nx.IVF.GetOffsets()[1])), []uint32{1}) {
+		t.Fatalf("partition 1's graph changed: %v rows", nx.IVF.GetLengths())
+	}
+}

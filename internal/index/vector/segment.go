@@ -1,0 +1,188 @@
+package vector
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	ipb "github.com/compactord/compactord/gen/lanceindexpb"
+	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/meta"
+	"github.com/compactord/compactord/internal/storage"
+)
+
+// Kind is meta.IndexKind's name of a vector index.
+const Kind = "vector"
+
+// Segment is a decoded vector index segment.
+type Segment struct {
+	Meta    *pb.IndexMetadata
+	Details *ipb.VectorIndexDetails
+	Index   *SubIndex
+	Storage *Storage
+	// indexRaw is index.idx as read (a FLAT sub-index is rewritten as is).
+	indexRaw []byte
+}
+
+// segmentType checks a segment's metadata and returns its index type.
+func segmentType(m *pb.IndexMetadata) (string, *ipb.VectorIndexDetails, error) {
+	d, err := DecodeDetails(m.GetIndexDetails())
+	if err != nil {
+		return "", nil, fmt.Errorf("index %s: %w", m.GetName(), err)
+	}
+	typ := DetailsType(d)
+	if typ == "" {
+		return "", nil, fmt.Errorf("index %s: %w", m.GetName(), unsupported("details name no quantizer (an index older than LanceDB 0.39's)"))
+	}
+	if err := CheckIndexVersion(typ, m.GetIndexVersion()); err != nil {
+		return "", nil, fmt.Errorf("index %s: %w", m.GetName(), err)
+	}
+	return typ, d, nil
+}
+
+// Remappable reports whether Remap handles the segment: every vector
+// index type but IVF_RQ, whose code layout is not established (it keeps
+// the fragments it covers out of compaction).
+func Remappable(m *pb.IndexMetadata) bool {
+	if meta.IndexKind(m) != Kind {
+		return false
+	}
+	typ, _, err := segmentType(m)
+	if err != nil {
+		return false
+	}
+	return typ != TypeIVFRQ
+}
+
+// Buildable reports whether BuildSegment writes segments of m's index:
+// every vector index type but IVF_RQ, whose codes compactord does not
+// encode.
+func Buildable(m *pb.IndexMetadata) bool { return Remappable(m) }
+
+// HasGraph reports whether m is a vector index with HNSW graphs (nodes
+// numbered by storage row, so storage rows must never disappear without a
+// rebuild).
+func HasGraph(m *pb.IndexMetadata) bool {
+	if meta.IndexKind(m) != Kind {
+		return false
+	}
+	typ, _, err := segmentType(m)
+	return err == nil && typeParts[typ].hnsw
+}
+
+// ReadSegment reads and cross-checks both files of a vector segment.
+func ReadSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata) (*Segment, error) {
+	typ, d, err := segmentType(m)
+	if err != nil {
+		return nil, err
+	}
+	dir := meta.IndexDir(meta.UUIDString(m.GetUuid()))
+	wrap := func(err error) error {
+		return fmt.Errorf("index %s (%s): %w", m.GetName(), meta.UUIDString(m.GetUuid()), err)
+	}
+	raw, err := b.Get(ctx, dir+IndexFile)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	x, err := ReadSubIndex(bytes.NewReader(raw), int64(len(raw)))
+	if err != nil {
+		return nil, wrap(err)
+	}
+	a, err := b.Attributes(ctx, dir+StorageFile)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	s, err := ReadStorage(storage.NewReaderAt(ctx, b, dir+StorageFile, a.Size), a.Size)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	if x.Type != typ {
+		return nil, wrap(formatErr("%s holds an %s index, the details say %s", IndexFile, x.Type, typ))
+	}
+	if s.Quantizer != x.Quantizer() || s.Distance != x.Distance || s.Partitions() != len(x.IVF.GetLengths()) {
+		return nil, wrap(formatErr("%s storage (%s, %d partitions) under an %s %s index of %d partitions", s.Quantizer, s.Distance, s.Partitions(), x.Type, x.Distance, len(x.IVF.GetLengths())))
+	}
+	if x.IsHNSW() {
+		for p, h := range x.HNSW {
+			if got, want := h.LevelOffsets[min(1, len(h.LevelOffsets)-1)]-h.LevelOffsets[0], int(s.IVF.GetLengths()[p]); len(h.LevelOffsets) > 1 && got != want {
+				return nil, wrap(formatErr("partition %d: HNSW graph has %d nodes but its vector storage has %d rows", p, got, want))
+			}
+		}
+	}
+	return &Segment{Meta: m, Details: d, Index: x, Storage: s, indexRaw: raw}, nil
+}
+
+// RemapOptions say what a remapped segment becomes.
+type RemapOptions struct {
+	// DatasetVersion of the new segment: the version whose addresses it
+	// holds.
+	DatasetVersion uint64
+	// Bitmap is the new segment's fragment bitmap. Required.
+	Bitmap *roaring.Bitmap
+	Now    time.Time
+}
+
+// Remap writes a copy of the vector segment m with every row address
+// passed through remap (rows it reports deleted dropped) under a new uuid,
+// and returns its metadata (m's name, fields, details, index version and
+// creation time; o's dataset version and bitmap) and the objects written
+// (also on error, for cleanup).
+func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), o RemapOptions) (*pb.IndexMetadata, []string, RemapStats, error) {
+	var st RemapStats
+	if o.Bitmap == nil {
+		return nil, nil, st, fmt.Errorf("index %s: remap needs the new fragment bitmap", m.GetName())
+	}
+	if !Remappable(m) {
+		typ, _, err := segmentType(m)
+		if err != nil {
+			return nil, nil, st, err
+		}
+		return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), unsupported("compactord does not remap %s indexes", typ))
+	}
+	seg, err := ReadSegment(ctx, b, m)
+	if err != nil {
+		return nil, nil, st, err
+	}
+	ns, st, touched := RemapStorage(seg.Storage, remap)
+	// A FLAT sub-index holds only the centroids, which a remap keeps.
+	indexBytes := seg.indexRaw
+	if seg.Index.IsHNSW() {
+		nx, err := RebuildGraphs(seg.Index, ns, touched)
+		if err != nil {
+			return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), err)
+		}
+		var buf bytes.Buffer
+		if _, err := WriteSubIndex(&buf, nx); err != nil {
+			return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), err)
+		}
+		indexBytes = buf.Bytes()
+	}
+	u, id := meta.NewUUID()
+	files, keys, err := writeSegmentFiles(ctx, b, meta.IndexDir(id), indexBytes, ns)
+	if err != nil {
+		return nil, keys, st, fmt.Errorf("index %s: %w", m.GetName(), err)
+	}
+	nm := &pb.IndexMetadata{
+		Uuid:           u,
+		Fields:         slices.Clone(m.GetFields()),
+		Name:           m.GetName(),
+		DatasetVersion: o.DatasetVersion,
+		FragmentBitmap: meta.EncodeBitmap(o.Bitmap.Clone()),
+		IndexDetails:   proto.Clone(m.GetIndexDetails()).(*anypb.Any),
+		IndexVersion:   proto.Int32(m.GetIndexVersion()),
+		Files:          files,
+	}
+	// Lance's remap keeps the creation time: the same index, moved rows.
+	if m.CreatedAt != nil {
+		nm.CreatedAt = proto.Uint64(m.GetCreatedAt())
+	} else {
+		nm.CreatedAt = proto.Uint64(uint64(o.Now.UnixMilli()))
+	}
+	return nm, keys, st, nil
+}
