@@ -22,6 +22,12 @@ declare -A tests=(
   [wal]='./lancewal ^TestBenchWriter$'
 )
 only=${BENCH_ONLY:-merge,compact,append,scan,verify,wal}
+# The compaction benchmark's table shapes and sizes (docs/benchmarks.md,
+# "Lance: compaction"): with and without a vector column, with a btree and
+# a bitmap, inline and deferred remap, at 1, 4 and 16 Mi rows (the slope
+# of peak RSS over them). About an hour on a 2-core machine.
+export LANCE_BENCH_SHAPES=${LANCE_BENCH_SHAPES:-plain;vec;btree,bitmap;vec,btree,bitmap;btree,bitmap,defer;vec,btree,bitmap,defer}
+export LANCE_BENCH_ROWS_COMPACT=${LANCE_BENCH_ROWS_COMPACT:-1048576,4194304,16777216}
 status=0
 for name in ${only//,/ }; do
   spec=${tests[$name]:-}
@@ -31,6 +37,10 @@ for name in ${only//,/ }; do
   fi
   read -r pkg run <<<"$spec"
   echo "== $name: go test $pkg -run '$run'"
-  LANCE_BENCH=1 CI=true $GO test -count=1 -timeout 60m -run "$run" -v "$pkg" || status=1
+  rows=${LANCE_BENCH_ROWS:-}
+  if [ "$name" = compact ]; then
+    rows=${LANCE_BENCH_ROWS:-$LANCE_BENCH_ROWS_COMPACT}
+  fi
+  LANCE_BENCH=1 CI=true LANCE_BENCH_ROWS=$rows $GO test -count=1 -timeout 180m -run "$run" -v "$pkg" || status=1
 done
 exit $status

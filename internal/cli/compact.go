@@ -41,7 +41,7 @@ func newCompactCmd(e *env) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.BoolVar(&deferRemap, "defer-remap", deferRemap, "record a fragment-reuse version instead of remapping the indices in the same commit (opt-in: run `index remap` before LanceDB's optimize, see --help)")
-	f.Uint64Var(&cfg.TargetRowsPerFragment, "target-rows", cfg.TargetRowsPerFragment, "fragments with fewer live rows are small; outputs hold at most this many")
+	f.Uint64Var(&cfg.TargetRowsPerFragment, "target-rows", cfg.TargetRowsPerFragment, "fragments with fewer live rows are small; each group of the plan holds at least this many, spread evenly over as many fragments as this fits in (as LanceDB does)")
 	f.Float64Var(&cfg.DeletionThreshold, "deletion-threshold", cfg.DeletionThreshold, "deleted share of a fragment's rows from which it is rewritten, in (0, 1]")
 	f.IntVar(&cfg.Parallelism, "parallelism", cfg.Parallelism, "at most this many groups rewritten at once (one per 256 MiB of input to re-encode)")
 	f.IntVar(&cfg.Replans, "replans", cfg.Replans, "plan again at most this many times after a retryable conflict")

@@ -3,6 +3,7 @@ package compact
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,8 +83,10 @@ func compactChild(t *testing.T, path string) {
 		stop := heapAtPeak(t, p)
 		defer stop()
 	}
+	o := DefaultOptions()
+	o.DeferRemap = os.Getenv("LANCE_COMPACT_DEFER") == "1"
 	t0 := time.Now()
-	res, err := Run(t.Context(), h, DefaultOptions(), Env{})
+	res, err := Run(t.Context(), h, o, Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,10 +145,10 @@ func heapAtPeak(t *testing.T, path string) (stop func()) {
 	}
 }
 
-func runCompactChild(t *testing.T, table string) (usage, Stats) {
+func runCompactChild(t *testing.T, table string, deferRemap bool) (usage, Stats) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchCompaction$", "-test.v")
-	cmd.Env = append(os.Environ(), "LANCE_COMPACT_CHILD="+table)
+	cmd.Env = append(os.Environ(), "LANCE_COMPACT_CHILD="+table, "LANCE_COMPACT_DEFER="+map[bool]string{true: "1", false: "0"}[deferRemap])
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	u := usage{Wall: time.Since(start)}
@@ -223,16 +226,88 @@ func syncTree(t *testing.T, dir string) time.Duration {
 	return time.Since(t0)
 }
 
-// TestBenchCompaction (LANCE_BENCH=1; LANCE_BENCH_ROWS, default 4 Mi rows
-// in LANCE_BENCH_FRAG_ROWS, default 256 Ki, rows per fragment) is
-// docs/benchmarks.md's "Lance: compaction". Two tables LanceDB builds:
-//
-//   - deletes: 1 row in 10 deleted (id % 10 = 3) in every fragment; a copy
-//     is compacted by LanceDB's optimize() (its own process, timed) and
-//     another by compactord (this test binary re-run, timed); both must
-//     then read the same rows in LanceDB.
-//   - plain: no deletions; compactord's compaction (pages copied without
-//     decoding) against cp -a of the table's data files.
+// benchShape is one table shape of the compaction benchmark: the columns
+// and indexes bench_compact.mjs builds (vec, btree, bitmap) and whether
+// compactord defers the remap (LanceDB's optimize() never does).
+type benchShape struct {
+	build      string // bench_compact.mjs's SHAPE
+	deferRemap bool
+}
+
+func (s benchShape) String() string {
+	n := s.build
+	if n == "" {
+		n = "plain"
+	}
+	if s.deferRemap {
+		n += ",defer"
+	}
+	return n
+}
+
+// parseShapes reads LANCE_BENCH_SHAPES: shapes separated by ";", each a
+// comma-separated list of vec, btree, bitmap, defer ("" or "plain": id,
+// s, cat, f only).
+func parseShapes(t *testing.T, v string) []benchShape {
+	var out []benchShape
+	for _, sh := range strings.Split(v, ";") {
+		var b benchShape
+		var parts []string
+		for _, p := range strings.Split(strings.TrimSpace(sh), ",") {
+			switch p = strings.TrimSpace(p); p {
+			case "", "plain":
+			case "defer":
+				b.deferRemap = true
+			case "vec", "btree", "bitmap":
+				parts = append(parts, p)
+			default:
+				t.Fatalf("LANCE_BENCH_SHAPES: unknown %q (want vec, btree, bitmap, defer, plain)", p)
+			}
+		}
+		b.build = strings.Join(parts, ",")
+		out = append(out, b)
+	}
+	return out
+}
+
+// benchResult is one shape at one size: each side's best wall and CPU
+// of the trials and largest peak RSS.
+type benchResult struct {
+	shape        benchShape
+	rows         int
+	bytes        int64
+	lance, ours  usage
+	st           Stats
+	lanceFrags   int
+	copied       usage // plain shape only: no deletions, every page copied
+	cpWall, cpSW time.Duration
+	plainBytes   int64
+	cst          Stats
+}
+
+// slope is the least-squares slope of log y over log x.
+func slope(xs, ys []float64) float64 {
+	n := float64(len(xs))
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		x, y := math.Log(xs[i]), math.Log(ys[i])
+		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
+	}
+	return (n*sxy - sx*sy) / (n*sxx - sx*sx)
+}
+
+// TestBenchCompaction (LANCE_BENCH=1) is docs/benchmarks.md's "Lance:
+// compaction". For each size of LANCE_BENCH_ROWS (comma-separated,
+// default 4 Mi rows) in fragments of LANCE_BENCH_FRAG_ROWS (default
+// 256 Ki) rows and each shape of LANCE_BENCH_SHAPES (see parseShapes;
+// default plain), LanceDB builds a table, 1 row in 10 deleted (id % 10 = 3)
+// in every fragment after any index was built; a copy is compacted by
+// LanceDB's optimize() (its own process, timed around the call) and
+// another by compactord (this test binary re-run, timed), and both must
+// then read the same rows in LanceDB. The plain shape also compacts a
+// table without deletions (pages copied without decoding) against cp -a
+// of its data files. With more than one size, the log-log slope of each
+// side's peak RSS over the sizes is logged per shape.
 //
 // Best of LANCE_BENCH_TRIALS (default 3) interleaved trials on fresh
 // copies. LANCE_COMPACT_CPUPROFILE=FILE profiles the compaction's CPU,
@@ -248,29 +323,79 @@ func TestBenchCompaction(t *testing.T) {
 		t.Skip("set LANCE_BENCH=1")
 	}
 	in := lancedb.Require(t)
-	rows := envInt("LANCE_BENCH_ROWS", 4<<20)
+	var sizes []int
+	for _, v := range strings.Split(os.Getenv("LANCE_BENCH_ROWS"), ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > 0 {
+			sizes = append(sizes, n)
+		}
+	}
+	if len(sizes) == 0 {
+		sizes = []int{4 << 20}
+	}
 	fragRows := envInt("LANCE_BENCH_FRAG_ROWS", 256<<10)
 	trials := envInt("LANCE_BENCH_TRIALS", 3)
+	shapes := parseShapes(t, os.Getenv("LANCE_BENCH_SHAPES"))
+	var all []benchResult
+	for _, sh := range shapes {
+		for _, rows := range sizes {
+			all = append(all, benchOne(t, in, sh, rows, fragRows, trials))
+		}
+	}
+	t.Logf("summary (best wall and CPU of %d trials, largest peak RSS; LanceDB %s):", trials, lancedb.Version)
+	t.Logf("| shape | rows | MiB | LanceDB wall / CPU / RSS | compactord wall / CPU / RSS | wall× | CPU× | MB/CPU-s | RSS MiB/GiB | fragments out (LanceDB, ours) |")
+	for _, r := range all {
+		gib := float64(r.bytes) / (1 << 30)
+		t.Logf("| %s | %d | %.0f | %.2f s / %.2f s / %.0f MiB | %.2f s / %.2f s / %.0f MiB | %.2f | %.2f | %.0f | %.0f | %d, %d |",
+			r.shape, r.rows, float64(r.bytes)/(1<<20), r.lance.Wall.Seconds(), r.lance.CPU.Seconds(), float64(r.lance.MaxRSS)/(1<<20),
+			r.ours.Wall.Seconds(), r.ours.CPU.Seconds(), float64(r.ours.MaxRSS)/(1<<20),
+			r.lance.Wall.Seconds()/r.ours.Wall.Seconds(), r.lance.CPU.Seconds()/r.ours.CPU.Seconds(),
+			float64(r.bytes)/1e6/r.ours.CPU.Seconds(), float64(r.ours.MaxRSS)/(1<<20)/gib, r.lanceFrags, r.st.FragmentsOut)
+	}
+	if len(sizes) > 1 {
+		for _, sh := range shapes {
+			var xs, ls, oursRSS []float64
+			for _, r := range all {
+				if r.shape == sh {
+					xs, ls, oursRSS = append(xs, float64(r.rows)), append(ls, float64(r.lance.MaxRSS)), append(oursRSS, float64(r.ours.MaxRSS))
+				}
+			}
+			t.Logf("%s: log-log slope of peak RSS over %v rows: LanceDB %.2f, compactord %.2f", sh, sizes, slope(xs, ls), slope(xs, oursRSS))
+		}
+	}
+	for _, r := range all {
+		if r.shape.build != "" || r.shape.deferRemap {
+			continue
+		}
+		t.Logf("plain, %d rows, without deletions (%.0f MiB, %d fragments copied): compactord %s; cp -a of the data files %.2f s (%.2fx cp's speed), cp then sync %.2f s (%.2fx); peak RSS %.0f MiB per GiB",
+			r.rows, float64(r.plainBytes)/(1<<20), r.cst.FragmentsCopied, r.copied, r.cpWall.Seconds(), r.cpWall.Seconds()/r.copied.Wall.Seconds(),
+			r.cpSW.Seconds(), r.cpSW.Seconds()/r.copied.Wall.Seconds(), float64(r.copied.MaxRSS)/(1<<20)/(float64(r.plainBytes)/(1<<30)))
+	}
+}
+
+// benchOne runs the trials of one shape at one size.
+func benchOne(t *testing.T, in lancedb.Install, sh benchShape, rows, fragRows, trials int) benchResult {
+	t.Helper()
 	db := t.TempDir()
 	if d := os.Getenv("LANCE_BENCH_DIR"); d != "" {
 		db = filepath.Join(d, fmt.Sprintf("compact-%d", time.Now().UnixNano()))
 		t.Cleanup(func() { os.RemoveAll(db) })
 	}
+	defer os.RemoveAll(db)
+	plain := sh.build == "" && !sh.deferRemap
 	var built struct {
 		BuildMs float64
 		Count   int64
 	}
-	benchNode(t, in, &built, "build", db, "del", strconv.Itoa(rows), strconv.Itoa(fragRows), "10")
+	benchNode(t, in, &built, "build", db, "del", strconv.Itoa(rows), strconv.Itoa(fragRows), "10", sh.build)
 	live := built.Count
-	benchNode(t, in, &built, "build", db, "plain", strconv.Itoa(rows), strconv.Itoa(fragRows), "0")
 	delDir, plainDir := filepath.Join(db, "del.lance"), filepath.Join(db, "plain.lance")
-	delBytes, plainBytes := dataBytes(t, delDir), dataBytes(t, plainDir)
-	t.Logf("LanceDB built %d rows in fragments of %d: %d live after deletes (%.0f MiB of data files), %.0f MiB without deletes",
-		rows, fragRows, live, float64(delBytes)/(1<<20), float64(plainBytes)/(1<<20))
-
-	var lance, ours, copied usage
-	var cpWall, cpSyncWall time.Duration
-	var st, cst Stats
+	res := benchResult{shape: sh, rows: rows, bytes: dataBytes(t, delDir)}
+	if plain {
+		benchNode(t, in, &built, "build", db, "plain", strconv.Itoa(rows), strconv.Itoa(fragRows), "0")
+		res.plainBytes = dataBytes(t, plainDir)
+	}
+	t.Logf("%s: LanceDB built %d rows in fragments of %d: %d live after deletes (%.0f MiB of data files)",
+		sh, rows, fragRows, live, float64(res.bytes)/(1<<20))
 	for trial := range trials {
 		lt, ct, pt := filepath.Join(db, fmt.Sprintf("l%d.lance", trial)), filepath.Join(db, fmt.Sprintf("c%d.lance", trial)), filepath.Join(db, fmt.Sprintf("p%d.lance", trial))
 		cpTree(t, delDir, lt)
@@ -279,6 +404,7 @@ func TestBenchCompaction(t *testing.T) {
 			WallMs, CpuMs float64
 			MaxRssKb      int64
 			Count         int64
+			Compaction    struct{ FragmentsAdded int }
 		}
 		// Each timed side starts with no dirty pages: the copies above,
 		// and LanceDB's optimize (which does not fsync its files), would
@@ -298,7 +424,7 @@ func TestBenchCompaction(t *testing.T) {
 		}
 		oursSide := func() {
 			syscall.Sync()
-			o, s = runCompactChild(t, ct)
+			o, s = runCompactChild(t, ct, sh.deferRemap)
 		}
 		if trial%2 == 0 {
 			lanceSide()
@@ -307,21 +433,30 @@ func TestBenchCompaction(t *testing.T) {
 			oursSide()
 			lanceSide()
 		}
-
-		// Without deletions: compactord against cp of the same bytes, and
-		// against cp then sync of the copies (compactord's writes are
-		// fsynced before the commit names them).
-		syscall.Sync()
-		cpData := cpTree(t, filepath.Join(plainDir, "data"), pt+"-data")
-		cpSync := cpData + syncTree(t, pt+"-data")
-		os.RemoveAll(pt + "-data")
-		cpTree(t, plainDir, pt)
-		syscall.Sync()
-		p, ps := runCompactChild(t, pt)
-		if ps.FragmentsCopied != ps.FragmentsIn {
-			t.Fatalf("plain table: %d of %d fragments copied", ps.FragmentsCopied, ps.FragmentsIn)
+		t.Logf("%s, %d rows, trial %d: LanceDB optimize %s; compactord %s", sh, rows, trial, l, o)
+		if plain {
+			// Without deletions: compactord against cp of the same bytes,
+			// and against cp then sync of the copies (compactord's writes
+			// are fsynced before the commit names them).
+			syscall.Sync()
+			cpData := cpTree(t, filepath.Join(plainDir, "data"), pt+"-data")
+			cpSync := cpData + syncTree(t, pt+"-data")
+			os.RemoveAll(pt + "-data")
+			cpTree(t, plainDir, pt)
+			syscall.Sync()
+			p, ps := runCompactChild(t, pt, false)
+			if ps.FragmentsCopied != ps.FragmentsIn {
+				t.Fatalf("plain table: %d of %d fragments copied", ps.FragmentsCopied, ps.FragmentsIn)
+			}
+			t.Logf("trial %d: plain: compactord %s, cp of the data files %.2f s (with sync %.2f s)", trial, p, cpData.Seconds(), cpSync.Seconds())
+			res.copied, res.cst = best(trial, res.copied, p), ps
+			if trial == 0 || cpData < res.cpWall {
+				res.cpWall = cpData
+			}
+			if trial == 0 || cpSync < res.cpSW {
+				res.cpSW = cpSync
+			}
 		}
-		t.Logf("trial %d: deletes: LanceDB optimize %s; compactord %s; plain: compactord %s, cp of the data files %.2f s (with sync %.2f s)", trial, l, o, p, cpData.Seconds(), cpSync.Seconds())
 		if trial == trials-1 {
 			var a, b struct {
 				Count       int64
@@ -335,26 +470,11 @@ func TestBenchCompaction(t *testing.T) {
 		}
 		// Per side, the best wall and CPU time of the trials (perhaps of
 		// different trials) and the largest peak RSS.
-		lance, ours, copied = best(trial, lance, l), best(trial, ours, o), best(trial, copied, p)
-		st, cst = s, ps
-		if trial == 0 || cpData < cpWall {
-			cpWall = cpData
-		}
-		if trial == 0 || cpSync < cpSyncWall {
-			cpSyncWall = cpSync
-		}
+		res.lance, res.ours = best(trial, res.lance, l), best(trial, res.ours, o)
+		res.st, res.lanceFrags = s, opt.Compaction.FragmentsAdded
 		for _, d := range []string{lt, ct, pt} {
 			os.RemoveAll(d)
 		}
 	}
-	gib := float64(delBytes) / (1 << 30)
-	t.Logf("compaction of %d rows (%d fragments, 10%% deleted, %.0f MiB), best wall and CPU of %d trials, largest peak RSS:", rows, st.FragmentsIn, float64(delBytes)/(1<<20), trials)
-	t.Logf("  LanceDB optimize(): %s", lance)
-	t.Logf("  compactord compact: %s (%d groups, %d fragments out, %d rows dropped)", ours, st.Groups, st.FragmentsOut, st.RowsDropped)
-	t.Logf("  speed-up %.2fx wall, %.2fx CPU; %.0f MB per CPU-s (LanceDB %.0f); peak RSS %.0f MiB per GiB of input",
-		lance.Wall.Seconds()/ours.Wall.Seconds(), lance.CPU.Seconds()/ours.CPU.Seconds(),
-		float64(delBytes)/1e6/ours.CPU.Seconds(), float64(delBytes)/1e6/lance.CPU.Seconds(), float64(ours.MaxRSS)/(1<<20)/gib)
-	t.Logf("compaction without deletions (%.0f MiB, %d fragments copied): compactord %s; cp -a of the data files %.2f s (%.2fx cp's speed), cp then sync %.2f s (%.2fx); peak RSS %.0f MiB per GiB",
-		float64(plainBytes)/(1<<20), cst.FragmentsCopied, copied, cpWall.Seconds(), cpWall.Seconds()/copied.Wall.Seconds(),
-		cpSyncWall.Seconds(), cpSyncWall.Seconds()/copied.Wall.Seconds(), float64(copied.MaxRSS)/(1<<20)/(float64(plainBytes)/(1<<30)))
+	return res
 }

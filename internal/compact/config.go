@@ -15,7 +15,9 @@ const MaxTargetRows = 1<<32 - 1
 // DefaultConfig.
 type Config struct {
 	// TargetRowsPerFragment: fragments with fewer live rows are small, and
-	// outputs hold at most this many.
+	// each group of a plan holds at least this many (its rows spread
+	// evenly over as many fragments as this fits in, as LanceDB writes
+	// them: see Options).
 	TargetRowsPerFragment uint64 `yaml:"target_rows_per_fragment"`
 	// DeletionThreshold: deleted share of physical rows from which a
 	// fragment is rewritten.

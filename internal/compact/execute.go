@@ -75,9 +75,10 @@ type Output struct {
 // Execute writes the new data files of one group of a plan made from m.
 // A fragment without deletions whose file matches the table's schema and
 // format version is copied page by page without decoding; any other is
-// decoded in windows, its deleted rows dropped, and re-encoded. A new file
-// is cut before it would pass TargetRowsPerFragment rows or once it
-// reaches MaxBytesPerFile. The files stay invisible until a commit names
+// decoded in windows, its deleted rows dropped, and re-encoded. A group's
+// rows are split as LanceDB 0.39's compaction splits them (evenSplit),
+// or, when MaxRowsPerFile is set, a new file is cut before it would pass
+// that many rows; a file is also cut once it reaches MaxBytesPerFile. The files stay invisible until a commit names
 // them; on an error the ones written are listed in the error's Output.
 func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o Options) (out *Output, err error) {
 	if m.GetWriterFeatureFlags()&meta.FlagStableRowIDs != 0 {
@@ -90,6 +91,10 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 	maxBytes := o.MaxBytesPerFile
 	if maxBytes == 0 {
 		maxBytes = DefaultMaxBytesPerFile
+	}
+	maxRows, even := o.MaxRowsPerFile, o.MaxRowsPerFile == 0
+	if even {
+		maxRows = evenSplit(g.LiveRows(), o.TargetRowsPerFragment)
 	}
 	out = &Output{Group: g, Old: g.Old(), Deleted: map[uint64]*roaring.Bitmap{}, Survivors: map[uint64]*roaring.Bitmap{}}
 	out.Stats.Groups = 1
@@ -143,8 +148,10 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 			surv.AndNot(dv)
 			out.Survivors[f.GetId()] = surv
 			out.Stats.RowsDropped += phys - live
-			if dv.IsEmpty() && copyable(src, m.GetFields(), v) {
-				if w.rows > 0 && w.rows+phys > o.TargetRowsPerFragment {
+			// Split evenly, a fragment that would cross a cut is
+			// re-encoded, so the cut falls on the row LanceDB's does.
+			if dv.IsEmpty() && copyable(src, m.GetFields(), v) && (!even || w.rows+phys <= maxRows) {
+				if w.rows > 0 && w.rows+phys > maxRows {
 					if err := w.finish(out); err != nil {
 						return err
 					}
@@ -165,7 +172,7 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 				copied = int64(phys)
 				out.Stats.FragmentsCopied++
 				out.Stats.RowsCopied += phys
-				if w.rows >= o.TargetRowsPerFragment || w.size() >= maxBytes {
+				if w.rows >= maxRows || w.size() >= maxBytes {
 					return w.finish(out)
 				}
 				return nil
@@ -173,7 +180,7 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 			if keep == nil {
 				keep = make([]int, 0, decodeWindow)
 			}
-			return rewriteRows(ctx, src, key, f, dv, top, w, out, keep, o.TargetRowsPerFragment, maxBytes, rep)
+			return rewriteRows(ctx, src, key, f, dv, top, w, out, keep, maxRows, maxBytes, rep)
 		}()
 		if err != nil {
 			return out, err
@@ -189,6 +196,21 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 		return out, err
 	}
 	return out, nil
+}
+
+// evenSplit is the rows per new file of a group of live rows, as LanceDB
+// 0.39 (Lance 12) writes a compaction group: as many files as the target
+// fits in the rows (at least one), the rows spread evenly over them, so
+// no file is below the target (unless the group is) and none reaches
+// twice it. Measured: 1 179 648 and 1 887 437 rows are one fragment;
+// 2 123 366 are two of 1 061 683.
+func evenSplit(live, target uint64) uint64 {
+	n := max(1, live/max(target, 1))
+	per := (live + n - 1) / n
+	if per == 0 || per > MaxTargetRows {
+		return MaxTargetRows
+	}
+	return per
 }
 
 // changedAddrs is the 64-bit set of surviving addresses, assembled from

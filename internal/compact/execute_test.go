@@ -73,7 +73,7 @@ func smallTableN(t *testing.T, n, del int) *table.Handle {
 	return h
 }
 
-// TestExecuteCutsAndCopies: with a target of 12 rows the three fragments
+// TestExecuteCutsAndCopies: with a target and a file cap of 12 rows the three fragments
 // form one group; fragment 0 is copied, fragment 1's 8 live rows are
 // re-encoded (2 fill the first file, 6 start the second), and fragment 2,
 // which would push the second file past the target, is copied into a
@@ -84,6 +84,7 @@ func TestExecuteCutsAndCopies(t *testing.T) {
 	ctx := t.Context()
 	o := deferredOptions()
 	o.TargetRowsPerFragment = 12
+	o.MaxRowsPerFile = 12
 	res, err := Run(ctx, h, o, Env{})
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +151,7 @@ func TestExecuteCopiesUpToTarget(t *testing.T) {
 	h := smallTable(t, 2)
 	o := DefaultOptions()
 	o.TargetRowsPerFragment = 20
+	o.MaxRowsPerFile = 20
 	if _, err := Run(t.Context(), h, o, Env{}); err != nil {
 		t.Fatal(err)
 	}
@@ -217,6 +219,7 @@ func TestExecuteLocalCopyMatchesStreamed(t *testing.T) {
 	ctx := t.Context()
 	o := DefaultOptions()
 	o.TargetRowsPerFragment = 12
+	o.MaxRowsPerFile = 12
 	p, read, _, err := PlanLatest(ctx, h, o)
 	if err != nil {
 		t.Fatal(err)
@@ -382,4 +385,25 @@ func TestMemoryBudget(t *testing.T) {
 		t.Fatalf("nil budget: %d, %v", n, err)
 	}
 	nilBudget.release(5)
+}
+
+// TestEvenSplit: a group's rows per file, as LanceDB 0.39 splits a group
+// (the first three measured with its optimize()).
+func TestEvenSplit(t *testing.T) {
+	const mi = 1 << 20
+	for _, c := range []struct{ live, target, want uint64 }{
+		{1179648, mi, 1179648},
+		{1887437, mi, 1887437},
+		{2123366, mi, 1061683},
+		{2123367, mi, 1061684},
+		{3 * mi, mi, mi},
+		{3*mi + 2, mi, mi + 1},
+		{5, mi, 5},
+		{0, mi, MaxTargetRows},
+		{10, 3, 4},
+	} {
+		if got := evenSplit(c.live, c.target); got != c.want {
+			t.Errorf("evenSplit(%d, %d) = %d, want %d", c.live, c.target, got, c.want)
+		}
+	}
 }

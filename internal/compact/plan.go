@@ -30,9 +30,17 @@ import (
 
 // Options are Lance's CompactionOptions, with its defaults.
 type Options struct {
-	// TargetRowsPerFragment: fragments with fewer physical rows are small;
-	// a new fragment holds at most this many rows. Lance: 1 Mi.
+	// TargetRowsPerFragment: fragments with fewer physical rows are small,
+	// and a group holds at least this many live rows (split_for_size).
+	// Lance: 1 Mi. It does not cap an output at the target: LanceDB 0.39
+	// (Lance 12) spreads a group's rows evenly over as many fragments as
+	// the target fits in them (a group of 1 179 648 live rows is one
+	// fragment, not 1 048 576 + 131 072), and so does compactord unless
+	// MaxRowsPerFile says otherwise (evenSplit).
 	TargetRowsPerFragment uint64
+	// MaxRowsPerFile cuts a new data file before it would pass this many
+	// rows; 0 splits a group as LanceDB's optimize() does.
+	MaxRowsPerFile uint64
 	// MaxRowsPerGroup is Lance's max_rows_per_group, accepted so that
 	// Lance's options carry over; it changes nothing here: compactord's
 	// writer cuts pages by bytes (8 MiB).
@@ -70,6 +78,9 @@ const DefaultMaxBytesPerFile = 90 << 30
 func (o Options) Validate() error {
 	if err := validateTargetRows(o.TargetRowsPerFragment); err != nil {
 		return err
+	}
+	if o.MaxRowsPerFile > MaxTargetRows {
+		return fmt.Errorf("max_rows_per_file must be at most %d, got %d", uint64(MaxTargetRows), o.MaxRowsPerFile)
 	}
 	if o.MaxRowsPerGroup == 0 {
 		return fmt.Errorf("max_rows_per_group must be positive")

@@ -267,6 +267,10 @@ func runOnce(ctx context.Context, h *table.Handle, o Options, env Env) (*Result,
 		ct.Extra.FragReuse = ix
 		res.FragReuse = ix
 	} else {
+		// The groups are written: the decode buffers kept for the next
+		// stream would sit beside the remap's own, so the garbage
+		// collector gets them first and the remap reuses that memory.
+		file.DropSpareBuffers()
 		ris, keys, err := remapInline(ctx, h, read, prev, v, outs, env.Clock.Now())
 		files = append(files, keys...)
 		if err != nil {

@@ -98,7 +98,10 @@ type RemapStats struct {
 
 // Remap rebuilds the btree, bitmap, label-list or full-text segment m
 // with every row address passed through remap: a row remap reports
-// deleted is dropped. The new
+// deleted is dropped. A btree or bitmap segment streams
+// (remap_stream.go): the old segment is read a window at a time and the
+// new one written as it goes, so its memory does not grow with the
+// segment. The new
 // segment gets a new uuid, dataset_version and fragment_bitmap from o, and
 // m's name, fields, details and index version. It returns the segment's
 // metadata and the objects written (also on error, for cleanup); the
@@ -122,29 +125,20 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 	case KindLabelList:
 		return remapLabelList(ctx, b, m, remap, o)
 	}
-	e, err := ReadSegment(ctx, b, m, o.Full)
-	if err != nil {
+	if err := meta.CheckIndexVersion(m); err != nil {
 		return nil, nil, st, err
 	}
-	st.Entries = e.Len()
-	keep := make([]int, 0, e.Len())
-	addrs := make([]uint64, 0, e.Len())
-	for i, a := range e.Addrs {
-		if na, ok := remap(a); ok {
-			keep = append(keep, i)
-			addrs = append(addrs, na)
-		}
+	out := newSegmentOut(ctx, b)
+	var err error
+	switch kind {
+	case KindBTree:
+		err = remapBTree(ctx, b, m, remap, o.Field, out, &st)
+	case KindBitmap:
+		err = remapBitmap(ctx, b, m, remap, o.Full, o.Field, out, &st)
+	default:
+		err = fmt.Errorf("compactord does not remap %s segments", kind)
 	}
-	st.Kept, st.Dropped = len(keep), e.Len()-len(keep)
-	out := &Entries{Values: e.Values, Addrs: addrs}
-	if len(keep) != e.Len() {
-		out.Values = e.Values.Take(keep)
-	}
-	w, err := WriteSegment(ctx, b, kind, o.Field, out)
-	var keys []string
-	if w != nil {
-		keys = w.Keys
-	}
+	w, keys := out.w, out.w.Keys
 	if err != nil {
 		return nil, keys, st, fmt.Errorf("index %s: %w", m.GetName(), err)
 	}

@@ -1,14 +1,18 @@
 // The compaction benchmark's LanceDB side (TestBenchCompaction).
 //
-//   node bench_compact.mjs build    DB TABLE ROWS FRAGROWS DELETE  build TABLE, one JSON line
+//   node bench_compact.mjs build    DB TABLE ROWS FRAGROWS DELETE [SHAPE]  build TABLE, one JSON line
 //   node bench_compact.mjs optimize DB TABLE                       time LanceDB's optimize() of TABLE, one JSON line
 //   node bench_compact.mjs digest   DB TABLE                       an order-independent digest of TABLE
 //
 // build creates TABLE of ROWS rows (id int64 0..ROWS-1, s utf8, cat int32,
 // f float64), one fragment per FRAGROWS rows (one add each), then, when
 // DELETE is not 0, deletes the rows with id % DELETE = 3 (1/DELETE of every
-// fragment). optimize runs in a process of its own, so its CPU time and
-// peak RSS are the optimize's alone.
+// fragment). SHAPE, a comma-separated list, adds to that: vec (a column
+// vec FixedSizeList<float32, 8>, values derived from id), btree (a btree
+// on id), bitmap (a bitmap on cat); the indexes are built before the
+// deletes, so they cover every fragment. optimize runs in a process of its
+// own, so its CPU time and peak RSS are the optimize's alone (timed around
+// the optimize() call: not Node's start-up nor the table's open).
 //
 // LanceDB is found through $LANCEDB_NODE_MODULES, as oracle.mjs does.
 
@@ -20,12 +24,16 @@ const require = createRequire(path.join(process.env.LANCEDB_NODE_MODULES, "..", 
 const lancedb = require("@lancedb/lancedb");
 const arrow = require("apache-arrow");
 
-const schema = new arrow.Schema([
+const baseFields = [
   new arrow.Field("id", new arrow.Int64(), false),
   new arrow.Field("s", new arrow.Utf8(), true),
   new arrow.Field("cat", new arrow.Int32(), true),
   new arrow.Field("f", new arrow.Float64(), true),
-]);
+];
+const vecDim = 8;
+const vecType = new arrow.FixedSizeList(vecDim, new arrow.Field("item", new arrow.Float32(), true));
+let schema = new arrow.Schema(baseFields);
+let withVec = false;
 
 // batch builds rows for ids (a BigInt64Array) with s = prefix + id.
 function batch(ids, prefix) {
@@ -53,6 +61,15 @@ function batch(ids, prefix) {
     arrow.makeData({ type: new arrow.Int32(), length: n, nullCount: 0, data: cat }),
     arrow.makeData({ type: new arrow.Float64(), length: n, nullCount: 0, data: f }),
   ];
+  if (withVec) {
+    const v = new Float32Array(n * vecDim);
+    for (let i = 0; i < n; i++) {
+      const x = Number(ids[i]);
+      for (let k = 0; k < vecDim; k++) v[i * vecDim + k] = ((x * 2654435761 + k * 40503) % 1000003) / 1000003;
+    }
+    const items = arrow.makeData({ type: new arrow.Float32(), length: n * vecDim, nullCount: 0, data: v });
+    children.push(arrow.makeData({ type: vecType, length: n, nullCount: 0, child: items }));
+  }
   const struct = arrow.makeData({ type: new arrow.Struct(schema.fields), length: n, nullCount: 0, children });
   return new arrow.RecordBatch(schema, struct);
 }
@@ -72,7 +89,10 @@ function usage() {
   return { cpuMs: (u.userCPUTime + u.systemCPUTime) / 1000, maxRssKb: m ? Number(m[1]) : u.maxRSS };
 }
 
-async function build(db, name, rows, fragRows, del) {
+async function build(db, name, rows, fragRows, del, shape) {
+  const want = new Set((shape || "").split(",").filter((x) => x));
+  withVec = want.has("vec");
+  schema = new arrow.Schema(withVec ? [...baseFields, new arrow.Field("vec", vecType, true)] : baseFields);
   const t0 = Date.now();
   let t = null;
   for (let lo = 0; lo < rows; lo += fragRows) {
@@ -80,6 +100,8 @@ async function build(db, name, rows, fragRows, del) {
     if (t === null) t = await db.createTable(name, tb, { mode: "create" });
     else await t.add(tb);
   }
+  if (want.has("btree")) await t.createIndex("id", { config: lancedb.Index.btree() });
+  if (want.has("bitmap")) await t.createIndex("cat", { config: lancedb.Index.bitmap() });
   if (del > 0) await t.delete(`id % ${del} = 3`);
   const count = await t.countRows();
   const version = await t.version();
@@ -130,7 +152,7 @@ async function digest(db, name) {
 const [mode, dbDir, a, b, c, d] = process.argv.slice(2);
 const db = await lancedb.connect(dbDir);
 let out;
-if (mode === "build") out = await build(db, a, Number(b), Number(c), Number(d));
+if (mode === "build") out = await build(db, a, Number(b), Number(c), Number(d), process.argv[8]);
 else if (mode === "optimize") out = await optimize(db, a);
 else if (mode === "digest") out = await digest(db, a);
 else throw new Error(`unknown mode ${mode}`);

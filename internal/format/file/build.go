@@ -18,12 +18,64 @@ func flatKind(t DataType) bool {
 	return t.Kind == KindBool || t.IsVariable() || t.ByteWidth() > 0
 }
 
+// fslFlatItem reports whether t, with item field it, is a fixed-size
+// list of a fixed-width type (a vector): its rows are d*width bytes each
+// in the item array, so it is copied, viewed and written as a fixed-width
+// column of that row width, with no per-item work.
+func fslFlatItem(t DataType, it *Field) bool {
+	return t.Kind == KindFixedSizeList && t.Size > 0 && it != nil && len(it.Children) == 0 &&
+		it.Type.Kind != KindBool && flatKind(it.Type) && !it.Type.IsVariable()
+}
+
+// fslFlat is fslFlatItem of an array: a fixed-size list whose one child
+// is a flat fixed-width array with no null item (null lists are fine:
+// the list's own validity is kept per row).
+func (a *Array) fslFlat() bool {
+	if a.Type.Kind != KindFixedSizeList || a.Type.Size <= 0 || len(a.Children) != 1 {
+		return false
+	}
+	c := a.Children[0]
+	if len(c.Children) > 0 || c.fsst != nil || c.Type.Kind == KindBool || !flatKind(c.Type) || c.Type.IsVariable() {
+		return false
+	}
+	return c.Valid == nil || allSet(c.Valid, c.Len)
+}
+
+// allSet reports whether the first n bits of b are all 1.
+func allSet(b []byte, n int) bool {
+	full := n >> 3
+	for _, x := range b[:full] {
+		if x != 0xff {
+			return false
+		}
+	}
+	for k := full << 3; k < n; k++ {
+		if !getBit(b, k) {
+			return false
+		}
+	}
+	return true
+}
+
 // view is rows [from, to) of a flat array sharing a's buffers where it
 // can: fixed-width values and string bytes are not copied, the offsets of
 // a string view start where row from starts (not at 0), and a bitmap is
 // copied only when from is not on a byte boundary (bits past the view's
-// length may be set). Arrays of other types are copied (Slice).
+// length may be set). A fixed-size list of a flat type is viewed the same
+// way (its items are rows [from*d, to*d) of the child). Arrays of other
+// types are copied (Slice).
 func (a *Array) view(from, to int) *Array {
+	if a.Type.Kind == KindFixedSizeList && a.Type.Size > 0 && len(a.Children) == 1 {
+		if c := a.Children[0]; len(c.Children) == 0 && c.fsst == nil && flatKind(c.Type) {
+			n, d := to-from, a.Type.Size
+			out := &Array{Type: a.Type, Name: a.Name, Len: n}
+			if a.Valid != nil {
+				out.Valid = bitsView(a.Valid, from, n)
+			}
+			out.Children = []*Array{c.view(from*d, to*d)}
+			return out
+		}
+	}
 	if !flatKind(a.Type) || len(a.Children) > 0 {
 		return a.Slice(from, to)
 	}
@@ -74,8 +126,12 @@ func (s *Stream) NextView() (*Batch, error) {
 // page in buffers kept across pages, so a writer fed by WriteRows
 // allocates a page's worth of memory once, not per batch and per page.
 type colBuilder struct {
-	t      DataType
-	name   string
+	t    DataType
+	name string
+	// item is the item field when t is a fixed-size list of a
+	// fixed-width type (fslFlatItem): the builder then holds rows of
+	// t.Size items, their values back to back, and no list-level work.
+	item   *Field
 	n      int
 	nulls  int
 	valid  []byte // bitmap of n rows once any input had one
@@ -135,7 +191,22 @@ func (c *colBuilder) used() int {
 	case c.t.IsVariable():
 		return c.nv
 	}
-	return c.n * c.t.ByteWidth()
+	return c.n * c.rowWidth()
+}
+
+// rowWidth is the bytes of one row of a fixed-width builder: the type's
+// width, or a fixed-size list's items' together.
+func (c *colBuilder) rowWidth() int {
+	if c.item != nil {
+		return c.t.Size * c.item.Type.ByteWidth()
+	}
+	return c.t.ByteWidth()
+}
+
+// takes reports whether a's rows can be appended to the builder:
+// always, but for a fixed-size list, which must have no null item.
+func (c *colBuilder) takes(a *Array) bool {
+	return c.item == nil || a.fslFlat()
 }
 
 // release hands the builder's buffers to the next writer.
@@ -148,7 +219,7 @@ func (c *colBuilder) release() {
 		o := c.offs[:0]
 		offsetBufs.Put(&o)
 	}
-	*c = colBuilder{t: c.t, name: c.name, hint: c.hint}
+	*c = colBuilder{t: c.t, name: c.name, item: c.item, hint: c.hint}
 }
 
 // growBits makes a bitmap hold n bits (new bytes zeroed).
@@ -271,6 +342,27 @@ func (c *colBuilder) appendRows(a *Array, rows []int) int {
 			}
 		}
 		added = total + 8*n
+	case c.item != nil:
+		// A vector's rows: runs of adjacent rows (a compaction keeps most
+		// rows, in order) are copied with one copy each.
+		w := c.rowWidth()
+		src := a.Children[0].Values
+		c.grow((base + n) * w)
+		dst := c.values[base*w : (base+n)*w]
+		if rows == nil {
+			copy(dst, src[:n*w])
+		} else {
+			at := 0
+			for i := 0; i < len(rows); {
+				j := i + 1
+				for j < len(rows) && rows[j] == rows[j-1]+1 {
+					j++
+				}
+				at += copy(dst[at:], src[rows[i]*w:(rows[j-1]+1)*w])
+				i = j
+			}
+		}
+		added = n * w
 	default:
 		w := a.Type.ByteWidth()
 		c.grow((base + n) * w)
@@ -318,6 +410,8 @@ func (c *colBuilder) array() *Array {
 		if c.fsst != nil {
 			out.fsst = []fsstSeg{{tab: c.fsst, t: c.fsstT}}
 		}
+	case c.item != nil:
+		out.Children = []*Array{{Type: c.item.Type, Name: c.item.Name, Len: c.n * c.t.Size, Values: c.values[:c.n*c.rowWidth()]}}
 	default:
 		out.Values = c.values[:c.n*c.t.ByteWidth()]
 	}
@@ -337,9 +431,10 @@ func (c *colBuilder) reset() {
 // WriteRows adds the given rows of b (row indices into b, in the order to
 // write them; nil: all of b's rows), copying them: b may be reused or be
 // a NextView batch afterwards. A flat top-level column (fixed width, bool,
-// string, binary) is appended to buffers the writer reuses from page to
-// page; other columns are gathered (Array.Take) and buffered as Write
-// does.
+// string, binary), or a fixed-size list of a fixed-width type without
+// null items (a vector), is appended to buffers the writer reuses from
+// page to page; other columns are gathered (Array.Take) and buffered as
+// Write does.
 func (w *Writer) WriteRows(b *Batch, rows []int) error {
 	if w.err != nil {
 		return w.err
@@ -379,7 +474,17 @@ func (w *Writer) WriteRows(b *Batch, rows []int) error {
 		if p.rows == 0 {
 			p.first = w.rows
 		}
-		if !flatKind(f.Type) || len(f.Children) > 0 {
+		vec := fslFlatItem(f.Type, firstChild(f))
+		if vec && !a.fslFlat() && p.build != nil && p.build.n > 0 {
+			// Null items: this batch takes the general path, after the
+			// builder's rows.
+			if err := w.flushField(i); err != nil {
+				w.err = err
+				return err
+			}
+			p.first = w.rows
+		}
+		if (!flatKind(f.Type) || len(f.Children) > 0) && !(vec && a.fslFlat()) {
 			if rows != nil {
 				a = a.Take(rows)
 			} else {
@@ -391,6 +496,18 @@ func (w *Writer) WriteRows(b *Batch, rows []int) error {
 		} else {
 			if p.build == nil {
 				p.build = &colBuilder{t: f.Type, name: f.Name, hint: w.opts.PageBytes}
+				if vec {
+					p.build.item = f.Children[0]
+				}
+			}
+			if vec && slices.ContainsFunc(p.arrs, func(x *Array) bool { return !x.fslFlat() }) {
+				// Rows buffered by Write with null items go out as their
+				// own page first.
+				if err := w.flushField(i); err != nil {
+					w.err = err
+					return err
+				}
+				p.first = w.rows
 			}
 			if a.fsst != nil || p.build.fsst != nil {
 				if err := w.appendFSST(i, a, rows); err != nil {
@@ -525,4 +642,12 @@ func (w *Writer) releaseScratch() {
 		scratchPool.Put(w.sc)
 		w.sc = nil
 	}
+}
+
+// firstChild is f's first child field, or nil.
+func firstChild(f *Field) *Field {
+	if len(f.Children) == 0 {
+		return nil
+	}
+	return f.Children[0]
 }

@@ -156,8 +156,9 @@ func (w *Writer) Write(b *Batch) error {
 			p.first = w.rows
 		}
 		a = a.expandFSST()
-		if p.build != nil && p.build.n > 0 && p.build.fsst != nil {
-			// The builder's rows are FSST-compressed; a's are not.
+		if p.build != nil && p.build.n > 0 && (p.build.fsst != nil || !p.build.takes(a)) {
+			// The builder's rows are FSST-compressed and a's are not, or
+			// a's are a fixed-size list with null items.
 			if err := w.flushField(i); err != nil {
 				w.err = err
 				return err
@@ -289,11 +290,15 @@ func (w *Writer) flushField(i int) error {
 		return nil
 	}
 	var all *Array
+	// Pages of a fixed-width builder's rows are views of its buffers, not
+	// copies: they are encoded before it is reset.
+	views := false
 	switch {
 	case p.build != nil && p.build.n > 0:
 		// The page's encoding is written before flushField returns, so
 		// the builder's buffers are free again then.
 		all = p.build.array()
+		views = p.build.item != nil || !p.build.t.IsVariable() && p.build.t.Kind != KindBool
 		defer p.build.reset()
 	case len(p.arrs) == 1:
 		all = p.arrs[0]
@@ -312,7 +317,11 @@ func (w *Writer) flushField(i int) error {
 	for lo := 0; lo < all.Len; lo += per {
 		hi := min(all.Len, lo+per)
 		part := all
-		if lo != 0 || hi != all.Len {
+		switch {
+		case lo == 0 && hi == all.Len:
+		case views:
+			part = all.view(lo, hi)
+		default:
 			part = sliceKeepFSST(all, lo, hi)
 		}
 		if err := w.writeRows(f, part, first+uint64(lo)); err != nil {
