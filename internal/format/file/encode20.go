@@ -278,6 +278,9 @@ func dict20Page(a *Array, valid []byte) *page20 {
 // item at the end (through the Binary's null adjustment) that null rows
 // point at.
 func arrowDict20Page(a *Array, valid []byte, ix Kind) (*page20, error) {
+	if !a.Type.IsVariable() {
+		return arrowDictFixed20Page(a, valid, ix)
+	}
 	a = a.expandFSST()
 	bw := dictIndexBits(ix)
 	limit := dictIndexLimit(ix)
@@ -324,6 +327,73 @@ func arrowDict20Page(a *Array, valid []byte, ix Kind) (*page20, error) {
 	enc := &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Dictionary{Dictionary: &pb.DictionaryV20{
 		Indices: noNulls20(flat20(bw, 0)), Items: denc, NumDictionaryItems: uint32(items.Len)}}}
 	return &page20{bufs: append([][]byte{ib}, db...), enc: enc}, nil
+}
+
+// arrowDictFixed20Page is arrowDict20Page for fixed-width values (a
+// dictionary of numbers), laid out as LanceDB 0.39 writes it: the items
+// are a flat array of the value width, nullable with a trailing null item
+// (validity buffer, then values) when a row is null, all-null items (no
+// values buffer) when every row is.
+func arrowDictFixed20Page(a *Array, valid []byte, ix Kind) (*page20, error) {
+	w := a.Type.ByteWidth()
+	if w <= 0 || a.Type.Kind == KindBool {
+		return nil, errf("dictionary of %s values", a.Type.Kind)
+	}
+	bw := dictIndexBits(ix)
+	ids := map[string]uint64{}
+	idx := make([]uint64, a.Len)
+	var items []byte
+	var nulls []int
+	for i := 0; i < a.Len; i++ {
+		if valid != nil && !getBit(valid, i) || a.Valid != nil && !a.IsValid(i) {
+			nulls = append(nulls, i)
+			continue
+		}
+		v := a.Values[i*w : (i+1)*w]
+		id, ok := ids[string(v)]
+		if !ok {
+			id = uint64(len(ids))
+			ids[string(v)] = id
+			items = append(items, v...)
+		}
+		idx[i] = id
+	}
+	nd := len(ids)
+	if len(nulls) > 0 {
+		for _, i := range nulls {
+			idx[i] = uint64(nd)
+		}
+		nd++
+	}
+	if uint64(nd) > dictIndexLimit(ix) {
+		return nil, errf("%d distinct values do not fit a %s dictionary index", nd, ix)
+	}
+	ib := alloc(bw / 8 * a.Len)
+	for i, v := range idx {
+		putUint(ib[i*bw/8:], bw, v)
+	}
+	bufs := [][]byte{ib}
+	var denc *pb.ArrayEncoding
+	switch {
+	case len(ids) == 0:
+		denc = &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Nullable{Nullable: &pb.Nullable{
+			Nullability: &pb.Nullable_AllNulls{AllNulls: &pb.Nullable_AllNull{}}}}}
+	case len(nulls) > 0:
+		// The null item's value bytes are zeros.
+		items = append(items, make([]byte, w)...)
+		iv := make([]byte, bitmapLen(nd))
+		for i := 0; i < nd-1; i++ {
+			setBit(iv, i)
+		}
+		bufs = append(bufs, iv, items)
+		denc = someNulls20(1, flat20(8*w, 2))
+	default:
+		bufs = append(bufs, items)
+		denc = noNulls20(flat20(8*w, 1))
+	}
+	enc := &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Dictionary{Dictionary: &pb.DictionaryV20{
+		Indices: noNulls20(flat20(bw, 0)), Items: denc, NumDictionaryItems: uint32(nd)}}}
+	return &page20{bufs: bufs, enc: enc}, nil
 }
 
 // dictIndexBits is the width of a dictionary index type in bits.

@@ -167,6 +167,12 @@ func constantPage(leaf *Field, s *shredded, ver Version) *pb.PageLayout {
 	if v.isVar || v.dim > 0 || v.bits < 8 || v.bits > 256 || leaf.Type.Kind == KindNull || s.rows < 2 {
 		return nil
 	}
+	if leaf.Type.DictIndex != KindNull {
+		// LanceDB cannot read a dictionary of numbers back from an inline
+		// constant ("Value data for Dictionary … should contain 1 child
+		// data array"); it writes a one-item dictionary page itself.
+		return nil
+	}
 	w := v.bits / 8
 	first := v.data[:w]
 	for i := 1; i < v.n; i++ {
@@ -350,15 +356,26 @@ func fixedRange(b *block, lo, hi int) []byte {
 // bitpacked at the declared index type's width.
 func arrowDictEncoder(leaf *Field, v *block, sc *encScratch) (*valueEncoder, error) {
 	ix := leaf.Type.DictIndex
+	// A dictionary of numbers has fixed-width values: its dictionary is
+	// a flat buffer of the distinct values at their width.
+	w := 0
 	if !v.isVar {
-		return nil, errf("dictionary field %q without variable-width values", leaf.Name)
+		if v.dim != 0 || v.fields != nil || v.bits%8 != 0 || v.bits == 0 || v.bits != 8*leaf.Type.ByteWidth() {
+			return nil, errf("dictionary field %q: values of %d bits for %s items", leaf.Name, v.bits, leaf.Type.Kind)
+		}
+		w = v.bits / 8
 	}
 	bw := dictIndexBits(ix)
 	ids := make(map[string]uint64)
 	var items [][]byte
 	idx := alloc(bw / 8 * v.n)
 	for i := 0; i < v.n; i++ {
-		s := v.data[v.offsets[i]:v.offsets[i+1]]
+		var s []byte
+		if w > 0 {
+			s = v.data[i*w : (i+1)*w]
+		} else {
+			s = v.data[v.offsets[i]:v.offsets[i+1]]
+		}
 		id, ok := ids[string(s)]
 		if !ok {
 			id = uint64(len(items))
@@ -370,7 +387,17 @@ func arrowDictEncoder(leaf *Field, v *block, sc *encScratch) (*valueEncoder, err
 	if uint64(len(items)) > dictIndexLimit(ix) {
 		return nil, errf("field %q: %d distinct values do not fit a %s dictionary index", leaf.Name, len(items), ix)
 	}
-	dict, denc := dictItemsBlock(items, isLarge(leaf.Type.Kind))
+	var dict []byte
+	var denc *pb.CompressiveEncoding
+	if w > 0 {
+		dict = make([]byte, 0, w*len(items))
+		for _, it := range items {
+			dict = append(dict, it...)
+		}
+		denc = flatEnc(8 * w)
+	} else {
+		dict, denc = dictItemsBlock(items, isLarge(leaf.Type.Kind))
+	}
 	return &valueEncoder{nbuf: 1, enc: inlineEnc(bw), perChunk: fixedChunks(1024),
 		encode: func(lo, hi int) [][]byte {
 			sc.vals = packInline(sc.vals[:0], bw, idx[lo*bw/8:hi*bw/8], hi-lo)
