@@ -353,8 +353,11 @@ func fixedRange(b *block, lo, hi int) []byte {
 
 // arrowDictEncoder encodes the values of an Arrow dictionary field: the
 // distinct values (first-use order) as the page's dictionary and indices
-// bitpacked at the declared index type's width.
-func arrowDictEncoder(leaf *Field, v *block, sc *encScratch) (*valueEncoder, error) {
+// bitpacked at the declared index type's width. Null slots (isNull, nil
+// when there are none) point at item 0 rather than adding their
+// placeholder value to the dictionary, so a key type holds as many
+// distinct values as it does in LanceDB's own files.
+func arrowDictEncoder(leaf *Field, v *block, isNull func(int) bool, sc *encScratch) (*valueEncoder, error) {
 	ix := leaf.Type.DictIndex
 	// A dictionary of numbers has fixed-width values: its dictionary is
 	// a flat buffer of the distinct values at their width.
@@ -369,7 +372,14 @@ func arrowDictEncoder(leaf *Field, v *block, sc *encScratch) (*valueEncoder, err
 	ids := make(map[string]uint64)
 	var items [][]byte
 	idx := alloc(bw / 8 * v.n)
+	nulls := false
 	for i := 0; i < v.n; i++ {
+		if isNull != nil && isNull(i) {
+			// Index 0, set below once there is an item.
+			nulls = true
+			putUint(idx[i*bw/8:], bw, 0)
+			continue
+		}
 		var s []byte
 		if w > 0 {
 			s = v.data[i*w : (i+1)*w]
@@ -383,6 +393,10 @@ func arrowDictEncoder(leaf *Field, v *block, sc *encScratch) (*valueEncoder, err
 			items = append(items, s)
 		}
 		putUint(idx[i*bw/8:], bw, id)
+	}
+	if nulls && len(items) == 0 {
+		// Every slot is null: item 0 must still exist.
+		items = append(items, make([]byte, w))
 	}
 	if uint64(len(items)) > dictIndexLimit(ix) {
 		return nil, errf("field %q: %d distinct values do not fit a %s dictionary index", leaf.Name, len(items), ix)
@@ -504,15 +518,6 @@ func miniBlockPage(leaf *Field, s *shredded, v Version, codec pb.CompressionSche
 		sc = &encScratch{}
 	}
 	vals := s.values
-	var ve *valueEncoder
-	if leaf.Type.DictIndex != KindNull {
-		var err error
-		if ve, err = arrowDictEncoder(leaf, vals, sc); err != nil {
-			return nil, nil, err
-		}
-	} else {
-		ve = newValueEncoder(leaf, vals, sc)
-	}
 	n := vals.n
 	// Slot of each visible value (only needed with levels).
 	var visSlot []int
@@ -531,6 +536,21 @@ func miniBlockPage(leaf *Field, s *shredded, v Version, codec pb.CompressionSche
 		if len(visSlot) != n {
 			return nil, nil, errf("internal: %d visible slots for %d values", len(visSlot), n)
 		}
+	}
+	var ve *valueEncoder
+	if leaf.Type.DictIndex != KindNull {
+		// A visible slot with a non-zero definition level is a null
+		// item (or inside a null struct): its value is a placeholder.
+		var isNull func(i int) bool
+		if s.def != nil {
+			isNull = func(i int) bool { return s.def[visSlot[i]] != 0 }
+		}
+		var err error
+		if ve, err = arrowDictEncoder(leaf, vals, isNull, sc); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		ve = newValueEncoder(leaf, vals, sc)
 	}
 	var spans []chunkSpan
 	for lo := 0; lo < n || (n == 0 && len(spans) == 0); {

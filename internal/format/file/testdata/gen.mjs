@@ -405,6 +405,8 @@ const numDictCols = [{ name: "i32", type: "dictn_int32" }, { name: "i32_n", type
   { name: "u64_i64", type: "dictn_uint64_i64", nullable: true }, { name: "u16_u32", type: "dictn_uint16_u32" },
   { name: "i16_const", type: "dictn_int16_i8", pattern: "const" }, { name: "f64_null", type: "dictn_float64", nullable: true, allNull: true },
   { name: "f64_many", type: "dictn_float64_i16", nullable: true, items: 300 },
+  { name: "f16_u8", type: "dictn_float16_u8", nullable: true }, { name: "u32_i16", type: "dictn_uint32_i16" },
+  { name: "u8_u64", type: "dictn_uint8_u64", nullable: true, items: 3 },
   { name: "lnd", type: "list_of", nullable: true, listOf: { type: "dictn_int32_i8" } }];
 const numDictStruct = { name: "snd", type: "struct", nullable: true, children: [{ name: "id", type: "int32" }, { name: "d", type: "dictn_float64_i8", nullable: true }] };
 for (const v of ["2.0", "2.1", "2.2"]) {
