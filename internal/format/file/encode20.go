@@ -396,6 +396,23 @@ func arrowDictFixed20Page(a *Array, valid []byte, ix Kind) (*page20, error) {
 	return &page20{bufs: bufs, enc: enc}, nil
 }
 
+// fieldPageBytes is how many bytes of a top-level field's decoded values
+// make a page. A dictionary of numbers is counted at its key's width, as
+// stored, not at its values': LanceDB reads a batch that spans pages by
+// concatenating the pages' dictionaries of numbers without merging them
+// (arrow concat; only byte dictionaries are merged), so two pages that
+// each use most of an int8 key's 128 items fail to read together
+// ("Dictionary key bigger than the key type"). Fewer, longer pages keep
+// that as rare as in LanceDB's own files.
+func (w *Writer) fieldPageBytes(f *Field) int {
+	t := f.Type
+	vw, kw := t.ByteWidth(), DataType{Kind: t.DictIndex}.ByteWidth()
+	if t.DictIndex == KindNull || t.IsVariable() || vw <= kw || kw == 0 {
+		return w.opts.PageBytes
+	}
+	return w.opts.PageBytes / kw * vw
+}
+
 // dictIndexBits is the width of a dictionary index type in bits.
 func dictIndexBits(ix Kind) int {
 	return 8 * DataType{Kind: ix}.ByteWidth()

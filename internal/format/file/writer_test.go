@@ -355,3 +355,61 @@ func TestWriteArrowDictNumbersKeyRoom(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteArrowDictNumbersPageSize: a dictionary of numbers is paged by
+// its key's width, not its values' (LanceDB concatenates the dictionaries
+// of the pages a batch spans without merging them), so 3000 float64 rows
+// under int8 keys stay one 4 KiB page (3000 key bytes) where plain
+// float64 rows take five; written through Write and through WriteRows.
+func TestWriteArrowDictNumbersPageSize(t *testing.T) {
+	const n = 3000
+	for _, v := range []Version{V2_0, V2_1, V2_2} {
+		for _, c := range []struct {
+			logical string
+			pages   int
+		}{{"dict:double:int8:false", 1}, {"double", 5}} {
+			for _, rows := range [][]int{nil, {0}} {
+				fields := []*lancepb.Field{{Name: "d", Id: 0, ParentId: -1, LogicalType: c.logical, Nullable: true}}
+				var buf bytes.Buffer
+				w, err := NewWriter(&buf, fields, WriterOptions{Version: v, PageBytes: 4096})
+				if err != nil {
+					t.Fatal(err)
+				}
+				typ, err := ParseType(c.logical)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Batches of 100 rows, as compaction writes them.
+				for lo := 0; lo < n; lo += 100 {
+					a := &Array{Type: typ, Name: "d", Len: 100}
+					for i := lo; i < lo+100; i++ {
+						a.Values = append(a.Values, leBytes(uint64(i%100), 8)...)
+					}
+					b := &Batch{NumRows: 100, Columns: []*Array{a}}
+					if rows == nil {
+						err = w.Write(b)
+					} else {
+						all := make([]int, 100)
+						for i := range all {
+							all[i] = i
+						}
+						err = w.WriteRows(b, all)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+				f, err := Open(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := len(f.Columns[0].Pages); got != c.pages {
+					t.Errorf("%s %s (WriteRows %v): %d pages, want %d", v, c.logical, rows != nil, got, c.pages)
+				}
+			}
+		}
+	}
+}
