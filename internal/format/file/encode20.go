@@ -399,10 +399,10 @@ func arrowDictFixed20Page(a *Array, valid []byte, ix Kind) (*page20, error) {
 // fieldPageBytes is how many bytes of a top-level field's decoded values
 // make a page. A dictionary of numbers is counted at its key's width, as
 // stored, not at its values': LanceDB reads a batch that spans pages by
-// concatenating the pages' dictionaries of numbers without merging them
-// (arrow concat; only byte dictionaries are merged), so two pages that
-// each use most of an int8 key's 128 items fail to read together
-// ("Dictionary key bigger than the key type"). Fewer, longer pages keep
+// concatenating the pages' arrays, and fails ("Dictionary key bigger than
+// the key type") when their dictionaries together fill the key's range
+// (seen with a float64 dictionary using all 128 int8 keys cut into two
+// pages; the same rows in one page read fine). Fewer, longer pages keep
 // that as rare as in LanceDB's own files.
 func (w *Writer) fieldPageBytes(f *Field) int {
 	t := f.Type

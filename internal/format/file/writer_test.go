@@ -357,8 +357,9 @@ func TestWriteArrowDictNumbersKeyRoom(t *testing.T) {
 }
 
 // TestWriteArrowDictNumbersPageSize: a dictionary of numbers is paged by
-// its key's width, not its values' (LanceDB concatenates the dictionaries
-// of the pages a batch spans without merging them), so 3000 float64 rows
+// its key's width, not its values' (LanceDB concatenates the pages a
+// batch spans, and fails when their dictionaries together fill the key's
+// range), so 3000 float64 rows
 // under int8 keys stay one 4 KiB page (3000 key bytes) where plain
 // float64 rows take five; written through Write and through WriteRows.
 func TestWriteArrowDictNumbersPageSize(t *testing.T) {
