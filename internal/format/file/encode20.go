@@ -335,8 +335,11 @@ func arrowDict20Page(a *Array, valid []byte, ix Kind) (*page20, error) {
 // (validity buffer, then values) when a row is null, all-null items (no
 // values buffer) when every row is.
 func arrowDictFixed20Page(a *Array, valid []byte, ix Kind) (*page20, error) {
-	w := a.Type.ByteWidth()
-	if w <= 0 || a.Type.Kind == KindBool {
+	// Booleans are items of one bit (itemBits), the others of w bytes.
+	w, bits := a.Type.ByteWidth(), 8*a.Type.ByteWidth()
+	if a.Type.Kind == KindBool {
+		bits = 1
+	} else if w <= 0 {
 		return nil, errf("dictionary of %s values", a.Type.Kind)
 	}
 	bw := dictIndexBits(ix)
@@ -349,12 +352,24 @@ func arrowDictFixed20Page(a *Array, valid []byte, ix Kind) (*page20, error) {
 			nulls = append(nulls, i)
 			continue
 		}
-		v := a.Values[i*w : (i+1)*w]
+		var v []byte
+		if bits == 1 {
+			v = []byte{0}
+			if getBit(a.Values, i) {
+				v[0] = 1
+			}
+		} else {
+			v = a.Values[i*w : (i+1)*w]
+		}
 		id, ok := ids[string(v)]
 		if !ok {
 			id = uint64(len(ids))
 			ids[string(v)] = id
-			items = append(items, v...)
+			if bits == 1 {
+				items = appendBit(items, int(id), v[0] == 1)
+			} else {
+				items = append(items, v...)
+			}
 		}
 		idx[i] = id
 	}
@@ -379,21 +394,37 @@ func arrowDictFixed20Page(a *Array, valid []byte, ix Kind) (*page20, error) {
 		denc = &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Nullable{Nullable: &pb.Nullable{
 			Nullability: &pb.Nullable_AllNulls{AllNulls: &pb.Nullable_AllNull{}}}}}
 	case len(nulls) > 0:
-		// The null item's value bytes are zeros.
-		items = append(items, make([]byte, w)...)
+		// The null item's value is zero.
+		if bits == 1 {
+			items = appendBit(items, nd-1, false)
+		} else {
+			items = append(items, make([]byte, w)...)
+		}
 		iv := make([]byte, bitmapLen(nd))
 		for i := 0; i < nd-1; i++ {
 			setBit(iv, i)
 		}
 		bufs = append(bufs, iv, items)
-		denc = someNulls20(1, flat20(8*w, 2))
+		denc = someNulls20(1, flat20(bits, 2))
 	default:
 		bufs = append(bufs, items)
-		denc = noNulls20(flat20(8*w, 1))
+		denc = noNulls20(flat20(bits, 1))
 	}
 	enc := &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Dictionary{Dictionary: &pb.DictionaryV20{
 		Indices: noNulls20(flat20(bw, 0)), Items: denc, NumDictionaryItems: uint32(nd)}}}
 	return &page20{bufs: bufs, enc: enc}, nil
+}
+
+// appendBit sets bit i (the next one) of bitmap b, growing it by a byte
+// when i starts one.
+func appendBit(b []byte, i int, v bool) []byte {
+	if i%8 == 0 {
+		b = append(b, 0)
+	}
+	if v {
+		setBit(b, i)
+	}
+	return b
 }
 
 // fieldPageBytes is how many bytes of a top-level field's decoded values

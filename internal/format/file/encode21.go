@@ -361,12 +361,14 @@ func arrowDictEncoder(leaf *Field, v *block, isNull func(int) bool, sc *encScrat
 	ix := leaf.Type.DictIndex
 	// A dictionary of numbers has fixed-width values: its dictionary is
 	// a flat buffer of the distinct values at their width.
-	w := 0
+	// Booleans (one bit each) are keyed by a byte of 0 or 1.
+	w, boolean := 0, false
 	if !v.isVar {
-		if v.dim != 0 || v.fields != nil || v.bits%8 != 0 || v.bits == 0 || v.bits != 8*leaf.Type.ByteWidth() {
+		boolean = leaf.Type.Kind == KindBool && v.bits == 1
+		if v.dim != 0 || v.fields != nil || !boolean && (v.bits%8 != 0 || v.bits == 0 || v.bits != 8*leaf.Type.ByteWidth()) {
 			return nil, errf("dictionary field %q: values of %d bits for %s items", leaf.Name, v.bits, leaf.Type.Kind)
 		}
-		w = v.bits / 8
+		w = max(1, v.bits/8)
 	}
 	bw := dictIndexBits(ix)
 	ids := make(map[string]uint64)
@@ -381,9 +383,15 @@ func arrowDictEncoder(leaf *Field, v *block, isNull func(int) bool, sc *encScrat
 			continue
 		}
 		var s []byte
-		if w > 0 {
+		switch {
+		case boolean:
+			s = bitBytes[0:1]
+			if getBit(v.data, i) {
+				s = bitBytes[1:2]
+			}
+		case w > 0:
 			s = v.data[i*w : (i+1)*w]
-		} else {
+		default:
 			s = v.data[v.offsets[i]:v.offsets[i+1]]
 		}
 		id, ok := ids[string(s)]
@@ -403,7 +411,15 @@ func arrowDictEncoder(leaf *Field, v *block, isNull func(int) bool, sc *encScrat
 	}
 	var dict []byte
 	var denc *pb.CompressiveEncoding
-	if w > 0 {
+	if boolean {
+		dict = make([]byte, bitmapLen(len(items)))
+		for k, it := range items {
+			if it[0] == 1 {
+				setBit(dict, k)
+			}
+		}
+		denc = flatEnc(1)
+	} else if w > 0 {
 		dict = make([]byte, 0, w*len(items))
 		for _, it := range items {
 			dict = append(dict, it...)
@@ -461,6 +477,9 @@ func dictItemsBlock(items [][]byte, large bool) ([]byte, *pb.CompressiveEncoding
 	}
 	return dict, variableEnc(ob)
 }
+
+// bitBytes are the keys of a boolean dictionary's two items.
+var bitBytes = []byte{0, 1}
 
 func isLarge(k Kind) bool { return k == KindLargeUtf8 || k == KindLargeBinary }
 

@@ -43,6 +43,12 @@ func FuzzOpen(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(b)
+		// Booleans: one-bit dictionary items (a byte per row read as bits).
+		b, err = numDictFile(f, v, "dict:bool:int8:false", [][]byte{{0x5a}}, 8, func(i int) bool { return i == 3 })
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// Forged row counts are refused only past maxRows; keep each run

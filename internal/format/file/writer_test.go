@@ -414,3 +414,73 @@ func TestWriteArrowDictNumbersPageSize(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteArrowDictBools: a dictionary of booleans (LanceDB's
+// dict:bool:KEY) reads back as written at every version with one-bit
+// items: 2.0 two items and a null one, 2.1+ a flat one-bit dictionary of
+// the two values.
+func TestWriteArrowDictBools(t *testing.T) {
+	const n = 200
+	logical := "dict:bool:int8:false"
+	val := func(i int) bool { return i%3 == 1 }
+	null := func(i int) bool { return i%5 == 0 }
+	for _, v := range []Version{V2_0, V2_1, V2_2} {
+		fields := []*lancepb.Field{{Name: "d", Id: 0, ParentId: -1, LogicalType: logical, Nullable: true}}
+		var buf bytes.Buffer
+		w, err := NewWriter(&buf, fields, WriterOptions{Version: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		typ, err := ParseType(logical)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := &Array{Type: typ, Name: "d", Len: n, Valid: make([]byte, bitmapLen(n)), Values: make([]byte, bitmapLen(n))}
+		for i := 0; i < n; i++ {
+			if !null(i) {
+				setBit(a.Valid, i)
+			}
+			if val(i) {
+				setBit(a.Values, i)
+			}
+		}
+		if err := w.Write(&Batch{NumRows: n, Columns: []*Array{a}}); err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f, err := Open(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := f.ReadAll(nil)
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		d := r.Columns[0]
+		for i := 0; i < n; i++ {
+			if d.IsValid(i) == null(i) || !null(i) && getBit(d.Values, i) != val(i) {
+				t.Fatalf("%s: row %d: valid %v value %v", v, i, d.IsValid(i), getBit(d.Values, i))
+			}
+		}
+		if v == V2_0 {
+			ae := &lancefilepb.ArrayEncoding{}
+			if err := unwrapEncoding(f.Columns[0].Pages[0].Encoding, "ArrayEncoding", ae); err != nil {
+				t.Fatal(err)
+			}
+			dict := ae.GetNullable().GetNoNulls().GetValues().GetDictionary()
+			if dict.GetNumDictionaryItems() != 3 || dict.GetItems().GetNullable().GetSomeNulls().GetValues().GetFlat().GetBitsPerValue() != 1 {
+				t.Errorf("%s: page %v, want two one-bit items and a null one", v, ae)
+			}
+			continue
+		}
+		pl := &lancefilepb.PageLayout{}
+		if err := unwrapEncoding(f.Columns[0].Pages[0].Encoding, "PageLayout", pl); err != nil {
+			t.Fatal(err)
+		}
+		if ml := pl.GetMiniBlockLayout(); ml.GetDictionary().GetFlat().GetBitsPerValue() != 1 || ml.GetNumDictionaryItems() != 2 {
+			t.Errorf("%s: page %v, want a flat one-bit dictionary of 2 items", v, pl)
+		}
+	}
+}

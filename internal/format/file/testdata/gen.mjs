@@ -181,9 +181,9 @@ function makeColumn(c, n, r) {
   // dict_VALUE[_KEY]: VALUE utf8, large_utf8 or binary; KEY i8, i16, u8
   // or (default) i32.
   // dictn_VALUE[_KEY]: a dictionary of fixed-width VALUEs (int8..uint64,
-  // float16/32/64), KEY i8..i64, u8..u64 or (default) i32; c.items values.
+  // float16/32/64, bool), KEY i8..i64, u8..u64 or (default) i32; c.items values.
   if (t.startsWith("dictn_")) {
-    const [, vt, kt] = t.match(/^dictn_((?:u?int|float)(?:8|16|32|64))(?:_([iu](?:8|16|32|64)))?$/);
+    const [, vt, kt] = t.match(/^dictn_((?:u?int|float)(?:8|16|32|64)|bool)(?:_([iu](?:8|16|32|64)))?$/);
     const keyTypes = { i8: "int8", i16: "int16", i32: "int32", i64: "int64", u8: "uint8", u16: "uint16", u32: "uint32", u64: "uint64" };
     const it = typeOf[keyTypes[kt || "i32"]]();
     const nd = p === "const" ? 1 : (c.items ?? 7);
@@ -409,6 +409,7 @@ const numDictCols = [{ name: "i32", type: "dictn_int32" }, { name: "i32_n", type
   { name: "u8_u64", type: "dictn_uint8_u64", nullable: true, items: 3 },
   // Every int8 key in use (2.0 has no room for a null item beside them).
   { name: "f64_full", type: "dictn_float64_i8", items: 128 },
+  { name: "b_i8", type: "dictn_bool_i8", nullable: true, items: 2 }, { name: "b_one", type: "dictn_bool", items: 1 },
   { name: "lnd", type: "list_of", nullable: true, listOf: { type: "dictn_int32_i8" } }];
 const numDictStruct = { name: "snd", type: "struct", nullable: true, children: [{ name: "id", type: "int32" }, { name: "d", type: "dictn_float64_i8", nullable: true }] };
 for (const v of ["2.0", "2.1", "2.2"]) {
