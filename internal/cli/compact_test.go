@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -193,26 +194,47 @@ func TestLanceCompactThenLanceDBOptimize(t *testing.T) {
 	}
 }
 
-// dictRows are rows for dictSchema: strings from a few values (some
-// null) in the dictionary columns, large strings and binaries beside.
+// dictRows are rows for dictSchema: strings and numbers from a few values
+// (some null) in the dictionary columns, large strings and binaries
+// beside. cat8 and full8 use all 128 int8 keys in every 300 rows, so the
+// fragments' dictionaries together fill the key's range.
 func dictRows(lo, hi int64) []lancedb.Row {
 	words := []string{"alpha", "beta", "gamma", "delta ünïcödé", ""}
+	i32s := []int64{10, -7, 100000, 0}
+	f64s := []float64{1.5, -2.25, 3e10, math.Inf(1), 0}
+	i64s := []int64{1 << 40, -3, 7, math.MinInt64}
+	f32s := []float32{0.5, -1.25, 3}
+	u16s := []int64{1, 65535, 300}
 	var rows []lancedb.Row
 	for i := lo; i < hi; i++ {
-		r := lancedb.Row{"id": i, "cat": words[i%5], "cat8": words[i%3], "name": fmt.Sprintf("n%d", i), "blob": []byte{byte(i), byte(i >> 8), 0xff}}
+		r := lancedb.Row{"id": i, "cat": words[i%5], "cat8": fmt.Sprint("w", i%128), "name": fmt.Sprintf("n%d", i), "blob": []byte{byte(i), byte(i >> 8), 0xff},
+			"n32": i32s[i%4], "f64": f64s[i%5], "i64": i64s[i%4], "f32": f32s[i%3], "u16": u16s[i%3], "i8": i % 100, "full8": float64(i%128) / 4, "flag": i%3 == 1}
 		if i%7 == 0 {
-			r["cat"] = nil
+			r["cat"], r["f64"] = nil, nil
 		}
 		if i%11 == 0 {
-			r["name"], r["blob"] = nil, nil
+			r["name"], r["blob"], r["i64"], r["i8"], r["flag"] = nil, nil, nil, nil, nil
+		}
+		if i%13 == 0 {
+			r["f32"] = nil
 		}
 		rows = append(rows, r)
 	}
 	return rows
 }
 
+// dictSchema has Arrow dictionary columns of strings and of numbers with
+// several value and key types.
 var dictSchema = []lancedb.Column{{Name: "id", Type: "int64"}, {Name: "cat", Type: "dict<utf8>", Nullable: true},
-	{Name: "cat8", Type: "dict<utf8,int8>"}, {Name: "name", Type: "large_utf8", Nullable: true}, {Name: "blob", Type: "large_binary", Nullable: true}}
+	{Name: "cat8", Type: "dict<utf8,int8>"}, {Name: "name", Type: "large_utf8", Nullable: true}, {Name: "blob", Type: "large_binary", Nullable: true},
+	{Name: "n32", Type: "dict<int32>"}, {Name: "f64", Type: "dict<float64,int8>", Nullable: true},
+	{Name: "i64", Type: "dict<int64,uint8>", Nullable: true}, {Name: "f32", Type: "dict<float32,int16>", Nullable: true},
+	{Name: "u16", Type: "dict<uint16,uint32>"}, {Name: "i8", Type: "dict<int8,int64>", Nullable: true},
+	{Name: "full8", Type: "dict<float64,int8>"}, {Name: "flag", Type: "dict<bool,int8>", Nullable: true}}
+
+// dictSchemaString is dictSchema as LanceDB describes it.
+const dictSchemaString = "[{id int64} {cat dict<utf8>} {cat8 dict<utf8,int8>} {name large_utf8} {blob large_binary} " +
+	"{n32 dict<int32>} {f64 dict<float64,int8>} {i64 dict<int64,uint8>} {f32 dict<float32,int16>} {u16 dict<uint16,uint32>} {i8 dict<int8,int64>} {full8 dict<float64,int8>} {flag dict<bool,int8>}]"
 
 // lanceDBRowsJSON is LanceDB's read of the whole table, each row as JSON
 // by id.
@@ -238,10 +260,13 @@ func lanceDBRowsJSON(t *testing.T, f *lancedb.Fixture) map[int64]string {
 }
 
 // TestLanceCompactDictColumn: a LanceDB table (file versions 2.0, 2.1,
-// 2.2) with Arrow dictionary columns (int32 and int8 keys) and large
-// strings and binaries, compacted with and without deletions: LanceDB
-// reads the same rows before and after, the schema keeps the dictionary
-// types, `table scan` prints every live row and verify --deep passes.
+// 2.2) with Arrow dictionary columns (strings with int32 and int8 keys;
+// int32, float64, int64, float32, uint16, int8 and bool values with
+// int8..int64 and uint8..uint32 keys; two columns using every int8 key in each
+// fragment) and large strings and binaries, compacted with and without
+// deletions: LanceDB reads the same rows before and after, the schema
+// keeps the dictionary types, `table scan` prints every live row and
+// verify --deep passes.
 func TestLanceCompactDictColumn(t *testing.T) {
 	lancedb.Require(t)
 	for _, v := range []string{"2.0", "2.1", "2.2"} {
@@ -270,14 +295,24 @@ func TestLanceCompactDictColumn(t *testing.T) {
 				if res := jsonLines(t, out); len(res) != 1 || res[0]["groups"] != float64(1) {
 					t.Fatalf("compact: %s", out)
 				}
-				if d := lancedb.DiffByID(lanceDBRowsJSON(t, f), before); d != "" {
+				after := lanceDBRowsJSON(t, f)
+				if d := lancedb.DiffByID(after, before); d != "" {
 					t.Fatalf("LanceDB after compact: %s", d)
+				}
+				// The rows hold the values written (not, say, nulls on both sides).
+				for id, want := range map[int64]string{
+					1:  `{"blob":"AQD/","cat":"beta","cat8":"w1","f32":-1.25,"f64":-2.25,"flag":true,"full8":0.25,"i64":-3,"i8":1,"id":1,"n32":-7,"name":"n1","u16":65535}`,
+					14: `{"blob":"DgD/","cat":null,"cat8":"w14","f32":3,"f64":null,"flag":false,"full8":3.5,"i64":7,"i8":14,"id":14,"n32":100000,"name":"n14","u16":300}`,
+				} {
+					if after[id] != want {
+						t.Errorf("LanceDB reads row %d after compact as %s, want %s", id, after[id], want)
+					}
 				}
 				var got struct{ Schema []struct{ Name, Type string } }
 				if err := f.Run(t, lancedb.Open(), lancedb.Schema()).Decode(1, &got); err != nil {
 					t.Fatal(err)
 				}
-				if schema := got.Schema; fmt.Sprint(schema) != "[{id int64} {cat dict<utf8>} {cat8 dict<utf8,int8>} {name large_utf8} {blob large_binary}]" {
+				if schema := got.Schema; fmt.Sprint(schema) != dictSchemaString {
 					t.Errorf("schema after compact: %v", schema)
 				}
 				code, out, stderr = runCLI(t, "table", "scan", f.Dir)

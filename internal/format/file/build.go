@@ -524,7 +524,7 @@ func (w *Writer) WriteRows(b *Batch, rows []int) error {
 				p.rows += n
 			}
 		}
-		if p.bytes >= w.opts.PageBytes {
+		if p.bytes >= w.fieldPageBytes(f) {
 			if err := w.flushField(i); err != nil {
 				w.err = err
 				return err

@@ -20,7 +20,13 @@ import (
 // does. src must have the writer's version and schema (the same field
 // ids, names and types). Rows written before (Write) stay first; rows
 // written after follow src's.
+//
+// A schema with an Arrow dictionary field is the exception: its rows are
+// decoded and written again (see rewriteFile).
 func (w *Writer) CopyFile(src *File) error {
+	if hasDictField(w.schema.Fields) {
+		return w.rewriteFile(src)
+	}
 	cols := make([]int, len(src.Columns))
 	for i := range cols {
 		cols[i] = i
@@ -116,6 +122,55 @@ func (w *Writer) copyColumns(src *File, columns []int) error {
 	}
 	w.copied = true
 	return nil
+}
+
+// hasDictField reports whether any field (at any depth) is an Arrow
+// dictionary.
+func hasDictField(fields []*Field) bool {
+	for _, f := range fields {
+		if f.Type.DictIndex != KindNull || hasDictField(f.Children) {
+			return true
+		}
+	}
+	return false
+}
+
+// rewriteBatchRows is how many rows rewriteFile decodes at a time.
+const rewriteBatchRows = 8192
+
+// rewriteFile is CopyFile for a schema with a dictionary field: src's rows
+// are decoded and written, so they share pages (and a page's dictionary)
+// with the rows around them. Copied whole, each source file's pages keep
+// their own dictionaries, and LanceDB fails to read a batch spanning
+// pages whose dictionaries together fill the key's range ("Dictionary
+// key bigger than the key type"; seen with three files each using all
+// 128 int8 keys), though it read each source file.
+func (w *Writer) rewriteFile(src *File) error {
+	if w.err != nil {
+		return w.err
+	}
+	if src.Version() != w.opts.Version {
+		return fmt.Errorf("lance file: cannot copy rows of a %s file into a %s file", src.Version(), w.opts.Version)
+	}
+	if err := sameSchema(w.fields, src.Desc.GetSchema().GetFields()); err != nil {
+		return err
+	}
+	s, err := src.Stream(nil, rewriteBatchRows)
+	if err != nil {
+		return err
+	}
+	for {
+		b, err := s.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := w.Write(b); err != nil {
+			return err
+		}
+	}
 }
 
 // copyChunk is the size of the reads and writes of a span copy.

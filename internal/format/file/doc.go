@@ -43,7 +43,9 @@
 // variable-width children), or constant; 2.0 pages are ArrayEncoding
 // trees. A struct whose field metadata sets lance-encoding:packed is one
 // column of whole rows, read and written as LanceDB does. CopyFile and CopyColumns copy pages of another file without
-// decoding them (offsets rewritten). DataFileFields gives the manifest's
+// decoding them (offsets rewritten), except that CopyFile writes the rows
+// of a schema with a dictionary field again, so the copied rows share a
+// page dictionary. DataFileFields gives the manifest's
 // DataFile fields and column indices.
 //
 // Everything read from the file is treated as hostile: sizes and counts

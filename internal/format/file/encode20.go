@@ -278,6 +278,9 @@ func dict20Page(a *Array, valid []byte) *page20 {
 // item at the end (through the Binary's null adjustment) that null rows
 // point at.
 func arrowDict20Page(a *Array, valid []byte, ix Kind) (*page20, error) {
+	if !a.Type.IsVariable() {
+		return arrowDictFixed20Page(a, valid, ix)
+	}
 	a = a.expandFSST()
 	bw := dictIndexBits(ix)
 	limit := dictIndexLimit(ix)
@@ -324,6 +327,121 @@ func arrowDict20Page(a *Array, valid []byte, ix Kind) (*page20, error) {
 	enc := &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Dictionary{Dictionary: &pb.DictionaryV20{
 		Indices: noNulls20(flat20(bw, 0)), Items: denc, NumDictionaryItems: uint32(items.Len)}}}
 	return &page20{bufs: append([][]byte{ib}, db...), enc: enc}, nil
+}
+
+// arrowDictFixed20Page is arrowDict20Page for fixed-width values (a
+// dictionary of numbers), laid out as LanceDB 0.39 writes it: the items
+// are a flat array of the value width, nullable with a trailing null item
+// (validity buffer, then values) when a row is null, all-null items (no
+// values buffer) when every row is.
+func arrowDictFixed20Page(a *Array, valid []byte, ix Kind) (*page20, error) {
+	// Booleans are items of one bit (itemBits), the others of w bytes.
+	w, bits := a.Type.ByteWidth(), 8*a.Type.ByteWidth()
+	if a.Type.Kind == KindBool {
+		bits = 1
+	} else if w <= 0 {
+		return nil, errf("dictionary of %s values", a.Type.Kind)
+	}
+	bw := dictIndexBits(ix)
+	ids := map[string]uint64{}
+	idx := make([]uint64, a.Len)
+	var items []byte
+	var nulls []int
+	for i := 0; i < a.Len; i++ {
+		if valid != nil && !getBit(valid, i) || a.Valid != nil && !a.IsValid(i) {
+			nulls = append(nulls, i)
+			continue
+		}
+		var v []byte
+		if bits == 1 {
+			v = []byte{0}
+			if getBit(a.Values, i) {
+				v[0] = 1
+			}
+		} else {
+			v = a.Values[i*w : (i+1)*w]
+		}
+		id, ok := ids[string(v)]
+		if !ok {
+			id = uint64(len(ids))
+			ids[string(v)] = id
+			if bits == 1 {
+				items = appendBit(items, int(id), v[0] == 1)
+			} else {
+				items = append(items, v...)
+			}
+		}
+		idx[i] = id
+	}
+	nd := len(ids)
+	if len(nulls) > 0 {
+		for _, i := range nulls {
+			idx[i] = uint64(nd)
+		}
+		nd++
+	}
+	if uint64(nd) > dictIndexLimit(ix) {
+		return nil, errf("%d distinct values do not fit a %s dictionary index", nd, ix)
+	}
+	ib := alloc(bw / 8 * a.Len)
+	for i, v := range idx {
+		putUint(ib[i*bw/8:], bw, v)
+	}
+	bufs := [][]byte{ib}
+	var denc *pb.ArrayEncoding
+	switch {
+	case len(ids) == 0:
+		denc = &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Nullable{Nullable: &pb.Nullable{
+			Nullability: &pb.Nullable_AllNulls{AllNulls: &pb.Nullable_AllNull{}}}}}
+	case len(nulls) > 0:
+		// The null item's value is zero.
+		if bits == 1 {
+			items = appendBit(items, nd-1, false)
+		} else {
+			items = append(items, make([]byte, w)...)
+		}
+		iv := make([]byte, bitmapLen(nd))
+		for i := 0; i < nd-1; i++ {
+			setBit(iv, i)
+		}
+		bufs = append(bufs, iv, items)
+		denc = someNulls20(1, flat20(bits, 2))
+	default:
+		bufs = append(bufs, items)
+		denc = noNulls20(flat20(bits, 1))
+	}
+	enc := &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Dictionary{Dictionary: &pb.DictionaryV20{
+		Indices: noNulls20(flat20(bw, 0)), Items: denc, NumDictionaryItems: uint32(nd)}}}
+	return &page20{bufs: bufs, enc: enc}, nil
+}
+
+// appendBit sets bit i (the next one) of bitmap b, growing it by a byte
+// when i starts one.
+func appendBit(b []byte, i int, v bool) []byte {
+	if i%8 == 0 {
+		b = append(b, 0)
+	}
+	if v {
+		setBit(b, i)
+	}
+	return b
+}
+
+// fieldPageBytes is how many bytes of a top-level field's decoded values
+// make a page. A dictionary of numbers is counted at its key's width, as
+// stored, not at its values': LanceDB reads a batch that spans pages by
+// concatenating the pages' arrays, and fails ("Dictionary key bigger than
+// the key type") when their dictionaries together fill the key's range
+// (seen with a float64 dictionary using all 128 int8 keys cut into two
+// pages; the same rows in one page read fine). Fewer, longer pages keep
+// that as rare as in LanceDB's own files.
+func (w *Writer) fieldPageBytes(f *Field) int {
+	t := f.Type
+	vw, kw := t.ByteWidth(), DataType{Kind: t.DictIndex}.ByteWidth()
+	if t.DictIndex == KindNull || t.IsVariable() || vw <= kw || kw == 0 {
+		return w.opts.PageBytes
+	}
+	return w.opts.PageBytes / kw * vw
 }
 
 // dictIndexBits is the width of a dictionary index type in bits.

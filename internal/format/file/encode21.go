@@ -167,6 +167,12 @@ func constantPage(leaf *Field, s *shredded, ver Version) *pb.PageLayout {
 	if v.isVar || v.dim > 0 || v.bits < 8 || v.bits > 256 || leaf.Type.Kind == KindNull || s.rows < 2 {
 		return nil
 	}
+	if leaf.Type.DictIndex != KindNull {
+		// LanceDB cannot read a dictionary of numbers back from an inline
+		// constant ("Value data for Dictionary … should contain 1 child
+		// data array"); it writes a one-item dictionary page itself.
+		return nil
+	}
 	w := v.bits / 8
 	first := v.data[:w]
 	for i := 1; i < v.n; i++ {
@@ -347,18 +353,47 @@ func fixedRange(b *block, lo, hi int) []byte {
 
 // arrowDictEncoder encodes the values of an Arrow dictionary field: the
 // distinct values (first-use order) as the page's dictionary and indices
-// bitpacked at the declared index type's width.
-func arrowDictEncoder(leaf *Field, v *block, sc *encScratch) (*valueEncoder, error) {
+// bitpacked at the declared index type's width. Null slots (isNull, nil
+// when there are none) point at item 0 rather than adding their
+// placeholder value to the dictionary, so a key type holds as many
+// distinct values as it does in LanceDB's own files.
+func arrowDictEncoder(leaf *Field, v *block, isNull func(int) bool, sc *encScratch) (*valueEncoder, error) {
 	ix := leaf.Type.DictIndex
+	// A dictionary of numbers has fixed-width values: its dictionary is
+	// a flat buffer of the distinct values at their width.
+	// Booleans (one bit each) are keyed by a byte of 0 or 1.
+	w, boolean := 0, false
 	if !v.isVar {
-		return nil, errf("dictionary field %q without variable-width values", leaf.Name)
+		boolean = leaf.Type.Kind == KindBool && v.bits == 1
+		if v.dim != 0 || v.fields != nil || !boolean && (v.bits%8 != 0 || v.bits == 0 || v.bits != 8*leaf.Type.ByteWidth()) {
+			return nil, errf("dictionary field %q: values of %d bits for %s items", leaf.Name, v.bits, leaf.Type.Kind)
+		}
+		w = max(1, v.bits/8)
 	}
 	bw := dictIndexBits(ix)
 	ids := make(map[string]uint64)
 	var items [][]byte
 	idx := alloc(bw / 8 * v.n)
+	nulls := false
 	for i := 0; i < v.n; i++ {
-		s := v.data[v.offsets[i]:v.offsets[i+1]]
+		if isNull != nil && isNull(i) {
+			// Index 0, set below once there is an item.
+			nulls = true
+			putUint(idx[i*bw/8:], bw, 0)
+			continue
+		}
+		var s []byte
+		switch {
+		case boolean:
+			s = bitBytes[0:1]
+			if getBit(v.data, i) {
+				s = bitBytes[1:2]
+			}
+		case w > 0:
+			s = v.data[i*w : (i+1)*w]
+		default:
+			s = v.data[v.offsets[i]:v.offsets[i+1]]
+		}
 		id, ok := ids[string(s)]
 		if !ok {
 			id = uint64(len(items))
@@ -367,10 +402,32 @@ func arrowDictEncoder(leaf *Field, v *block, sc *encScratch) (*valueEncoder, err
 		}
 		putUint(idx[i*bw/8:], bw, id)
 	}
+	if nulls && len(items) == 0 {
+		// Every slot is null: item 0 must still exist.
+		items = append(items, make([]byte, w))
+	}
 	if uint64(len(items)) > dictIndexLimit(ix) {
 		return nil, errf("field %q: %d distinct values do not fit a %s dictionary index", leaf.Name, len(items), ix)
 	}
-	dict, denc := dictItemsBlock(items, isLarge(leaf.Type.Kind))
+	var dict []byte
+	var denc *pb.CompressiveEncoding
+	if boolean {
+		dict = make([]byte, bitmapLen(len(items)))
+		for k, it := range items {
+			if it[0] == 1 {
+				setBit(dict, k)
+			}
+		}
+		denc = flatEnc(1)
+	} else if w > 0 {
+		dict = make([]byte, 0, w*len(items))
+		for _, it := range items {
+			dict = append(dict, it...)
+		}
+		denc = flatEnc(8 * w)
+	} else {
+		dict, denc = dictItemsBlock(items, isLarge(leaf.Type.Kind))
+	}
 	return &valueEncoder{nbuf: 1, enc: inlineEnc(bw), perChunk: fixedChunks(1024),
 		encode: func(lo, hi int) [][]byte {
 			sc.vals = packInline(sc.vals[:0], bw, idx[lo*bw/8:hi*bw/8], hi-lo)
@@ -420,6 +477,9 @@ func dictItemsBlock(items [][]byte, large bool) ([]byte, *pb.CompressiveEncoding
 	}
 	return dict, variableEnc(ob)
 }
+
+// bitBytes are the keys of a boolean dictionary's two items.
+var bitBytes = []byte{0, 1}
 
 func isLarge(k Kind) bool { return k == KindLargeUtf8 || k == KindLargeBinary }
 
@@ -477,15 +537,6 @@ func miniBlockPage(leaf *Field, s *shredded, v Version, codec pb.CompressionSche
 		sc = &encScratch{}
 	}
 	vals := s.values
-	var ve *valueEncoder
-	if leaf.Type.DictIndex != KindNull {
-		var err error
-		if ve, err = arrowDictEncoder(leaf, vals, sc); err != nil {
-			return nil, nil, err
-		}
-	} else {
-		ve = newValueEncoder(leaf, vals, sc)
-	}
 	n := vals.n
 	// Slot of each visible value (only needed with levels).
 	var visSlot []int
@@ -504,6 +555,21 @@ func miniBlockPage(leaf *Field, s *shredded, v Version, codec pb.CompressionSche
 		if len(visSlot) != n {
 			return nil, nil, errf("internal: %d visible slots for %d values", len(visSlot), n)
 		}
+	}
+	var ve *valueEncoder
+	if leaf.Type.DictIndex != KindNull {
+		// A visible slot with a non-zero definition level is a null
+		// item (or inside a null struct): its value is a placeholder.
+		var isNull func(i int) bool
+		if s.def != nil {
+			isNull = func(i int) bool { return s.def[visSlot[i]] != 0 }
+		}
+		var err error
+		if ve, err = arrowDictEncoder(leaf, vals, isNull, sc); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		ve = newValueEncoder(leaf, vals, sc)
 	}
 	var spans []chunkSpan
 	for lo := 0; lo < n || (n == 0 && len(spans) == 0); {

@@ -28,6 +28,27 @@ func FuzzOpen(f *testing.F) {
 			}
 			f.Add(b)
 		}
+		// Dictionaries of numbers: flat items at the value width (2.0 with
+		// a null item behind a validity buffer; 2.1+ a flat page dictionary).
+		vals := [][]byte{{1, 0}, {0xff, 0x7f}, {0, 0x80}}
+		for _, lt := range []string{"dict:int16:int8:false", "dict:halffloat:uint32:false"} {
+			b, err := numDictFile(f, v, lt, vals, 40, func(i int) bool { return i%6 == 0 })
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b)
+		}
+		b, err := numDictFile(f, v, "dict:double:int16:false", nil, 20, func(int) bool { return true })
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+		// Booleans: one-bit dictionary items (a byte per row read as bits).
+		b, err = numDictFile(f, v, "dict:bool:int8:false", [][]byte{{0x5a}}, 8, func(i int) bool { return i == 3 })
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// Forged row counts are refused only past maxRows; keep each run

@@ -477,6 +477,22 @@ func undict(idx, dict *block) (*block, error) {
 				copy(out.data[i*dw:], dict.data[k*dw:(k+1)*dw])
 			}
 		}
+	case dict.dim == 0 && dict.bits == 1:
+		// Booleans: a dictionary of bits (LanceDB's dict:bool:…).
+		if uint64(len(dict.data))*8 < uint64(dict.n) {
+			return nil, errf("dictionary of %d bits in %d bytes", dict.n, len(dict.data))
+		}
+		out.bits = 1
+		out.data = make([]byte, bitmapLen(idx.n))
+		for i := 0; i < idx.n; i++ {
+			k, err := at(i)
+			if err != nil {
+				return nil, err
+			}
+			if k >= 0 && getBit(dict.data, k) {
+				setBit(out.data, i)
+			}
+		}
 	default:
 		return nil, errf("unsupported dictionary item layout")
 	}

@@ -224,14 +224,14 @@ func parseLogicalType(s string) (DataType, *DataType, error) {
 		}
 		return DataType{Kind: k, Precision: p, Scale: sc}, nil, nil
 	case "dict":
-		// dict:VALUE:INDEX:ORDERED. Only dictionaries of strings and
-		// binaries are accepted: those are what Arrow users make and what
-		// the corpus checks against LanceDB.
+		// dict:VALUE:INDEX:ORDERED. Dictionaries of strings, binaries,
+		// numbers (integers, floats) and booleans are accepted: those are
+		// what LanceDB writes and what the corpus checks against it.
 		if len(parts) < 4 {
 			return DataType{}, nil, bad
 		}
 		v, ok := primitiveTypes[strings.Join(parts[1:len(parts)-2], ":")]
-		if !ok || !v.IsVariable() {
+		if !ok || !v.IsVariable() && (v.Kind < KindBool || v.Kind > KindFloat64) {
 			return DataType{}, nil, bad
 		}
 		ix, ok := primitiveTypes[parts[len(parts)-2]]

@@ -172,7 +172,7 @@ func (w *Writer) Write(b *Batch) error {
 			p.bytes += arrayBytes(a)
 		}
 		p.rows += a.Len
-		if p.bytes >= w.opts.PageBytes {
+		if p.bytes >= w.fieldPageBytes(w.schema.Fields[i]) {
 			if err := w.flushField(i); err != nil {
 				w.err = err
 				return err
@@ -312,7 +312,8 @@ func (w *Writer) flushField(i int) error {
 	// batch that crossed PageBytes does not leave a page of a few rows
 	// behind (nor a copy of the rest).
 	total := max(arrayBytes(all), 1)
-	pages := max(1, (total+w.opts.PageBytes/2)/w.opts.PageBytes)
+	pageBytes := w.fieldPageBytes(f)
+	pages := max(1, (total+pageBytes/2)/pageBytes)
 	per := max(1, (all.Len+pages-1)/pages)
 	for lo := 0; lo < all.Len; lo += per {
 		hi := min(all.Len, lo+per)

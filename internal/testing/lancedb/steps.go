@@ -11,9 +11,11 @@ import (
 
 // Column is one column of a schema. Type is one of int32, int64, float32,
 // float64, bool, utf8, binary, large_utf8, large_binary, timestamp[us],
-// vector[N] (fixed_size_list<float32, N>), list<int32>, dict<utf8> (an
-// Arrow dictionary of strings with int32 keys; dict<utf8,int8> and
-// dict<utf8,int16> for smaller keys; rows give the strings).
+// vector[N] (fixed_size_list<float32, N>), list<int32>, dict<V> (an
+// Arrow dictionary of V values with int32 keys, V one of the types here or
+// int8, int16, uint8..uint64; dict<V,K> picks the key type K, int8..int64
+// or uint8..uint64, e.g. dict<utf8,int8>, dict<float64,uint16>; rows give
+// the values).
 type Column struct {
 	Name     string `json:"name"`
 	Type     string `json:"type"`

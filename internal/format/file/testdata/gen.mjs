@@ -180,6 +180,22 @@ function makeColumn(c, n, r) {
   // LanceDB stores with logical type dict:string:<index>:false.
   // dict_VALUE[_KEY]: VALUE utf8, large_utf8 or binary; KEY i8, i16, u8
   // or (default) i32.
+  // dictn_VALUE[_KEY]: a dictionary of fixed-width VALUEs (int8..uint64,
+  // float16/32/64, bool), KEY i8..i64, u8..u64 or (default) i32; c.items values.
+  if (t.startsWith("dictn_")) {
+    const [, vt, kt] = t.match(/^dictn_((?:u?int|float)(?:8|16|32|64)|bool)(?:_([iu](?:8|16|32|64)))?$/);
+    const keyTypes = { i8: "int8", i16: "int16", i32: "int32", i64: "int64", u8: "uint8", u16: "uint16", u32: "uint32", u64: "uint64" };
+    const it = typeOf[keyTypes[kt || "i32"]]();
+    const nd = p === "const" ? 1 : (c.items ?? 7);
+    const [vtype, vdata] = makeColumn({ type: vt, pattern: c.valuePattern || "random" }, nd, r);
+    const type = new arrow.Dictionary(vtype, it);
+    const idx = new it.ArrayType(n);
+    for (let i = 0; i < n; i++) {
+      const k = Math.floor(r() * nd);
+      idx[i] = it.bitWidth === 64 ? BigInt(k) : k;
+    }
+    return [type, arrow.makeData({ type, length: n, nullCount: nulls, nullBitmap: nb, data: idx, dictionary: arrow.makeVector(vdata) })];
+  }
   if (t.startsWith("dict_")) {
     const [, vt, kt] = t.match(/^dict_(utf8|large_utf8|binary)(?:_(i8|i16|u8))?$/);
     const words = p === "const" ? ["same-value"] : ["alpha", "beta", "gamma", "delta", "epsilon ünïcödé", ""];
@@ -236,8 +252,13 @@ function canon(d, i) {
   const j = d.offset + i;
   switch (t.typeId) {
     case arrow.Type.Dictionary: {
-      const v = d.dictionary.get(Number(d.values[j]));
-      return v === null ? null : hex(typeof v === "string" ? Buffer.from(v, "utf8") : Buffer.from(v));
+      // The item the key names, canonical as its value type.
+      let k = Number(d.values[j]);
+      for (const part of d.dictionary.data) {
+        if (k < part.length) return canon(part, k);
+        k -= part.length;
+      }
+      throw new Error(`dictionary key ${d.values[j]} past the dictionary`);
     }
     case arrow.Type.Bool: return !!((d.values[j >> 3] >> (j & 7)) & 1);
     case arrow.Type.Utf8: case arrow.Type.Binary: case arrow.Type.LargeUtf8: case arrow.Type.LargeBinary: {
@@ -376,6 +397,24 @@ const dictStruct = { name: "sd", type: "struct", nullable: true, children: [{ na
 for (const v of ["2.0", "2.1", "2.2"]) {
   cases[`arrowdict_v${v.replace(".", "")}`] = { version: v, rows: 800, columns: v === "2.0" ? dictCols.concat(noStructNulls([dictStruct])) : dictCols.concat([dictStruct]) };
 }
+// Arrow dictionaries of numbers (LanceDB stores dict:VALUE:KEY:false
+// with a fixed-width VALUE).
+const numDictCols = [{ name: "i32", type: "dictn_int32" }, { name: "i32_n", type: "dictn_int32", nullable: true },
+  { name: "f64_8", type: "dictn_float64_i8", nullable: true }, { name: "i64_u8", type: "dictn_int64_u8", nullable: true },
+  { name: "f32_16", type: "dictn_float32_i16", nullable: true }, { name: "i8_u16", type: "dictn_int8_u16", nullable: true, items: 3 },
+  { name: "u64_i64", type: "dictn_uint64_i64", nullable: true }, { name: "u16_u32", type: "dictn_uint16_u32" },
+  { name: "i16_const", type: "dictn_int16_i8", pattern: "const" }, { name: "f64_null", type: "dictn_float64", nullable: true, allNull: true },
+  { name: "f64_many", type: "dictn_float64_i16", nullable: true, items: 300 },
+  { name: "f16_u8", type: "dictn_float16_u8", nullable: true }, { name: "u32_i16", type: "dictn_uint32_i16" },
+  { name: "u8_u64", type: "dictn_uint8_u64", nullable: true, items: 3 },
+  // Every int8 key in use (2.0 has no room for a null item beside them).
+  { name: "f64_full", type: "dictn_float64_i8", items: 128 },
+  { name: "b_i8", type: "dictn_bool_i8", nullable: true, items: 2 }, { name: "b_one", type: "dictn_bool", items: 1 },
+  { name: "lnd", type: "list_of", nullable: true, listOf: { type: "dictn_int32_i8" } }];
+const numDictStruct = { name: "snd", type: "struct", nullable: true, children: [{ name: "id", type: "int32" }, { name: "d", type: "dictn_float64_i8", nullable: true }] };
+for (const v of ["2.0", "2.1", "2.2"]) {
+  cases[`numdict_v${v.replace(".", "")}`] = { version: v, rows: 800, columns: v === "2.0" ? numDictCols.concat(noStructNulls([numDictStruct])) : numDictCols.concat([numDictStruct]) };
+}
 // Wide fixed-size lists with null items (full-zip), alone and nested.
 const wideFsl = [
   { name: "w", type: "fsl_i32n_80", nullable: true },
@@ -405,7 +444,8 @@ cases.multipage_v22 = { version: "2.2", rows: 40000, columns: [
 // The committed corpus: small files covering every type and encoding.
 const corpus = ["all_v20", "all_v21", "all_v22", "large_v20", "large_v22", "zstd_v22", "lz4_v22", "fullzip_v22",
   "rle_v22", "bss_v22", "dict_v22", "dict_v21", "more_v22", "fsst_v22", "packed_v20", "packed_v21", "packed_v22",
-  "nestedfsl_v20", "nestedfsl_v21", "nestedfsl_v22", "widefsl_v21", "widefsl_v22", "arrowdict_v20", "arrowdict_v21", "arrowdict_v22"];
+  "nestedfsl_v20", "nestedfsl_v21", "nestedfsl_v22", "widefsl_v21", "widefsl_v22", "arrowdict_v20", "arrowdict_v21", "arrowdict_v22",
+  "numdict_v20", "numdict_v21", "numdict_v22"];
 
 // ---- main ------------------------------------------------------------------
 async function run(outDir, name, spec) {

@@ -60,21 +60,29 @@ function toJSON(v) {
 // parseType turns the harness's type names into Arrow types:
 // int32 int64 float32 float64 bool utf8 binary timestamp[us]
 // vector[N] (fixed_size_list<float32, N>) list<int32>, large_utf8,
-// large_binary, dict<utf8> (Arrow dictionary, int32 keys; dict<utf8,int8>
-// and dict<utf8,int16> pick the key type).
+// large_binary, dict<V> (Arrow dictionary of V, int32 keys; dict<V,K>
+// picks the key type K, one of int8..int64, uint8..uint64; V is any type
+// here, e.g. dict<utf8,int8>, dict<float64>, dict<int64,uint16>).
 function parseType(s) {
+  const dm = /^dict<(.+?)(?:,((?:u?int)(?:8|16|32|64)))?>$/.exec(s);
+  if (dm) return new arrow.Dictionary(parseType(dm[1]), parseType(dm[2] || "int32"));
   switch (s) {
     case "large_utf8":
       return new arrow.LargeUtf8();
     case "large_binary":
       return new arrow.LargeBinary();
-    case "dict<utf8>":
-    case "dict<utf8,int32>":
-      return new arrow.Dictionary(new arrow.Utf8(), new arrow.Int32());
-    case "dict<utf8,int16>":
-      return new arrow.Dictionary(new arrow.Utf8(), new arrow.Int16());
-    case "dict<utf8,int8>":
-      return new arrow.Dictionary(new arrow.Utf8(), new arrow.Int8());
+    case "int8":
+      return new arrow.Int8();
+    case "int16":
+      return new arrow.Int16();
+    case "uint8":
+      return new arrow.Uint8();
+    case "uint16":
+      return new arrow.Uint16();
+    case "uint32":
+      return new arrow.Uint32();
+    case "uint64":
+      return new arrow.Uint64();
     case "int32":
       return new arrow.Int32();
     case "int64":
@@ -103,7 +111,10 @@ function parseType(s) {
 
 function typeName(t) {
   const D = arrow.DataType;
-  if (D.isDictionary(t)) return t.indices.bitWidth === 32 ? `dict<${typeName(t.dictionary)}>` : `dict<${typeName(t.dictionary)},int${t.indices.bitWidth}>`;
+  if (D.isDictionary(t)) {
+    const k = typeName(t.indices);
+    return k === "int32" ? `dict<${typeName(t.dictionary)}>` : `dict<${typeName(t.dictionary)},${k}>`;
+  }
   if (D.isInt(t)) return `${t.isSigned ? "int" : "uint"}${t.bitWidth}`;
   if (D.isFloat(t)) return ["float16", "float32", "float64"][t.precision];
   if (D.isBool(t)) return "bool";
@@ -184,7 +195,7 @@ function columnData(type, values) {
     values.forEach((v, i) => {
       if (v == null) return;
       if (!ids.has(v)) ids.set(v, ids.size);
-      keys[i] = ids.get(v);
+      keys[i] = type.indices.bitWidth === 64 ? BigInt(ids.get(v)) : ids.get(v);
     });
     const dictionary = arrow.makeVector(columnData(type.dictionary, [...ids.keys()]));
     return arrow.makeData({ ...base, data: keys, dictionary });
