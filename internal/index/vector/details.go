@@ -82,15 +82,6 @@ func DecodeDetails(a *anypb.Any) (*ipb.VectorIndexDetails, error) {
 	return d, nil
 }
 
-// EncodeDetails is DecodeDetails' inverse.
-func EncodeDetails(d *ipb.VectorIndexDetails) (*anypb.Any, error) {
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(d)
-	if err != nil {
-		return nil, err
-	}
-	return &anypb.Any{TypeUrl: TypeURLDetails, Value: b}, nil
-}
-
 // DetailsType is the index type the details describe ("" when the details
 // name no compression: an index older than the details message, whose type
 // only its files tell).
