@@ -10,15 +10,12 @@ import (
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
-	"google.golang.org/protobuf/proto"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
-	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/format/file"
 	"github.com/compactord/compactord/internal/index/fts"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
-	"github.com/compactord/compactord/internal/table"
 )
 
 // invertedOpener opens the files of segment m.
@@ -63,32 +60,13 @@ func RemapInvertedFiles(ctx context.Context, b storage.Bucket, m *pb.IndexMetada
 // files are written under a new uuid with m's name, fields, details and
 // index version, its creation time kept as Lance's remap keeps it.
 func remapInverted(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), o RemapOptions) (*pb.IndexMetadata, []string, RemapStats, error) {
-	u, id := meta.NewUUID()
-	w := &Written{UUID: u}
-	st, err := RemapInvertedFiles(ctx, b, m, remap, func(name string, data []byte) error {
-		key := meta.IndexDir(id) + name
-		w.Keys = append(w.Keys, key)
-		if err := b.Put(ctx, key, data); err != nil {
-			return fmt.Errorf("write %s: %w", key, err)
-		}
-		w.Files = append(w.Files, &pb.IndexFile{Path: name, SizeBytes: uint64(len(data))})
-		return nil
-	})
+	w, put := newWritten(ctx, b)
+	st, err := RemapInvertedFiles(ctx, b, m, remap, put)
 	if err != nil {
 		return nil, w.Keys, st, fmt.Errorf("index %s: %w", m.GetName(), err)
 	}
-	now := o.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	nm, err := SegmentMetadata(m.GetName(), m.GetFields(), KindInverted, m, o.DatasetVersion, o.Bitmap, w, now)
-	if err != nil {
-		return nil, w.Keys, st, err
-	}
-	if m.CreatedAt != nil {
-		nm.CreatedAt = proto.Uint64(m.GetCreatedAt())
-	}
-	return nm, w.Keys, st, nil
+	nm, err := remappedMetadata(m, KindInverted, o, w)
+	return nm, w.Keys, st, err
 }
 
 // catchUpInverted adds a partition over the live rows of the fragments
@@ -160,17 +138,7 @@ func writeInverted(ctx context.Context, b storage.Bucket, version uint64, name s
 		}
 		return nil, nil, 0, "", err
 	}
-	u, id := meta.NewUUID()
-	w := &Written{UUID: u}
-	put := func(name string, data []byte) error {
-		key := meta.IndexDir(id) + name
-		w.Keys = append(w.Keys, key)
-		if err := b.Put(ctx, key, data); err != nil {
-			return fmt.Errorf("write %s: %w", key, err)
-		}
-		w.Files = append(w.Files, &pb.IndexFile{Path: name, SizeBytes: uint64(len(data))})
-		return nil
-	}
+	w, put := newWritten(ctx, b)
 	for _, name := range copies {
 		r, size, err := open(name)
 		if err != nil {
@@ -203,36 +171,4 @@ func writeInverted(ctx context.Context, b storage.Bucket, version uint64, name s
 		return nil, w.Keys, 0, "", err
 	}
 	return nm, w.Keys, n, "", nil
-}
-
-// rebuildInverted is Rebuild of a full-text index: one partition over
-// every live row, tokenized with the index's parameters.
-func rebuildInverted(ctx context.Context, h *table.Handle, read *meta.ManifestFile, naming meta.Naming, name string, segs []*pb.IndexMetadata, field *pb.Field, live *roaring.Bitmap, o RebuildOptions) (*RebuildResult, error) {
-	m := read.Manifest
-	ix, keys, rows, skip, err := writeInverted(ctx, h.Bucket, m.GetVersion(), name, field, segs[0], live, false, o.Now())
-	cleanup := func() {
-		for _, k := range keys {
-			_ = h.Bucket.Delete(context.WithoutCancel(ctx), k)
-		}
-	}
-	if err == nil && skip != "" {
-		err = errors.New(skip)
-	}
-	if err != nil {
-		cleanup()
-		return nil, fmt.Errorf("index rebuild %s: %w", name, err)
-	}
-	res := &RebuildResult{Name: name, Kind: KindInverted, ReadVersion: m.GetVersion(), Rows: rows, Fragments: live.ToArray(),
-		Segment: meta.UUIDString(ix.GetUuid()), Removed: []string{}}
-	for _, s := range segs {
-		res.Removed = append(res.Removed, meta.UUIDString(s.GetUuid()))
-	}
-	txn := commit.NewTransaction(m.GetVersion())
-	txn.Operation = &pb.Transaction_CreateIndex_{CreateIndex: &pb.Transaction_CreateIndex{NewIndices: []*pb.IndexMetadata{ix}, RemovedIndices: segs}}
-	cr, err := h.Committer.Commit(ctx, &commit.Txn{Read: read, Naming: naming, Transaction: txn, Files: keys})
-	if err != nil {
-		return nil, fmt.Errorf("index rebuild %s: %w", name, err)
-	}
-	res.Version = cr.Version
-	return res, nil
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"google.golang.org/protobuf/proto"
@@ -256,31 +255,11 @@ func remapLabelList(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, 
 	if err := meta.CheckIndexVersion(m); err != nil {
 		return nil, nil, RemapStats{}, err
 	}
-	u, id := meta.NewUUID()
-	w := &Written{UUID: u}
-	st, err := RemapLabelListFiles(ctx, b, m, remap, o.Full, func(name string, data []byte) error {
-		key := meta.IndexDir(id) + name
-		w.Keys = append(w.Keys, key)
-		if err := b.Put(ctx, key, data); err != nil {
-			return fmt.Errorf("write %s: %w", key, err)
-		}
-		w.Files = append(w.Files, &pb.IndexFile{Path: name, SizeBytes: uint64(len(data))})
-		return nil
-	})
+	w, put := newWritten(ctx, b)
+	st, err := RemapLabelListFiles(ctx, b, m, remap, o.Full, put)
 	if err != nil {
 		return nil, w.Keys, st, fmt.Errorf("index %s: %w", m.GetName(), err)
 	}
-	now := o.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	nm, err := SegmentMetadata(m.GetName(), m.GetFields(), KindLabelList, m, o.DatasetVersion, o.Bitmap, w, now)
-	if err != nil {
-		return nil, w.Keys, st, err
-	}
-	// Lance's remap keeps the segment's creation time.
-	if m.CreatedAt != nil {
-		nm.CreatedAt = proto.Uint64(m.GetCreatedAt())
-	}
-	return nm, w.Keys, st, nil
+	nm, err := remappedMetadata(m, KindLabelList, o, w)
+	return nm, w.Keys, st, err
 }

@@ -151,16 +151,27 @@ func rebuildOnce(ctx context.Context, h *table.Handle, name string, o RebuildOpt
 		live.Add(uint32(f.GetId()))
 	}
 	progress.From(ctx).Start("index rebuild", progress.Units{Rows: LiveRows(m, live)})
-	if kind == KindInverted {
-		return rebuildInverted(ctx, h, read, naming, name, segs, field, live, o)
-	}
 	var keys []string
 	cleanup := func() {
 		for _, k := range keys {
 			_ = h.Bucket.Delete(context.WithoutCancel(ctx), k)
 		}
 	}
-	ix, ks, rows, handled, err := buildOther(ctx, h.Bucket, Job{Name: name, Kind: kind, Field: field, Segments: segs}, m.GetVersion(), live, o.Now())
+	var ix *pb.IndexMetadata
+	var ks []string
+	var rows int
+	handled := true
+	if kind == KindInverted {
+		// One partition over every live row, when compactord reproduces
+		// the index's tokenizer (else the reason is the error).
+		var skip string
+		ix, ks, rows, skip, err = writeInverted(ctx, h.Bucket, m.GetVersion(), name, field, segs[0], live, false, o.Now())
+		if err == nil && skip != "" {
+			err = errors.New(skip)
+		}
+	} else {
+		ix, ks, rows, handled, err = buildOther(ctx, h.Bucket, Job{Name: name, Kind: kind, Field: field, Segments: segs}, m.GetVersion(), live, o.Now())
+	}
 	keys = append(keys, ks...)
 	if handled && err != nil {
 		cleanup()

@@ -105,6 +105,41 @@ type Written struct {
 	Keys []string
 }
 
+// newWritten starts a segment under a new uuid; put writes one of its
+// files whole and records it (its key too when the put fails, for
+// cleanup).
+func newWritten(ctx context.Context, b storage.Bucket) (*Written, func(name string, data []byte) error) {
+	u, id := meta.NewUUID()
+	w := &Written{UUID: u}
+	return w, func(name string, data []byte) error {
+		key := meta.IndexDir(id) + name
+		w.Keys = append(w.Keys, key)
+		if err := b.Put(ctx, key, data); err != nil {
+			return fmt.Errorf("write %s: %w", key, err)
+		}
+		w.Files = append(w.Files, &pb.IndexFile{Path: name, SizeBytes: uint64(len(data))})
+		return nil
+	}
+}
+
+// remappedMetadata is the metadata of the segment w remapped from m: m's
+// name, fields, details and index version, the new bitmap and dataset
+// version of o, and m's creation time (Lance's remap keeps it).
+func remappedMetadata(m *pb.IndexMetadata, kind string, o RemapOptions, w *Written) (*pb.IndexMetadata, error) {
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	nm, err := SegmentMetadata(m.GetName(), m.GetFields(), kind, m, o.DatasetVersion, o.Bitmap, w, now)
+	if err != nil {
+		return nil, err
+	}
+	if m.CreatedAt != nil {
+		nm.CreatedAt = proto.Uint64(m.GetCreatedAt())
+	}
+	return nm, nil
+}
+
 // WriteSegment writes a segment of kind over the entries of the table
 // field tf under _indices/{uuid}/ with a new uuid.
 func WriteSegment(ctx context.Context, b storage.Bucket, kind string, tf *pb.Field, e *Entries) (*Written, error) {
