@@ -1,6 +1,7 @@
 package fts
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -63,8 +64,15 @@ func build(open Opener, docs []Doc, appendPart bool) (files []NamedFile, copyNam
 	var rowIDs []uint64
 	var numTokens []uint32
 	var total uint64
+	withPos := seg.Meta.Positions != NoPositions
 	for _, d := range docs {
-		ts, err := tok.Tokens(d.Text)
+		var ts []string
+		var pos []uint32
+		if withPos {
+			ts, pos, err = tok.TokenPositions(d.Text)
+		} else {
+			ts, err = tok.Tokens(d.Text)
+		}
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("row %x: %w", d.RowID, err)
 		}
@@ -75,7 +83,7 @@ func build(open Opener, docs []Doc, appendPart bool) (files []NamedFile, copyNam
 		rowIDs = append(rowIDs, d.RowID)
 		numTokens = append(numTokens, uint32(len(ts)))
 		total += uint64(len(ts))
-		for _, t := range ts {
+		for k, t := range ts {
 			i, ok := tokenID[t]
 			if !ok {
 				i = uint32(len(keys))
@@ -89,6 +97,11 @@ func build(open Opener, docs []Doc, appendPart bool) (files []NamedFile, copyNam
 			} else {
 				p.Docs = append(p.Docs, doc)
 				p.Freqs = append(p.Freqs, 1)
+			}
+			// A doc's tokens come in position order, so each posting's
+			// positions are ascending and contiguous.
+			if withPos {
+				p.Positions = append(p.Positions, pos[k])
 			}
 		}
 	}
@@ -137,12 +150,19 @@ func build(open Opener, docs []Doc, appendPart bool) (files []NamedFile, copyNam
 }
 
 // writeInvert encodes an invert file of the given postings (by token id)
-// with the schema of like's.
+// with the schema of like's, and, when like has positions, their position
+// streams in like's codec.
 func writeInvert(like *Partition, postings []*Postings, numTokens []uint32, N int, avgdl float32, fixed32 bool) ([]byte, error) {
 	T := len(postings)
 	posting, impacts := listOf(T), listOf(T)
 	scores := &file.Array{Type: file.DataType{Kind: file.KindFloat32}, Len: T}
 	lengths := make([]uint32, T)
+	var streams, offsets *file.Array
+	if like.PosCodec != NoPositions {
+		streams = &file.Array{Type: file.DataType{Kind: file.KindLargeBinary}, Len: T, Offsets: make([]int64, 1, T+1)}
+		offsets = &file.Array{Type: file.DataType{Kind: file.KindList}, Len: T, Offsets: make([]int64, 1, T+1),
+			Children: []*file.Array{{Type: file.DataType{Kind: file.KindUint32}}}}
+	}
 	for t, p := range postings {
 		p.BlockScores = BlockScores(p, numTokens, N, avgdl)
 		blocks, err := EncodePostings(p, fixed32)
@@ -157,6 +177,24 @@ func writeInvert(like *Partition, postings []*Postings, numTokens []uint32, N in
 		lengths[t] = uint32(len(p.Docs))
 		appendList(posting, blocks)
 		appendList(impacts, Impacts(p, numTokens))
+		if streams != nil {
+			st, offs, err := EncodePositions(p, like.PosCodec)
+			if err != nil {
+				return nil, fmt.Errorf("token %d: %w", t, err)
+			}
+			streams.Values = append(streams.Values, st...)
+			streams.Offsets = append(streams.Offsets, int64(len(streams.Values)))
+			c := offsets.Children[0]
+			for _, o := range offs {
+				c.Values = binary.LittleEndian.AppendUint32(c.Values, o)
+			}
+			c.Len += len(offs)
+			offsets.Offsets = append(offsets.Offsets, int64(c.Len))
+		}
 	}
-	return write(like.InvertSchema.GetFields(), like.InvertSchema.GetMetadata(), []*file.Array{posting, scores, u32Array(lengths), impacts})
+	cols := []*file.Array{posting, scores, u32Array(lengths), impacts}
+	if streams != nil {
+		cols = append(cols, streams, offsets)
+	}
+	return write(like.InvertSchema.GetFields(), like.InvertSchema.GetMetadata(), cols)
 }

@@ -85,6 +85,9 @@ type Postings struct {
 	Freqs []uint32 // term frequency in each doc
 	// BlockScores are the stored block max scores, one per block.
 	BlockScores []float32
+	// Positions, when the index has them: Freqs[i] ascending positions
+	// per posting, in posting order.
+	Positions []uint32
 }
 
 // DecodePostings decodes a token's posting blocks holding n postings.
