@@ -1,6 +1,7 @@
 package fts
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,9 @@ import (
 	"slices"
 	"strconv"
 
+	"google.golang.org/protobuf/proto"
+
+	lancefilepb "github.com/compactord/compactord/gen/lancefilepb"
 	"github.com/compactord/compactord/internal/format/file"
 )
 
@@ -36,45 +40,130 @@ func Rebuild(open Opener, docs []Doc) (files []NamedFile, indexed int, err error
 	return files, indexed, err
 }
 
-func build(open Opener, docs []Doc, appendPart bool) (files []NamedFile, copyNames []string, indexed int, err error) {
-	seg, err := ReadSegment(open)
+// Template is what a new partition like a segment's needs: the
+// segment's metadata and its first partition's file schemas (and
+// position codec). Reading it decodes no posting: catch-up over a large
+// index reads four small files' headers.
+type Template struct {
+	Meta *Metadata
+	Like *Partition
+}
+
+// ReadTemplate reads the template of the segment open opens.
+func ReadTemplate(open Opener) (*Template, error) {
+	m, err := ReadMetadata(open)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, err
 	}
-	if len(seg.Partitions) == 0 {
-		return nil, nil, 0, fmt.Errorf("the segment has no partition to take file schemas from")
+	if len(m.Partitions) == 0 {
+		return nil, fmt.Errorf("the segment has no partition to take file schemas from")
 	}
-	tok, err := NewTokenizer(seg.Meta.Params)
+	id := m.Partitions[0]
+	like := &Partition{ID: id, PosCodec: m.Positions}
+	for _, f := range []struct {
+		name string
+		dst  **lancefilepb.Schema
+		cols int
+	}{{TokensFile(id), &like.TokensSchema, 3}, {DocsFile(id), &like.DocsSchema, 2}, {InvertFile(id), &like.InvertSchema, 4}} {
+		r, size, err := open(f.name)
+		if err != nil {
+			return nil, err
+		}
+		ff, err := file.Open(r, size)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.name, err)
+		}
+		want := f.cols
+		if f.cols == 4 && m.Positions != NoPositions {
+			want = 6
+		}
+		if n := len(ff.Schema.Fields); n != want {
+			return nil, formatErr("%s has %d columns, want %d", f.name, n, want)
+		}
+		*f.dst = proto.Clone(ff.Desc.GetSchema()).(*lancefilepb.Schema)
+	}
+	return &Template{Meta: m, Like: like}, nil
+}
+
+func build(open Opener, docs []Doc, appendPart bool) (files []NamedFile, copyNames []string, indexed int, err error) {
+	tpl, err := ReadTemplate(open)
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	var id uint64
 	var partitions []uint64
 	if appendPart {
-		for _, p := range seg.Meta.Partitions {
+		for _, p := range tpl.Meta.Partitions {
 			id = max(id, p+1)
 			copyNames = append(copyNames, TokensFile(p), DocsFile(p), InvertFile(p))
 		}
-		partitions = slices.Clone(seg.Meta.Partitions)
+		partitions = slices.Clone(tpl.Meta.Partitions)
 	}
-	like := seg.Partitions[0]
+	deleted := tpl.Meta.DeletedFragments
+	if !appendPart {
+		deleted = []byte{0x3a, 0x30, 0, 0, 0, 0, 0, 0} // an empty portable Roaring32
+	}
+	files, indexed, err = tpl.segment(id, append(partitions, id), deleted, tpl.Meta.Raw, docs)
+	return files, copyNames, indexed, err
+}
+
+// GenerationCopy builds the copy of the index a MemWAL generation
+// carries over its rows (docs, row addresses in fragment 0), as LanceDB
+// 0.39 flushes one: one partition of a random id, metadata.lance with
+// the index's parameters (lance_tokenizer null, as LanceDB writes it
+// there) and an empty deleted_fragments binary.
+func (tpl *Template) GenerationCopy(id uint64, docs []Doc) ([]NamedFile, int, error) {
+	md := maps.Clone(tpl.Meta.Raw)
+	md["params"] = bytes.Replace(md["params"], []byte(`"lance_tokenizer":"text"`), []byte(`"lance_tokenizer":null`), 1)
+	return tpl.segment(id, []uint64{id}, []byte{}, md, docs)
+}
+
+// segment builds metadata.lance (schema metadata md, partitions listed,
+// deleted_fragments deleted) and partition id's files over docs.
+func (tpl *Template) segment(id uint64, partitions []uint64, deleted []byte, md map[string][]byte, docs []Doc) ([]NamedFile, int, error) {
+	tok, err := NewTokenizer(tpl.Meta.Params)
+	if err != nil {
+		return nil, 0, err
+	}
+	part, N, err := buildPartition(tok, tpl.Like, tpl.Meta.Fixed32Tail, id, docs)
+	if err != nil {
+		return nil, 0, err
+	}
+	parts, err := json.Marshal(partitions)
+	if err != nil {
+		return nil, 0, err
+	}
+	md = maps.Clone(md)
+	md["partitions"] = parts
+	del := &file.Array{Type: file.DataType{Kind: file.KindBinary}, Len: 1, Offsets: []int64{0, int64(len(deleted))}, Values: deleted}
+	meta, err := write(tpl.Meta.Schema.GetFields(), md, []*file.Array{del})
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", MetadataFile, err)
+	}
+	return append([]NamedFile{{MetadataFile, meta}}, part...), N, nil
+}
+
+// buildPartition builds partition id's tokens, docs and invert files over
+// docs with like's schemas.
+func buildPartition(tok *Tokenizer, like *Partition, fixed32 bool, id uint64, docs []Doc) ([]NamedFile, int, error) {
+	withPos := like.PosCodec != NoPositions
 	tokenID := map[string]uint32{}
 	var keys []string
 	var postings []*Postings
 	var rowIDs []uint64
 	var numTokens []uint32
 	var total uint64
-	withPos := seg.Meta.Positions != NoPositions
 	for _, d := range docs {
 		var ts []string
 		var pos []uint32
+		var err error
 		if withPos {
 			ts, pos, err = tok.TokenPositions(d.Text)
 		} else {
 			ts, err = tok.Tokens(d.Text)
 		}
 		if err != nil {
-			return nil, nil, 0, fmt.Errorf("row %x: %w", d.RowID, err)
+			return nil, 0, fmt.Errorf("row %x: %w", d.RowID, err)
 		}
 		if len(ts) == 0 {
 			continue
@@ -118,35 +207,19 @@ func build(open Opener, docs []Doc, appendPart bool) (files []NamedFile, copyNam
 	}
 	tokens, err := writeTokens(np, newTok, len(keys))
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, 0, err
 	}
 	docsMeta := maps.Clone(like.DocsSchema.GetMetadata())
 	docsMeta["total_tokens"] = []byte(strconv.FormatUint(total, 10))
 	docsFile, err := write(like.DocsSchema.GetFields(), docsMeta, []*file.Array{u64Array(rowIDs), u32Array(numTokens)})
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("%s: %w", DocsFile(id), err)
+		return nil, 0, fmt.Errorf("%s: %w", DocsFile(id), err)
 	}
-	invert, err := writeInvert(like, postings, numTokens, N, avgdl, seg.Meta.Fixed32Tail)
+	invert, err := writeInvert(like, postings, numTokens, N, avgdl, fixed32)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("%s: %w", InvertFile(id), err)
+		return nil, 0, fmt.Errorf("%s: %w", InvertFile(id), err)
 	}
-	parts, err := json.Marshal(append(partitions, id))
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	md := maps.Clone(seg.Meta.Raw)
-	md["partitions"] = parts
-	deleted := seg.Meta.DeletedFragments
-	if !appendPart {
-		deleted = []byte{0x3a, 0x30, 0, 0, 0, 0, 0, 0} // an empty portable Roaring32
-	}
-	del := &file.Array{Type: file.DataType{Kind: file.KindBinary}, Len: 1, Offsets: []int64{0, int64(len(deleted))}, Values: deleted}
-	meta, err := write(seg.Meta.Schema.GetFields(), md, []*file.Array{del})
-	if err != nil {
-		return nil, nil, 0, fmt.Errorf("%s: %w", MetadataFile, err)
-	}
-	files = []NamedFile{{MetadataFile, meta}, {TokensFile(id), tokens}, {DocsFile(id), docsFile}, {InvertFile(id), invert}}
-	return files, copyNames, N, nil
+	return []NamedFile{{TokensFile(id), tokens}, {DocsFile(id), docsFile}, {InvertFile(id), invert}}, N, nil
 }
 
 // writeInvert encodes an invert file of the given postings (by token id)
