@@ -18,8 +18,10 @@
 //     fenced), and replays the WAL entries no generation covers yet. It
 //     claims nothing on a table whose metadata says more than the writer
 //     models: writer feature flags or MemWAL details fields of a newer
-//     Lance, or a maintained index that is not a btree (a generation
-//     without its copy would hide rows from that index's LSM readers).
+//     Lance, or a maintained index that is neither a btree nor a full-text
+//     index whose tokenizer compactord reproduces (fts.NewTokenizer: a
+//     generation without its copy, or with one tokenized otherwise, would
+//     hide or mis-rank rows for that index's LSM readers).
 //     maintain_all_indexes (Lance 13.1) makes every index maintained.
 //   - Upsert and Delete append one WAL entry each (an Arrow IPC stream of
 //     the table's columns plus _tombstone, tagged with the writer epoch);
@@ -27,7 +29,7 @@
 //     MemTable.
 //   - Flush writes the MemTable as the shard's next generation (a Lance
 //     dataset of one fragment holding each key's newest write, copies of
-//     the maintained btree indexes, the _pk_index btree and
+//     the maintained btree and full-text indexes, the _pk_index btree and
 //     bloom_filter.bin, laid out as LanceDB 0.39 flushes one) and then the
 //     shard manifest that lists it and moves the WAL replay position past
 //     it.
@@ -42,5 +44,6 @@
 //   - writer.go: claiming, fencing, WAL entries, replay
 //   - memtable.go, columns.go: buffered rows and their Arrow and Lance forms
 //   - flush.go: generations
+//   - fts.go: a generation's copy of a maintained full-text index
 //   - hash.go: shard ids, bucket hashing, the bloom filter
 package lancewal

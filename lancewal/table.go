@@ -15,6 +15,7 @@ import (
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/index"
 	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
@@ -88,6 +89,8 @@ type state struct {
 	details *pb.MemWalIndexDetails // nil without a MemWAL
 	cols    []column
 	pk      int // index into cols
+	// inverted: the full-text indexes, for their generation copies.
+	inverted map[string]*invertedIndex
 }
 
 func (t *Table) state(ctx context.Context) (*state, error) {
@@ -122,6 +125,9 @@ func (t *Table) state(ctx context.Context) (*state, error) {
 		if st.details, err = memwal.Details(ix); err != nil {
 			return nil, fmt.Errorf("lancewal: %w", err)
 		}
+	}
+	if err := st.loadInverted(ctx, t.b); err != nil {
+		return nil, err
 	}
 	return st, nil
 }
@@ -243,8 +249,9 @@ func (t *Table) EnableMemWAL(ctx context.Context, cfg Config) (*Config, error) {
 }
 
 // maintainedBTree returns the base-table btree segment a maintained index
-// names and its column. LanceDB's MemWAL maintains btree (and vector and
-// full-text) indexes; this writer builds btree copies only.
+// names and its column (a full-text index's: maintainedInverted). LanceDB's
+// MemWAL maintains btree, vector and full-text indexes; this writer builds
+// btree and full-text copies.
 // writable refuses, before the writer claims anything, a table whose
 // metadata says more than the writer models: writer feature flags a newer
 // Lance defined, MemWAL details with fields this build does not name (they
@@ -280,8 +287,11 @@ func maintainedBTree(st *state, name string) (column, error) {
 		return column{}, fmt.Errorf("lancewal: maintained index %q is not an index of the table", name)
 	}
 	ix := segs[0]
+	if meta.IndexKind(ix) == index.KindInverted {
+		return maintainedInverted(st, name)
+	}
 	if k := meta.IndexKind(ix); k != "btree" {
-		return column{}, fmt.Errorf("lancewal: maintained index %q is a %s index; the writer maintains btree indexes only (LanceDB cannot maintain bitmap indexes either)", name, k)
+		return column{}, fmt.Errorf("lancewal: maintained index %q is a %s index; the writer maintains btree and full-text indexes only (LanceDB cannot maintain bitmap indexes either)", name, k)
 	}
 	if len(ix.GetFields()) != 1 {
 		return column{}, fmt.Errorf("lancewal: maintained index %q covers %d fields, want 1", name, len(ix.GetFields()))

@@ -8,10 +8,12 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
 	lancefilepb "github.com/compactord/compactord/gen/lancefilepb"
+	lancepb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/format/file"
 )
 
@@ -100,32 +102,41 @@ func build(open Opener, docs []Doc, appendPart bool) (files []NamedFile, copyNam
 		partitions = slices.Clone(tpl.Meta.Partitions)
 	}
 	deleted := tpl.Meta.DeletedFragments
+	if deleted == nil {
+		deleted = []byte{} // the binary as stored (nil would mean the generation form)
+	}
 	if !appendPart {
 		deleted = []byte{0x3a, 0x30, 0, 0, 0, 0, 0, 0} // an empty portable Roaring32
 	}
-	files, indexed, err = tpl.segment(id, append(partitions, id), deleted, tpl.Meta.Raw, docs)
+	files, indexed, err = tpl.segment(id, append(partitions, id), deleted, tpl.Meta.Raw, docs, false)
 	return files, copyNames, indexed, err
 }
 
 // GenerationCopy builds the copy of the index a MemWAL generation
 // carries over its rows (docs, row addresses in fragment 0), as LanceDB
-// 0.39 flushes one: one partition of a random id, metadata.lance with
+// 0.39 flushes one: one partition of a random id, and metadata.lance with
 // the index's parameters (lance_tokenizer null, as LanceDB writes it
-// there) and an empty deleted_fragments binary.
+// there) whose one column is a null _placeholder string, not
+// deleted_fragments.
 func (tpl *Template) GenerationCopy(id uint64, docs []Doc) ([]NamedFile, int, error) {
 	md := maps.Clone(tpl.Meta.Raw)
 	md["params"] = bytes.Replace(md["params"], []byte(`"lance_tokenizer":"text"`), []byte(`"lance_tokenizer":null`), 1)
-	return tpl.segment(id, []uint64{id}, []byte{}, md, docs)
+	return tpl.segment(id, []uint64{id}, nil, md, docs, true)
 }
 
+// placeholderFields is the schema of a generation copy's metadata.lance.
+var placeholderFields = []*lancepb.Field{{Name: placeholderColumn, Id: 0, ParentId: -1, LogicalType: "string", Nullable: true, Encoding: lancepb.Encoding_VAR_BINARY}}
+
 // segment builds metadata.lance (schema metadata md, partitions listed,
-// deleted_fragments deleted) and partition id's files over docs.
-func (tpl *Template) segment(id uint64, partitions []uint64, deleted []byte, md map[string][]byte, docs []Doc) ([]NamedFile, int, error) {
+// deleted_fragments deleted, or the generation form when deleted is nil)
+// and partition id's files over docs (token ids in sorted token order, or
+// in order of first appearance).
+func (tpl *Template) segment(id uint64, partitions []uint64, deleted []byte, md map[string][]byte, docs []Doc, sorted bool) ([]NamedFile, int, error) {
 	tok, err := NewTokenizer(tpl.Meta.Params)
 	if err != nil {
 		return nil, 0, err
 	}
-	part, N, err := buildPartition(tok, tpl.Like, tpl.Meta.Fixed32Tail, id, docs)
+	part, N, err := buildPartition(tok, tpl.Like, tpl.Meta.Fixed32Tail, id, docs, sorted)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -135,8 +146,13 @@ func (tpl *Template) segment(id uint64, partitions []uint64, deleted []byte, md 
 	}
 	md = maps.Clone(md)
 	md["partitions"] = parts
-	del := &file.Array{Type: file.DataType{Kind: file.KindBinary}, Len: 1, Offsets: []int64{0, int64(len(deleted))}, Values: deleted}
-	meta, err := write(tpl.Meta.Schema.GetFields(), md, []*file.Array{del})
+	fields := tpl.Meta.Schema.GetFields()
+	col := &file.Array{Type: file.DataType{Kind: file.KindBinary}, Len: 1, Offsets: []int64{0, int64(len(deleted))}, Values: deleted}
+	if deleted == nil {
+		fields = placeholderFields
+		col = &file.Array{Type: file.DataType{Kind: file.KindUtf8}, Len: 1, Offsets: []int64{0, 0}, Valid: []byte{0}}
+	}
+	meta, err := write(fields, md, []*file.Array{col})
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", MetadataFile, err)
 	}
@@ -144,8 +160,10 @@ func (tpl *Template) segment(id uint64, partitions []uint64, deleted []byte, md 
 }
 
 // buildPartition builds partition id's tokens, docs and invert files over
-// docs with like's schemas.
-func buildPartition(tok *Tokenizer, like *Partition, fixed32 bool, id uint64, docs []Doc) ([]NamedFile, int, error) {
+// docs with like's schemas. Token ids follow first appearance, as
+// optimize() and a fresh index number them, or the tokens' byte order
+// (sorted), as a MemWAL generation's copy numbers them.
+func buildPartition(tok *Tokenizer, like *Partition, fixed32 bool, id uint64, docs []Doc, sorted bool) ([]NamedFile, int, error) {
 	withPos := like.PosCodec != NoPositions
 	tokenID := map[string]uint32{}
 	var keys []string
@@ -199,7 +217,20 @@ func buildPartition(tok *Tokenizer, like *Partition, fixed32 bool, id uint64, do
 	if N > 0 {
 		avgdl = float32(total) / float32(N)
 	}
-	// Tokens: the FST maps each token to its first-appearance id.
+	if sorted {
+		order := make([]int, len(keys))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
+		ps := make([]*Postings, len(keys))
+		for nid, old := range order {
+			ps[nid] = postings[old]
+			tokenID[keys[old]] = uint32(nid)
+		}
+		postings = ps
+	}
+	// Tokens: the FST maps each token to its id.
 	np := &Partition{ID: id, Tokens: tokenID, TokensSchema: like.TokensSchema}
 	newTok := make([]int64, len(keys))
 	for i := range newTok {

@@ -27,6 +27,10 @@ const (
 	MetadataFile = "metadata.lance"
 )
 
+// placeholderColumn is metadata.lance's one column in a MemWAL
+// generation's copy (in place of deleted_fragments).
+const placeholderColumn = "_placeholder"
+
 // TokensFile, DocsFile and InvertFile name partition p's files.
 func TokensFile(p uint64) string { return fmt.Sprintf("part_%d_tokens.lance", p) }
 func DocsFile(p uint64) string   { return fmt.Sprintf("part_%d_docs.lance", p) }
@@ -193,6 +197,11 @@ func ReadMetadata(open Opener) (*Metadata, error) {
 	}
 	if f.NumRows() != 1 {
 		return nil, formatErr("%s has %d rows, want 1", MetadataFile, f.NumRows())
+	}
+	// A MemWAL generation's copy has a null _placeholder string column
+	// instead: no fragment of a generation is ever deleted.
+	if fs := f.Schema.Fields; len(fs) == 1 && fs[0].Name == placeholderColumn && fs[0].Type.Kind == file.KindUtf8 {
+		return m, nil
 	}
 	del, err := column(f, b, MetadataFile, "deleted_fragments", 0, file.KindBinary)
 	if err != nil {
