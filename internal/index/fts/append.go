@@ -136,7 +136,8 @@ func (tpl *Template) segment(id uint64, partitions []uint64, deleted []byte, md 
 	if err != nil {
 		return nil, 0, err
 	}
-	part, N, err := buildPartition(tok, tpl.Like, tpl.Meta.Fixed32Tail, id, docs, sorted)
+	bt := tpl.Meta.Params.BaseTokenizer
+	part, N, err := buildPartition(tok, tpl.Like, tpl.Meta.Fixed32Tail, id, docs, sorted, bt == "simple" || bt == "whitespace")
 	if err != nil {
 		return nil, 0, err
 	}
@@ -163,7 +164,10 @@ func (tpl *Template) segment(id uint64, partitions []uint64, deleted []byte, md 
 // docs with like's schemas. Token ids follow first appearance, as
 // optimize() and a fresh index number them, or the tokens' byte order
 // (sorted), as a MemWAL generation's copy numbers them.
-func buildPartition(tok *Tokenizer, like *Partition, fixed32 bool, id uint64, docs []Doc, sorted bool) ([]NamedFile, int, error) {
+//
+// perWord: the base tokenizer is simple or whitespace, whose tokens the
+// filters take one at a time.
+func buildPartition(tok *Tokenizer, like *Partition, fixed32 bool, id uint64, docs []Doc, sorted, perWord bool) ([]NamedFile, int, error) {
 	withPos := like.PosCodec != NoPositions
 	tokenID := map[string]uint32{}
 	var keys []string
@@ -171,45 +175,146 @@ func buildPartition(tok *Tokenizer, like *Partition, fixed32 bool, id uint64, do
 	var rowIDs []uint64
 	var numTokens []uint32
 	var total uint64
-	for _, d := range docs {
-		var ts []string
-		var pos []uint32
-		var err error
-		if withPos {
-			ts, pos, err = tok.TokenPositions(d.Text)
-		} else {
-			ts, err = tok.Tokens(d.Text)
+	// Filters act on one base token at a time, so each distinct base
+	// token is filtered once: wordID maps it to its token id (-1: dropped).
+	// Text repeats its words; tokenizing each occurrence was most of a
+	// catch-up's time.
+	wordID := map[string]int32{}
+	tokenOf := func(w string) (int32, error) {
+		if id, ok := wordID[w]; ok {
+			return id, nil
 		}
+		ts, err := tok.Tokens(w)
+		if err != nil {
+			return 0, err
+		}
+		if len(ts) > 1 {
+			return 0, fmt.Errorf("%w: base token %q gives %d tokens", ErrUntokenizable, w, len(ts))
+		}
+		id := int32(-1)
+		if len(ts) == 1 {
+			i, ok := tokenID[ts[0]]
+			if !ok {
+				i = uint32(len(keys))
+				tokenID[ts[0]] = i
+				keys = append(keys, ts[0])
+				postings = append(postings, &Postings{})
+			}
+			id = int32(i)
+		}
+		wordID[strings.Clone(w)] = id
+		return id, nil
+	}
+	// Other base tokenizers (should NewTokenizer accept one) split text
+	// into tokens that are not words: the doc goes through Tokens whole.
+	each := tok.eachBaseToken
+	if !perWord {
+		if withPos {
+			return nil, 0, fmt.Errorf("positions under base tokenizer other than simple or whitespace are not reproduced by compactord")
+		}
+		each = func(doc string, f func(int, string) error) error {
+			ts, err := tok.Tokens(doc)
+			for i, s := range ts {
+				if err == nil {
+					err = f(i, s)
+				}
+			}
+			return err
+		}
+		tokenOf = func(w string) (int32, error) {
+			i, ok := tokenID[w]
+			if !ok {
+				i = uint32(len(keys))
+				tokenID[w] = i
+				keys = append(keys, w)
+				postings = append(postings, &Postings{})
+			}
+			return int32(i), nil
+		}
+	}
+	// Pass 1: each kept doc's token ids (and positions) in one stream.
+	var stream, posStream []int32
+	docEnd := make([]int, 0, len(docs))
+	for _, d := range docs {
+		before := len(stream)
+		err := each(d.Text, func(pos int, w string) error {
+			id, err := tokenOf(w)
+			if err != nil || id < 0 {
+				return err
+			}
+			stream = append(stream, id)
+			if withPos {
+				posStream = append(posStream, int32(pos))
+			}
+			return nil
+		})
 		if err != nil {
 			return nil, 0, fmt.Errorf("row %x: %w", d.RowID, err)
 		}
-		if len(ts) == 0 {
+		n := len(stream) - before
+		if n == 0 {
 			continue
 		}
-		doc := uint32(len(rowIDs))
 		rowIDs = append(rowIDs, d.RowID)
-		numTokens = append(numTokens, uint32(len(ts)))
-		total += uint64(len(ts))
-		for k, t := range ts {
-			i, ok := tokenID[t]
-			if !ok {
-				i = uint32(len(keys))
-				tokenID[t] = i
-				keys = append(keys, t)
-				postings = append(postings, &Postings{})
+		numTokens = append(numTokens, uint32(n))
+		total += uint64(n)
+		docEnd = append(docEnd, len(stream))
+	}
+	// Pass 2: each token's doc count and occurrences, then every posting
+	// list as a window of one array (appending to each token's own
+	// slices, doc by doc, was a catch-up's largest cost after tokenizing).
+	T := len(keys)
+	last := make([]int32, T)
+	df, occ := make([]int, T+1), make([]int, T+1)
+	for i := range last {
+		last[i] = -1
+	}
+	lo := 0
+	for d, hi := range docEnd {
+		for _, id := range stream[lo:hi] {
+			if last[id] != int32(d) {
+				last[id] = int32(d)
+				df[id+1]++
 			}
-			p := postings[i]
-			if n := len(p.Docs); n > 0 && p.Docs[n-1] == doc {
-				p.Freqs[n-1]++
-			} else {
-				p.Docs = append(p.Docs, doc)
-				p.Freqs = append(p.Freqs, 1)
+			occ[id+1]++
+		}
+		lo = hi
+	}
+	for i := 1; i <= T; i++ {
+		df[i] += df[i-1]
+		occ[i] += occ[i-1]
+	}
+	allDocs, allFreqs := make([]uint32, df[T]), make([]uint32, df[T])
+	var allPos []uint32
+	if withPos {
+		allPos = make([]uint32, occ[T])
+	}
+	next, nextPos := slices.Clone(df[:T]), slices.Clone(occ[:T])
+	for i := range last {
+		last[i] = -1
+	}
+	lo = 0
+	for d, hi := range docEnd {
+		for k, id := range stream[lo:hi] {
+			if last[id] != int32(d) {
+				last[id] = int32(d)
+				allDocs[next[id]] = uint32(d)
+				next[id]++
 			}
+			allFreqs[next[id]-1]++
 			// A doc's tokens come in position order, so each posting's
 			// positions are ascending and contiguous.
 			if withPos {
-				p.Positions = append(p.Positions, pos[k])
+				allPos[nextPos[id]] = uint32(posStream[lo+k])
+				nextPos[id]++
 			}
+		}
+		lo = hi
+	}
+	for id, p := range postings {
+		p.Docs, p.Freqs = allDocs[df[id]:df[id+1]:df[id+1]], allFreqs[df[id]:df[id+1]:df[id+1]]
+		if withPos {
+			p.Positions = allPos[occ[id]:occ[id+1]:occ[id+1]]
 		}
 	}
 	N := len(rowIDs)

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"unicode"
 )
 
 // The position stream of LanceDB 0.39's inverted index with positions
@@ -187,53 +186,56 @@ func EncodePositions(p *Postings, codec PositionCodec) (stream []byte, offsets [
 // token goes through Tokens on its own, which keeps it, drops it or
 // rewrites it (filters act on one token at a time).
 func (t *Tokenizer) TokenPositions(doc string) ([]string, []uint32, error) {
-	words, err := t.baseTokens(doc)
-	if err != nil {
-		return nil, nil, err
-	}
 	var toks []string
 	var pos []uint32
-	for i, w := range words {
+	err := t.eachBaseToken(doc, func(i int, w string) error {
 		ts, err := t.Tokens(w)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		if len(ts) > 1 {
-			return nil, nil, fmt.Errorf("%w: base token %q gives %d tokens", ErrUntokenizable, w, len(ts))
+			return fmt.Errorf("%w: base token %q gives %d tokens", ErrUntokenizable, w, len(ts))
 		}
 		for _, s := range ts {
 			toks = append(toks, s)
 			pos = append(pos, uint32(i))
 		}
-	}
-	return toks, pos, nil
+		return nil
+	})
+	return toks, pos, err
 }
 
-// baseTokens splits doc as the base tokenizer does (simple: runs of
-// letters and digits; whitespace: runs of non-space), before any filter.
-func (t *Tokenizer) baseTokens(doc string) ([]string, error) {
-	var out []string
-	start := -1
-	for i, r := range doc {
+// eachBaseToken calls f with each token of doc as the simple or
+// whitespace base tokenizer splits it (simple: runs of ASCII letters and
+// digits, non-ASCII text refused as Tokens refuses it; whitespace: runs of
+// non-space bytes, which never split a UTF-8 sequence), before any
+// filter, and its index.
+func (t *Tokenizer) eachBaseToken(doc string, f func(i int, w string) error) error {
+	start, n := -1, 0
+	for i := 0; i < len(doc); i++ {
+		c := doc[i]
 		var sep bool
 		if t.whitespace {
-			sep = r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f'
+			sep = c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'
 		} else {
-			if r >= 0x80 {
-				return nil, fmt.Errorf("%w: non-ASCII text under the simple tokenizer", ErrUntokenizable)
+			if c >= 0x80 {
+				return fmt.Errorf("%w: non-ASCII text under the simple tokenizer", ErrUntokenizable)
 			}
-			sep = !unicode.IsLetter(r) && !unicode.IsDigit(r)
+			sep = !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9')
 		}
 		switch {
 		case sep && start >= 0:
-			out = append(out, doc[start:i])
+			if err := f(n, doc[start:i]); err != nil {
+				return err
+			}
+			n++
 			start = -1
 		case !sep && start < 0:
 			start = i
 		}
 	}
 	if start >= 0 {
-		out = append(out, doc[start:])
+		return f(n, doc[start:])
 	}
-	return out, nil
+	return nil
 }

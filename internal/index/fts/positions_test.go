@@ -2,6 +2,7 @@ package fts
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -151,5 +152,49 @@ func TestTokenPositions(t *testing.T) {
 	plain, _ := tok.Tokens("Alpha, verylongword beta--Alpha1 x")
 	if !slices.Equal(plain, toks) {
 		t.Fatalf("TokenPositions' tokens %q differ from Tokens' %q", toks, plain)
+	}
+}
+
+// TestPerWordTokensMatchWhole: for the simple and whitespace base
+// tokenizers, filtering each base token on its own (what a partition
+// build does, once per distinct word) gives Tokens' tokens of the whole
+// doc, on random ASCII text with punctuation, case, tabs and long words.
+func TestPerWordTokensMatchWhole(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	alphabet := "abcXYZ019 ,.-_'\t\n!?"
+	for _, base := range []string{"simple", "whitespace"} {
+		for _, lower := range []bool{false, true} {
+			raw := fmt.Sprintf(`{"base_tokenizer":%q,"lower_case":%v,"max_token_length":7}`, base, lower)
+			var p Params
+			if err := jsonUnmarshal(raw, &p); err != nil {
+				t.Fatal(err)
+			}
+			tok, err := NewTokenizer(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 500 {
+				b := make([]byte, r.IntN(60))
+				for i := range b {
+					b[i] = alphabet[r.IntN(len(alphabet))]
+				}
+				doc := string(b)
+				whole, err := tok.Tokens(doc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var words []string
+				if err := tok.eachBaseToken(doc, func(_ int, w string) error {
+					ts, err := tok.Tokens(w)
+					words = append(words, ts...)
+					return err
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(whole, words) {
+					t.Fatalf("%s: %q: word by word %q, whole %q", raw, doc, words, whole)
+				}
+			}
+		}
 	}
 }
