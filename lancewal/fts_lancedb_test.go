@@ -29,29 +29,44 @@ import (
 
 var ftsOpts = map[string]any{"baseTokenizer": "whitespace", "stem": false, "removeStopWords": false, "asciiFolding": false}
 
+// ftsPosOpts: a simple tokenizer with positions, whose max_token_length
+// drops the word "extralong" (a position gap).
+var ftsPosOpts = map[string]any{"baseTokenizer": "simple", "stem": false, "removeStopWords": false, "asciiFolding": false, "withPosition": true, "maxTokenLength": 7}
+
 // ftsGenRows are generation g's rows: keys 0..4 (overwriting base rows)
 // and 100g..100g+9, with words shared by all, by some and by one row.
 func ftsGenRows(g int64) []lancedb.Row {
 	var out []lancedb.Row
 	for _, id := range append([]int64{0, 1, 2, 3, 4}, 100*g, 100*g+1, 100*g+2, 100*g+3, 100*g+4, 100*g+5, 100*g+6, 100*g+7, 100*g+8, 100*g+9) {
-		out = append(out, lancedb.BasicRow(id, fmt.Sprintf("Gen%d common w%d alpha%d common", g, id, id%3)))
+		out = append(out, lancedb.BasicRow(id, fmt.Sprintf("Gen%d common w%d extralong alpha%d common", g, id, id%3)))
 	}
 	return out
 }
 
 var ftsGenQueries = []string{"common", "gen1", "gen2", "alpha1", "w101", "w3", "v7", "alpha2 w202"}
 
-// lsmTextScores runs ftsGenQueries through LanceDB's LSM view: per
-// query, id → score.
-func lsmTextScores(t *testing.T, f *lancedb.Fixture, lsm bool) []map[int64]float64 {
+// ftsGenPhrases are phrase queries for the index with positions: adjacent
+// words, words across the dropped "extralong" (slop 1, then 0), and the
+// wrong order.
+var ftsGenPhrases = []lancedb.Step{lancedb.PhraseSearch("gen2 common", "s", 0, []string{"id"}), lancedb.PhraseSearch("w101 alpha2", "s", 1, []string{"id"}),
+	lancedb.PhraseSearch("w101 alpha2", "s", 0, []string{"id"}), lancedb.PhraseSearch("common gen1", "s", 0, []string{"id"})}
+
+// lsmTextScores runs ftsGenQueries (and, with positions, ftsGenPhrases)
+// through LanceDB's LSM view or not: per query, id → score.
+func lsmTextScores(t *testing.T, f *lancedb.Fixture, lsm, phrases bool) []map[int64]float64 {
 	t.Helper()
 	steps := []lancedb.Step{lancedb.Open()}
 	for _, q := range ftsGenQueries {
 		steps = append(steps, lancedb.TextSearch(q, "s", 0, []string{"id"}).With("lsm", lsm))
 	}
+	if phrases {
+		for _, p := range ftsGenPhrases {
+			steps = append(steps, maps.Clone(p).With("lsm", lsm))
+		}
+	}
 	out := f.Run(t, steps...)
 	var res []map[int64]float64
-	for i := range ftsGenQueries {
+	for i := range len(steps) - 1 {
 		rows, err := out.Rows(1 + i)
 		if err != nil {
 			t.Fatal(err)
@@ -122,7 +137,13 @@ func genSegments(t *testing.T, dir string) []*fts.Segment {
 // their rows.
 func TestGoGenerationFullTextCopy(t *testing.T) {
 	lancedb.Require(t)
-	setup := []lancedb.Step{lancedb.Create(lancedb.BasicSchema, lancedb.BasicRows(0, 20)), lancedb.CreateVectorIndex("s", "fts", "s_idx", ftsOpts),
+	t.Run("whitespace", func(t *testing.T) { testGoGenerationFullTextCopy(t, ftsOpts) })
+	t.Run("positions", func(t *testing.T) { testGoGenerationFullTextCopy(t, ftsPosOpts) })
+}
+
+func testGoGenerationFullTextCopy(t *testing.T, opts map[string]any) {
+	withPos := opts["withPosition"] == true
+	setup := []lancedb.Step{lancedb.Create(lancedb.BasicSchema, lancedb.BasicRows(0, 20)), lancedb.CreateVectorIndex("s", "fts", "s_idx", opts),
 		lancedb.SetPrimaryKey("id"), lancedb.SetLsmWriteSpec(lancedb.LsmWriteSpec{SpecType: "unsharded", MaintainedIndexes: []string{"s_idx"}})}
 	theirs := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
 	theirs.Dir = filepath.Join(theirs.URI, "t.lance")
@@ -188,7 +209,7 @@ func TestGoGenerationFullTextCopy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(a.Docs, b.Docs) || !slices.Equal(a.Freqs, b.Freqs) {
+			if !slices.Equal(a.Docs, b.Docs) || !slices.Equal(a.Freqs, b.Freqs) || !slices.Equal(a.Positions, b.Positions) || (withPos && len(a.Positions) == 0) {
 				t.Fatalf("generation %d token %q: postings differ", g+1, tok)
 			}
 			for i := range a.BlockScores {
@@ -199,8 +220,12 @@ func TestGoGenerationFullTextCopy(t *testing.T) {
 		}
 	}
 
-	got, want := lsmTextScores(t, ours, true), lsmTextScores(t, theirs, true)
-	for i, q := range ftsGenQueries {
+	got, want := lsmTextScores(t, ours, true, withPos), lsmTextScores(t, theirs, true, withPos)
+	for i := range want {
+		q := fmt.Sprint(i)
+		if i < len(ftsGenQueries) {
+			q = ftsGenQueries[i]
+		}
 		if len(got[i]) != len(want[i]) {
 			t.Errorf("LSM search %q: %d rows, on LanceDB's generations %d", q, len(got[i]), len(want[i]))
 			continue
@@ -213,7 +238,10 @@ func TestGoGenerationFullTextCopy(t *testing.T) {
 		}
 	}
 	// Generation 2 overwrote keys 0..4: gen1 is left in 100..109 only.
-	if len(want[0]) != 25 || len(want[1]) != 10 || len(want[2]) != 15 || len(want[6]) != 1 {
+	// With positions, "w101 alpha2" matches row 101 across the dropped
+	// word at slop 1 only.
+	if len(want[0]) != 25 || len(want[1]) != 10 || len(want[2]) != 15 || len(want[6]) != 1 ||
+		withPos && (len(want[8]) != 15 || len(want[9]) != 1 || len(want[10]) != 0 || len(want[11]) != 0) {
 		t.Fatalf("LanceDB's LSM answers are not what the data says: common %d, gen1 %d, gen2 %d, v7 %d rows", len(want[0]), len(want[1]), len(want[2]), len(want[6]))
 	}
 
@@ -249,8 +277,9 @@ func TestGoGenerationFullTextCopy(t *testing.T) {
 	if gens, _ := filepath.Glob(filepath.Join(ours.Dir, "_mem_wal", "*", "*_gen_*")); len(gens) != 0 {
 		t.Fatalf("generations left: %v", gens)
 	}
-	base := lsmTextScores(t, ours, false)
-	for i, q := range ftsGenQueries {
+	base := lsmTextScores(t, ours, false, withPos)
+	for i := range want {
+		q := fmt.Sprint(i)
 		if !slices.Equal(slices.Sorted(maps.Keys(base[i])), slices.Sorted(maps.Keys(want[i]))) {
 			t.Errorf("base-table search %q after the merge: ids %v, LanceDB's LSM search before %v", q, slices.Sorted(maps.Keys(base[i])), slices.Sorted(maps.Keys(want[i])))
 		}
