@@ -83,7 +83,8 @@ func posScores(t *testing.T, f *lancedb.Fixture) []map[int64]float64 {
 
 // TestFullTextPositionsWithLanceDB: on a full-text index with positions,
 // compactord's catch-up (a new partition), compaction with deletes (the
-// index remapped inline) and rebuild (one partition) leave an index on
+// index remapped inline, or deferred and then remapped through the
+// fragment-reuse index) and rebuild (one partition) leave an index on
 // which LanceDB's phrase and match queries return the same rows with BM25
 // scores within 1e-4 as a copy on which LanceDB did the same work
 // (optimize(), or a fresh index for the rebuild), and LanceDB counts no
@@ -91,7 +92,7 @@ func posScores(t *testing.T, f *lancedb.Fixture) []map[int64]float64 {
 func TestFullTextPositionsWithLanceDB(t *testing.T) {
 	lancedb.Require(t)
 	schema := []lancedb.Column{{Name: "id", Type: "int64"}, {Name: "doc", Type: "utf8", Nullable: true}}
-	for _, via := range []string{"catchup", "compact", "rebuild"} {
+	for _, via := range []string{"catchup", "compact", "deferred", "rebuild"} {
 		t.Run(via, func(t *testing.T) {
 			ours := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
 			ours.Dir = filepath.Join(ours.URI, "t.lance")
@@ -99,7 +100,7 @@ func TestFullTextPositionsWithLanceDB(t *testing.T) {
 			switch via {
 			case "catchup":
 				steps = []lancedb.Step{lancedb.Create(schema, posRows(0, 300)), lancedb.CreateVectorIndex("doc", "fts", "doc_idx", posOpts), lancedb.Add(posRows(300, 400))}
-			case "compact":
+			case "compact", "deferred":
 				steps = []lancedb.Step{lancedb.Create(schema, posRows(0, 600)), lancedb.Add(posRows(600, 1000)), lancedb.CreateVectorIndex("doc", "fts", "doc_idx", posOpts), lancedb.Delete("id % 7 = 0")}
 			case "rebuild":
 				steps = []lancedb.Step{lancedb.Create(schema, posRows(0, 300)), lancedb.CreateVectorIndex("doc", "fts", "doc_idx", posOpts), lancedb.Add(posRows(300, 400)),
@@ -122,10 +123,18 @@ func TestFullTextPositionsWithLanceDB(t *testing.T) {
 				if err != nil || !res.Committed || len(res.Indices) != 1 || res.Indices[0].Rows != 100 || len(res.Skipped) != 0 {
 					t.Fatalf("catch-up %+v (%v): want doc_idx caught up over 100 docs", res, err)
 				}
-			case "compact":
-				res, err := Run(t.Context(), h, DefaultOptions(), Env{})
+			case "compact", "deferred":
+				o := DefaultOptions()
+				o.DeferRemap = via == "deferred"
+				res, err := Run(t.Context(), h, o, Env{})
 				if err != nil || res.Commit == nil || len(res.Plan.Skips) != 0 || res.Stats.FragmentsIn != 2 {
 					t.Fatalf("compaction %+v (%v): want both fragments rewritten, the index remapped", res, err)
+				}
+				if via == "deferred" {
+					rr, err := index.RemapIndexes(t.Context(), h, index.RemapJobOptions{})
+					if err != nil || len(rr.Indices) != 1 || rr.Indices[0].Dropped != 143 {
+						t.Fatalf("remap through the FRI %+v (%v): want doc_idx remapped, 143 docs dropped", rr, err)
+					}
 				}
 			case "rebuild":
 				res, err := index.Rebuild(t.Context(), h, "doc_idx", index.RebuildOptions{})
