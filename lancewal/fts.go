@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"google.golang.org/protobuf/proto"
@@ -36,15 +37,18 @@ type invertedIndex struct {
 	err error
 }
 
-// loadInverted reads, for each full-text index of the table, its
-// template (metadata.lance and file schemas) and checks that the writer
-// can copy it. Only a storage failure is an error; an index it cannot
-// copy keeps the reason, which maintaining it reports.
-func (st *state) loadInverted(ctx context.Context, b storage.Bucket) error {
-	st.inverted = map[string]*invertedIndex{}
+// loadInverted reads, for each full-text index of names, its template
+// (metadata.lance and file schemas) and checks that the writer can copy
+// it. Only a storage failure is an error; an index it cannot copy keeps
+// the reason, which maintaining it reports. Only maintained indexes are
+// read: a table's other full-text indexes cost a writer nothing.
+func (st *state) loadInverted(ctx context.Context, b storage.Bucket, names []string) error {
+	if st.inverted == nil {
+		st.inverted = map[string]*invertedIndex{}
+	}
 	for _, ix := range st.read.Indices {
 		name := ix.GetName()
-		if meta.IndexKind(ix) != index.KindInverted || st.inverted[name] != nil {
+		if meta.IndexKind(ix) != index.KindInverted || st.inverted[name] != nil || !slices.Contains(names, name) {
 			continue
 		}
 		ii := &invertedIndex{}

@@ -321,3 +321,48 @@ func TestGoWriterRefusesUnreproducedFullText(t *testing.T) {
 		t.Errorf("the refused writer wrote %v", written)
 	}
 }
+
+// TestEnableMemWALMaintainsFullText: EnableMemWAL accepts a full-text
+// index the writer can copy as maintained, and refuses, in one line
+// naming the option, one whose tokenizer compactord does not reproduce.
+func TestEnableMemWALMaintainsFullText(t *testing.T) {
+	lancedb.Require(t)
+	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+	f.Dir = filepath.Join(f.URI, "t.lance")
+	f.Run(t, lancedb.Create(lancedb.BasicSchema, lancedb.BasicRows(0, 20)), lancedb.CreateVectorIndex("s", "fts", "s_idx", ftsOpts),
+		lancedb.CreateIndex("s", "fts", "stem_idx").With("replace", false), lancedb.SetPrimaryKey("id"))
+	ctx := t.Context()
+	tbl, err := OpenTable(ctx, f.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Close()
+	_, err = tbl.EnableMemWAL(ctx, Config{Sharding: Unsharded, MaintainedIndexes: []string{"s_idx", "stem_idx"}})
+	if err == nil || !strings.Contains(err.Error(), `"stem_idx"`) || !strings.Contains(err.Error(), "stem") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("EnableMemWAL maintaining stem_idx: %v; want one line naming it and stem", err)
+	}
+	// LanceDB's LSM search takes one full-text index per column.
+	f.Run(t, lancedb.Open(), lancedb.DropIndex("stem_idx"))
+	cfg, err := tbl.EnableMemWAL(ctx, Config{Sharding: Unsharded, MaintainedIndexes: []string{"s_idx"}})
+	if err != nil || !slices.Equal(cfg.MaintainedIndexes, []string{"s_idx"}) {
+		t.Fatalf("EnableMemWAL maintaining s_idx: %+v, %v", cfg, err)
+	}
+	shard, err := cfg.ShardFor(int64(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := tbl.OpenWriter(ctx, shard, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Upsert(ctx, []Row{{"id": int64(500), "s": "fresh words", "cat": int32(1), "f": 1.5}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out := f.Run(t, lancedb.Open(), lancedb.TextSearch("fresh", "s", 0, []string{"id"}).With("lsm", true))
+	if rows, err := out.Rows(1); err != nil || len(rows) != 1 {
+		t.Fatalf("LanceDB's LSM search for the Go writer's row: %v (%v)", rows, err)
+	}
+}

@@ -89,7 +89,8 @@ type state struct {
 	details *pb.MemWalIndexDetails // nil without a MemWAL
 	cols    []column
 	pk      int // index into cols
-	// inverted: the full-text indexes, for their generation copies.
+	// inverted: the maintained full-text indexes, for their generation
+	// copies.
 	inverted map[string]*invertedIndex
 }
 
@@ -126,8 +127,10 @@ func (t *Table) state(ctx context.Context) (*state, error) {
 			return nil, fmt.Errorf("lancewal: %w", err)
 		}
 	}
-	if err := st.loadInverted(ctx, t.b); err != nil {
-		return nil, err
+	if st.details != nil {
+		if err := st.loadInverted(ctx, t.b, st.maintained()); err != nil {
+			return nil, err
+		}
 	}
 	return st, nil
 }
@@ -214,6 +217,9 @@ func (t *Table) EnableMemWAL(ctx context.Context, cfg Config) (*Config, error) {
 		num = uint32(cfg.NumBuckets)
 	default:
 		return nil, fmt.Errorf("lancewal: sharding %q: want %q or %q", cfg.Sharding, Unsharded, Bucket)
+	}
+	if err := st.loadInverted(ctx, t.b, cfg.MaintainedIndexes); err != nil {
+		return nil, err
 	}
 	for _, name := range cfg.MaintainedIndexes {
 		if _, err := maintainedBTree(st, name); err != nil {
