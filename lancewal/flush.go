@@ -210,11 +210,7 @@ func (w *Writer) writeGeneration(ctx context.Context, gb storage.Bucket, gen uin
 	// dropped); OpenWriter refused any the writer cannot copy.
 	for _, name := range st.maintained() {
 		if st.inverted[name] != nil {
-			c, err := maintainedInverted(st, name)
-			if err != nil {
-				return nil, err
-			}
-			ix, err := writeInvertedCopy(ctx, gb, st, name, batch.Columns[colIndex(st, c)], addrs)
+			ix, err := writeInvertedCopy(ctx, gb, st, name, batch.Columns, addrs)
 			if err != nil {
 				return nil, err
 			}

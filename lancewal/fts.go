@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -102,15 +101,18 @@ func maintainedInverted(st *state, name string) (column, error) {
 }
 
 // writeInvertedCopy writes the generation's copy of full-text index name
-// over its rows (text column values, row addresses addrs in fragment 0)
+// over its rows (the generation's columns cols, row addresses addrs in
+// fragment 0)
 // under gb and returns its metadata, as LanceDB writes it: the base
 // segment's fields, details and index version, dataset version 1,
 // fragment 0, no creation time and no file list.
-func writeInvertedCopy(ctx context.Context, gb storage.Bucket, st *state, name string, values *file.Array, addrs []uint64) (*pb.IndexMetadata, error) {
-	ii := st.inverted[name]
-	if ii == nil || ii.err != nil {
-		return nil, errors.Join(fmt.Errorf("lancewal: maintained index %q cannot be copied", name), ii.errOrNil())
+func writeInvertedCopy(ctx context.Context, gb storage.Bucket, st *state, name string, cols []*file.Array, addrs []uint64) (*pb.IndexMetadata, error) {
+	c, err := maintainedInverted(st, name)
+	if err != nil {
+		return nil, err
 	}
+	ii := st.inverted[name]
+	values := cols[colIndex(st, c)]
 	docs := make([]fts.Doc, 0, len(addrs))
 	for i, a := range addrs {
 		if values.IsValid(i) {
@@ -137,13 +139,6 @@ func writeInvertedCopy(ctx context.Context, gb storage.Bucket, st *state, name s
 		ix.IndexDetails = proto.Clone(d).(*anypb.Any)
 	}
 	return ix, nil
-}
-
-func (ii *invertedIndex) errOrNil() error {
-	if ii == nil {
-		return nil
-	}
-	return ii.err
 }
 
 // colIndex is c's index among the generation's columns.
