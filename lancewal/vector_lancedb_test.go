@@ -1,0 +1,225 @@
+package lancewal
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/compactord/compactord/internal/index"
+	"github.com/compactord/compactord/internal/merge"
+	"github.com/compactord/compactord/internal/testing/lancedb"
+	"github.com/compactord/compactord/internal/trim"
+)
+
+// vectorGenerations are the rows of two generations over a table of
+// VectorRows(0, 400): base keys and first-generation keys rewritten with
+// other vectors (so that a stale vector must be hidden), and new keys.
+func vectorGenerations() [][]lancedb.Row {
+	moved := func(lo, hi int64, tag string) []lancedb.Row {
+		rows := lancedb.VectorRows(lo, hi, tag)
+		for _, r := range rows {
+			r["vec"] = lancedb.VectorOf(r["id"].(int64) + 7000)
+		}
+		return rows
+	}
+	return [][]lancedb.Row{
+		append(moved(10, 40, "g1-"), lancedb.VectorRows(1000, 1300, "g1-")...),
+		append(moved(1000, 1050, "g2-"), lancedb.VectorRows(2000, 2300, "g2-")...),
+	}
+}
+
+// vectorRowsOf reads a view of the table: id → s and vec.
+func vectorRowsOf(t *testing.T, f *lancedb.Fixture, lsm bool) map[int64]string {
+	t.Helper()
+	res := f.Run(t, lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(lsm)}))
+	rows, err := res.Rows(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int64]string{}
+	for _, r := range rows {
+		id, _ := r.Int("id")
+		if _, dup := out[id]; dup {
+			t.Fatalf("key %d read twice", id)
+		}
+		out[id] = fmt.Sprint(r.Str("s"), r["vec"])
+	}
+	return out
+}
+
+type hit struct {
+	id   int64
+	dist float64
+}
+
+// lsmSearch runs queries through LanceDB's LSM vector search (ef above
+// any generation's size, so each generation's HNSW search is exhaustive)
+// or its search of the base table: exhaustive with exact, through the
+// index (every partition probed, refine times k candidates re-ranked)
+// without.
+func lsmSearch(t *testing.T, f *lancedb.Fixture, queries int, lsm, exact bool, refine int) [][]hit {
+	t.Helper()
+	var steps []lancedb.Step
+	for q := range queries {
+		steps = append(steps, lancedb.VectorSearch(lancedb.VectorQuery{Vector: lancedb.VectorOf(int64(5000 + q)), Column: "vec", Limit: 10,
+			Nprobes: 2, Ef: 1000, RefineFactor: refine, LSM: lancedb.Bool(lsm), BypassIndex: exact, Columns: []string{"id"}}))
+	}
+	res := f.Run(t, steps...)
+	out := make([][]hit, queries)
+	for q := range queries {
+		rows, err := res.Rows(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			id, _ := r.Int("id")
+			d, _ := r.Float("_distance")
+			out[q] = append(out[q], hit{id, d})
+		}
+	}
+	return out
+}
+
+// TestLanceDBSearchesGoVectorGenerations: two copies of one table with an
+// IVF_PQ index and a btree maintained by its MemWAL take the same rows,
+// one through LanceDB's MemWAL writer and one through the Go writer (two
+// generations each); LanceDB's LSM vector search then returns the same
+// ids and distances on both for 50 queries. On the Go writer's copy,
+// merge, index catch-up and trim with no reader grace then retire both
+// generations: LanceDB reports no unindexed row, reads the rows its LSM
+// view read before, and its indexed search finds as many of the exact
+// 10 nearest rows as its LSM search did before.
+func TestLanceDBSearchesGoVectorGenerations(t *testing.T) {
+	lancedb.Require(t)
+	ctx := t.Context()
+	root := t.TempDir()
+	fl := &lancedb.Fixture{URI: root + "/ldb", Table: "t", Dir: root + "/ldb/t.lance"}
+	fl.Run(t,
+		lancedb.Create(lancedb.VectorSchema, lancedb.VectorRows(0, 400, "v")),
+		lancedb.CreateVectorIndex("vec", "ivf_pq", "vec_idx", map[string]any{"numPartitions": 2, "numSubVectors": 4}),
+		lancedb.CreateIndex("id", "btree", "id_idx"), lancedb.SetPrimaryKey("id"),
+		lancedb.SetLsmWriteSpec(lancedb.LsmWriteSpec{SpecType: "unsharded", MaintainedIndexes: []string{"id_idx", "vec_idx"}}))
+	// The same base index (k-means trains at random) under both copies.
+	fg := &lancedb.Fixture{URI: root + "/go", Table: "t", Dir: root + "/go/t.lance"}
+	if err := os.CopyFS(fg.URI, os.DirFS(fl.URI)); err != nil {
+		t.Fatal(err)
+	}
+
+	gens := vectorGenerations()
+	for _, rows := range gens {
+		fl.Run(t, lancedb.MergeInsert("id", rows), lancedb.CloseLsmWriters())
+	}
+	tbl, err := OpenTable(ctx, fg.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Close()
+	shard, err := tbl.ShardFor(ctx, int64(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := tbl.OpenWriter(ctx, shard, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rows := range gens {
+		var batch []Row
+		for _, r := range rows {
+			batch = append(batch, Row(r))
+		}
+		if err := w.Upsert(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		if g, err := w.Flush(ctx); err != nil || g == nil {
+			t.Fatalf("flush: %v", err)
+		}
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	before := vectorRowsOf(t, fg, true)
+	if d := lancedb.DiffByID(before, vectorRowsOf(t, fl, true)); d != "" {
+		t.Fatalf("LSM views of the two copies differ: %s", d)
+	}
+	const queries = 50
+	theirs, ours := lsmSearch(t, fl, queries, true, false, 0), lsmSearch(t, fg, queries, true, false, 0)
+	fromGen := 0
+	for q := range queries {
+		if len(ours[q]) != 10 || len(theirs[q]) != len(ours[q]) {
+			t.Fatalf("query %d: %d hits over the Go writer's generations, %d over LanceDB's", q, len(ours[q]), len(theirs[q]))
+		}
+		for i, h := range ours[q] {
+			o := theirs[q][i]
+			if h.id != o.id || math.Abs(h.dist-o.dist) > 1e-5*math.Max(1, math.Abs(o.dist)) {
+				t.Errorf("query %d hit %d: id %d distance %g over the Go writer's generations, id %d distance %g over LanceDB's", q, i, h.id, h.dist, o.id, o.dist)
+			}
+			if h.id >= 1000 || (h.id >= 10 && h.id < 40) {
+				fromGen++
+			}
+		}
+	}
+	if fromGen < queries {
+		t.Fatalf("only %d of %d hits are generation rows: the queries do not exercise the copies", fromGen, 10*queries)
+	}
+	t.Logf("%d of %d hits are rows of the generations", fromGen, 10*queries)
+
+	// The Go writer's generations retire through compactord alone.
+	h := openHandle(t, fg.Dir)
+	if out, err := merge.RunAll(ctx, h, merge.Env{MaxGenerations: 8}); err != nil || len(out.Landed) == 0 {
+		t.Fatalf("merge: %v, %+v", err, out)
+	}
+	cu, err := index.CatchUp(ctx, h, index.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cu.Committed || len(cu.Indices) != 2 {
+		t.Fatalf("catch-up: %+v; want id_idx and vec_idx caught up", cu)
+	}
+	cfg := trim.DefaultConfig()
+	cfg.ReaderGrace = 0
+	res, err := trim.Run(ctx, h.Bucket, cfg, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.DeletedGenerations != len(gens) {
+		t.Fatalf("trim deleted %d generations, want %d: %+v", res.DeletedGenerations, len(gens), res.Plan.Generations)
+	}
+	out := fg.Run(t, lancedb.IndexStats("vec_idx"), lancedb.IndexStats("id_idx"))
+	for i := range 2 {
+		st, err := out.IndexStats(i)
+		if err != nil || st == nil {
+			t.Fatalf("index stats %d: %v", i, err)
+		}
+		if st.NumUnindexedRows != 0 || st.NumIndexedRows != int64(len(before)) {
+			t.Errorf("index %d after catch-up: %+v, want %d indexed", i, st, len(before))
+		}
+	}
+	if d := lancedb.DiffByID(vectorRowsOf(t, fg, false), before); d != "" {
+		t.Errorf("rows after trim: %s", d)
+	}
+	// The merged rows' search now goes through the IVF_PQ index (PQ
+	// codes, its candidates re-ranked exactly), the LSM search went
+	// through the generations' SQ copies: both are held against the
+	// exhaustive search.
+	exact := lsmSearch(t, fg, queries, false, true, 0)
+	recall := func(got [][]hit) float64 {
+		n := 0
+		for q := range got {
+			for _, h := range got[q] {
+				if slices.ContainsFunc(exact[q], func(e hit) bool { return e.id == h.id }) {
+					n++
+				}
+			}
+		}
+		return float64(n) / float64(10*queries)
+	}
+	after, lsm := recall(lsmSearch(t, fg, queries, false, false, 20)), recall(ours)
+	t.Logf("recall@10: indexed search after merge %.3f, LSM search before %.3f", after, lsm)
+	if after < lsm-0.05 {
+		t.Errorf("recall@10 %.3f after merge and catch-up, %.3f through the LSM view before", after, lsm)
+	}
+}
