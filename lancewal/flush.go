@@ -218,7 +218,9 @@ func (w *Writer) writeGeneration(ctx context.Context, gb storage.Bucket, gen uin
 			if err != nil {
 				return nil, err
 			}
-			ixs = append(ixs, ix)
+			if ix != nil {
+				ixs = append(ixs, ix)
+			}
 			continue
 		}
 		c, err := maintainedBTree(st, name)

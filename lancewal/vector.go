@@ -69,7 +69,9 @@ func maintainedVector(st *state, name string) (*vectorCopy, error) {
 
 // writeVectorCopy writes the generation's copy of a maintained vector
 // index over the generation's rows (ch, its vector column, row i at
-// offset i): the rows that are neither tombstones nor null vectors.
+// offset i) that are neither tombstones nor null vectors (LanceDB's copy
+// skips null vectors; its LSM search hides a deleted key's older rows
+// without the tombstone in the copy), or nothing (nil) when no row is.
 func writeVectorCopy(ctx context.Context, gb storage.Bucket, vc *vectorCopy, ch *chunk, tomb []bool, createdAt uint64) (*pb.IndexMetadata, error) {
 	d := ch.col.t.Size
 	v := &vector.Vectors{Dim: d, Addrs: make([]uint64, 0, ch.n), Data: make([]float32, 0, ch.n*d)}
@@ -81,6 +83,10 @@ func writeVectorCopy(ctx context.Context, gb storage.Bucket, vc *vectorCopy, ch 
 		buf = ch.vectorAt(i, buf)
 		v.Data = append(v.Data, buf...)
 		v.Addrs = append(v.Addrs, meta.RowAddr(0, uint32(i)))
+	}
+	if len(v.Addrs) == 0 {
+		// LanceDB writes no copy of a generation without vectors either.
+		return nil, nil
 	}
 	u, id := meta.NewUUID()
 	if _, _, err := vector.WriteGenerationCopy(ctx, gb, meta.IndexDir(id), v, vc.distance); err != nil {
