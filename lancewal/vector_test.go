@@ -9,8 +9,8 @@ import (
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/index/vector"
-	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/memwal"
+	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
 )
 
