@@ -15,7 +15,8 @@ import (
 	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
-// TestGenerationCopyMatchesLanceDB: for an IVF_PQ and an IVF_FLAT index
+// TestGenerationCopyMatchesLanceDB: for a vector index of every type
+// LanceDB builds (IVF_PQ, IVF_FLAT, IVF_HNSW_SQ, IVF_HNSW_PQ, IVF_RQ)
 // maintained by a MemWAL, with each distance type, the copy LanceDB's
 // flush writes into a generation (a null vector among its rows) is the
 // copy BuildGenerationCopy builds over the generation's vectors: the same
@@ -25,13 +26,13 @@ import (
 func TestGenerationCopyMatchesLanceDB(t *testing.T) {
 	lancedb.Require(t)
 	ctx := t.Context()
-	for _, typ := range []string{"ivf_pq", "ivf_flat"} {
+	for _, typ := range []string{"ivf_pq", "ivf_flat", "ivf_hnsw_sq", "ivf_hnsw_pq", "ivf_rq"} {
 		for _, dist := range GenerationDistances {
 			t.Run(typ+"_"+dist, func(t *testing.T) {
 				dir := t.TempDir()
 				f := &lancedb.Fixture{URI: dir, Table: "t", Dir: dir + "/t.lance"}
 				opts := map[string]any{"numPartitions": 2, "distanceType": dist}
-				if typ == "ivf_pq" {
+				if typ == "ivf_pq" || typ == "ivf_hnsw_pq" {
 					opts["numSubVectors"] = 4
 				}
 				rows := append(lancedb.VectorRows(10, 20, "g"), lancedb.VectorRows(1000, 1200, "g")...)
