@@ -1,6 +1,7 @@
 package lancewal
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -37,7 +38,7 @@ func vectorTable(t testing.TB) (*Table, *state) {
 }
 
 // TestVectorColumns: float32 vectors (given as float32 or float64 slices,
-// or null) go through the WAL, a new owner's replay and a flush unchanged;
+// slices of numbers as JSON decodes them, or null) go through the WAL, a new owner's replay and a flush unchanged;
 // a vector of another width or element type is refused in one line, as
 // are vector columns of other items and a vector primary key.
 func TestVectorColumns(t *testing.T) {
@@ -48,6 +49,7 @@ func TestVectorColumns(t *testing.T) {
 		{"id": int64(1), "vec": []float32{1, -2, 3.5, 0.25}, "s": "a"},
 		{"id": int64(2), "vec": nil, "s": "b"},
 		{"id": int64(3), "vec": []float64{0.5, 0.5, -1, 8}},
+		{"id": int64(5), "vec": []any{json.Number("1.5"), 2.0, int64(-3), float32(0.5)}},
 	}
 	if err := w.Upsert(ctx, rows); err != nil {
 		t.Fatal(err)
@@ -56,6 +58,7 @@ func TestVectorColumns(t *testing.T) {
 		"short vector":  {"id": int64(4), "vec": []float32{1, 2, 3}},
 		"int vector":    {"id": int64(4), "vec": []int{1, 2, 3, 4}},
 		"scalar vector": {"id": int64(4), "vec": float32(1)},
+		"string item":   {"id": int64(4), "vec": []any{1.0, "2", 3.0, 4.0}},
 	} {
 		err := w.Upsert(ctx, []Row{r})
 		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "vec") {
@@ -66,7 +69,7 @@ func TestVectorColumns(t *testing.T) {
 	w.Abandon()
 	w = mustWriter(t, tbl, int64(1))
 	g, err := w.Flush(ctx)
-	if err != nil || g == nil || g.Rows != 3 {
+	if err != nil || g == nil || g.Rows != 4 {
 		t.Fatalf("flush after replay: %+v, %v", g, err)
 	}
 	gb := storage.Sub(tbl.b, memwal.GenerationDir(w.Shard(), g.Path))
@@ -80,9 +83,9 @@ func TestVectorColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []float32{1, -2, 3.5, 0.25, 0.5, 0.5, -1, 8}
-	if !slices.Equal(v.Addrs, []uint64{0, 2}) || !slices.Equal(v.Data, want) {
-		t.Fatalf("the generation's vectors: rows %v %v, want rows [0 2] %v", v.Addrs, v.Data, want)
+	want := []float32{1, -2, 3.5, 0.25, 0.5, 0.5, -1, 8, 1.5, 2, -3, 0.5}
+	if !slices.Equal(v.Addrs, []uint64{0, 2, 3}) || !slices.Equal(v.Data, want) {
+		t.Fatalf("the generation's vectors: rows %v %v, want rows [0 2 3] %v", v.Addrs, v.Data, want)
 	}
 	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package lancewal
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -41,7 +42,8 @@ func vectorColumn(f *pb.Field) (column, bool, error) {
 
 func (c column) isVector() bool { return c.t.Kind == file.KindFixedSizeList }
 
-// addVector appends v, a []float32 or []float64 of the column's dimension.
+// addVector appends v, a []float32, []float64 or []any of numbers of the
+// column's dimension. A bad item leaves the chunk as it was.
 func (ch *chunk) addVector(v any) error {
 	c := ch.col
 	d := c.t.Size
@@ -58,6 +60,25 @@ func (ch *chunk) addVector(v any) error {
 			return fmt.Errorf("column %q: a vector of %d values, want %d", c.field.GetName(), len(x), d)
 		}
 		for _, f := range x {
+			ch.fixed = binary.LittleEndian.AppendUint32(ch.fixed, math.Float32bits(float32(f)))
+		}
+	case []any:
+		// Decoded JSON (json.Number or float64 items), as `wal write` passes it.
+		if len(x) != d {
+			return fmt.Errorf("column %q: a vector of %d values, want %d", c.field.GetName(), len(x), d)
+		}
+		for i, e := range x {
+			var f float64
+			var err error
+			if n, ok := e.(json.Number); ok {
+				f, err = n.Float64()
+			} else {
+				f, err = toFloat(e)
+			}
+			if err != nil {
+				ch.fixed = ch.fixed[:len(ch.fixed)-4*i]
+				return fmt.Errorf("column %q: item %d: %v", c.field.GetName(), i, err)
+			}
 			ch.fixed = binary.LittleEndian.AppendUint32(ch.fixed, math.Float32bits(float32(f)))
 		}
 	default:
