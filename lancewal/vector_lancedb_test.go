@@ -260,23 +260,20 @@ func recallOf(got [][]hit, exact [][]int64) float64 {
 	return float64(n) / float64(10*len(got))
 }
 
-// exactTop10 are the 10 nearest rows (squared L2, or the negated dot
-// product, over the rows' float32 vectors) of the LSM view to each query
-// of lsmSearch.
-func exactTop10(t *testing.T, f *lancedb.Fixture, dist string, queries int) [][]int64 {
+// lsmVectors reads the LSM view's non-null vectors by id.
+func lsmVectors(t *testing.T, f *lancedb.Fixture) map[int64][]float32 {
 	t.Helper()
 	res := f.Run(t, lancedb.ReadRows(lancedb.ReadOpts{LSM: lancedb.Bool(true), Columns: []string{"id", "vec"}}))
 	rows, err := res.Rows(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	type row struct {
-		id int64
-		v  []float32
-	}
-	var all []row
+	out := map[int64][]float32{}
 	for _, r := range rows {
 		id, _ := r.Int("id")
+		if r["vec"] == nil {
+			continue
+		}
 		xs, ok := r["vec"].([]any)
 		if !ok {
 			t.Fatalf("row %d: vec %T", id, r["vec"])
@@ -290,6 +287,22 @@ func exactTop10(t *testing.T, f *lancedb.Fixture, dist string, queries int) [][]
 			}
 			v[i] = float32(f)
 		}
+		out[id] = v
+	}
+	return out
+}
+
+// exactTop10 are the 10 nearest rows (squared L2, or the negated dot
+// product, over the rows' float32 vectors) of the LSM view to each query
+// of lsmSearch.
+func exactTop10(t *testing.T, f *lancedb.Fixture, dist string, queries int) [][]int64 {
+	t.Helper()
+	type row struct {
+		id int64
+		v  []float32
+	}
+	var all []row
+	for id, v := range lsmVectors(t, f) {
 		all = append(all, row{id, v})
 	}
 	out := make([][]int64, queries)
@@ -362,4 +375,59 @@ func TestLanceDBSearchesGoVectorGenerationsByDistance(t *testing.T) {
 			t.Errorf("recall@10 %.3f over the Go writer's generations, %.3f over LanceDB's", ours, theirs)
 		}
 	})
+}
+
+// TestLanceDBReplaysGoVectorWAL: WAL entries of vector rows the Go writer
+// left unflushed are replayed by LanceDB's writer when it claims the
+// shard: its generation then holds them, vectors included, and its LSM
+// vector search finds each of them by its own vector.
+func TestLanceDBReplaysGoVectorWAL(t *testing.T) {
+	lancedb.Require(t)
+	ctx := t.Context()
+	_, f := vectorTwins(t, "l2", nil)
+	before := vectorRowsOf(t, f, true)
+	tbl, err := OpenTable(ctx, f.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Close()
+	shard, _ := tbl.ShardFor(ctx, int64(0))
+	w, err := tbl.OpenWriter(ctx, shard, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := lancedb.VectorRows(1000, 1020, "go-")
+	for _, r := range rows {
+		if err := w.Upsert(ctx, []Row{Row(r)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Abandon()
+	f.Run(t, lancedb.MergeInsert("id", lancedb.VectorRows(2000, 2002, "ldb-")), lancedb.CloseLsmWriters())
+
+	got := lsmVectors(t, f)
+	if len(got) != len(before)+len(rows)+2 {
+		t.Fatalf("LSM view after LanceDB's replay: %d vectors, want %d", len(got), len(before)+len(rows)+2)
+	}
+	for _, r := range rows {
+		id := r["id"].(int64)
+		if !slices.Equal(got[id], r["vec"].([]float32)) {
+			t.Fatalf("row %d of the Go writer's WAL reads %v after LanceDB's replay, want %v", id, got[id], r["vec"])
+		}
+	}
+	var steps []lancedb.Step
+	for id := int64(1000); id < 1020; id++ {
+		steps = append(steps, lancedb.VectorSearch(lancedb.VectorQuery{Vector: lancedb.VectorOf(id), Column: "vec", Limit: 1, LSM: lancedb.Bool(true), Columns: []string{"id"}}))
+	}
+	res := f.Run(t, steps...)
+	for i := range steps {
+		hits, err := res.Rows(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := hits[0].Int("id")
+		if d, _ := hits[0].Float("_distance"); id != int64(1000+i) || d > 1e-3 {
+			t.Errorf("LSM search for row %d's vector found row %d at %g", 1000+i, id, d)
+		}
+	}
 }
