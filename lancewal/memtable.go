@@ -76,6 +76,9 @@ func (m *memtable) build(rows []Row, tombstone bool) (*rowBatch, error) {
 			if err := ch.add(row[c.field.GetName()]); err != nil {
 				return nil, fmt.Errorf("lancewal: row %d: %w", r, err)
 			}
+			if err := ch.checkFinite(ch.n - 1); err != nil {
+				return nil, fmt.Errorf("lancewal: row %d: %w", r, err)
+			}
 		}
 	}
 	return b, nil

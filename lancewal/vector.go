@@ -69,7 +69,7 @@ func maintainedVector(st *state, name string) (*vectorCopy, error) {
 
 // writeVectorCopy writes the generation's copy of a maintained vector
 // index over the generation's rows (ch, its vector column, row i at
-// offset i) that are neither tombstones nor null vectors (LanceDB's copy
+// offset i) that are neither tombstones nor null or non-finite vectors (LanceDB's copy
 // skips null vectors; its LSM search hides a deleted key's older rows
 // without the tombstone in the copy), or nothing (nil) when no row is.
 func writeVectorCopy(ctx context.Context, gb storage.Bucket, vc *vectorCopy, ch *chunk, tomb []bool, createdAt uint64) (*pb.IndexMetadata, error) {
@@ -81,6 +81,9 @@ func writeVectorCopy(ctx context.Context, gb storage.Bucket, vc *vectorCopy, ch 
 			continue
 		}
 		buf = ch.vectorAt(i, buf)
+		if !finite(buf) {
+			continue // only a replayed entry holds one (Upsert refuses it)
+		}
 		v.Data = append(v.Data, buf...)
 		v.Addrs = append(v.Addrs, meta.RowAddr(0, uint32(i)))
 	}

@@ -2,6 +2,7 @@ package lancewal
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -39,7 +40,8 @@ func vectorTable(t testing.TB) (*Table, *state) {
 
 // TestVectorColumns: float32 vectors (given as float32 or float64 slices,
 // slices of numbers as JSON decodes them, or null) go through the WAL, a new owner's replay and a flush unchanged;
-// a vector of another width or element type is refused in one line, as
+// a vector of another width or element type, or with a NaN or infinite
+// item, is refused in one line, as
 // are vector columns of other items and a vector primary key.
 func TestVectorColumns(t *testing.T) {
 	ctx := t.Context()
@@ -59,6 +61,8 @@ func TestVectorColumns(t *testing.T) {
 		"int vector":    {"id": int64(4), "vec": []int{1, 2, 3, 4}},
 		"scalar vector": {"id": int64(4), "vec": float32(1)},
 		"string item":   {"id": int64(4), "vec": []any{1.0, "2", 3.0, 4.0}},
+		"NaN item":      {"id": int64(4), "vec": []float32{1, float32(math.NaN()), 3, 4}},
+		"infinite item": {"id": int64(4), "vec": []float64{1, 2, math.Inf(1), 4}},
 	} {
 		err := w.Upsert(ctx, []Row{r})
 		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "vec") {
@@ -111,7 +115,8 @@ func TestVectorColumns(t *testing.T) {
 }
 
 // TestVectorCopyRows: a generation's vector copy holds the rows that are
-// neither tombstones nor null vectors, by their offsets in the generation,
+// neither tombstones nor null or non-finite vectors (a replayed entry may
+// hold one), by their offsets in the generation,
 // with the metadata LanceDB gives its copies; a generation with no such
 // row gets no copy.
 func TestVectorCopyRows(t *testing.T) {
@@ -119,7 +124,8 @@ func TestVectorCopyRows(t *testing.T) {
 	tbl, st := vectorTable(t)
 	col := st.cols[1]
 	ch := newChunk(col, 4)
-	for _, v := range [][]float32{{1, 2, 3, 4}, {0, 0, 0, 0}, nil, {4, 3, 2, 1}} {
+	nan := float32(math.NaN())
+	for _, v := range [][]float32{{1, 2, 3, 4}, {0, 0, 0, 0}, nil, {4, 3, 2, 1}, {nan, 1, 1, 1}} {
 		var x any
 		if v != nil {
 			x = v
@@ -128,7 +134,7 @@ func TestVectorCopyRows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tomb := []bool{false, true, false, false}
+	tomb := []bool{false, true, false, false, false}
 	like := &pb.IndexMetadata{Name: "vec_idx", Fields: []int32{col.field.GetId()}}
 	vc := &vectorCopy{name: "vec_idx", col: 1, distance: "cosine", like: like}
 	gb := storage.Sub(tbl.b, "gen/")
@@ -154,7 +160,7 @@ func TestVectorCopyRows(t *testing.T) {
 	if !slices.Equal(s.RowIDs, []uint64{0, 3}) || s.Distance != "cosine" {
 		t.Fatalf("copy rows %v (%s), want [0 3] (cosine)", s.RowIDs, s.Distance)
 	}
-	if ix, err := writeVectorCopy(ctx, gb, vc, ch, []bool{true, true, false, true}, 42); err != nil || ix != nil {
+	if ix, err := writeVectorCopy(ctx, gb, vc, ch, []bool{true, true, false, true, false}, 42); err != nil || ix != nil {
 		t.Fatalf("a generation of tombstones and null vectors: copy %v, %v; want none", ix, err)
 	}
 }

@@ -142,3 +142,29 @@ func (ch *chunk) vectorAt(i int, out []float32) []float32 {
 	}
 	return out
 }
+
+// checkFinite refuses a NaN or infinite item in row i of a vector chunk
+// (no-op for other columns): LanceDB's index copy of a generation has no
+// place for one. Only new writes are checked; a replayed entry keeps
+// what it holds, and its copy leaves such a vector out.
+func (ch *chunk) checkFinite(i int) error {
+	if !ch.col.isVector() || !ch.valid[i] {
+		return nil
+	}
+	for e, x := range ch.vectorAt(i, nil) {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return fmt.Errorf("column %q: item %d is %v; vectors must be finite", ch.col.field.GetName(), e, x)
+		}
+	}
+	return nil
+}
+
+// finite reports whether every item of v is finite.
+func finite(v []float32) bool {
+	for _, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return false
+		}
+	}
+	return true
+}
