@@ -29,7 +29,8 @@ const (
 )
 
 // GenerationDistances are the distance types a generation copy is written
-// for (LanceDB's MemWAL builds none for hamming).
+// for: those of float vectors (hamming is for binary vectors, whose copy
+// was never observed).
 var GenerationDistances = []string{"l2", "cosine", "dot"}
 
 // DistanceName is the distance type a VectorIndexDetails' metric names.
