@@ -123,7 +123,7 @@ func isValidLI(r rune) bool { return strings.ContainsRune("cdeghkmnrt", r) }
 // bytes up to limit, a cursor, the backward limit lb and the slice
 // [bra, ket) that replacements change.
 type snowball struct {
-	s                          []byte
+	s                           []byte
 	cursor, limit, lb, bra, ket int
 }
 
