@@ -22,6 +22,14 @@ type bag map[string]int
 // of fragment i/lanceChunk.
 func lanceBags(t *testing.T, configs []map[string]any, docs []string) [][]bag {
 	t.Helper()
+	bags, _ := lanceBagsParams(t, configs, docs)
+	return bags
+}
+
+// lanceBagsParams is lanceBags that also returns the tokenizer params
+// each index recorded.
+func lanceBagsParams(t *testing.T, configs []map[string]any, docs []string) ([][]bag, []Params) {
+	t.Helper()
 	dir := t.TempDir()
 	f := &lancedb.Fixture{URI: dir, Table: "t", Dir: filepath.Join(dir, "t.lance")}
 	cols := []lancedb.Column{{Name: "id", Type: "int64"}}
@@ -60,6 +68,7 @@ func lanceBags(t *testing.T, configs []map[string]any, docs []string) [][]bag {
 		byName[ix.Name] = ix.IndexUUID
 	}
 	res := make([][]bag, len(configs))
+	params := make([]Params, len(configs))
 	for c := range configs {
 		u, ok := byName[fmt.Sprintf("c%d_idx", c)]
 		if !ok {
@@ -69,6 +78,7 @@ func lanceBags(t *testing.T, configs []map[string]any, docs []string) [][]bag {
 		if err != nil {
 			t.Fatal(err)
 		}
+		params[c] = seg.Meta.Params
 		bags := make([]bag, len(docs))
 		for i := range bags {
 			bags[i] = bag{}
@@ -94,7 +104,7 @@ func lanceBags(t *testing.T, configs []map[string]any, docs []string) [][]bag {
 		}
 		res[c] = bags
 	}
-	return res
+	return res, params
 }
 
 // lanceChunk is the rows lanceBags writes at a time (one fragment each).

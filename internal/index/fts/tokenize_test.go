@@ -1,0 +1,196 @@
+package fts
+
+import (
+	"maps"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/compactord/compactord/internal/testing/lancedb"
+)
+
+// TestTokenizerRefuses: configurations compactord cannot reproduce are
+// refused in one line naming the option; the others are accepted.
+func TestTokenizerRefuses(t *testing.T) {
+	base := `{"lance_tokenizer":"text","base_tokenizer":"simple","language":"English","with_position":false,"max_token_length":40,"lower_case":true,"stem":true,"remove_stop_words":true,"custom_stop_words":null,"ascii_folding":true,"min_ngram_length":3,"max_ngram_length":3,"prefix_only":false,"block_size":128,"split_identifiers":false,"split_on_numerics":false,"preserve_original":false,"index_operators":false}`
+	for _, c := range []struct{ from, to, want string }{
+		{"", "", ""},
+		{`"custom_stop_words":null`, `"custom_stop_words":["a"]`, ""},
+		{`"base_tokenizer":"simple"`, `"base_tokenizer":"ngram"`, ""},
+		{`"base_tokenizer":"simple"`, `"base_tokenizer":"raw"`, ""},
+		{`"base_tokenizer":"simple"`, `"base_tokenizer":"whitespace"`, ""},
+		{`"language":"English","with_position":false,"max_token_length":40,"lower_case":true,"stem":true,"remove_stop_words":true`,
+			`"language":"French","with_position":false,"max_token_length":40,"lower_case":true,"stem":false,"remove_stop_words":false`, ""},
+		{`"language":"English"`, `"language":"French"`, "stemming"},
+		{`"language":"English","with_position":false,"max_token_length":40,"lower_case":true,"stem":true`,
+			`"language":"German","with_position":false,"max_token_length":40,"lower_case":true,"stem":false`, "stop words"},
+		{`"base_tokenizer":"simple"`, `"base_tokenizer":"jieba/default"`, "jieba"},
+		{`"base_tokenizer":"simple"`, `"base_tokenizer":"icu"`, "icu"},
+		{`"lance_tokenizer":"text"`, `"lance_tokenizer":"json"`, "json"},
+		{`"split_identifiers":false`, `"split_identifiers":true`, "split_identifiers"},
+		{`"block_size":128`, `"block_size":128,"future_option":1`, "future_option"},
+	} {
+		raw := strings.Replace(base, c.from, c.to, 1)
+		var p Params
+		if err := jsonUnmarshal(raw, &p); err != nil {
+			t.Fatal(err)
+		}
+		_, err := NewTokenizer(p)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.to, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n")):
+			t.Errorf("%s: %v, want one line naming %s", c.to, err, c.want)
+		}
+	}
+	if _, err := NewTokenizer(Params{Raw: []byte(base), BaseTokenizer: "ngram", MinNgramLength: 0, MaxNgramLength: 3}); err == nil || !strings.Contains(err.Error(), "ngram") {
+		t.Errorf("ngram of length 0..3: %v", err)
+	}
+	tok, err := NewTokenizer(Params{Raw: []byte(base), BaseTokenizer: "simple", LowerCase: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := tok.Tokens("Hello, World-42 x_y Café"); err != nil || !slices.Equal(got, []string{"hello", "world", "42", "x", "y", "café"}) {
+		t.Errorf("simple tokens %q (%v)", got, err)
+	}
+	if _, err := tok.Tokens("bad \xff utf-8"); err == nil || strings.Contains(err.Error(), "\n") {
+		t.Errorf("text that is not UTF-8: %v", err)
+	}
+}
+
+// tokenizerConfigs are Index.fts options (LanceDB's Node names) and the
+// params LanceDB records for them; nil values are LanceDB's defaults.
+var tokenizerConfigs = []map[string]any{
+	{}, // LanceDB's default: simple, lower case, stem, stop words, ASCII folding, max 40 bytes
+	{"stem": false, "removeStopWords": false, "asciiFolding": false},
+	{"lowercase": false, "asciiFolding": false},
+	{"lowercase": false, "stem": false},
+	{"baseTokenizer": "whitespace"},
+	{"baseTokenizer": "whitespace", "lowercase": false, "stem": false, "removeStopWords": false},
+	{"customStopWords": []string{"run", "quick", "café", "the", "straße"}},
+	{"customStopWords": []string{}, "stem": false},
+	{"maxTokenLength": 5, "stem": false},
+	{"baseTokenizer": "raw"},
+	{"baseTokenizer": "raw", "lowercase": false, "stem": false, "removeStopWords": false, "asciiFolding": false, "maxTokenLength": 1000},
+	{"baseTokenizer": "ngram", "ngramMinLength": 2, "ngramMaxLength": 4},
+	{"baseTokenizer": "ngram", "ngramMinLength": 1, "ngramMaxLength": 3, "prefixOnly": true, "stem": false},
+	{"baseTokenizer": "ngram", "ngramMinLength": 3, "ngramMaxLength": 3, "lowercase": false, "stem": false, "removeStopWords": false, "asciiFolding": false},
+	{"language": "French", "stem": false, "removeStopWords": false},
+}
+
+// tokenizerDocs are texts in many scripts and shapes, plus generated ones
+// mixing vocabulary words, stop words and sampled characters of every
+// table.
+func tokenizerDocs(t *testing.T) []string {
+	docs := []string{
+		"", " ", "...", "The quick brown fox jumps over the lazy dog", "Running runners ran; RUNNING quickly!",
+		"It is what it is: the THE The tHe", "Café naïve résumé façade über jalapeño Ångström Øre Łódź Ħamrun",
+		"Straße STRASSE straße groß GROẞ Maßstab", "İstanbul ISTANBUL ıstanbul İi Iı", "ΣΊΣΥΦΟΣ σίσυφος Ὀδυσσεύς ΐ",
+		"Москва МОСКВА ёлка Ёлка объём", "中文分词 日本語のテキスト 한국어 텍스트", "emoji 😀😀 🇫🇷 👍🏽 family👨‍👩‍👧 ok",
+		"digits 0123456789 ٠١٢٣ ①②③ ½ Ⅻ 2026-12-06 3.14159", "tabs\tand\nnewlines\r\nand\u00a0nbsp\u3000ideographic\u2003em",
+		"ﬁne ﬂour ǅemal ǆ Ǆ ĳssel Œuvre œuvre Æsir", "o'clock rock'n'roll don't 'quoted' \"double\"",
+		"averyveryveryveryverylongtokenthatexceedsfortybytesforsure short", "ééééééééééééééééééééé 21 é",
+		"under_score camelCase kebab-case dot.ted", "\u0301\u0308 combining alone e\u0301 a\u0308",
+		"organizations international lateral added dying evening proceedings skies",
+		"the a an and are as at be but by for if in into is it no not of on or such that their then there these they this to was will with",
+		"having haven have haves", "CAFÉ Café café cafe", "ẞ ß ss SS",
+	}
+	words := englishWords(t)
+	rng := rand.New(rand.NewPCG(2026, 12))
+	var chars []rune
+	for _, x := range lowerTable {
+		chars = append(chars, x.r)
+	}
+	for _, x := range foldTable {
+		chars = append(chars, x.r)
+	}
+	for _, x := range tokenRanges {
+		chars = append(chars, x.lo, x.hi)
+	}
+	chars = append(chars, ' ', '\t', '-', '.', '\u00a0', '\u3000', '😀')
+	for range 1500 {
+		var b strings.Builder
+		for w := range 1 + rng.IntN(12) {
+			if w > 0 {
+				b.WriteString([]string{" ", " ", " ", ", ", "\t", "-", "\u00a0"}[rng.IntN(7)])
+			}
+			switch rng.IntN(5) {
+			case 0, 1:
+				b.WriteString(words[rng.IntN(len(words))])
+			case 2:
+				w := words[rng.IntN(len(words))]
+				b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+			case 3:
+				b.WriteString(englishStopWords[rng.IntN(len(englishStopWords))])
+			default:
+				for range 1 + rng.IntN(4) {
+					b.WriteRune(chars[rng.IntN(len(chars))])
+				}
+			}
+		}
+		docs = append(docs, b.String())
+	}
+	return docs
+}
+
+// TestTokenizerLanceDB: for every configuration of tokenizerConfigs,
+// LanceDB's index holds each doc of tokenizerDocs with exactly the tokens
+// (and counts) Tokens gives under the params LanceDB recorded.
+func TestTokenizerLanceDB(t *testing.T) {
+	lancedb.Require(t)
+	docs := tokenizerDocs(t)
+	configs := make([]map[string]any, len(tokenizerConfigs))
+	for i, c := range tokenizerConfigs {
+		configs[i] = maps.Clone(c)
+	}
+	bags, params := lanceBagsParams(t, configs, docs)
+	for c := range configs {
+		tok, err := NewTokenizer(params[c])
+		if err != nil {
+			t.Errorf("config %v (%s): %v", tokenizerConfigs[c], params[c].Raw, err)
+			continue
+		}
+		diffs := 0
+		for i, d := range docs {
+			ts, err := tok.Tokens(d)
+			if err != nil {
+				t.Fatalf("config %v: %q: %v", tokenizerConfigs[c], d, err)
+			}
+			if got := bagOf(ts); !sameBag(got, bags[c][i]) {
+				if diffs++; diffs <= 5 {
+					t.Errorf("config %v: %q: Tokens %s, LanceDB %s", tokenizerConfigs[c], d, bagString(got), bagString(bags[c][i]))
+				}
+			}
+		}
+		if diffs > 0 {
+			t.Errorf("config %v (%s): %d of %d docs differ", tokenizerConfigs[c], params[c].Raw, diffs, len(docs))
+		}
+	}
+}
+
+// TestEnglishStopWordsLanceDB: of the English stop word lists LanceDB's
+// crates carry (ISO's 1,298 words and NLTK's), LanceDB (no stemming, no
+// lower-casing, whitespace tokens) removes exactly englishStopWords.
+func TestEnglishStopWordsLanceDB(t *testing.T) {
+	lancedb.Require(t)
+	b, err := os.ReadFile("testdata/stopword_candidates.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := strings.Fields(string(b))
+	cfg := map[string]any{"baseTokenizer": "whitespace", "lowercase": false, "stem": false, "removeStopWords": true, "asciiFolding": false, "maxTokenLength": 1000}
+	got := lanceBags(t, []map[string]any{cfg}, words)[0]
+	var removed []string
+	for i, w := range words {
+		if len(got[i]) == 0 {
+			removed = append(removed, w)
+		}
+	}
+	want := slices.Sorted(slices.Values(englishStopWords))
+	slices.Sort(removed)
+	if !slices.Equal(removed, want) {
+		t.Fatalf("LanceDB removes %d of %d candidates: %q; englishStopWords has %d: %q", len(removed), len(words), removed, len(want), want)
+	}
+}
