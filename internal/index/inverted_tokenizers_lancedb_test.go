@@ -259,16 +259,24 @@ func TestRebuildFullTextTokenizersWithLanceDB(t *testing.T) {
 	sameScores(t, tokenizerScores(t, ours), tokenizerScores(t, theirs), "a fresh LanceDB index")
 }
 
-// TestCatchUpSkipsOtherLanguages: an index compactord cannot reproduce
-// (French stemming) is left to LanceDB with the reason, nothing committed.
-func TestCatchUpSkipsOtherLanguages(t *testing.T) {
-	lancedb.Require(t)
+// frenchFixture is a table of 120 rows whose full-text index doc_idx
+// stems French (which compactord does not reproduce) and covers the
+// first 100.
+func frenchFixture(t *testing.T) *lancedb.Fixture {
+	t.Helper()
 	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
 	f.Dir = filepath.Join(f.URI, "t.lance")
 	schema := []lancedb.Column{{Name: "id", Type: "int64"}, {Name: "doc", Type: "utf8", Nullable: true}}
 	f.Run(t, lancedb.Create(schema, invertedRows(0, 100)), lancedb.CreateVectorIndex("doc", "fts", "doc_idx", map[string]any{"language": "French", "withPosition": false}),
 		lancedb.Add(invertedRows(100, 120)))
-	h := openHandle(t, f.Dir)
+	return f
+}
+
+// TestCatchUpSkipsOtherLanguages: an index compactord cannot reproduce
+// (French stemming) is left to LanceDB with the reason, nothing committed.
+func TestCatchUpSkipsOtherLanguages(t *testing.T) {
+	lancedb.Require(t)
+	h := openHandle(t, frenchFixture(t).Dir)
 	v := mustRead(t, h).Manifest.GetVersion()
 	res, err := CatchUp(t.Context(), h, Options{})
 	if err != nil {
