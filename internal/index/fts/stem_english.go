@@ -19,7 +19,8 @@ func stemEnglish(word string) string {
 	if s, ok := englishExceptions[word]; ok {
 		return s
 	}
-	e := &snowball{s: []byte(word)}
+	var buf [48]byte
+	e := &snowball{s: append(buf[:0], word...)}
 	e.limit = len(e.s)
 	if !e.hop(3) {
 		return word
@@ -89,11 +90,17 @@ func stemEnglish(word string) string {
 	e.cursor = e.limit
 	e.step5(p1, p2)
 
-	out := string(e.s[:e.limit])
 	if yFound {
-		out = strings.ReplaceAll(out, "Y", "y")
+		for i, c := range e.s[:e.limit] {
+			if c == 'Y' {
+				e.s[i] = 'y'
+			}
+		}
 	}
-	return out
+	if string(e.s[:e.limit]) == word {
+		return word
+	}
+	return string(e.s[:e.limit])
 }
 
 // englishExceptions are whole words stemmed (or kept) specially.
@@ -251,15 +258,22 @@ func (e *snowball) eqB(s string) bool {
 // amongB finds the longest of suffixes ending at the cursor, steps back
 // over it and returns its index (-1: none).
 func (e *snowball) amongB(suffixes []string) int {
-	best := -1
+	w := e.s[e.lb:e.cursor]
+	if len(w) == 0 {
+		return -1
+	}
+	last := w[len(w)-1]
+	best, bestLen := -1, 0
 	for i, s := range suffixes {
-		if e.cursor-e.lb >= len(s) && string(e.s[e.cursor-len(s):e.cursor]) == s && (best < 0 || len(s) > len(suffixes[best])) {
-			best = i
+		n := len(s)
+		if n <= bestLen || n > len(w) || s[n-1] != last {
+			continue
+		}
+		if string(w[len(w)-n:]) == s {
+			best, bestLen = i, n
 		}
 	}
-	if best >= 0 {
-		e.cursor -= len(suffixes[best])
-	}
+	e.cursor -= bestLen
 	return best
 }
 
@@ -273,15 +287,17 @@ func longestPrefix(b []byte, prefixes []string) int {
 	return n
 }
 
-// sliceFrom replaces [bra, ket) with s.
+// sliceFrom replaces [bra, ket) with s, in place.
 func (e *snowball) sliceFrom(s string) {
 	adj := len(s) - (e.ket - e.bra)
-	ns := make([]byte, 0, e.limit+adj)
-	ns = append(ns, e.s[:e.bra]...)
-	ns = append(ns, s...)
-	ns = append(ns, e.s[e.ket:e.limit]...)
-	e.s = ns
-	e.limit += adj
+	n := e.limit + adj
+	for len(e.s) < n {
+		e.s = append(e.s, 0)
+	}
+	copy(e.s[e.bra+len(s):n], e.s[e.ket:e.limit])
+	copy(e.s[e.bra:], s)
+	e.s = e.s[:n]
+	e.limit = n
 	if e.cursor >= e.ket {
 		e.cursor += adj
 	} else if e.cursor > e.bra {

@@ -1,12 +1,14 @@
 package fts
 
 import (
+	"errors"
 	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/compactord/compactord/internal/testing/lancedb"
 )
@@ -192,5 +194,59 @@ func TestEnglishStopWordsLanceDB(t *testing.T) {
 	slices.Sort(removed)
 	if !slices.Equal(removed, want) {
 		t.Fatalf("LanceDB removes %d of %d candidates: %q; englishStopWords has %d: %q", len(removed), len(words), removed, len(want), want)
+	}
+}
+
+// FuzzTokens: any text, under LanceDB's default and the other base
+// tokenizers, tokenizes without panicking into valid UTF-8 tokens, or is
+// refused with ErrUntokenizable when it is not UTF-8.
+func FuzzTokens(f *testing.F) {
+	for _, s := range []string{"", "The quick brown fox", "Straße İstanbul ΣΊΣΥΦΟΣ", "'s's''", "yyyy", "ying", "eeds", "\xff\xfe", "a\u0301b", "ﬁ①😀"} {
+		f.Add(s)
+	}
+	var toks []*Tokenizer
+	for _, base := range []string{"simple", "whitespace", "raw", "ngram"} {
+		tok, err := NewTokenizer(Params{Raw: []byte(`{}`), BaseTokenizer: base, Language: "English", LowerCase: true, Stem: true,
+			RemoveStopWords: true, ASCIIFolding: true, MinNgramLength: 1, MaxNgramLength: 3})
+		if err != nil {
+			f.Fatal(err)
+		}
+		toks = append(toks, tok)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, tok := range toks {
+			ts, err := tok.Tokens(s)
+			if !utf8.ValidString(s) {
+				if !errors.Is(err, ErrUntokenizable) {
+					t.Fatalf("%q: %v, want ErrUntokenizable", s, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%q: %v", s, err)
+			}
+			for _, x := range ts {
+				if !utf8.ValidString(x) {
+					t.Fatalf("%q: token %q is not UTF-8", s, x)
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkTokensDefault: LanceDB's default configuration over a doc of
+// about 50 English words.
+func BenchmarkTokensDefault(b *testing.B) {
+	tok, err := NewTokenizer(Params{Raw: []byte(`{}`), BaseTokenizer: "simple", Language: "English", LowerCase: true, Stem: true,
+		RemoveStopWords: true, ASCIIFolding: true, MaxTokenLength: new(40)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	doc := strings.Repeat("The Quick brown foxes were running over the lazy dogs, organizations generously emerging; ", 4)
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		if _, err := tok.Tokens(doc); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
