@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -16,14 +18,21 @@ var ErrUntokenizable = errors.New("text compactord does not tokenize exactly")
 type Tokenizer struct {
 	base      string // simple, whitespace, raw or ngram
 	lower     bool
-	maxLen    int // tokens of this many bytes or more are dropped (0: none)
+	maxLen    int // tokens of this many bytes or more are dropped (-1: none)
 	stem      bool
 	stopWords map[string]bool // nil: none removed
 	fold      bool
 	// ngram lengths in characters, and whether only a doc's prefixes count
 	minGram, maxGram int
 	prefixOnly       bool
+	// stems caches stemEnglish (words repeat: stemming them again costs
+	// several times a lookup), up to maxCachedStems words; safe for
+	// concurrent Tokens calls.
+	stems  sync.Map
+	nstems atomic.Int64
 }
+
+const maxCachedStems = 1 << 16
 
 // NewTokenizer checks that compactord reproduces the tokenizer of params
 // exactly and returns it, or says in one line why not.
@@ -62,7 +71,7 @@ func NewTokenizer(p Params) (*Tokenizer, error) {
 	if p.LanceTokenizer != "" && p.LanceTokenizer != "text" {
 		return nil, fmt.Errorf("lance_tokenizer %q is not reproduced by compactord", p.LanceTokenizer)
 	}
-	t := &Tokenizer{base: p.BaseTokenizer, lower: p.LowerCase, stem: p.Stem, fold: p.ASCIIFolding}
+	t := &Tokenizer{base: p.BaseTokenizer, lower: p.LowerCase, maxLen: -1, stem: p.Stem, fold: p.ASCIIFolding}
 	switch p.BaseTokenizer {
 	case "simple", "whitespace", "raw":
 	case "ngram":
@@ -93,6 +102,9 @@ func NewTokenizer(p Params) (*Tokenizer, error) {
 		}
 	}
 	if p.MaxTokenLength != nil {
+		if *p.MaxTokenLength < 0 {
+			return nil, fmt.Errorf("max_token_length %d is invalid", *p.MaxTokenLength)
+		}
 		t.maxLen = *p.MaxTokenLength
 	}
 	return t, nil
@@ -107,14 +119,14 @@ func (t *Tokenizer) Tokens(doc string) ([]string, error) {
 	}
 	var out []string
 	emit := func(w string) {
-		if t.maxLen > 0 && len(w) >= t.maxLen {
+		if t.maxLen >= 0 && len(w) >= t.maxLen {
 			return
 		}
 		if t.lower {
 			w = lowerCase(w)
 		}
 		if t.stem {
-			w = stemEnglish(w)
+			w = t.stemCached(w)
 		}
 		if t.stopWords[w] {
 			return
@@ -141,6 +153,19 @@ func (t *Tokenizer) Tokens(doc string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+func (t *Tokenizer) stemCached(w string) string {
+	if s, ok := t.stems.Load(w); ok {
+		return s.(string)
+	}
+	s := stemEnglish(w)
+	if t.nstems.Load() < maxCachedStems {
+		if _, loaded := t.stems.LoadOrStore(w, s); !loaded {
+			t.nstems.Add(1)
+		}
+	}
+	return s
 }
 
 // ngrams are doc's character n-grams of minGram..maxGram characters, by

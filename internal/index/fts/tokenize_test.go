@@ -74,6 +74,7 @@ var tokenizerConfigs = []map[string]any{
 	{"customStopWords": []string{"run", "quick", "café", "the", "straße"}},
 	{"customStopWords": []string{}, "stem": false},
 	{"maxTokenLength": 5, "stem": false},
+	{"maxTokenLength": 0, "stem": false},
 	{"baseTokenizer": "raw"},
 	{"baseTokenizer": "raw", "lowercase": false, "stem": false, "removeStopWords": false, "asciiFolding": false, "maxTokenLength": 1000},
 	{"baseTokenizer": "ngram", "ngramMinLength": 2, "ngramMaxLength": 4},
