@@ -13,8 +13,8 @@ import (
 // tokenizerIndexes are full-text index configurations (Index.fts options)
 // compactord reproduces, one per column d<i> of the test tables: LanceDB's
 // default (simple, lower case, English stemming and stop words, ASCII
-// folding, max 40 bytes), whitespace variants, custom stop words, n-grams
-// and raw.
+// folding, max 40 bytes), whitespace variants, custom stop words, n-grams,
+// raw, and Spanish stemming and stop words.
 var tokenizerIndexes = []map[string]any{
 	{},
 	{"baseTokenizer": "whitespace", "stem": false, "removeStopWords": false, "asciiFolding": false},
@@ -23,13 +23,14 @@ var tokenizerIndexes = []map[string]any{
 	{"lowercase": false, "asciiFolding": false, "maxTokenLength": 8},
 	{"baseTokenizer": "ngram", "ngramMinLength": 2, "ngramMaxLength": 3, "stem": false},
 	{"baseTokenizer": "raw", "stem": false, "removeStopWords": false},
+	{"language": "Spanish"},
 }
 
 // multilingualWords are words in many scripts and forms: accents, ß,
 // Turkish dotted I, Greek with final sigma, Cyrillic, CJK, emoji, digits,
 // a ligature, and English words that stem.
 var multilingualWords = []string{"Café", "naïve", "Straße", "İstanbul", "ΣΊΣΥΦΟΣ", "Москва", "中文", "😀", "organizations",
-	"Running", "RÉSUMÉ", "ünïcödé", "42", "①", "ﬁne", "Ёлка", "runs", "organization"}
+	"Running", "RÉSUMÉ", "ünïcödé", "42", "①", "ﬁne", "Ёлка", "runs", "organization", "canciones", "rápidamente", "cantándole"}
 
 // multilingualText is row id's text: a null when id % 10 = 3, empty when
 // id % 10 = 4, else three words of multilingualWords, a word of its own
@@ -87,7 +88,7 @@ func createTokenizerIndexes() []lancedb.Step {
 // a stop word under custom stop words.
 var multilingualQueries = []string{"alpha3", "café", "cafe", "straße", "strasse", "istanbul", "İstanbul", "σίσυφος", "москва", "中文",
 	"😀", "running", "run", "organ", "42", "fine", "ёлка", "the", "w350", "w17", "alpha1 organizations", "résumé naïve w399", "delta",
-	"Running quickly", "it's"}
+	"Running quickly", "it's", "canción", "rápida", "cantar", "de la"}
 
 // tokenizerScores runs multilingualQueries on every column: per column
 // and query, id → score.

@@ -20,6 +20,7 @@ type Tokenizer struct {
 	lower     bool
 	maxLen    int // tokens of this many bytes or more are dropped (-1: none)
 	stem      bool
+	stemmer   func(string) string
 	stopWords map[string]bool // nil: none removed
 	fold      bool
 	// ngram lengths in characters, and whether only a doc's prefixes count
@@ -41,8 +42,8 @@ const maxCachedStems = 1 << 16
 // max_token_length bytes or more, lower-case, stem, remove stop words
 // (so a stop word is matched in its stemmed form), ASCII-fold. compactord
 // reproduces the simple, whitespace, raw and ngram base tokenizers, every
-// option of that pipeline for English (stemming and stop words of other
-// languages are refused), and custom stop words. Refused: icu, jieba,
+// option of that pipeline for English and Spanish (stemming and stop
+// words of other languages are refused), and custom stop words. Refused: icu, jieba,
 // lindera and other base tokenizers, the json lance_tokenizer, positions
 // and the newer splitting options.
 func NewTokenizer(p Params) (*Tokenizer, error) {
@@ -83,17 +84,18 @@ func NewTokenizer(p Params) (*Tokenizer, error) {
 		return nil, fmt.Errorf("base_tokenizer %q is not reproduced by compactord (left to LanceDB)", p.BaseTokenizer)
 	}
 	// Only the stemmer and the built-in stop words depend on the language.
-	needLanguage := p.Stem || (p.RemoveStopWords && p.CustomStopWords == nil)
-	if needLanguage && p.Language != "English" {
+	lang, langOK := languages[p.Language]
+	if !langOK && (p.Stem || (p.RemoveStopWords && p.CustomStopWords == nil)) {
 		what := "stemming"
 		if !p.Stem {
 			what = "stop words"
 		}
-		return nil, fmt.Errorf("language %q: %s is not reproduced by compactord (English only; left to LanceDB)", p.Language, what)
+		return nil, fmt.Errorf("language %q: %s is not reproduced by compactord (English and Spanish only; left to LanceDB)", p.Language, what)
 	}
+	t.stemmer = lang.stem
 	if p.RemoveStopWords {
 		t.stopWords = map[string]bool{}
-		words := englishStopWords
+		words := lang.stopWords
 		if p.CustomStopWords != nil {
 			words = p.CustomStopWords
 		}
@@ -159,13 +161,27 @@ func (t *Tokenizer) stemCached(w string) string {
 	if s, ok := t.stems.Load(w); ok {
 		return s.(string)
 	}
-	s := stemEnglish(w)
+	s := t.stemmer(w)
 	if t.nstems.Load() < maxCachedStems {
 		if _, loaded := t.stems.LoadOrStore(w, s); !loaded {
 			t.nstems.Add(1)
 		}
 	}
 	return s
+}
+
+// language is what compactord reproduces of one of LanceDB's languages.
+type language struct {
+	stem      func(string) string
+	stopWords []string
+}
+
+// languages compactord stems and removes built-in stop words for, each
+// checked against LanceDB over a vocabulary (TestStem*LanceDB,
+// Test*StopWordsLanceDB).
+var languages = map[string]language{
+	"English": {stemEnglish, englishStopWords},
+	"Spanish": {stemSpanish, spanishStopWords},
 }
 
 // ngrams are doc's character n-grams of minGram..maxGram characters, by

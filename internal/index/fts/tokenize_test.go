@@ -81,6 +81,8 @@ var tokenizerConfigs = []map[string]any{
 	{"baseTokenizer": "ngram", "ngramMinLength": 1, "ngramMaxLength": 3, "prefixOnly": true, "stem": false},
 	{"baseTokenizer": "ngram", "ngramMinLength": 3, "ngramMaxLength": 3, "lowercase": false, "stem": false, "removeStopWords": false, "asciiFolding": false},
 	{"language": "French", "stem": false, "removeStopWords": false},
+	{"language": "Spanish"},
+	{"language": "Spanish", "baseTokenizer": "whitespace", "lowercase": false, "asciiFolding": false},
 }
 
 // tokenizerDocs are texts in many scripts and shapes, plus generated ones
@@ -99,6 +101,8 @@ func tokenizerDocs(t *testing.T) []string {
 		"organizations international lateral added dying evening proceedings skies",
 		"the a an and are as at be but by for if in into is it no not of on or such that their then there these they this to was will with",
 		"having haven have haves", "CAFÉ Café café cafe", "ẞ ß ss SS",
+		"Los niños están jugando en el jardín; cantándole canciones alegremente, rápidamente y felizmente",
+		"la organización nacional de trabajadores argüía que averiguáis y averigüemos bajo la lluvia",
 	}
 	words := englishWords(t)
 	rng := rand.New(rand.NewPCG(2026, 12))
@@ -173,28 +177,42 @@ func TestTokenizerLanceDB(t *testing.T) {
 	}
 }
 
-// TestEnglishStopWordsLanceDB: of the English stop word lists LanceDB's
-// crates carry (ISO's 1,298 words and NLTK's), LanceDB (no stemming, no
-// lower-casing, whitespace tokens) removes exactly englishStopWords.
-func TestEnglishStopWordsLanceDB(t *testing.T) {
+// TestStopWordsLanceDB: of the stop word lists LanceDB's crates carry
+// for a language (ISO's and NLTK's), LanceDB (no stemming, no
+// lower-casing, whitespace tokens) removes exactly compactord's list, for
+// English and Spanish.
+func TestStopWordsLanceDB(t *testing.T) {
 	lancedb.Require(t)
-	b, err := os.ReadFile("testdata/stopword_candidates.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	words := strings.Fields(string(b))
-	cfg := map[string]any{"baseTokenizer": "whitespace", "lowercase": false, "stem": false, "removeStopWords": true, "asciiFolding": false, "maxTokenLength": 1000}
-	got := lanceBags(t, []map[string]any{cfg}, words)[0]
-	var removed []string
-	for i, w := range words {
-		if len(got[i]) == 0 {
-			removed = append(removed, w)
+	for _, c := range []struct {
+		language, candidates string
+		want                 []string
+	}{
+		{"English", "testdata/stopword_candidates.txt", englishStopWords},
+		{"Spanish", "testdata/stopword_candidates_es.txt", spanishStopWords},
+	} {
+		b, err := os.ReadFile(c.candidates)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	want := slices.Sorted(slices.Values(englishStopWords))
-	slices.Sort(removed)
-	if !slices.Equal(removed, want) {
-		t.Fatalf("LanceDB removes %d of %d candidates: %q; englishStopWords has %d: %q", len(removed), len(words), removed, len(want), want)
+		var words []string
+		for _, w := range strings.Split(string(b), "\n") {
+			if w != "" && !strings.Contains(w, " ") {
+				words = append(words, w)
+			}
+		}
+		cfg := map[string]any{"baseTokenizer": "whitespace", "language": c.language, "lowercase": false, "stem": false, "removeStopWords": true, "asciiFolding": false, "maxTokenLength": 1000}
+		got := lanceBags(t, []map[string]any{cfg}, words)[0]
+		var removed []string
+		for i, w := range words {
+			if len(got[i]) == 0 {
+				removed = append(removed, w)
+			}
+		}
+		want := slices.Sorted(slices.Values(c.want))
+		slices.Sort(removed)
+		if !slices.Equal(removed, want) {
+			t.Errorf("%s: LanceDB removes %d of %d candidates: %q; compactord's list has %d: %q", c.language, len(removed), len(words), removed, len(want), want)
+		}
 	}
 }
 
