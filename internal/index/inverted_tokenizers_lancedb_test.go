@@ -14,7 +14,7 @@ import (
 // compactord reproduces, one per column d<i> of the test tables: LanceDB's
 // default (simple, lower case, English stemming and stop words, ASCII
 // folding, max 40 bytes), whitespace variants, custom stop words, n-grams,
-// raw, and Spanish stemming and stop words.
+// raw, and Spanish and French stemming and stop words.
 var tokenizerIndexes = []map[string]any{
 	{},
 	{"baseTokenizer": "whitespace", "stem": false, "removeStopWords": false, "asciiFolding": false},
@@ -24,13 +24,14 @@ var tokenizerIndexes = []map[string]any{
 	{"baseTokenizer": "ngram", "ngramMinLength": 2, "ngramMaxLength": 3, "stem": false},
 	{"baseTokenizer": "raw", "stem": false, "removeStopWords": false},
 	{"language": "Spanish"},
+	{"language": "French"},
 }
 
 // multilingualWords are words in many scripts and forms: accents, ß,
 // Turkish dotted I, Greek with final sigma, Cyrillic, CJK, emoji, digits,
 // a ligature, and English words that stem.
 var multilingualWords = []string{"Café", "naïve", "Straße", "İstanbul", "ΣΊΣΥΦΟΣ", "Москва", "中文", "😀", "organizations",
-	"Running", "RÉSUMÉ", "ünïcödé", "42", "①", "ﬁne", "Ёлка", "runs", "organization", "canciones", "rápidamente", "cantándole"}
+	"Running", "RÉSUMÉ", "ünïcödé", "42", "①", "ﬁne", "Ёлка", "runs", "organization", "canciones", "rápidamente", "cantándole", "l'élève", "théâtralement", "Noël", "aujourd'hui"}
 
 // multilingualText is row id's text: a null when id % 10 = 3, empty when
 // id % 10 = 4, else three words of multilingualWords, a word of its own
@@ -88,7 +89,7 @@ func createTokenizerIndexes() []lancedb.Step {
 // a stop word under custom stop words.
 var multilingualQueries = []string{"alpha3", "café", "cafe", "straße", "strasse", "istanbul", "İstanbul", "σίσυφος", "москва", "中文",
 	"😀", "running", "run", "organ", "42", "fine", "ёлка", "the", "w350", "w17", "alpha1 organizations", "résumé naïve w399", "delta",
-	"Running quickly", "it's", "canción", "rápida", "cantar", "de la"}
+	"Running quickly", "it's", "canción", "rápida", "cantar", "de la", "élève", "théâtral", "noël", "élèves"}
 
 // tokenizerScores runs multilingualQueries on every column: per column
 // and query, id → score.
@@ -260,30 +261,30 @@ func TestRebuildFullTextTokenizersWithLanceDB(t *testing.T) {
 	sameScores(t, tokenizerScores(t, ours), tokenizerScores(t, theirs), "a fresh LanceDB index")
 }
 
-// frenchFixture is a table of 120 rows whose full-text index doc_idx
-// stems French (which compactord does not reproduce) and covers the
+// germanFixture is a table of 120 rows whose full-text index doc_idx
+// stems German (which compactord does not reproduce) and covers the
 // first 100.
-func frenchFixture(t *testing.T) *lancedb.Fixture {
+func germanFixture(t *testing.T) *lancedb.Fixture {
 	t.Helper()
 	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
 	f.Dir = filepath.Join(f.URI, "t.lance")
 	schema := []lancedb.Column{{Name: "id", Type: "int64"}, {Name: "doc", Type: "utf8", Nullable: true}}
-	f.Run(t, lancedb.Create(schema, invertedRows(0, 100)), lancedb.CreateVectorIndex("doc", "fts", "doc_idx", map[string]any{"language": "French", "withPosition": false}),
+	f.Run(t, lancedb.Create(schema, invertedRows(0, 100)), lancedb.CreateVectorIndex("doc", "fts", "doc_idx", map[string]any{"language": "German", "withPosition": false}),
 		lancedb.Add(invertedRows(100, 120)))
 	return f
 }
 
 // TestCatchUpSkipsOtherLanguages: an index compactord cannot reproduce
-// (French stemming) is left to LanceDB with the reason, nothing committed.
+// (German stemming) is left to LanceDB with the reason, nothing committed.
 func TestCatchUpSkipsOtherLanguages(t *testing.T) {
 	lancedb.Require(t)
-	h := openHandle(t, frenchFixture(t).Dir)
+	h := openHandle(t, germanFixture(t).Dir)
 	v := mustRead(t, h).Manifest.GetVersion()
 	res, err := CatchUp(t.Context(), h, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Committed || len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Reason, "French") || mustRead(t, h).Manifest.GetVersion() != v {
-		t.Fatalf("catch-up of a French-stemmed index: %+v; want it skipped naming the language, nothing committed", res)
+	if res.Committed || len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Reason, "German") || mustRead(t, h).Manifest.GetVersion() != v {
+		t.Fatalf("catch-up of a German-stemmed index: %+v; want it skipped naming the language, nothing committed", res)
 	}
 }

@@ -25,7 +25,8 @@ func TestTokenizerRefuses(t *testing.T) {
 		{`"base_tokenizer":"simple"`, `"base_tokenizer":"whitespace"`, ""},
 		{`"language":"English","with_position":false,"max_token_length":40,"lower_case":true,"stem":true,"remove_stop_words":true`,
 			`"language":"French","with_position":false,"max_token_length":40,"lower_case":true,"stem":false,"remove_stop_words":false`, ""},
-		{`"language":"English"`, `"language":"French"`, "stemming"},
+		{`"language":"English"`, `"language":"German"`, "stemming"},
+		{`"language":"English"`, `"language":"French"`, ""},
 		{`"language":"English","with_position":false,"max_token_length":40,"lower_case":true,"stem":true`,
 			`"language":"German","with_position":false,"max_token_length":40,"lower_case":true,"stem":false`, "stop words"},
 		{`"base_tokenizer":"simple"`, `"base_tokenizer":"jieba/default"`, "jieba"},
@@ -82,6 +83,8 @@ var tokenizerConfigs = []map[string]any{
 	{"baseTokenizer": "ngram", "ngramMinLength": 3, "ngramMaxLength": 3, "lowercase": false, "stem": false, "removeStopWords": false, "asciiFolding": false},
 	{"language": "French", "stem": false, "removeStopWords": false},
 	{"language": "Spanish"},
+	{"language": "French"},
+	{"language": "French", "baseTokenizer": "whitespace", "lowercase": false},
 	{"language": "Spanish", "baseTokenizer": "whitespace", "lowercase": false, "asciiFolding": false},
 }
 
@@ -102,6 +105,7 @@ func tokenizerDocs(t *testing.T) []string {
 		"the a an and are as at be but by for if in into is it no not of on or such that their then there these they this to was will with",
 		"having haven have haves", "CAFÉ Café café cafe", "ẞ ß ss SS",
 		"Los niños están jugando en el jardín; cantándole canciones alegremente, rápidamente y felizmente",
+		"L'homme qu'il aimait: les élèves étudiaient théâtralement; Noël, naïveté, cœur, aujourd'hui, préférées",
 		"la organización nacional de trabajadores argüía que averiguáis y averigüemos bajo la lluvia",
 	}
 	words := englishWords(t)
@@ -180,7 +184,7 @@ func TestTokenizerLanceDB(t *testing.T) {
 // TestStopWordsLanceDB: of the stop word lists LanceDB's crates carry
 // for a language (ISO's and NLTK's), LanceDB (no stemming, no
 // lower-casing, whitespace tokens) removes exactly compactord's list, for
-// English and Spanish.
+// English, French and Spanish.
 func TestStopWordsLanceDB(t *testing.T) {
 	lancedb.Require(t)
 	for _, c := range []struct {
@@ -189,6 +193,7 @@ func TestStopWordsLanceDB(t *testing.T) {
 	}{
 		{"English", "testdata/stopword_candidates.txt", englishStopWords},
 		{"Spanish", "testdata/stopword_candidates_es.txt", spanishStopWords},
+		{"French", "testdata/stopword_candidates_fr.txt", frenchStopWords},
 	} {
 		b, err := os.ReadFile(c.candidates)
 		if err != nil {
