@@ -14,7 +14,7 @@ import (
 // compactord reproduces, one per column d<i> of the test tables: LanceDB's
 // default (simple, lower case, English stemming and stop words, ASCII
 // folding, max 40 bytes), whitespace variants, custom stop words, n-grams,
-// raw, and Spanish and French stemming and stop words.
+// raw, and Spanish, French and German stemming and stop words.
 var tokenizerIndexes = []map[string]any{
 	{},
 	{"baseTokenizer": "whitespace", "stem": false, "removeStopWords": false, "asciiFolding": false},
@@ -25,13 +25,14 @@ var tokenizerIndexes = []map[string]any{
 	{"baseTokenizer": "raw", "stem": false, "removeStopWords": false},
 	{"language": "Spanish"},
 	{"language": "French"},
+	{"language": "German"},
 }
 
 // multilingualWords are words in many scripts and forms: accents, ß,
 // Turkish dotted I, Greek with final sigma, Cyrillic, CJK, emoji, digits,
 // a ligature, and English words that stem.
 var multilingualWords = []string{"Café", "naïve", "Straße", "İstanbul", "ΣΊΣΥΦΟΣ", "Москва", "中文", "😀", "organizations",
-	"Running", "RÉSUMÉ", "ünïcödé", "42", "①", "ﬁne", "Ёлка", "runs", "organization", "canciones", "rápidamente", "cantándole", "l'élève", "théâtralement", "Noël", "aujourd'hui"}
+	"Running", "RÉSUMÉ", "ünïcödé", "42", "①", "ﬁne", "Ёлка", "runs", "organization", "canciones", "rápidamente", "cantándole", "l'élève", "théâtralement", "Noël", "aujourd'hui", "Häuser", "Möglichkeiten"}
 
 // multilingualText is row id's text: a null when id % 10 = 3, empty when
 // id % 10 = 4, else three words of multilingualWords, a word of its own
@@ -89,7 +90,7 @@ func createTokenizerIndexes() []lancedb.Step {
 // a stop word under custom stop words.
 var multilingualQueries = []string{"alpha3", "café", "cafe", "straße", "strasse", "istanbul", "İstanbul", "σίσυφος", "москва", "中文",
 	"😀", "running", "run", "organ", "42", "fine", "ёлка", "the", "w350", "w17", "alpha1 organizations", "résumé naïve w399", "delta",
-	"Running quickly", "it's", "canción", "rápida", "cantar", "de la", "élève", "théâtral", "noël", "élèves"}
+	"Running quickly", "it's", "canción", "rápida", "cantar", "de la", "élève", "théâtral", "noël", "élèves", "haus", "möglich", "hauser"}
 
 // tokenizerScores runs multilingualQueries on every column: per column
 // and query, id → score.
@@ -261,30 +262,30 @@ func TestRebuildFullTextTokenizersWithLanceDB(t *testing.T) {
 	sameScores(t, tokenizerScores(t, ours), tokenizerScores(t, theirs), "a fresh LanceDB index")
 }
 
-// germanFixture is a table of 120 rows whose full-text index doc_idx
-// stems German (which compactord does not reproduce) and covers the
+// otherLanguageFixture is a table of 120 rows whose full-text index doc_idx
+// stems Turkish (which compactord does not reproduce) and covers the
 // first 100.
-func germanFixture(t *testing.T) *lancedb.Fixture {
+func otherLanguageFixture(t *testing.T) *lancedb.Fixture {
 	t.Helper()
 	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
 	f.Dir = filepath.Join(f.URI, "t.lance")
 	schema := []lancedb.Column{{Name: "id", Type: "int64"}, {Name: "doc", Type: "utf8", Nullable: true}}
-	f.Run(t, lancedb.Create(schema, invertedRows(0, 100)), lancedb.CreateVectorIndex("doc", "fts", "doc_idx", map[string]any{"language": "German", "withPosition": false}),
+	f.Run(t, lancedb.Create(schema, invertedRows(0, 100)), lancedb.CreateVectorIndex("doc", "fts", "doc_idx", map[string]any{"language": "Turkish", "withPosition": false}),
 		lancedb.Add(invertedRows(100, 120)))
 	return f
 }
 
 // TestCatchUpSkipsOtherLanguages: an index compactord cannot reproduce
-// (German stemming) is left to LanceDB with the reason, nothing committed.
+// (Turkish stemming) is left to LanceDB with the reason, nothing committed.
 func TestCatchUpSkipsOtherLanguages(t *testing.T) {
 	lancedb.Require(t)
-	h := openHandle(t, germanFixture(t).Dir)
+	h := openHandle(t, otherLanguageFixture(t).Dir)
 	v := mustRead(t, h).Manifest.GetVersion()
 	res, err := CatchUp(t.Context(), h, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Committed || len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Reason, "German") || mustRead(t, h).Manifest.GetVersion() != v {
-		t.Fatalf("catch-up of a German-stemmed index: %+v; want it skipped naming the language, nothing committed", res)
+	if res.Committed || len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Reason, "Turkish") || mustRead(t, h).Manifest.GetVersion() != v {
+		t.Fatalf("catch-up of a Turkish-stemmed index: %+v; want it skipped naming the language, nothing committed", res)
 	}
 }

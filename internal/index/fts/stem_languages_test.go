@@ -57,3 +57,10 @@ func stemLanguageLanceDB(t *testing.T, language string, stem func(string) string
 		t.Fatalf("%d of %d words stem differently", diffs, len(words))
 	}
 }
+
+// TestStemGermanLanceDB: as TestStemSpanishLanceDB, for German
+// (testdata/german_words.txt, Snowball's German vocabulary from
+// snowball-data) and stemGerman.
+func TestStemGermanLanceDB(t *testing.T) {
+	stemLanguageLanceDB(t, "German", stemGerman, "testdata/german_words.txt", "aeiouyäöüßqnrstlkgdhUYé'")
+}

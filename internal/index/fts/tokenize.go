@@ -42,8 +42,8 @@ const maxCachedStems = 1 << 16
 // max_token_length bytes or more, lower-case, stem, remove stop words
 // (so a stop word is matched in its stemmed form), ASCII-fold. compactord
 // reproduces the simple, whitespace, raw and ngram base tokenizers, every
-// option of that pipeline for English, French and Spanish (stemming and
-// stop words of other languages are refused), and custom stop words. Refused: icu, jieba,
+// option of that pipeline for English, French, German and Spanish
+// (stemming and stop words of other languages are refused), and custom stop words. Refused: icu, jieba,
 // lindera and other base tokenizers, the json lance_tokenizer, positions
 // and the newer splitting options.
 func NewTokenizer(p Params) (*Tokenizer, error) {
@@ -90,7 +90,7 @@ func NewTokenizer(p Params) (*Tokenizer, error) {
 		if !p.Stem {
 			what = "stop words"
 		}
-		return nil, fmt.Errorf("language %q: %s is not reproduced by compactord (English, French and Spanish only; left to LanceDB)", p.Language, what)
+		return nil, fmt.Errorf("language %q: %s is not reproduced by compactord (English, French, German and Spanish only; left to LanceDB)", p.Language, what)
 	}
 	t.stemmer = lang.stem
 	if p.RemoveStopWords {
@@ -183,6 +183,7 @@ var languages = map[string]language{
 	"English": {stemEnglish, englishStopWords},
 	"Spanish": {stemSpanish, spanishStopWords},
 	"French":  {stemFrench, frenchStopWords},
+	"German":  {stemGerman, germanStopWords},
 }
 
 // ngrams are doc's character n-grams of minGram..maxGram characters, by

@@ -25,10 +25,11 @@ func TestTokenizerRefuses(t *testing.T) {
 		{`"base_tokenizer":"simple"`, `"base_tokenizer":"whitespace"`, ""},
 		{`"language":"English","with_position":false,"max_token_length":40,"lower_case":true,"stem":true,"remove_stop_words":true`,
 			`"language":"French","with_position":false,"max_token_length":40,"lower_case":true,"stem":false,"remove_stop_words":false`, ""},
-		{`"language":"English"`, `"language":"German"`, "stemming"},
+		{`"language":"English"`, `"language":"Turkish"`, "stemming"},
+		{`"language":"English"`, `"language":"German"`, ""},
 		{`"language":"English"`, `"language":"French"`, ""},
 		{`"language":"English","with_position":false,"max_token_length":40,"lower_case":true,"stem":true`,
-			`"language":"German","with_position":false,"max_token_length":40,"lower_case":true,"stem":false`, "stop words"},
+			`"language":"Turkish","with_position":false,"max_token_length":40,"lower_case":true,"stem":false`, "stop words"},
 		{`"base_tokenizer":"simple"`, `"base_tokenizer":"jieba/default"`, "jieba"},
 		{`"base_tokenizer":"simple"`, `"base_tokenizer":"icu"`, "icu"},
 		{`"lance_tokenizer":"text"`, `"lance_tokenizer":"json"`, "json"},
@@ -85,6 +86,7 @@ var tokenizerConfigs = []map[string]any{
 	{"language": "Spanish"},
 	{"language": "French"},
 	{"language": "French", "baseTokenizer": "whitespace", "lowercase": false},
+	{"language": "German"},
 	{"language": "Spanish", "baseTokenizer": "whitespace", "lowercase": false, "asciiFolding": false},
 }
 
@@ -106,6 +108,7 @@ func tokenizerDocs(t *testing.T) []string {
 		"having haven have haves", "CAFÉ Café café cafe", "ẞ ß ss SS",
 		"Los niños están jugando en el jardín; cantándole canciones alegremente, rápidamente y felizmente",
 		"L'homme qu'il aimait: les élèves étudiaient théâtralement; Noël, naïveté, cœur, aujourd'hui, préférées",
+		"Die Straße der Häuser; GROSSE Flüsse, schönsten Übungen, Möglichkeiten und Verantwortlichkeit, aufzeigend",
 		"la organización nacional de trabajadores argüía que averiguáis y averigüemos bajo la lluvia",
 	}
 	words := englishWords(t)
@@ -184,7 +187,7 @@ func TestTokenizerLanceDB(t *testing.T) {
 // TestStopWordsLanceDB: of the stop word lists LanceDB's crates carry
 // for a language (ISO's and NLTK's), LanceDB (no stemming, no
 // lower-casing, whitespace tokens) removes exactly compactord's list, for
-// English, French and Spanish.
+// English, French, German and Spanish.
 func TestStopWordsLanceDB(t *testing.T) {
 	lancedb.Require(t)
 	for _, c := range []struct {
@@ -194,6 +197,7 @@ func TestStopWordsLanceDB(t *testing.T) {
 		{"English", "testdata/stopword_candidates.txt", englishStopWords},
 		{"Spanish", "testdata/stopword_candidates_es.txt", spanishStopWords},
 		{"French", "testdata/stopword_candidates_fr.txt", frenchStopWords},
+		{"German", "testdata/stopword_candidates_de.txt", germanStopWords},
 	} {
 		b, err := os.ReadFile(c.candidates)
 		if err != nil {
