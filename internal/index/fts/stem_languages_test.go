@@ -64,3 +64,10 @@ func stemLanguageLanceDB(t *testing.T, language string, stem func(string) string
 func TestStemGermanLanceDB(t *testing.T) {
 	stemLanguageLanceDB(t, "German", stemGerman, "testdata/german_words.txt", "aeiouyäöüßqnrstlkgdhUYé'")
 }
+
+// TestStemItalianLanceDB: as TestStemSpanishLanceDB, for Italian
+// (testdata/italian_words.txt, Snowball's Italian vocabulary from
+// snowball-data) and stemItalian.
+func TestStemItalianLanceDB(t *testing.T) {
+	stemLanguageLanceDB(t, "Italian", stemItalian, "testdata/italian_words.txt", "aeiouàèìòùáéíóúqhcgnrtsldv'IU")
+}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,7 +44,7 @@ const maxCachedStems = 1 << 16
 // max_token_length bytes or more, lower-case, stem, remove stop words
 // (so a stop word is matched in its stemmed form), ASCII-fold. compactord
 // reproduces the simple, whitespace, raw and ngram base tokenizers, every
-// option of that pipeline for English, French, German and Spanish
+// option of that pipeline for the languages of the languages table
 // (stemming and stop words of other languages are refused), and custom stop words. Refused: icu, jieba,
 // lindera and other base tokenizers, the json lance_tokenizer, positions
 // and the newer splitting options.
@@ -90,7 +92,8 @@ func NewTokenizer(p Params) (*Tokenizer, error) {
 		if !p.Stem {
 			what = "stop words"
 		}
-		return nil, fmt.Errorf("language %q: %s is not reproduced by compactord (English, French, German and Spanish only; left to LanceDB)", p.Language, what)
+		return nil, fmt.Errorf("language %q: %s is not reproduced by compactord (only %s; left to LanceDB)", p.Language, what,
+			strings.Join(slices.Sorted(maps.Keys(languages)), ", "))
 	}
 	t.stemmer = lang.stem
 	if p.RemoveStopWords {
@@ -184,6 +187,7 @@ var languages = map[string]language{
 	"Spanish": {stemSpanish, spanishStopWords},
 	"French":  {stemFrench, frenchStopWords},
 	"German":  {stemGerman, germanStopWords},
+	"Italian": {stemItalian, italianStopWords},
 }
 
 // ngrams are doc's character n-grams of minGram..maxGram characters, by
