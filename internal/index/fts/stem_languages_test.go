@@ -71,3 +71,10 @@ func TestStemGermanLanceDB(t *testing.T) {
 func TestStemItalianLanceDB(t *testing.T) {
 	stemLanguageLanceDB(t, "Italian", stemItalian, "testdata/italian_words.txt", "aeiouàèìòùáéíóúqhcgnrtsldv'IU")
 }
+
+// TestStemPortugueseLanceDB: as TestStemSpanishLanceDB, for Portuguese
+// (testdata/portuguese_words.txt, Snowball's Portuguese vocabulary from
+// snowball-data) and stemPortuguese.
+func TestStemPortugueseLanceDB(t *testing.T) {
+	stemLanguageLanceDB(t, "Portuguese", stemPortuguese, "testdata/portuguese_words.txt", "aeiouáéíóúâêôãõçgcrsdmntlv~")
+}

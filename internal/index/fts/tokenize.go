@@ -183,11 +183,12 @@ type language struct {
 // checked against LanceDB over a vocabulary (TestStem*LanceDB,
 // Test*StopWordsLanceDB).
 var languages = map[string]language{
-	"English": {stemEnglish, englishStopWords},
-	"Spanish": {stemSpanish, spanishStopWords},
-	"French":  {stemFrench, frenchStopWords},
-	"German":  {stemGerman, germanStopWords},
-	"Italian": {stemItalian, italianStopWords},
+	"English":    {stemEnglish, englishStopWords},
+	"Spanish":    {stemSpanish, spanishStopWords},
+	"French":     {stemFrench, frenchStopWords},
+	"German":     {stemGerman, germanStopWords},
+	"Portuguese": {stemPortuguese, portugueseStopWords},
+	"Italian":    {stemItalian, italianStopWords},
 }
 
 // ngrams are doc's character n-grams of minGram..maxGram characters, by
