@@ -78,3 +78,9 @@ func TestStemItalianLanceDB(t *testing.T) {
 func TestStemPortugueseLanceDB(t *testing.T) {
 	stemLanguageLanceDB(t, "Portuguese", stemPortuguese, "testdata/portuguese_words.txt", "aeiouáéíóúâêôãõçgcrsdmntlv~")
 }
+
+// TestStemSwedishLanceDB: as TestStemSpanishLanceDB, for Swedish
+// (testdata/swedish_words.txt, from snowball-data) and stemSwedish.
+func TestStemSwedishLanceDB(t *testing.T) {
+	stemLanguageLanceDB(t, "Swedish", stemSwedish, "testdata/swedish_words.txt", "aeiouyäåösthknrlgdfbcmpvx")
+}

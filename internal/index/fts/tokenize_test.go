@@ -87,6 +87,7 @@ var tokenizerConfigs = []map[string]any{
 	{"language": "French"},
 	{"language": "French", "baseTokenizer": "whitespace", "lowercase": false},
 	{"language": "German"},
+	{"language": "Swedish"},
 	{"language": "Portuguese"},
 	{"language": "Italian"},
 	{"language": "Spanish", "baseTokenizer": "whitespace", "lowercase": false, "asciiFolding": false},
@@ -200,6 +201,7 @@ func TestStopWordsLanceDB(t *testing.T) {
 		{"Spanish", "testdata/stopword_candidates_es.txt", spanishStopWords},
 		{"French", "testdata/stopword_candidates_fr.txt", frenchStopWords},
 		{"German", "testdata/stopword_candidates_de.txt", germanStopWords},
+		{"Swedish", "testdata/stopword_candidates_sv.txt", swedishStopWords},
 		{"Portuguese", "testdata/stopword_candidates_pt.txt", portugueseStopWords},
 		{"Italian", "testdata/stopword_candidates_it.txt", italianStopWords},
 	} {
