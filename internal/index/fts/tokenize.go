@@ -189,6 +189,7 @@ var languages = map[string]language{
 	"German":     {stemGerman, germanStopWords},
 	"Portuguese": {stemPortuguese, portugueseStopWords},
 	"Italian":    {stemItalian, italianStopWords},
+	"Swedish":    {stemSwedish, swedishStopWords},
 }
 
 // ngrams are doc's character n-grams of minGram..maxGram characters, by
