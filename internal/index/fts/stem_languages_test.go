@@ -84,3 +84,14 @@ func TestStemPortugueseLanceDB(t *testing.T) {
 func TestStemSwedishLanceDB(t *testing.T) {
 	stemLanguageLanceDB(t, "Swedish", stemSwedish, "testdata/swedish_words.txt", "aeiouyäåösthknrlgdfbcmpvx")
 }
+
+// TestStemNorwegianLanceDB and TestStemDanishLanceDB: as
+// TestStemSpanishLanceDB, for Norwegian and Danish (vocabularies from
+// snowball-data).
+func TestStemNorwegianLanceDB(t *testing.T) {
+	stemLanguageLanceDB(t, "Norwegian", stemNorwegian, "testdata/norwegian_words.txt", "aeêioòóôuyæåøsrktdvlgnhp'")
+}
+
+func TestStemDanishLanceDB(t *testing.T) {
+	stemLanguageLanceDB(t, "Danish", stemDanish, "testdata/danish_words.txt", "aeiouyæåøsrktdglnhbmpf'")
+}

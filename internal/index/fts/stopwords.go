@@ -168,3 +168,33 @@ var swedishStopWords = []string{
 	"varit", "varje", "vars", "vart", "vem", "vi", "vid", "vilka", "vilkas", "vilken", "vilket", "vår", "våra",
 	"vårt", "än", "är", "åt", "över",
 }
+
+// norwegianStopWords is LanceDB 0.39's built-in Norwegian stop word list (172 words,
+// as TestStopWordsLanceDB found it).
+var norwegianStopWords = []string{
+	"alle", "at", "av", "bare", "begge", "ble", "blei", "bli", "blir", "blitt", "både", "båe", "da", "de",
+	"deg", "dei", "deim", "deira", "deires", "dem", "den", "denne", "der", "dere", "deres", "det", "dette",
+	"di", "din", "disse", "ditt", "du", "dykk", "dykkar", "då", "eg", "ein", "eit", "eitt", "eller", "elles",
+	"en", "enn", "er", "et", "ett", "etter", "for", "fordi", "fra", "før", "ha", "hadde", "han", "hans", "har",
+	"hennar", "henne", "hennes", "her", "hjå", "ho", "hoe", "honom", "hoss", "hossen", "hun", "hva", "hvem",
+	"hver", "hvilke", "hvilken", "hvis", "hvor", "hvordan", "hvorfor", "i", "ikke", "ikkje", "ingen", "ingi",
+	"inkje", "inn", "inni", "ja", "jeg", "kan", "kom", "korleis", "korso", "kun", "kunne", "kva", "kvar",
+	"kvarhelst", "kven", "kvi", "kvifor", "man", "mange", "me", "med", "medan", "meg", "meget", "mellom", "men",
+	"mi", "min", "mine", "mitt", "mot", "mykje", "ned", "no", "noe", "noen", "noka", "noko", "nokon", "nokor",
+	"nokre", "nå", "når", "og", "også", "om", "opp", "oss", "over", "på", "samme", "seg", "selv", "si", "sia",
+	"sidan", "siden", "sin", "sine", "sitt", "sjøl", "skal", "skulle", "slik", "so", "som", "somme", "somt",
+	"så", "sånn", "til", "um", "upp", "ut", "uten", "var", "vart", "varte", "ved", "vere", "verte", "vi", "vil",
+	"ville", "vore", "vors", "vort", "vår", "være", "vært", "å",
+}
+
+// danishStopWords is LanceDB 0.39's built-in Danish stop word list (94 words,
+// as TestStopWordsLanceDB found it).
+var danishStopWords = []string{
+	"ad", "af", "alle", "alt", "anden", "at", "blev", "blive", "bliver", "da", "de", "dem", "den", "denne",
+	"der", "deres", "det", "dette", "dig", "din", "disse", "dog", "du", "efter", "eller", "en", "end", "er",
+	"et", "for", "fra", "ham", "han", "hans", "har", "havde", "have", "hende", "hendes", "her", "hos", "hun",
+	"hvad", "hvis", "hvor", "i", "ikke", "ind", "jeg", "jer", "jo", "kunne", "man", "mange", "med", "meget",
+	"men", "mig", "min", "mine", "mit", "mod", "ned", "noget", "nogle", "nu", "når", "og", "også", "om", "op",
+	"os", "over", "på", "selv", "sig", "sin", "sine", "sit", "skal", "skulle", "som", "sådan", "thi", "til",
+	"ud", "under", "var", "vi", "vil", "ville", "vor", "være", "været",
+}

@@ -190,6 +190,8 @@ var languages = map[string]language{
 	"Portuguese": {stemPortuguese, portugueseStopWords},
 	"Italian":    {stemItalian, italianStopWords},
 	"Swedish":    {stemSwedish, swedishStopWords},
+	"Norwegian":  {stemNorwegian, norwegianStopWords},
+	"Danish":     {stemDanish, danishStopWords},
 }
 
 // ngrams are doc's character n-grams of minGram..maxGram characters, by
