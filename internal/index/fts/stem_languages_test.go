@@ -95,3 +95,9 @@ func TestStemNorwegianLanceDB(t *testing.T) {
 func TestStemDanishLanceDB(t *testing.T) {
 	stemLanguageLanceDB(t, "Danish", stemDanish, "testdata/danish_words.txt", "aeiouyæåøsrktdglnhbmpf'")
 }
+
+// TestStemRussianLanceDB: as TestStemSpanishLanceDB, for Russian
+// (testdata/russian_words.txt, from snowball-data) and stemRussian.
+func TestStemRussianLanceDB(t *testing.T) {
+	stemLanguageLanceDB(t, "Russian", stemRussian, "testdata/russian_words.txt", "аеиоуыэюяёвшсьнмлйтхщгкр")
+}

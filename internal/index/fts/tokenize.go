@@ -192,6 +192,7 @@ var languages = map[string]language{
 	"Swedish":    {stemSwedish, swedishStopWords},
 	"Norwegian":  {stemNorwegian, norwegianStopWords},
 	"Danish":     {stemDanish, danishStopWords},
+	"Russian":    {stemRussian, russianStopWords},
 }
 
 // ngrams are doc's character n-grams of minGram..maxGram characters, by
