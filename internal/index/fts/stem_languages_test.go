@@ -101,3 +101,9 @@ func TestStemDanishLanceDB(t *testing.T) {
 func TestStemRussianLanceDB(t *testing.T) {
 	stemLanguageLanceDB(t, "Russian", stemRussian, "testdata/russian_words.txt", "аеиоуыэюяёвшсьнмлйтхщгкр")
 }
+
+// TestStemRomanianLanceDB: as TestStemSpanishLanceDB, for Romanian
+// (testdata/romanian_words.txt, from snowball-data) and stemRomanian.
+func TestStemRomanianLanceDB(t *testing.T) {
+	stemLanguageLanceDB(t, "Romanian", stemRomanian, "testdata/romanian_words.txt", "aeiouâîăşţșțblcvtnrmIU")
+}

@@ -193,6 +193,7 @@ var languages = map[string]language{
 	"Norwegian":  {stemNorwegian, norwegianStopWords},
 	"Danish":     {stemDanish, danishStopWords},
 	"Russian":    {stemRussian, russianStopWords},
+	"Romanian":   {stemRomanian, romanianStopWords},
 }
 
 // ngrams are doc's character n-grams of minGram..maxGram characters, by
