@@ -28,7 +28,7 @@ type Tokenizer struct {
 	// ngram lengths in characters, and whether only a doc's prefixes count
 	minGram, maxGram int
 	prefixOnly       bool
-	// stems caches stemEnglish (words repeat: stemming them again costs
+	// stems caches the stemmer (words repeat: stemming them again costs
 	// several times a lookup), up to maxCachedStems words; safe for
 	// concurrent Tokens calls.
 	stems  sync.Map
@@ -45,9 +45,9 @@ const maxCachedStems = 1 << 16
 // (so a stop word is matched in its stemmed form), ASCII-fold. compactord
 // reproduces the simple, whitespace, raw and ngram base tokenizers, every
 // option of that pipeline for the languages of the languages table
-// (stemming and stop words of other languages are refused), and custom stop words. Refused: icu, jieba,
-// lindera and other base tokenizers, the json lance_tokenizer, positions
-// and the newer splitting options.
+// (stemming and stop words of other languages are refused), and custom
+// stop words. Refused: icu, jieba, lindera and other base tokenizers, the
+// json lance_tokenizer, positions and the newer splitting options.
 func NewTokenizer(p Params) (*Tokenizer, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(p.Raw, &raw); err != nil {
