@@ -107,3 +107,9 @@ func TestStemRussianLanceDB(t *testing.T) {
 func TestStemRomanianLanceDB(t *testing.T) {
 	stemLanguageLanceDB(t, "Romanian", stemRomanian, "testdata/romanian_words.txt", "aeiouâîăşţșțblcvtnrmIU")
 }
+
+// TestStemFinnishLanceDB: as TestStemSpanishLanceDB, for Finnish
+// (testdata/finnish_words.txt, from snowball-data) and stemFinnish.
+func TestStemFinnishLanceDB(t *testing.T) {
+	stemLanguageLanceDB(t, "Finnish", stemFinnish, "testdata/finnish_words.txt", "aeiouyäöøtnksljhmpvdr'")
+}

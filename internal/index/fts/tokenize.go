@@ -194,6 +194,7 @@ var languages = map[string]language{
 	"Danish":     {stemDanish, danishStopWords},
 	"Russian":    {stemRussian, russianStopWords},
 	"Romanian":   {stemRomanian, romanianStopWords},
+	"Finnish":    {stemFinnish, finnishStopWords},
 }
 
 // ngrams are doc's character n-grams of minGram..maxGram characters, by
