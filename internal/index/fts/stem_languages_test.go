@@ -113,3 +113,9 @@ func TestStemRomanianLanceDB(t *testing.T) {
 func TestStemFinnishLanceDB(t *testing.T) {
 	stemLanguageLanceDB(t, "Finnish", stemFinnish, "testdata/finnish_words.txt", "aeiouyäöøtnksljhmpvdr'")
 }
+
+// TestStemHungarianLanceDB: as TestStemSpanishLanceDB, for Hungarian
+// (testdata/hungarian_words.txt, from snowball-data) and stemHungarian.
+func TestStemHungarianLanceDB(t *testing.T) {
+	stemLanguageLanceDB(t, "Hungarian", stemHungarian, "testdata/hungarian_words.txt", "aeiouáéíóöőúüűbcdgklnrstvyzjk")
+}

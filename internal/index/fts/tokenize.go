@@ -195,6 +195,7 @@ var languages = map[string]language{
 	"Russian":    {stemRussian, russianStopWords},
 	"Romanian":   {stemRomanian, romanianStopWords},
 	"Finnish":    {stemFinnish, finnishStopWords},
+	"Hungarian":  {stemHungarian, hungarianStopWords},
 }
 
 // ngrams are doc's character n-grams of minGram..maxGram characters, by
