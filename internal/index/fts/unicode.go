@@ -11,7 +11,7 @@ import (
 // whitespace one, char::to_lowercase, and lance's NFKD-based ASCII
 // folding) are not taken from Go's unicode package, whose Unicode version
 // differs from Rust's: unicode_tables.go is generated from LanceDB itself
-// (TestUnicodeTables -update probes every code point), and a sample is
+// (TestUnicodeTables -update-unicode probes every code point), and a sample is
 // re-checked against LanceDB on every test run.
 
 // runeRange is an inclusive range of code points.
