@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -68,8 +67,7 @@ func textScores(t *testing.T, f *lancedb.Fixture) []map[int64]float64 {
 // over 300 rows with 100 rows appended since is caught up by a new
 // partition; LanceDB then counts no unindexed row and answers every query
 // (a term only the new rows hold included) with the rows and BM25 scores
-// (within 1e-4) of a copy its own optimize() caught up. A default
-// (stemmed) index is left to LanceDB with the reason.
+// (within 1e-4) of a copy its own optimize() caught up.
 func TestCatchUpFullTextWithLanceDB(t *testing.T) {
 	lancedb.Require(t)
 	schema := []lancedb.Column{{Name: "id", Type: "int64"}, {Name: "doc", Type: "utf8", Nullable: true}}
@@ -114,19 +112,6 @@ func TestCatchUpFullTextWithLanceDB(t *testing.T) {
 		t.Fatalf("LanceDB's answers are not what the data says: w350 %d rows, the %d rows", len(want[4]), len(want[5]))
 	}
 
-	// The default configuration stems: left alone, with the reason.
-	def := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
-	def.Dir = filepath.Join(def.URI, "t.lance")
-	def.Run(t, lancedb.Create(schema, invertedRows(0, 300)), lancedb.CreateIndex("doc", "fts", "doc_idx"), lancedb.Add(invertedRows(300, 400)))
-	dh := openHandle(t, def.Dir)
-	v := mustRead(t, dh).Manifest.GetVersion()
-	res, err = CatchUp(t.Context(), dh, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Committed || len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Reason, "stem") || mustRead(t, dh).Manifest.GetVersion() != v {
-		t.Fatalf("catch-up of a stemmed index: %+v; want it skipped naming stem, nothing committed", res)
-	}
 }
 
 // TestMemWALFullTextRetires: on a MemWAL table whose write spec maintains

@@ -70,12 +70,12 @@ func TestRebuildMemWAL(t *testing.T) {
 func TestRebuildRefuses(t *testing.T) {
 	lancedb.Require(t)
 	lf := labelFixture(t)
-	rf := rowIDFixture(t)
+	tf := otherLanguageFixture(t)
 	for _, c := range []struct {
 		dir, name, want string
 	}{
 		{lf.Dir, "nope", `no index "nope"`},
-		{rf.Dir, "s_idx", "s_idx: tokenizer stem=true is not reproduced by compactord"},
+		{tf.Dir, "doc_idx", `doc_idx: language "Turkish": stemming is not reproduced by compactord`},
 	} {
 		h := openHandle(t, c.dir)
 		v := mustRead(t, h).Manifest.GetVersion()

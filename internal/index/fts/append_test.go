@@ -121,41 +121,6 @@ func samePartition(t *testing.T, op, tp *Partition) {
 	}
 }
 
-// TestTokenizerRefuses: configurations compactord cannot reproduce are
-// refused in one line naming the option.
-func TestTokenizerRefuses(t *testing.T) {
-	base := `{"lance_tokenizer":"text","base_tokenizer":"simple","language":"English","with_position":false,"max_token_length":40,"lower_case":true,"stem":false,"remove_stop_words":false,"custom_stop_words":null,"ascii_folding":false,"min_ngram_length":3,"max_ngram_length":3,"prefix_only":false,"block_size":128}`
-	for _, c := range []struct{ from, to, want string }{
-		{"", "", ""},
-		{`"stem":false`, `"stem":true`, "stem"},
-		{`"remove_stop_words":false`, `"remove_stop_words":true`, "remove_stop_words"},
-		{`"custom_stop_words":null`, `"custom_stop_words":["a"]`, "custom_stop_words"},
-		{`"base_tokenizer":"simple"`, `"base_tokenizer":"ngram"`, "ngram"},
-		{`"base_tokenizer":"simple"`, `"base_tokenizer":"jieba/default"`, "jieba"},
-		{`"block_size":128`, `"block_size":128,"future_option":1`, "future_option"},
-	} {
-		raw := strings.Replace(base, c.from, c.to, 1)
-		var p Params
-		if err := jsonUnmarshal(raw, &p); err != nil {
-			t.Fatal(err)
-		}
-		_, err := NewTokenizer(p)
-		switch {
-		case c.want == "" && err != nil:
-			t.Errorf("default: %v", err)
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n")):
-			t.Errorf("%s: %v, want one line naming %s", c.to, err, c.want)
-		}
-	}
-	tok, _ := NewTokenizer(Params{Raw: []byte(base), BaseTokenizer: "simple", LowerCase: true})
-	if got, err := tok.Tokens("Hello, World-42 x_y"); err != nil || !slices.Equal(got, []string{"hello", "world", "42", "x", "y"}) {
-		t.Errorf("simple tokens %q (%v)", got, err)
-	}
-	if _, err := tok.Tokens("café"); err == nil {
-		t.Error("non-ASCII text tokenized")
-	}
-}
-
 // TestRebuildMatchesLanceDB: Rebuild over every live row of a table whose
 // whitespace index has two partitions and deleted rows equals the one
 // partition a fresh LanceDB index over the same rows has.

@@ -221,6 +221,12 @@ func target(end, delta, addr uint64) (uint64, error) {
 // at most max_token_length bytes; anything much longer is corruption).
 const maxFSTKeyLen = 1 << 16
 
+// fstKeysPerByte bounds the keys (and, eightfold, the key bytes) a walk
+// may produce per byte of FST: an FST shares prefixes and suffixes, so a
+// regular token set (one token per code point, say) holds many more keys
+// than bytes, but a footer claiming thousands of keys per byte is hostile.
+const fstKeysPerByte = 4096
+
 // ReadFSTMap decodes every (key, value) pair of an fst crate map, in key
 // order. It checks the header, the key count and that values and keys
 // are well formed; the checksum is not verified.
@@ -239,9 +245,10 @@ func ReadFSTMap(data []byte) (keys [][]byte, values []uint64, err error) {
 	root := binary.LittleEndian.Uint64(data[end-8:])
 	count := binary.LittleEndian.Uint64(data[end-16:])
 	r := &fstReader{data: data[:end-16], version: version}
-	if count > uint64(len(data)) {
+	if count > uint64(len(data))*fstKeysPerByte {
 		return nil, nil, formatErr("fst claims %d keys in %d bytes", count, len(data))
 	}
+	keyBytes := uint64(len(data)) * fstKeysPerByte * 8
 	if count == 0 {
 		return nil, nil, nil
 	}
@@ -287,6 +294,10 @@ func ReadFSTMap(data []byte) (keys [][]byte, values []uint64, err error) {
 			if uint64(len(keys)) >= count {
 				return nil, nil, formatErr("fst holds more than the %d keys it claims", count)
 			}
+			if uint64(len(key)) > keyBytes {
+				return nil, nil, formatErr("fst keys exceed %d bytes", uint64(len(data))*fstKeysPerByte*8)
+			}
+			keyBytes -= uint64(len(key))
 			keys = append(keys, append([]byte(nil), key...))
 			values = append(values, out+child.finalOutput)
 		}

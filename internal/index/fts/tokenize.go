@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
-	"unicode"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
 )
 
 // ErrUntokenizable marks text compactord does not tokenize exactly.
@@ -14,26 +18,37 @@ var ErrUntokenizable = errors.New("text compactord does not tokenize exactly")
 // Tokenizer splits a doc into tokens exactly as LanceDB 0.39 does for the
 // configurations NewTokenizer accepts.
 type Tokenizer struct {
-	whitespace bool // base tokenizer whitespace (else simple)
-	lower      bool
-	maxLen     int // tokens of this many bytes or more are dropped (0: none)
-	fold       bool
+	base      string // simple, whitespace, raw or ngram
+	lower     bool
+	maxLen    int // tokens of this many bytes or more are dropped (-1: none)
+	stem      bool
+	stemmer   func(string) string
+	stopWords map[string]bool // nil: none removed
+	fold      bool
+	// ngram lengths in characters, and whether only a doc's prefixes count
+	minGram, maxGram int
+	prefixOnly       bool
+	// stems caches the stemmer (words repeat: stemming them again costs
+	// several times a lookup), up to maxCachedStems words; safe for
+	// concurrent Tokens calls.
+	stems  sync.Map
+	nstems atomic.Int64
 }
 
-// Stemming stays LanceDB's: the Go Snowball English stemmer at hand
-// (github.com/kljensen/snowball v0.10.0) follows older Snowball rules than
-// LanceDB's rust-stemmers and gave other stems for 8 of 4,190 vocabulary
-// words (added, apologists, international, intervals, lateral, organic,
-// organizations, ornithologists: newer R1 exceptions and suffixes), and
-// LanceDB removes stop words after stemming ("haven" goes as "have"), so
-// stop words depend on the stemmer too.
-//
+const maxCachedStems = 1 << 16
+
 // NewTokenizer checks that compactord reproduces the tokenizer of params
-// exactly and returns it, or says in one line why not: it implements the
-// simple and whitespace base tokenizers, lower_case and max_token_length,
-// and ascii_folding over ASCII text (other text is refused per doc by
-// Tokens); stemming, stop words (built-in or custom), ngram, raw, icu,
-// jieba, lindera and the newer splitting options are refused.
+// exactly and returns it, or says in one line why not.
+//
+// LanceDB's pipeline is: base tokenizer, then remove tokens of
+// max_token_length bytes or more, lower-case, stem, remove stop words
+// (so a stop word is matched in its stemmed form), ASCII-fold. compactord
+// reproduces the simple, whitespace, raw and ngram base tokenizers, every
+// option of that pipeline for the languages of the languages table
+// (stemming and stop words of other languages are refused), and custom
+// stop words. Refused: icu, jieba, lindera and other base tokenizers, the
+// json lance_tokenizer and the newer splitting options; positions
+// (TokenPositions) only with the simple and whitespace base tokenizers.
 func NewTokenizer(p Params) (*Tokenizer, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(p.Raw, &raw); err != nil {
@@ -41,10 +56,10 @@ func NewTokenizer(p Params) (*Tokenizer, error) {
 	}
 	// Options compactord does not implement must be at their defaults;
 	// checked in a fixed order so that the reason is always the same.
-	for _, kd := range [][2]string{{"stem", "false"}, {"remove_stop_words", "false"}, {"custom_stop_words", "null"},
-		{"prefix_only", "false"}, {"split_identifiers", "false"}, {"split_on_numerics", "false"}, {"preserve_original", "false"}, {"index_operators", "false"}} {
+	for _, kd := range [][2]string{
+		{"split_identifiers", "false"}, {"split_on_numerics", "false"}, {"preserve_original", "false"}, {"index_operators", "false"}} {
 		k, def := kd[0], kd[1]
-		if v, ok := raw[k]; ok && string(v) != def && !(k == "custom_stop_words" && string(v) == "[]") {
+		if v, ok := raw[k]; ok && string(v) != def {
 			return nil, fmt.Errorf("tokenizer %s=%s is not reproduced by compactord (left to LanceDB)", k, v)
 		}
 	}
@@ -60,50 +75,195 @@ func NewTokenizer(p Params) (*Tokenizer, error) {
 	if p.LanceTokenizer != "" && p.LanceTokenizer != "text" {
 		return nil, fmt.Errorf("lance_tokenizer %q is not reproduced by compactord", p.LanceTokenizer)
 	}
-	t := &Tokenizer{lower: p.LowerCase, fold: p.ASCIIFolding}
+	t := &Tokenizer{base: p.BaseTokenizer, lower: p.LowerCase, maxLen: -1, stem: p.Stem, fold: p.ASCIIFolding}
 	switch p.BaseTokenizer {
-	case "simple":
-	case "whitespace":
-		t.whitespace = true
+	case "simple", "whitespace", "raw":
+	case "ngram":
+		if p.MinNgramLength <= 0 || p.MaxNgramLength < p.MinNgramLength {
+			return nil, fmt.Errorf("ngram lengths %d..%d are invalid", p.MinNgramLength, p.MaxNgramLength)
+		}
+		t.minGram, t.maxGram, t.prefixOnly = p.MinNgramLength, p.MaxNgramLength, p.PrefixOnly
 	default:
 		return nil, fmt.Errorf("base_tokenizer %q is not reproduced by compactord (left to LanceDB)", p.BaseTokenizer)
 	}
+	// Only the stemmer and the built-in stop words depend on the language.
+	lang, langOK := languages[p.Language]
+	if !langOK && (p.Stem || (p.RemoveStopWords && p.CustomStopWords == nil)) {
+		what := "stemming"
+		if !p.Stem {
+			what = "stop words"
+		}
+		return nil, fmt.Errorf("language %q: %s is not reproduced by compactord (only %s; left to LanceDB)", p.Language, what,
+			strings.Join(slices.Sorted(maps.Keys(languages)), ", "))
+	}
+	t.stemmer = lang.stem
+	if p.RemoveStopWords {
+		t.stopWords = map[string]bool{}
+		words := lang.stopWords
+		if p.CustomStopWords != nil {
+			words = p.CustomStopWords
+		}
+		for _, w := range words {
+			t.stopWords[w] = true
+		}
+	}
 	if p.MaxTokenLength != nil {
+		if *p.MaxTokenLength < 0 {
+			return nil, fmt.Errorf("max_token_length %d is invalid", *p.MaxTokenLength)
+		}
 		t.maxLen = *p.MaxTokenLength
 	}
 	return t, nil
 }
 
 // Tokens returns doc's tokens in order. A doc compactord cannot tokenize
-// exactly (non-ASCII text under ascii_folding or lower_case, whose
-// Unicode tables it does not carry) is an error.
+// exactly (text that is not UTF-8, which LanceDB never holds) is an
+// error.
 func (t *Tokenizer) Tokens(doc string) ([]string, error) {
-	if t.fold || t.lower {
-		for i := 0; i < len(doc); i++ {
-			if doc[i] >= 0x80 {
-				return nil, fmt.Errorf("%w: non-ASCII text under ascii_folding or lower_case", ErrUntokenizable)
-			}
-		}
-	}
-	split := func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
-	if t.whitespace {
-		split = func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f' }
-	} else {
-		for _, r := range doc {
-			if r >= 0x80 {
-				return nil, fmt.Errorf("%w: non-ASCII text under the simple tokenizer", ErrUntokenizable)
-			}
-		}
+	if !utf8.ValidString(doc) {
+		return nil, fmt.Errorf("%w: the text is not UTF-8", ErrUntokenizable)
 	}
 	var out []string
-	for _, w := range strings.FieldsFunc(doc, split) {
-		if t.maxLen > 0 && len(w) >= t.maxLen {
-			continue
+	emit := func(w string) {
+		if w, ok := t.filter(w); ok {
+			out = append(out, w)
 		}
-		if t.lower {
-			w = strings.ToLower(w)
+	}
+	switch t.base {
+	case "simple", "whitespace":
+		for _, w := range t.baseTokens(doc) {
+			emit(w)
 		}
-		out = append(out, w)
+	case "raw":
+		emit(doc)
+	case "ngram":
+		for _, w := range ngrams(doc, t.minGram, t.maxGram, t.prefixOnly) {
+			emit(w)
+		}
 	}
 	return out, nil
+}
+
+// TokenPositions returns doc's tokens with their positions: the index of
+// each in the base tokenizer's stream, so that a token a filter drops (too
+// long, a stop word) leaves a gap, as tantivy counts positions. Only the
+// simple and whitespace base tokenizers are reproduced with positions.
+func (t *Tokenizer) TokenPositions(doc string) ([]string, []uint32, error) {
+	if t.base != "simple" && t.base != "whitespace" {
+		return nil, nil, fmt.Errorf("%w: positions under the %s base tokenizer", ErrUntokenizable, t.base)
+	}
+	if !utf8.ValidString(doc) {
+		return nil, nil, fmt.Errorf("%w: the text is not UTF-8", ErrUntokenizable)
+	}
+	var toks []string
+	var pos []uint32
+	for i, w := range t.baseTokens(doc) {
+		if w, ok := t.filter(w); ok {
+			toks = append(toks, w)
+			pos = append(pos, uint32(i))
+		}
+	}
+	return toks, pos, nil
+}
+
+// eachBaseToken calls f with each token of doc as the simple or
+// whitespace base tokenizer splits it, before any filter, and its index.
+func (t *Tokenizer) eachBaseToken(doc string, f func(i int, w string) error) error {
+	if !utf8.ValidString(doc) {
+		return fmt.Errorf("%w: the text is not UTF-8", ErrUntokenizable)
+	}
+	for i, w := range t.baseTokens(doc) {
+		if err := f(i, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// baseTokens splits doc as the simple or whitespace base tokenizer does,
+// before any filter.
+func (t *Tokenizer) baseTokens(doc string) []string {
+	if t.base == "whitespace" {
+		return strings.FieldsFunc(doc, isSplitSpace)
+	}
+	return strings.FieldsFunc(doc, func(r rune) bool { return !isTokenRune(r) })
+}
+
+// filter runs one base token through LanceDB's filters in their order:
+// false when one drops it.
+func (t *Tokenizer) filter(w string) (string, bool) {
+	if t.maxLen >= 0 && len(w) >= t.maxLen {
+		return "", false
+	}
+	if t.lower {
+		w = lowerCase(w)
+	}
+	if t.stem {
+		w = t.stemCached(w)
+	}
+	if t.stopWords[w] {
+		return "", false
+	}
+	if t.fold {
+		w = asciiFold(w)
+	}
+	return w, true
+}
+
+func (t *Tokenizer) stemCached(w string) string {
+	if s, ok := t.stems.Load(w); ok {
+		return s.(string)
+	}
+	s := t.stemmer(w)
+	if t.nstems.Load() < maxCachedStems {
+		if _, loaded := t.stems.LoadOrStore(w, s); !loaded {
+			t.nstems.Add(1)
+		}
+	}
+	return s
+}
+
+// language is what compactord reproduces of one of LanceDB's languages.
+type language struct {
+	stem      func(string) string
+	stopWords []string
+}
+
+// languages compactord stems and removes built-in stop words for, each
+// checked against LanceDB over a vocabulary (TestStem*LanceDB,
+// Test*StopWordsLanceDB).
+var languages = map[string]language{
+	"English":    {stemEnglish, englishStopWords},
+	"Spanish":    {stemSpanish, spanishStopWords},
+	"French":     {stemFrench, frenchStopWords},
+	"German":     {stemGerman, germanStopWords},
+	"Portuguese": {stemPortuguese, portugueseStopWords},
+	"Italian":    {stemItalian, italianStopWords},
+	"Swedish":    {stemSwedish, swedishStopWords},
+	"Norwegian":  {stemNorwegian, norwegianStopWords},
+	"Danish":     {stemDanish, danishStopWords},
+	"Russian":    {stemRussian, russianStopWords},
+	"Romanian":   {stemRomanian, romanianStopWords},
+	"Finnish":    {stemFinnish, finnishStopWords},
+	"Hungarian":  {stemHungarian, hungarianStopWords},
+}
+
+// ngrams are doc's character n-grams of minGram..maxGram characters, by
+// start then length (only those starting at 0 if prefixOnly).
+func ngrams(doc string, minGram, maxGram int, prefixOnly bool) []string {
+	starts := make([]int, 0, len(doc)+1)
+	for i := range doc {
+		starts = append(starts, i)
+	}
+	starts = append(starts, len(doc))
+	var out []string
+	for s := 0; s+minGram < len(starts); s++ {
+		if prefixOnly && s > 0 {
+			break
+		}
+		for n := minGram; n <= maxGram && s+n < len(starts); n++ {
+			out = append(out, doc[starts[s]:starts[s+n]])
+		}
+	}
+	return out
 }
