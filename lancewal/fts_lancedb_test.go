@@ -287,14 +287,13 @@ func testGoGenerationFullTextCopy(t *testing.T, opts map[string]any) {
 }
 
 // TestGoWriterRefusesUnreproducedFullText: a maintained full-text index
-// whose tokenizer compactord does not reproduce (LanceDB's default
-// stems) keeps the Go writer from claiming a shard, in one line naming
+// whose tokenizer compactord does not reproduce (Turkish stemming) keeps the Go writer from claiming a shard, in one line naming
 // the option, and nothing is written.
 func TestGoWriterRefusesUnreproducedFullText(t *testing.T) {
 	lancedb.Require(t)
 	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
 	f.Dir = filepath.Join(f.URI, "t.lance")
-	f.Run(t, lancedb.Create(lancedb.BasicSchema, lancedb.BasicRows(0, 20)), lancedb.CreateIndex("s", "fts", "s_idx"),
+	f.Run(t, lancedb.Create(lancedb.BasicSchema, lancedb.BasicRows(0, 20)), lancedb.CreateVectorIndex("s", "fts", "s_idx", map[string]any{"language": "Turkish"}),
 		lancedb.SetPrimaryKey("id"), lancedb.SetLsmWriteSpec(lancedb.LsmWriteSpec{SpecType: "unsharded", MaintainedIndexes: []string{"s_idx"}}))
 	ctx := t.Context()
 	tbl, err := OpenTable(ctx, f.Dir)
@@ -330,7 +329,7 @@ func TestEnableMemWALMaintainsFullText(t *testing.T) {
 	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
 	f.Dir = filepath.Join(f.URI, "t.lance")
 	f.Run(t, lancedb.Create(lancedb.BasicSchema, lancedb.BasicRows(0, 20)), lancedb.CreateVectorIndex("s", "fts", "s_idx", ftsOpts),
-		lancedb.CreateIndex("s", "fts", "stem_idx").With("replace", false), lancedb.SetPrimaryKey("id"))
+		lancedb.CreateVectorIndex("s", "fts", "stem_idx", map[string]any{"language": "Turkish"}).With("replace", false), lancedb.SetPrimaryKey("id"))
 	ctx := t.Context()
 	tbl, err := OpenTable(ctx, f.Dir)
 	if err != nil {
