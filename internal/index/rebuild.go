@@ -170,7 +170,7 @@ func rebuildOnce(ctx context.Context, h *table.Handle, name string, o RebuildOpt
 			err = errors.New(skip)
 		}
 	} else {
-		ix, ks, rows, handled, err = buildOther(ctx, h.Bucket, Job{Name: name, Kind: kind, Field: field, Segments: segs}, m.GetVersion(), live, o.Now())
+		ix, ks, rows, handled, err = buildOther(ctx, h.Bucket, Job{Name: name, Kind: kind, Field: field, Segments: segs, Rebuild: true}, m.GetVersion(), live, o.Now())
 	}
 	keys = append(keys, ks...)
 	if handled && err != nil {

@@ -133,14 +133,25 @@ func nearestCentroid(v, cent []float32, dim int, distance string) int {
 	return best
 }
 
-// Encode builds the storage of new rows with the segment's centroids and
+// Encode builds the storage of new rows as LanceDB's optimize() appends
+// them to an index (a delta segment), with the segment's centroids and
 // quantizer, without retraining: each vector (normalized for cosine) goes
-// to its nearest centroid and is encoded as LanceDB does (FLAT: the
-// vector; SQ: the vector over the stored bounds; PQ: the nearest codebook
-// entry per sub-vector of the residual to the centroid, except for dot,
-// which encodes the vector itself). Rows keep their order within a
-// partition.
-func (seg *Segment) Encode(v *Vectors) (*Storage, error) {
+// to its nearest centroid and is encoded (FLAT: the vector; SQ: the
+// vector over the stored bounds; PQ: the nearest codebook entry per
+// sub-vector of the residual to the centroid, except for dot, which
+// encodes the vector itself and, as the quantizer LanceDB loads from a
+// dot index does, picks the entry of largest dot product). Rows keep
+// their order within a partition.
+func (seg *Segment) Encode(v *Vectors) (*Storage, error) { return seg.encode(v, false) }
+
+// EncodeBuild is Encode as LanceDB's createIndex encodes the rows it
+// trained on: the same but for dot PQ, whose codebook entries it picks by
+// squared L2 (lance builds the quantizer with L2 and loads it with the
+// index's distance). A rebuild uses it, so that every row LanceDB indexed
+// gets the code it has.
+func (seg *Segment) EncodeBuild(v *Vectors) (*Storage, error) { return seg.encode(v, true) }
+
+func (seg *Segment) encode(v *Vectors, build bool) (*Storage, error) {
 	s := seg.Storage
 	cent, dim := seg.Index.Centroids()
 	if v.Dim != dim && len(v.Addrs) > 0 {
@@ -186,14 +197,15 @@ func (seg *Segment) Encode(v *Vectors) (*Storage, error) {
 					codes = append(codes, byte(math.Max(0, math.Min(255, c))))
 				}
 			case QuantPQ:
-				if seg.Index.Distance != "dot" {
+				dot := seg.Index.Distance == "dot"
+				if !dot {
 					r := make([]float32, dim)
 					for e := range dim {
 						r[e] = x[e] - cent[p*dim+e]
 					}
 					x = r
 				}
-				codes = append(codes, pqEncode(s.PQ, x)...)
+				codes = append(codes, pqEncode(s.PQ, x, dot && !build)...)
 			}
 		}
 	}
@@ -212,9 +224,10 @@ func (seg *Segment) Encode(v *Vectors) (*Storage, error) {
 	return out, nil
 }
 
-// pqEncode is the nearest codebook entry (squared L2, float32) of each
-// sub-vector of x.
-func pqEncode(p *PQParams, x []float32) []byte {
+// pqEncode is the nearest codebook entry of each sub-vector of x: by
+// squared L2 (float32), or by largest dot product when dot is set (ties:
+// the first entry).
+func pqEncode(p *PQParams, x []float32, dot bool) []byte {
 	m := p.NumSubVectors
 	sub := len(x) / m
 	out := make([]byte, m)
@@ -222,7 +235,16 @@ func pqEncode(p *PQParams, x []float32) []byte {
 		best, bd := 0, float32(math.Inf(1))
 		xs := x[j*sub : (j+1)*sub]
 		for c := range 256 {
-			if d := l2(xs, p.Codebook[(j*256+c)*sub:(j*256+c+1)*sub]); d < bd {
+			cb := p.Codebook[(j*256+c)*sub : (j*256+c+1)*sub]
+			var d float32
+			if dot {
+				for e, f := range xs {
+					d -= f * cb[e]
+				}
+			} else {
+				d = l2(xs, cb)
+			}
+			if d < bd {
 				best, bd = c, d
 			}
 		}
@@ -239,6 +261,10 @@ type BuildOptions struct {
 	// Fragments are the fragments the segment covers (its bitmap).
 	Fragments *roaring.Bitmap
 	Now       time.Time
+	// Rebuild says the segment replaces every segment of the index: its
+	// rows are encoded as LanceDB's createIndex encodes them
+	// (EncodeBuild), a delta's as its optimize() appends them (Encode).
+	Rebuild bool
 }
 
 // BuildSegment writes a new segment of the logical index like belongs to
@@ -258,7 +284,11 @@ func BuildSegment(ctx context.Context, b storage.Bucket, like *pb.IndexMetadata,
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("index %s: %w", like.GetName(), err)
 	}
-	ns, err := seg.Encode(v)
+	encode := seg.Encode
+	if o.Rebuild {
+		encode = seg.EncodeBuild
+	}
+	ns, err := encode(v)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("index %s: %w", like.GetName(), err)
 	}

@@ -35,7 +35,7 @@ func TestEncodeMatchesLanceDB(t *testing.T) {
 				v.Addrs = append(v.Addrs, uint64(id/300)<<32|uint64(id%300))
 				v.Data = append(v.Data, lancedb.VectorOf(id)...)
 			}
-			ns, err := seg.Encode(v)
+			ns, err := seg.EncodeBuild(v)
 			if err != nil {
 				t.Fatal(err)
 			}

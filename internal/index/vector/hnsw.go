@@ -171,7 +171,9 @@ func (h maxHeap) Less(i, j int) bool { return h.minHeap.Less(j, i) }
 // probability 1/m per level above 0 (at most maxLevel), level 0 keeping
 // up to 2m neighbours and the others m, chosen by the usual heuristic
 // (a candidate is kept when it is nearer the node than every neighbour
-// kept before it), each search keeping efc candidates.
+// kept before it), each search keeping efc candidates. A new node takes
+// up to the level's limit (2m on level 0), as lance's builder does: with
+// only m its graphs recalled about 1% less than LanceDB's at the same ef.
 func buildGraph(v *vectors, n, m, efc, maxLevel int, seed uint64) *graph {
 	g := &graph{levels: make([][][]uint32, maxLevel+1)}
 	for l := range g.levels {
@@ -205,7 +207,7 @@ func buildGraph(v *vectors, n, m, efc, maxLevel int, seed uint64) *graph {
 			if l == 0 {
 				limit = 2 * m
 			}
-			nbrs := selectNeighbors(v, w, m)
+			nbrs := selectNeighbors(v, w, limit)
 			g.levels[l][q] = ids(nbrs)
 			for _, nb := range nbrs {
 				lst := append(g.levels[l][nb.id], q)
