@@ -131,6 +131,7 @@ func TestUnknownTypeRefused(t *testing.T) {
 func FuzzReadStorage(f *testing.F) {
 	sb, _ := encodeSynth(f)
 	f.Add(sb)
+	f.Add(encodeSynthRQ(f))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := ReadStorage(bytes.NewReader(b), int64(len(b)))
 		if err != nil {

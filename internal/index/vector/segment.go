@@ -47,23 +47,26 @@ func segmentType(m *pb.IndexMetadata) (string, *ipb.VectorIndexDetails, error) {
 }
 
 // Remappable reports whether Remap handles the segment: every vector
-// index type but IVF_RQ, whose code layout is not established (it keeps
-// the fragments it covers out of compaction).
+// index type LanceDB 0.39 writes (IVF_RQ included: its codes are moved,
+// never re-encoded).
 func Remappable(m *pb.IndexMetadata) bool {
 	if meta.IndexKind(m) != Kind {
 		return false
 	}
-	typ, _, err := segmentType(m)
-	if err != nil {
-		return false
-	}
-	return typ != TypeIVFRQ
+	_, _, err := segmentType(m)
+	return err == nil
 }
 
 // Buildable reports whether BuildSegment writes segments of m's index:
 // every vector index type but IVF_RQ, whose codes compactord does not
 // encode.
-func Buildable(m *pb.IndexMetadata) bool { return Remappable(m) }
+func Buildable(m *pb.IndexMetadata) bool {
+	if meta.IndexKind(m) != Kind {
+		return false
+	}
+	typ, _, err := segmentType(m)
+	return err == nil && typ != TypeIVFRQ
+}
 
 // HasGraph reports whether m is a vector index with HNSW graphs (nodes
 // numbered by storage row, so storage rows must never disappear without a

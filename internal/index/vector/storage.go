@@ -69,6 +69,9 @@ type RQParams struct {
 	CodeDim      int    `json:"code_dim"`
 	NumBits      int    `json:"num_bits"`
 	Packed       bool   `json:"packed"`
+	// FastRotationSigns are the fast rotation's sign bytes (JSON numbers).
+	FastRotationSigns []int  `json:"fast_rotation_signs"`
+	QueryEstimator    string `json:"query_estimator"`
 }
 
 // Storage is a decoded auxiliary.idx: the rows of every partition, in
@@ -212,6 +215,9 @@ func ReadStorage(r io.ReaderAt, size int64) (*Storage, error) {
 				return nil, formatErr("%s: column %s has type %s", StorageFile, names[i+1], c.Type)
 			}
 		}
+		if err := s.readRQ(); err != nil {
+			return nil, err
+		}
 	case QuantPQ:
 		if err := s.readPQ(sm); err != nil {
 			return nil, err
@@ -297,16 +303,12 @@ func uint64Array(v []uint64) *file.Array {
 	return &file.Array{Type: file.DataType{Kind: file.KindUint64}, Len: len(v), Values: b}
 }
 
-// WriteStorage encodes s as an auxiliary.idx (PQ codes transposed per
-// partition again when the metadata says so) and returns its size.
+// WriteStorage encodes s as an auxiliary.idx (PQ codes transposed and RQ
+// codes packed per partition again when the metadata says so) and
+// returns its size.
 func WriteStorage(w io.Writer, s *Storage) (int64, error) {
 	if err := checkPartitions(s.IVF, uint64(len(s.RowIDs)), StorageFile); err != nil {
 		return 0, err
-	}
-	if s.Quantizer == QuantRQ {
-		// Whether RQ codes are laid out per row or packed per partition
-		// is not established; rewriting them could scramble every code.
-		return 0, unsupported("compactord does not write RQ storage")
 	}
 	cols := []*file.Array{uint64Array(s.RowIDs)}
 	for i, c := range s.Columns {
@@ -317,6 +319,9 @@ func WriteStorage(w io.Writer, s *Storage) (int64, error) {
 	}
 	if s.Quantizer == QuantPQ && s.PQ.Transposed {
 		cols[1] = transposePQ(s)
+	}
+	if s.Quantizer == QuantRQ && s.RQ.Packed {
+		cols[1] = s.mapRQPartitions(packRQ)
 	}
 	ivf, err := encodeIVF(&ipb.IVF{Offsets: s.IVF.GetOffsets(), Lengths: s.IVF.GetLengths()})
 	if err != nil {
@@ -384,4 +389,50 @@ func writeFile(w io.Writer, fields []*lancepb.Field, md map[string][]byte, globa
 
 func f32(b []byte) float32 {
 	return math.Float32frombits(binary.LittleEndian.Uint32(b))
+}
+
+// readRQ checks the fast rotation's signs and unpacks packed RQ codes to
+// one row per vector.
+func (s *Storage) readRQ() error {
+	p := s.RQ
+	if p.CodeDim <= 0 || p.CodeDim%8 != 0 || s.Columns[0].Type.Size != p.CodeDim/8 {
+		return formatErr("%s: RQ codes of %d bytes for code_dim %d", StorageFile, s.Columns[0].Type.Size, p.CodeDim)
+	}
+	if len(p.FastRotationSigns) != rqRounds*p.CodeDim/8 {
+		return formatErr("%s: %d fast rotation signs for code_dim %d, want %d", StorageFile, len(p.FastRotationSigns), p.CodeDim, rqRounds*p.CodeDim/8)
+	}
+	for _, b := range p.FastRotationSigns {
+		if b < 0 || b > 255 {
+			return formatErr("%s: fast rotation sign byte %d", StorageFile, b)
+		}
+	}
+	if p.QueryEstimator != "" && p.QueryEstimator != "raw_query" {
+		return unsupported("%s: RQ query estimator %q", StorageFile, p.QueryEstimator)
+	}
+	if p.Packed {
+		s.Columns[0] = s.mapRQPartitions(unpackRQ)
+	}
+	return nil
+}
+
+// mapRQPartitions applies f (unpackRQ or packRQ) to each partition's RQ
+// codes.
+func (s *Storage) mapRQPartitions(f func(b []byte, n, w int) []byte) *file.Array {
+	w := s.Columns[0].Type.Size
+	codes := s.Columns[0].Children[0].Values
+	out := make([]byte, 0, len(s.RowIDs)*w)
+	for part, off := range s.IVF.GetOffsets() {
+		n := int(s.IVF.GetLengths()[part])
+		out = append(out, f(codes[int(off)*w:(int(off)+n)*w], n, w)...)
+	}
+	return fslU8(out, w)
+}
+
+// rotationSigns are the fast rotation's sign bytes.
+func (p *RQParams) rotationSigns() []byte {
+	out := make([]byte, len(p.FastRotationSigns))
+	for i, b := range p.FastRotationSigns {
+		out[i] = byte(b)
+	}
+	return out
 }
