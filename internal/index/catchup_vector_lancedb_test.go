@@ -312,3 +312,36 @@ func TestCatchUpHNSWEmptyPartitions(t *testing.T) {
 		})
 	}
 }
+
+// TestCatchUpRefusesFloat16And64Indexes: compactord does not encode an
+// index over float16 or float64 vectors (lance computes their distances
+// in that type); catch-up says so in one line and commits nothing, and
+// LanceDB still finds every row through its own index plus a scan.
+func TestCatchUpRefusesFloat16And64Indexes(t *testing.T) {
+	lancedb.Require(t)
+	for _, item := range []string{"float16", "float64"} {
+		t.Run(item, func(t *testing.T) {
+			f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+			f.Dir = f.URI + "/t.lance"
+			f.Run(t, lancedb.Create(lancedb.VectorSchemaOf(item), lancedb.VectorRows(0, 600, "v")),
+				lancedb.CreateVectorIndex("vec", "ivf_pq", "vec_idx", map[string]any{"numPartitions": 2, "numSubVectors": 4}),
+				lancedb.Add(lancedb.VectorRows(600, 700, "w")))
+			before := f.Run(t, lancedb.Open(), lancedb.CurrentVersion())
+			v0, err := before.Version(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := CatchUp(t.Context(), openHandle(t, f.Dir), Options{})
+			if err == nil || !strings.Contains(err.Error(), "float32 vectors only") || strings.Contains(err.Error(), "\n") || (res != nil && res.Committed) {
+				t.Fatalf("catch-up: %+v %v; want a one-line refusal naming float32 vectors", res, err)
+			}
+			out := f.Run(t, lancedb.Open(), lancedb.CurrentVersion(), lancedb.IndexStats("vec_idx"))
+			if v, _ := out.Version(1); v != v0 {
+				t.Fatalf("version %d after the refused catch-up, was %d", v, v0)
+			}
+			if st := stats(t, out, 2); st.NumUnindexedRows != 100 {
+				t.Fatalf("index stats %+v; want the 100 new rows unindexed", st)
+			}
+		})
+	}
+}

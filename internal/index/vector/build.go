@@ -160,6 +160,9 @@ func (seg *Segment) encode(v *Vectors, build bool) (*Storage, error) {
 	if s.Quantizer == QuantRQ {
 		return nil, unsupported("compactord does not encode RQ codes")
 	}
+	if t := seg.Index.IVF.GetCentroidsTensor().GetDataType(); t != ipb.Tensor_FLOAT32 {
+		return nil, unsupported("compactord encodes indexes of float32 vectors only, not %s", t)
+	}
 	parts := s.Partitions()
 	byPart := make([][]int, parts)
 	enc := make([][]float32, len(v.Addrs))

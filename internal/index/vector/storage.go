@@ -49,8 +49,10 @@ type PQParams struct {
 	Dimension        int  `json:"dimension"`
 	Transposed       bool `json:"transposed"`
 	// Codebook is [2^nbits centroids per sub-vector] as LanceDB stores it:
-	// centroid k of sub-vector j at floats (j*2^nbits + k)*(dim/m).
-	Codebook []float32 `json:"-"`
+	// centroid k of sub-vector j at floats (j*2^nbits + k)*(dim/m),
+	// decoded to float32 from the tensor's CodebookType.
+	Codebook     []float32           `json:"-"`
+	CodebookType ipb.Tensor_DataType `json:"-"`
 }
 
 // SQParams are an SQ storage's parameters.
@@ -262,13 +264,11 @@ func (s *Storage) readPQ(sm []byte) error {
 		return formatErr("%s: PQ codebook: %v", StorageFile, err)
 	}
 	want := uint64(256) * uint64(p.Dimension)
-	if t.GetDataType() != ipb.Tensor_FLOAT32 || uint64(len(t.GetData())) != 4*want {
-		return formatErr("%s: PQ codebook of %s, %d bytes, want %d float32", StorageFile, t.GetDataType(), len(t.GetData()), want)
+	if w := tensorWidth(t.GetDataType()); w == 0 || uint64(len(t.GetData())) != uint64(w)*want {
+		return formatErr("%s: PQ codebook of %s, %d bytes, want %d floats", StorageFile, t.GetDataType(), len(t.GetData()), want)
 	}
-	p.Codebook = make([]float32, want)
-	for i := range p.Codebook {
-		p.Codebook[i] = f32(t.GetData()[4*i:])
-	}
+	p.Codebook = tensorFloats(t)
+	p.CodebookType = t.GetDataType()
 	s.PQ = p
 	if p.Transposed {
 		codes := s.Columns[0].Children[0]
