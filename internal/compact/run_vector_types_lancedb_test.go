@@ -1,6 +1,8 @@
 package compact
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/compactord/compactord/internal/testing/lancedb"
@@ -54,5 +56,80 @@ func TestRunRemapsFloat16And64VectorIndexes(t *testing.T) {
 				sameHits(t, got, searchAt(t, twin, remapped, "l2", 4), "LanceDB's optimize() copy")
 			})
 		}
+	}
+}
+
+// TestRunLeavesOutRefusedVectorIndexes: LanceDB 0.39 builds IVF_FLAT with
+// the hamming distance over uint8 (binary) vectors and IVF_PQ with 4-bit
+// codes; compactord reads neither, so its compaction leaves the fragments
+// they cover out (unremappable_index, the index named), writes nothing
+// of theirs, and LanceDB's search through the index is unchanged.
+func TestRunLeavesOutRefusedVectorIndexes(t *testing.T) {
+	lancedb.Require(t)
+	for _, c := range []struct {
+		name     string
+		schema   []lancedb.Column
+		rows     func(lo, hi int64, tag string) []lancedb.Row
+		typ      string
+		opts     map[string]any
+		distance string
+	}{
+		{"hamming", lancedb.VectorSchemaOf("uint8"), lancedb.BinaryVectorRows, "ivf_flat", map[string]any{"numPartitions": 2, "distanceType": "hamming"}, "hamming"},
+		{"pq4", lancedb.VectorSchema, lancedb.VectorRows, "ivf_pq", map[string]any{"numPartitions": 2, "numSubVectors": 4, "numBits": 4}, "l2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+			f.Dir = f.URI + "/t.lance"
+			steps := []lancedb.Step{lancedb.Create(c.schema, c.rows(0, 250, "v"))}
+			for lo := int64(250); lo < 1000; lo += 250 {
+				steps = append(steps, lancedb.Add(c.rows(lo, lo+250, "v")))
+			}
+			steps = append(steps, lancedb.CreateVectorIndex("vec", c.typ, "vec_idx", c.opts), lancedb.Delete("id % 3 = 0"),
+				lancedb.ListIndices())
+			ixs, err := f.Run(t, steps...).Indices(len(steps) - 1)
+			if err != nil || len(ixs) != 1 {
+				t.Fatalf("indices: %+v %v", ixs, err)
+			}
+			q := lancedb.VectorQuery{Vector: lancedb.VectorOf(7), Column: "vec", Limit: 5, Columns: []string{"id"}, DistanceType: c.distance}
+			if c.name == "hamming" {
+				q.Vector = nil
+				for _, x := range lancedb.VectorOf(7) {
+					q.Vector = append(q.Vector, float32(int((x+1)*127)))
+				}
+			}
+			search := func() []int64 {
+				out := f.Run(t, lancedb.Open(), lancedb.VectorSearch(q))
+				rows, err := out.Rows(1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ids []int64
+				for _, r := range rows {
+					id, _ := r.Int("id")
+					ids = append(ids, id)
+				}
+				return ids
+			}
+			before := search()
+			res, err := Run(t.Context(), openHandle(t, f.Dir), DefaultOptions(), Env{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Commit != nil || len(res.Plan.Skips) != 4 {
+				t.Fatalf("compaction: committed %v, skips %+v; want all four fragments left out", res.Commit != nil, res.Plan.Skips)
+			}
+			for _, s := range res.Plan.Skips {
+				if s.Code != SkipIndex || !strings.Contains(s.Reason, `"vec_idx"`) {
+					t.Fatalf("skip %+v; want unremappable_index naming vec_idx", s)
+				}
+			}
+			after, err := f.Run(t, lancedb.Open(), lancedb.ListIndices()).Indices(1)
+			if err != nil || len(after) != 1 || after[0].IndexUUID != ixs[0].IndexUUID {
+				t.Fatalf("indices after: %+v %v; want vec_idx untouched", after, err)
+			}
+			if got := search(); fmt.Sprint(got) != fmt.Sprint(before) || len(got) != 5 {
+				t.Fatalf("search after %v, before %v", got, before)
+			}
+		})
 	}
 }

@@ -53,8 +53,21 @@ func Remappable(m *pb.IndexMetadata) bool {
 	if meta.IndexKind(m) != Kind {
 		return false
 	}
-	_, _, err := segmentType(m)
-	return err == nil
+	_, d, err := segmentType(m)
+	return err == nil && Refusal(d) == ""
+}
+
+// Refusal is why compactord leaves an index of these details alone ("":
+// it does not): hamming indexes (binary vectors, uint8 centroids) and
+// 4-bit PQ, whose layouts it has not checked against LanceDB's files.
+func Refusal(d *ipb.VectorIndexDetails) string {
+	if d.GetMetricType() == ipb.VectorMetricType_Hamming {
+		return "compactord does not read hamming (binary vector) indexes"
+	}
+	if pq := d.GetPq(); pq != nil && pq.GetNumBits() != 0 && pq.GetNumBits() != 8 {
+		return fmt.Sprintf("compactord reads 8-bit PQ codes, not %d-bit", pq.GetNumBits())
+	}
+	return ""
 }
 
 // Buildable reports whether BuildSegment writes segments of m's index:
@@ -64,8 +77,8 @@ func Buildable(m *pb.IndexMetadata) bool {
 	if meta.IndexKind(m) != Kind {
 		return false
 	}
-	typ, _, err := segmentType(m)
-	return err == nil && typ != TypeIVFRQ
+	typ, d, err := segmentType(m)
+	return err == nil && typ != TypeIVFRQ && Refusal(d) == ""
 }
 
 // HasGraph reports whether m is a vector index with HNSW graphs (nodes
@@ -142,9 +155,12 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 		return nil, nil, st, fmt.Errorf("index %s: remap needs the new fragment bitmap", m.GetName())
 	}
 	if !Remappable(m) {
-		typ, _, err := segmentType(m)
+		typ, d, err := segmentType(m)
 		if err != nil {
 			return nil, nil, st, err
+		}
+		if why := Refusal(d); why != "" {
+			return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), unsupported("%s", why))
 		}
 		return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), unsupported("compactord does not remap %s indexes", typ))
 	}
