@@ -23,11 +23,15 @@ func remapKinds() []struct {
 		typ, distance string
 		opts          map[string]any
 	}
-	for _, typ := range []string{"ivf_flat", "ivf_pq", "ivf_rq"} {
+	for _, typ := range []string{"ivf_flat", "ivf_pq", "ivf_pq4bit", "ivf_rq"} {
 		for _, d := range []string{"l2", "cosine", "dot"} {
 			o := map[string]any{"numPartitions": 4, "distanceType": d}
 			if typ == "ivf_pq" {
 				o["numSubVectors"] = 4
+			}
+			if typ == "ivf_pq4bit" {
+				// 4-bit PQ: the type LanceDB builds is ivf_pq.
+				o["numSubVectors"], o["numBits"] = 4, 4
 			}
 			out = append(out, struct {
 				typ, distance string
@@ -136,7 +140,7 @@ func TestRunRemapsVectorIndexesInline(t *testing.T) {
 	for _, k := range remapKinds() {
 		t.Run(k.typ+"_"+k.distance, func(t *testing.T) {
 			rq := k.typ == "ivf_rq"
-			f := vectorDeletesTableWith(t, k.typ, k.opts, !rq)
+			f := vectorDeletesTableWith(t, strings.TrimSuffix(k.typ, "4bit"), k.opts, !rq)
 			twin := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
 			twin.Dir = twin.URI + "/t.lance"
 			copyTree(t, f.Dir, twin.Dir)

@@ -60,9 +60,8 @@ func TestRunRemapsFloat16And64VectorIndexes(t *testing.T) {
 }
 
 // TestRunLeavesOutRefusedVectorIndexes: LanceDB 0.39 builds IVF_FLAT with
-// the hamming distance over uint8 (binary) vectors and IVF_PQ with 4-bit
-// codes; compactord reads neither, so its compaction leaves the fragments
-// they cover out (unremappable_index, the index named), writes nothing
+// the hamming distance over uint8 (binary) vectors; compactord does not
+// read it, so its compaction leaves the fragments it covers out (unremappable_index, the index named), writes nothing
 // of theirs, and LanceDB's search through the index is unchanged.
 func TestRunLeavesOutRefusedVectorIndexes(t *testing.T) {
 	lancedb.Require(t)
@@ -75,7 +74,6 @@ func TestRunLeavesOutRefusedVectorIndexes(t *testing.T) {
 		distance string
 	}{
 		{"hamming", lancedb.VectorSchemaOf("uint8"), lancedb.BinaryVectorRows, "ivf_flat", map[string]any{"numPartitions": 2, "distanceType": "hamming"}, "hamming"},
-		{"pq4", lancedb.VectorSchema, lancedb.VectorRows, "ivf_pq", map[string]any{"numPartitions": 2, "numSubVectors": 4, "numBits": 4}, "l2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}

@@ -80,7 +80,9 @@ func recall(got, exact [][]vecHit) float64 {
 // rows, and never joins an index of one partition. So the IVF kinds get
 // four partitions of well over 2048 rows, the HNSW kinds one partition.
 type oracleKind struct {
-	typ        string
+	// typ is LanceDB's index type, variant a configuration of it (4bit:
+	// 4-bit PQ).
+	typ, variant string
 	partitions int
 	// rows are the base rows (ids 0..rows-1, in four fragments); the
 	// delta is two fragments of rows/8.
@@ -90,10 +92,11 @@ type oracleKind struct {
 
 func oracleKinds() []oracleKind {
 	return []oracleKind{
-		{"ivf_flat", 4, 8000, nil},
-		{"ivf_pq", 4, 12000, map[string]any{"numSubVectors": 4}},
-		{"ivf_hnsw_sq", 1, 2000, nil},
-		{"ivf_hnsw_pq", 1, 2000, map[string]any{"numSubVectors": 4}},
+		{"ivf_flat", "", 4, 8000, nil},
+		{"ivf_pq", "", 4, 12000, map[string]any{"numSubVectors": 4}},
+		{"ivf_pq", "4bit", 4, 12000, map[string]any{"numSubVectors": 4, "numBits": 4}},
+		{"ivf_hnsw_sq", "", 1, 2000, nil},
+		{"ivf_hnsw_pq", "", 1, 2000, map[string]any{"numSubVectors": 4}},
 	}
 }
 
@@ -176,7 +179,7 @@ func TestCatchUpVectorIndexes(t *testing.T) {
 	lancedb.Require(t)
 	for _, k := range oracleKinds() {
 		for _, d := range []string{"l2", "cosine", "dot"} {
-			t.Run(k.typ+"_"+d, func(t *testing.T) {
+			t.Run(k.typ+k.variant+"_"+d, func(t *testing.T) {
 				f, twin := oracleTable(t, k, d, true)
 				res, err := CatchUp(t.Context(), openHandle(t, f.Dir), Options{})
 				if err != nil {
@@ -202,6 +205,14 @@ func TestCatchUpVectorIndexes(t *testing.T) {
 				ixs, err := out.Indices(1)
 				if err != nil || len(ixs) != 1 || ixs[0].NumSegments != 2 {
 					t.Fatalf("indices after catch-up: %+v %v; want vec_idx of two segments", ixs, err)
+				}
+				if k.variant == "4bit" {
+					// LanceDB's 4-bit PQ distances of a row change with the
+					// other segments it scans (a base row's moved from 1.28
+					// to 1.93 when a delta was added), so searches are not
+					// comparable; TestEncodeMatchesLanceDBDelta compares the
+					// codes with LanceDB's own delta instead.
+					return
 				}
 				lanceDBAppend(t, twin)
 				hnsw := strings.HasPrefix(k.typ, "ivf_hnsw")
@@ -251,7 +262,7 @@ func TestRebuildVectorIndexesMatchLanceDB(t *testing.T) {
 	lancedb.Require(t)
 	for _, k := range oracleKinds() {
 		for _, d := range []string{"l2", "cosine", "dot"} {
-			t.Run(k.typ+"_"+d, func(t *testing.T) {
+			t.Run(k.typ+k.variant+"_"+d, func(t *testing.T) {
 				f, _ := oracleTable(t, k, d, false)
 				hnsw := strings.HasPrefix(k.typ, "ivf_hnsw")
 				wide := 0

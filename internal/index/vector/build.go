@@ -222,7 +222,7 @@ func (seg *Segment) encode(v *Vectors, build bool) (*Storage, error) {
 	case QuantSQ:
 		out.Columns = []*file.Array{fslU8(codes, dim)}
 	case QuantPQ:
-		out.Columns = []*file.Array{fslU8(codes, s.PQ.NumSubVectors)}
+		out.Columns = []*file.Array{fslU8(codes, s.PQ.codeBytes())}
 	}
 	return out, nil
 }
@@ -231,14 +231,14 @@ func (seg *Segment) encode(v *Vectors, build bool) (*Storage, error) {
 // squared L2 (float32), or by largest dot product when dot is set (ties:
 // the first entry).
 func pqEncode(p *PQParams, x []float32, dot bool) []byte {
-	m := p.NumSubVectors
+	m, k := p.NumSubVectors, p.entries()
 	sub := len(x) / m
-	out := make([]byte, m)
+	out := make([]byte, p.codeBytes())
 	for j := range m {
 		best, bd := 0, float32(math.Inf(1))
 		xs := x[j*sub : (j+1)*sub]
-		for c := range 256 {
-			cb := p.Codebook[(j*256+c)*sub : (j*256+c+1)*sub]
+		for c := range k {
+			cb := p.Codebook[(j*k+c)*sub : (j*k+c+1)*sub]
 			var d float32
 			if dot {
 				for e, f := range xs {
@@ -251,7 +251,11 @@ func pqEncode(p *PQParams, x []float32, dot bool) []byte {
 				best, bd = c, d
 			}
 		}
-		out[j] = byte(best)
+		if p.NBits == 4 {
+			out[j/2] |= byte(best) << (4 * (j % 2))
+		} else {
+			out[j] = byte(best)
+		}
 	}
 	return out
 }

@@ -94,17 +94,18 @@ func partitionVectors(s *Storage, centroid []float32, off, n int) (*vectors, err
 			v.data[i] = lo + float32(codes[off*dim+i])*span/255
 		}
 	case QuantPQ:
-		dim, m := s.PQ.Dimension, s.PQ.NumSubVectors
-		if len(centroid) != dim || len(s.PQ.Codebook) != 256*dim {
+		dim, m, k, w := s.PQ.Dimension, s.PQ.NumSubVectors, s.PQ.entries(), s.PQ.codeBytes()
+		if len(centroid) != dim || len(s.PQ.Codebook) != k*dim {
 			return nil, formatErr("PQ of dimension %d with a codebook of %d floats under centroids of %d", dim, len(s.PQ.Codebook), len(centroid))
 		}
 		sub := dim / m
 		codes := s.Columns[0].Children[0].Values
 		v = &vectors{dim: dim, data: make([]float32, n*dim)}
 		for i := range n {
+			row := codes[(off+i)*w : (off+i+1)*w]
 			for j := range m {
-				c := int(codes[(off+i)*m+j])
-				copy(v.data[i*dim+j*sub:i*dim+(j+1)*sub], s.PQ.Codebook[(j*256+c)*sub:(j*256+c+1)*sub])
+				c := s.PQ.code(row, j)
+				copy(v.data[i*dim+j*sub:i*dim+(j+1)*sub], s.PQ.Codebook[(j*k+c)*sub:(j*k+c+1)*sub])
 			}
 			for e := range dim {
 				v.data[i*dim+e] += centroid[e]

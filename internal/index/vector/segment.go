@@ -58,14 +58,15 @@ func Remappable(m *pb.IndexMetadata) bool {
 }
 
 // Refusal is why compactord leaves an index of these details alone ("":
-// it does not): hamming indexes (binary vectors, uint8 centroids) and
-// 4-bit PQ, whose layouts it has not checked against LanceDB's files.
+// it does not): hamming indexes (binary vectors, uint8 centroids), whose
+// layout it has not checked against LanceDB's files, and PQ codes of
+// other than 4 or 8 bits.
 func Refusal(d *ipb.VectorIndexDetails) string {
 	if d.GetMetricType() == ipb.VectorMetricType_Hamming {
 		return "compactord does not read hamming (binary vector) indexes"
 	}
-	if pq := d.GetPq(); pq != nil && pq.GetNumBits() != 0 && pq.GetNumBits() != 8 {
-		return fmt.Sprintf("compactord reads 8-bit PQ codes, not %d-bit", pq.GetNumBits())
+	if pq := d.GetPq(); pq != nil && pq.GetNumBits() != 0 && pq.GetNumBits() != 8 && pq.GetNumBits() != 4 {
+		return fmt.Sprintf("compactord reads 4- and 8-bit PQ codes, not %d-bit", pq.GetNumBits())
 	}
 	return ""
 }

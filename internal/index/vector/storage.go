@@ -246,14 +246,13 @@ func (s *Storage) readPQ(sm []byte) error {
 	if err := json.Unmarshal(sm, p); err != nil {
 		return formatErr("%s: PQ metadata: %v", StorageFile, err)
 	}
-	if p.NBits != 8 {
-		// 4-bit codes pack two per byte in an order not established here.
+	if p.NBits != 8 && p.NBits != 4 {
 		return unsupported("%s: PQ with %d bits", StorageFile, p.NBits)
 	}
-	if p.NumSubVectors <= 0 || p.Dimension <= 0 || p.Dimension%p.NumSubVectors != 0 {
-		return formatErr("%s: PQ of %d sub-vectors over %d dimensions", StorageFile, p.NumSubVectors, p.Dimension)
+	if p.NumSubVectors <= 0 || p.Dimension <= 0 || p.Dimension%p.NumSubVectors != 0 || p.NumSubVectors*p.NBits%8 != 0 {
+		return formatErr("%s: PQ of %d %d-bit sub-vectors over %d dimensions", StorageFile, p.NumSubVectors, p.NBits, p.Dimension)
 	}
-	if err := checkFSL(s.Columns[0], colPQ, p.NumSubVectors, file.KindUint8); err != nil {
+	if err := checkFSL(s.Columns[0], colPQ, p.codeBytes(), file.KindUint8); err != nil {
 		return err
 	}
 	if p.CodebookPosition < 2 || p.CodebookPosition-2 >= len(s.Extra) {
@@ -263,7 +262,7 @@ func (s *Storage) readPQ(sm []byte) error {
 	if err := proto.Unmarshal(s.Extra[p.CodebookPosition-2], t); err != nil {
 		return formatErr("%s: PQ codebook: %v", StorageFile, err)
 	}
-	want := uint64(256) * uint64(p.Dimension)
+	want := uint64(p.entries()) * uint64(p.Dimension)
 	if w := tensorWidth(t.GetDataType()); w == 0 || uint64(len(t.GetData())) != uint64(w)*want {
 		return formatErr("%s: PQ codebook of %s, %d bytes, want %d floats", StorageFile, t.GetDataType(), len(t.GetData()), want)
 	}
@@ -272,7 +271,7 @@ func (s *Storage) readPQ(sm []byte) error {
 	s.PQ = p
 	if p.Transposed {
 		codes := s.Columns[0].Children[0]
-		m := p.NumSubVectors
+		m := p.codeBytes()
 		out := make([]byte, len(s.RowIDs)*m)
 		for part, off := range s.IVF.GetOffsets() {
 			n := int(s.IVF.GetLengths()[part])
@@ -333,7 +332,7 @@ func WriteStorage(w io.Writer, s *Storage) (int64, error) {
 // transposePQ lays s's row-major PQ codes out as LanceDB stores them:
 // column-major within each partition.
 func transposePQ(s *Storage) *file.Array {
-	m := s.PQ.NumSubVectors
+	m := s.PQ.codeBytes()
 	rows := s.Columns[0].Children[0].Values
 	out := make([]byte, len(s.RowIDs)*m)
 	for part, off := range s.IVF.GetOffsets() {
@@ -435,4 +434,20 @@ func (p *RQParams) rotationSigns() []byte {
 		out[i] = byte(b)
 	}
 	return out
+}
+
+// codeBytes is the width of a row's PQ codes: one byte per sub-vector, or
+// two 4-bit codes a byte (sub-vector 2k in the low nibble, 2k+1 in the
+// high one).
+func (p *PQParams) codeBytes() int { return p.NumSubVectors * p.NBits / 8 }
+
+// entries is the number of codebook entries per sub-vector.
+func (p *PQParams) entries() int { return 1 << p.NBits }
+
+// code is sub-vector j's code in a row's codes.
+func (p *PQParams) code(row []byte, j int) int {
+	if p.NBits == 4 {
+		return int(row[j/2]>>(4*(j%2))) & 0xf
+	}
+	return int(row[j])
 }

@@ -111,7 +111,7 @@ func upperType(typ string) string {
 func checkPQResiduals(t *testing.T, x *SubIndex, s *Storage) {
 	t.Helper()
 	cent, dim := x.Centroids()
-	m := s.PQ.NumSubVectors
+	m, k, w := s.PQ.NumSubVectors, s.PQ.entries(), s.PQ.codeBytes()
 	sub := dim / m
 	codes := s.Columns[0].Children[0].Values
 	bad := 0
@@ -121,18 +121,18 @@ func checkPQResiduals(t *testing.T, x *SubIndex, s *Storage) {
 			v := lancedb.VectorOf(int64(a>>32)*300 + int64(uint32(a)))
 			for j := range m {
 				best, bd := 0, math.Inf(1)
-				for c := range 256 {
+				for c := range k {
 					var d float64
 					for e := range sub {
 						r := float64(v[j*sub+e]) - float64(cent[p*dim+j*sub+e])
-						q := r - float64(s.PQ.Codebook[(j*256+c)*sub+e])
+						q := r - float64(s.PQ.Codebook[(j*k+c)*sub+e])
 						d += q * q
 					}
 					if d < bd {
 						best, bd = c, d
 					}
 				}
-				if int(codes[i*m+j]) != best {
+				if s.PQ.code(codes[i*w:(i+1)*w], j) != best {
 					bad++
 				}
 			}
