@@ -83,7 +83,7 @@ type oracleKind struct {
 	// typ is LanceDB's index type, variant a configuration of it (4bit:
 	// 4-bit PQ).
 	typ, variant string
-	partitions int
+	partitions   int
 	// rows are the base rows (ids 0..rows-1, in four fragments); the
 	// delta is two fragments of rows/8.
 	rows int64
