@@ -131,3 +131,83 @@ func TestRunLeavesOutRefusedVectorIndexes(t *testing.T) {
 		})
 	}
 }
+
+// multiHits are the (id, distance) pairs of 20 two-vector queries through
+// the multivector column vec at version v (0: the latest), ef the HNSW
+// search list (0: LanceDB's).
+func multiHits(t *testing.T, f *lancedb.Fixture, v uint64, ef int) []string {
+	t.Helper()
+	steps := []lancedb.Step{lancedb.Open()}
+	if v != 0 {
+		steps[0] = lancedb.Checkout(v)
+	}
+	for q := range 20 {
+		steps = append(steps, lancedb.VectorSearch(lancedb.VectorQuery{Multi: [][]float32{lancedb.VectorOf(int64(100000 + q)), lancedb.VectorOf(int64(200000 + q))},
+			Column: "vec", Limit: 10, Nprobes: 2, Ef: ef, Columns: []string{"id"}}))
+	}
+	out := f.Run(t, steps...)
+	var all []string
+	for q := range 20 {
+		rows, err := out.Rows(1 + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			id, _ := r.Int("id")
+			d, _ := r.Float("_distance")
+			all = append(all, fmt.Sprintf("q%d id %d %.5g", q, id, d))
+		}
+	}
+	return all
+}
+
+// TestRunRemapsMultivectorIndexes: LanceDB 0.39 indexes a multivector
+// column one entry per vector under its row's address; compactord's
+// inline compaction (rows deleted, one fragment deleted whole) remaps
+// every entry, LanceDB counts no unindexed row, and its multivector
+// search returns what it did before and on LanceDB's own remap (HNSW:
+// with a search list as long as the table).
+func TestRunRemapsMultivectorIndexes(t *testing.T) {
+	lancedb.Require(t)
+	for _, typ := range []string{"ivf_flat", "ivf_pq", "ivf_hnsw_sq"} {
+		t.Run(typ, func(t *testing.T) {
+			opts := map[string]any{"numPartitions": 2, "distanceType": "cosine"}
+			if typ == "ivf_pq" {
+				opts["numSubVectors"] = 4
+			}
+			steps := []lancedb.Step{lancedb.Create(lancedb.MultivectorSchema, lancedb.MultivectorRows(0, 250, "v"))}
+			for lo := int64(250); lo < 1000; lo += 250 {
+				steps = append(steps, lancedb.Add(lancedb.MultivectorRows(lo, lo+250, "v")))
+			}
+			steps = append(steps, lancedb.CreateVectorIndex("vec", typ, "vec_idx", opts),
+				lancedb.Delete("id % 7 = 0"), lancedb.Delete("id >= 500 AND id < 750"))
+			f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+			f.Dir = f.URI + "/t.lance"
+			f.Run(t, steps...)
+			twin := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+			twin.Dir = twin.URI + "/t.lance"
+			copyTree(t, f.Dir, twin.Dir)
+			ef := 0
+			if typ == "ivf_hnsw_sq" {
+				ef = 2000
+			}
+			before := multiHits(t, f, 0, ef)
+			res, err := Run(t.Context(), openHandle(t, f.Dir), DefaultOptions(), Env{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Commit == nil || len(res.Plan.Skips) != 0 || res.RewrittenIndices != 1 {
+				t.Fatalf("compaction: committed %v, skips %+v, %d indexes remapped", res.Commit != nil, res.Plan.Skips, res.RewrittenIndices)
+			}
+			st, err := f.Run(t, lancedb.Open(), lancedb.IndexStats("vec_idx")).IndexStats(1)
+			if err != nil || st == nil || st.NumUnindexedRows != 0 || st.NumIndexedRows != 1000-250-107 {
+				t.Fatalf("index stats %+v %v", st, err)
+			}
+			got := multiHits(t, f, 0, ef)
+			want := multiHits(t, twin, lanceDBRemapVersion(t, twin), ef)
+			if fmt.Sprint(got) != fmt.Sprint(before) || fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("multivector search after the compaction:\n%v\nbefore:\n%v\nLanceDB's remap:\n%v", got[:10], before[:10], want[:10])
+			}
+		})
+	}
+}

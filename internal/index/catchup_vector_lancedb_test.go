@@ -356,3 +356,93 @@ func TestCatchUpRefusesFloat16And64Indexes(t *testing.T) {
 		})
 	}
 }
+
+// multiSearches runs 50 two-vector queries through the multivector column
+// vec (one partition, an HNSW search list of ef), 10 hits each, nearest
+// first, ties by id.
+func multiSearches(t *testing.T, f *lancedb.Fixture, ef int) [][]vecHit {
+	t.Helper()
+	steps := []lancedb.Step{lancedb.Open()}
+	for q := range 50 {
+		steps = append(steps, lancedb.VectorSearch(lancedb.VectorQuery{Multi: [][]float32{lancedb.VectorOf(int64(100000 + q)), lancedb.VectorOf(int64(200000 + q))},
+			Column: "vec", Limit: 10, Nprobes: 1, Ef: ef, Columns: []string{"id"}}))
+	}
+	out := f.Run(t, steps...)
+	var all [][]vecHit
+	for q := range 50 {
+		rows, err := out.Rows(1 + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hs []vecHit
+		for _, r := range rows {
+			id, _ := r.Int("id")
+			d, _ := r.Float("_distance")
+			hs = append(hs, vecHit{id, d})
+		}
+		slices.SortFunc(hs, func(a, b vecHit) int {
+			if a.dist != b.dist {
+				return map[bool]int{true: -1, false: 1}[a.dist < b.dist]
+			}
+			return int(a.id - b.id)
+		})
+		all = append(all, hs)
+	}
+	return all
+}
+
+// TestCatchUpMultivectorIndexes: LanceDB 0.39 indexes a multivector
+// column (a list of vectors a row, cosine) one entry per vector; after
+// two fragments were appended, compactord's catch-up indexes each of
+// their vectors under its row's address with the index's centroid and
+// quantizer, LanceDB counts no unindexed row, and its multivector search
+// returns, for 50 two-vector queries, the ids and distances of a copy on
+// which its own optimize() appended the delta (HNSW: with a search list
+// as long as the table).
+func TestCatchUpMultivectorIndexes(t *testing.T) {
+	lancedb.Require(t)
+	for _, typ := range []string{"ivf_flat", "ivf_pq", "ivf_hnsw_sq"} {
+		t.Run(typ, func(t *testing.T) {
+			opts := map[string]any{"numPartitions": 1, "distanceType": "cosine"}
+			if typ == "ivf_pq" {
+				opts["numSubVectors"] = 4
+			}
+			f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+			f.Dir = f.URI + "/t.lance"
+			steps := []lancedb.Step{lancedb.Create(lancedb.MultivectorSchema, lancedb.MultivectorRows(0, 500, "v"))}
+			for lo := int64(500); lo < 2000; lo += 500 {
+				steps = append(steps, lancedb.Add(lancedb.MultivectorRows(lo, lo+500, "v")))
+			}
+			steps = append(steps, lancedb.CreateVectorIndex("vec", typ, "vec_idx", opts),
+				lancedb.Add(lancedb.MultivectorRows(2000, 2250, "w")), lancedb.Add(lancedb.MultivectorRows(2250, 2500, "w")),
+				lancedb.Delete("id % 11 = 0"))
+			f.Run(t, steps...)
+			twin := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+			twin.Dir = twin.URI + "/t.lance"
+			copyDir(t, f.Dir, twin.Dir)
+
+			res, err := CatchUp(t.Context(), openHandle(t, f.Dir), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			live := 0
+			for id := 2000; id < 2500; id++ {
+				if id%11 != 0 {
+					live++
+				}
+			}
+			if !res.Committed || len(res.Indices) != 1 || res.Indices[0].Rows != 2*live {
+				t.Fatalf("catch-up: %+v; want vec_idx caught up with %d vectors", res, 2*live)
+			}
+			if st := stats(t, f.Run(t, lancedb.Open(), lancedb.IndexStats("vec_idx")), 1); st.NumUnindexedRows != 0 {
+				t.Fatalf("index stats after catch-up: %+v", st)
+			}
+			lanceDBAppend(t, twin)
+			ef := 0
+			if typ == "ivf_hnsw_sq" {
+				ef = 6000
+			}
+			sameVecHits(t, multiSearches(t, f, ef), multiSearches(t, twin, ef), "LanceDB's optimize() copy")
+		})
+	}
+}

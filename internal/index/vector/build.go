@@ -54,8 +54,17 @@ func CollectVectors(ctx context.Context, b storage.Bucket, version uint64, field
 		if col == nil {
 			return nil // every vector of the batch is null
 		}
+		// A multivector column (a list of vectors) indexes each vector of
+		// a row as its own entry, under the row's address, as lance
+		// flattens it.
+		list := col
+		if (col.Type.Kind == file.KindList || col.Type.Kind == file.KindLargeList) && len(col.Children) == 1 && len(col.Offsets) == col.Len+1 {
+			col = col.Children[0]
+		} else {
+			list = nil
+		}
 		if col.Type.Kind != file.KindFixedSizeList || len(col.Children) != 1 || col.Type.Size <= 0 {
-			return fmt.Errorf("fragment %d: column %q is %s, not a fixed-size list of floats", bt.Fragment, field.GetName(), col.Type)
+			return fmt.Errorf("fragment %d: column %q is %s, not a fixed-size list of floats (or a list of them)", bt.Fragment, field.GetName(), bt.Columns[0].Type)
 		}
 		dim := col.Type.Size
 		if out.Dim == 0 {
@@ -64,26 +73,26 @@ func CollectVectors(ctx context.Context, b storage.Bucket, version uint64, field
 			return fmt.Errorf("fragment %d: vectors of %d dimensions, others %d", bt.Fragment, dim, out.Dim)
 		}
 		items := col.Children[0]
-		for _, r := range bt.Live {
-			if !col.IsValid(r) {
-				continue
-			}
-			for e := range dim {
-				k := r*dim + e
-				var x float32
-				switch items.Type.Kind {
-				case file.KindFloat32:
-					x = f32(items.Values[4*k:])
-				case file.KindFloat16:
-					x = file.Float16(binary.LittleEndian.Uint16(items.Values[2*k:]))
-				case file.KindFloat64:
-					x = float32(math.Float64frombits(binary.LittleEndian.Uint64(items.Values[8*k:])))
-				default:
-					return fmt.Errorf("fragment %d: column %q holds %s items, not floats", bt.Fragment, field.GetName(), items.Type)
+		for _, row := range bt.Live {
+			lo, hi := row, row+1
+			if list != nil {
+				if !list.IsValid(row) {
+					continue
 				}
-				out.Data = append(out.Data, x)
+				lo, hi = int(list.Offsets[row]), int(list.Offsets[row+1])
+				if lo < 0 || hi < lo || hi > col.Len {
+					return fmt.Errorf("fragment %d: column %q: row %d lists vectors %d..%d of %d", bt.Fragment, field.GetName(), row, lo, hi, col.Len)
+				}
 			}
-			out.Addrs = append(out.Addrs, meta.RowAddr(uint32(bt.Fragment), uint32(bt.Offset)+uint32(r)))
+			for r := lo; r < hi; r++ {
+				if !col.IsValid(r) {
+					continue
+				}
+				if err := appendVector(out, items, r, dim); err != nil {
+					return fmt.Errorf("fragment %d: column %q: %w", bt.Fragment, field.GetName(), err)
+				}
+				out.Addrs = append(out.Addrs, meta.RowAddr(uint32(bt.Fragment), uint32(bt.Offset)+uint32(row)))
+			}
 		}
 		return nil
 	})
@@ -91,6 +100,30 @@ func CollectVectors(ctx context.Context, b storage.Bucket, version uint64, field
 		return nil, err
 	}
 	return out, nil
+}
+
+// appendVector appends vector r of items (dim floats each) to out as
+// float32.
+func appendVector(out *Vectors, items *file.Array, r, dim int) error {
+	if w := items.Type.ByteWidth(); w > 0 && len(items.Values) < (r+1)*dim*w {
+		return fmt.Errorf("vector %d lies beyond its %d bytes of items", r, len(items.Values))
+	}
+	for e := range dim {
+		k := r*dim + e
+		var x float32
+		switch items.Type.Kind {
+		case file.KindFloat32:
+			x = f32(items.Values[4*k:])
+		case file.KindFloat16:
+			x = file.Float16(binary.LittleEndian.Uint16(items.Values[2*k:]))
+		case file.KindFloat64:
+			x = float32(math.Float64frombits(binary.LittleEndian.Uint64(items.Values[8*k:])))
+		default:
+			return fmt.Errorf("%s items, not floats", items.Type)
+		}
+		out.Data = append(out.Data, x)
+	}
+	return nil
 }
 
 // normalize is v over its L2 norm, computed in float32 in order, as

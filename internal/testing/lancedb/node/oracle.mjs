@@ -569,7 +569,9 @@ function vectorIndexConfig(type, opts) {
 // index unless bypassIndex (then an exhaustive search); nprobes, ef and
 // refineFactor tune the index search. Rows carry _distance.
 async function vectorSearch(t, st) {
-  let q = t.vectorSearch(st.vector.map(floatOf));
+  // A list of vectors is a multivector query.
+  const v = st.vector.length > 0 && Array.isArray(st.vector[0]) ? st.vector.map((x) => x.map(floatOf)) : st.vector.map(floatOf);
+  let q = t.vectorSearch(v);
   if (st.column) q = q.column(st.column);
   if (st.limit) q = q.limit(st.limit);
   if (st.where) q = q.where(st.where);
