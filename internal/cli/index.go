@@ -124,8 +124,8 @@ const catchupHelp = `
 
 On a Lance dataset, catch-up covers every btree, bitmap, label-list, full-text and vector index's
 missing fragments (those of the latest version no segment's fragment bitmap names) with a delta
-segment over their live rows (vectors encoded with the index's own centroids and quantizer; IVF_RQ
-and hamming indexes are skipped, float16/float64 ones refused), all in one CreateIndex; --rebuild (or an index reaching --max-segments) replaces the
+segment over their live rows (vectors encoded with the index's own centroids and quantizer; IVF_RQ,
+hamming and float16/float64 vector indexes are skipped), all in one CreateIndex; --rebuild (or an index reaching --max-segments) replaces the
 index's segments with one over the whole version. A full-text index gains a partition over the new
 rows in a segment replacing its one segment, when compactord reproduces its tokenizer (simple or
 whitespace, lower_case, no stemming or stop words); otherwise it is skipped with the reason. A MemWAL table's index_catchup then records the

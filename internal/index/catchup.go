@@ -403,6 +403,10 @@ func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 			skips = append(skips, Skip{name, err.Error()})
 			continue
 		}
+		if why := vector.ColumnRefusal(f); kind == vector.Kind && why != "" {
+			skips = append(skips, Skip{name, why})
+			continue
+		}
 		// Coverage is judged through the FRI, so the missing fragments
 		// hold no row a segment already indexes under an old address: a
 		// delta indexes each row once even while segments wait for their

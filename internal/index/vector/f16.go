@@ -2,9 +2,12 @@ package vector
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
+	"strings"
 
 	ipb "github.com/compactord/compactord/gen/lanceindexpb"
+	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/format/file"
 )
 
@@ -52,4 +55,18 @@ func tensorFloats(t *ipb.Tensor) []float32 {
 		}
 	}
 	return out
+}
+
+// ColumnRefusal is why catch-up and rebuild leave an index on column f
+// alone ("": they do not): a fixed-size list of anything but float32
+// (LanceDB names float16 "halffloat" and float64 "double").
+func ColumnRefusal(f *pb.Field) string {
+	lt := f.GetLogicalType()
+	if !strings.HasPrefix(lt, "fixed_size_list:") {
+		return ""
+	}
+	if item := strings.Split(lt, ":")[1]; item != "float" {
+		return fmt.Sprintf("column %q holds %s vectors: compactord encodes indexes of float32 vectors only", f.GetName(), item)
+	}
+	return ""
 }
