@@ -132,6 +132,7 @@ func FuzzReadStorage(f *testing.F) {
 	sb, _ := encodeSynth(f)
 	f.Add(sb)
 	f.Add(encodeSynthRQ(f))
+	f.Add(encodeSynthPQ4(f))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := ReadStorage(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
@@ -153,4 +154,44 @@ func FuzzReadSubIndex(f *testing.F) {
 		var out bytes.Buffer
 		_, _ = WriteSubIndex(&out, x)
 	})
+}
+
+// encodeSynthPQ4 is a small 4-bit PQ storage (dim 4, 2 sub-vectors, one
+// byte of two codes a row; partitions of 3 and 2 rows).
+func encodeSynthPQ4(t testing.TB) []byte {
+	t.Helper()
+	const dim, m = 4, 2
+	cb := make([]byte, 0, 4*16*dim)
+	for i := range 16 * dim {
+		cb = binary.LittleEndian.AppendUint32(cb, math.Float32bits(float32(i)))
+	}
+	tensor, err := encodeTensor(&ipb.Tensor{DataType: ipb.Tensor_FLOAT32, Shape: []uint32{16, m, dim / m}, Data: cb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := synthPQ(t)
+	s.Fields[1].LogicalType = "fixed_size_list:uint8:1"
+	s.Metadata["storage_metadata"] = []byte(`["{\"codebook_position\":2,\"nbits\":4,\"num_sub_vectors\":2,\"dimension\":4,\"codebook_tensor\":[],\"transposed\":true}"]`)
+	s.Extra = [][]byte{tensor}
+	s.Columns = []*file.Array{fslU8([]byte{0x21, 0x43, 0x65, 0x87, 0xa9}, 1)}
+	s.PQ = &PQParams{CodebookPosition: 2, NBits: 4, NumSubVectors: m, Dimension: dim, Transposed: true}
+	var b bytes.Buffer
+	if _, err := WriteStorage(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestSynthPQ4RoundTrip: 4-bit codes are read back two a byte, sub-vector
+// 0 in the low nibble.
+func TestSynthPQ4RoundTrip(t *testing.T) {
+	b := encodeSynthPQ4(t)
+	s, err := ReadStorage(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := s.Columns[0].Children[0].Values[1:2]
+	if s.PQ.codeBytes() != 1 || s.PQ.code(row, 0) != 3 || s.PQ.code(row, 1) != 4 || len(s.PQ.Codebook) != 16*4 {
+		t.Fatalf("row 1: codes %d %d, %d code bytes, codebook of %d", s.PQ.code(row, 0), s.PQ.code(row, 1), s.PQ.codeBytes(), len(s.PQ.Codebook))
+	}
 }
