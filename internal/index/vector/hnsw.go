@@ -172,10 +172,13 @@ func (h maxHeap) Less(i, j int) bool { return h.minHeap.Less(j, i) }
 // probability 1/m per level above 0 (at most maxLevel), level 0 keeping
 // up to 2m neighbours and the others m, chosen by the usual heuristic
 // (a candidate is kept when it is nearer the node than every neighbour
-// kept before it), each search keeping efc candidates. A new node takes
-// up to the level's limit (2m on level 0), as lance's builder does: with
-// only m its graphs recalled about 1% less than LanceDB's at the same ef.
-func buildGraph(v *vectors, n, m, efc, maxLevel int, seed uint64) *graph {
+// kept before it), each search keeping efc candidates. With wide set, a
+// new node takes up to the level's limit (2m on level 0), as lance's
+// IVF_HNSW builder does (with only m, rebuilt index graphs recalled about
+// 1% less than LanceDB's at the same ef); without it, m on every level,
+// which is what gave LanceDB's LSM search over a MemWAL generation's copy
+// LanceDB's own ids and distances.
+func buildGraph(v *vectors, n, m, efc, maxLevel int, seed uint64, wide bool) *graph {
 	g := &graph{levels: make([][][]uint32, maxLevel+1)}
 	for l := range g.levels {
 		g.levels[l] = make([][]uint32, n)
@@ -208,7 +211,11 @@ func buildGraph(v *vectors, n, m, efc, maxLevel int, seed uint64) *graph {
 			if l == 0 {
 				limit = 2 * m
 			}
-			nbrs := selectNeighbors(v, w, limit)
+			links := m
+			if wide {
+				links = limit
+			}
+			nbrs := selectNeighbors(v, w, links)
 			g.levels[l][q] = ids(nbrs)
 			for _, nb := range nbrs {
 				lst := append(g.levels[l][nb.id], q)
@@ -428,7 +435,7 @@ func RebuildGraphs(x *SubIndex, s *Storage, touched []bool) (*SubIndex, error) {
 				return nil, err
 			}
 			m := max(h.Params.M, 2)
-			g := buildGraph(v, n, m, max(h.Params.EfConstruction, m), h.Params.MaxLevel, graphSeed+uint64(p))
+			g := buildGraph(v, n, m, max(h.Params.EfConstruction, m), h.Params.MaxLevel, graphSeed+uint64(p), true)
 			pv, pn, pd, hm := graphRows(v, g, h.Params)
 			vid, nbrs, dists = append(vid, pv...), append(nbrs, pn...), append(dists, pd...)
 			out.HNSW[p] = hm
