@@ -146,6 +146,7 @@ func FuzzReadStorage(f *testing.F) {
 func FuzzReadSubIndex(f *testing.F) {
 	_, xb := encodeSynth(f)
 	f.Add(xb)
+	f.Add(encodeSynthF16Index(f))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		x, err := ReadSubIndex(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
@@ -193,5 +194,44 @@ func TestSynthPQ4RoundTrip(t *testing.T) {
 	row := s.Columns[0].Children[0].Values[1:2]
 	if s.PQ.codeBytes() != 1 || s.PQ.code(row, 0) != 3 || s.PQ.code(row, 1) != 4 || len(s.PQ.Codebook) != 16*4 {
 		t.Fatalf("row 1: codes %d %d, %d code bytes, codebook of %d", s.PQ.code(row, 0), s.PQ.code(row, 1), s.PQ.codeBytes(), len(s.PQ.Codebook))
+	}
+}
+
+// encodeSynthF16Index is synthPQ's sub-index with float16 centroids (the
+// halves of 0..7), as LanceDB keeps an index over float16 vectors.
+func encodeSynthF16Index(t testing.TB) []byte {
+	t.Helper()
+	_, x := synthPQ(t)
+	cent := make([]byte, 0, 2*8)
+	for i := range 8 {
+		// float16 i/2: exponent and mantissa of small halves.
+		cent = binary.LittleEndian.AppendUint16(cent, []uint16{0, 0x3800, 0x3c00, 0x3e00, 0x4000, 0x4100, 0x4200, 0x4300}[i])
+	}
+	x.IVF.CentroidsTensor = &ipb.Tensor{DataType: ipb.Tensor_FLOAT16, Shape: []uint32{2, 4}, Data: cent}
+	var b bytes.Buffer
+	if _, err := WriteSubIndex(&b, x); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestFloat16Centroids: float16 centroids decode to float32, and a tensor
+// whose size does not fit its shape and type is refused.
+func TestFloat16Centroids(t *testing.T) {
+	b := encodeSynthF16Index(t)
+	x, err := ReadSubIndex(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, dim := x.Centroids()
+	if dim != 4 || len(c) != 8 || c[1] != 0.5 || c[7] != 3.5 {
+		t.Fatalf("centroids %v (dim %d), want 0, 0.5, ..., 3.5", c, dim)
+	}
+	x.IVF.CentroidsTensor.Data = x.IVF.CentroidsTensor.Data[:14]
+	var bad bytes.Buffer
+	if _, err := WriteSubIndex(&bad, x); err == nil {
+		if _, err := ReadSubIndex(bytes.NewReader(bad.Bytes()), int64(bad.Len())); err == nil {
+			t.Fatal("a float16 tensor of 7 values for shape [2 4] was read")
+		}
 	}
 }
