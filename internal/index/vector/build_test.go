@@ -8,11 +8,11 @@ import (
 	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
-// TestEncodeMatchesLanceDB: encoding the rows of an index LanceDB built
-// with its own centroids and quantizer (what catch-up does with new rows)
+// TestEncodeMatchesLanceDB: EncodeBuild of the rows of an index LanceDB
+// built, with its own centroids and quantizer (what a rebuild does),
 // puts every row in the partition LanceDB chose, with the codes (FLAT:
 // the stored vector, normalized for cosine) LanceDB wrote, for every
-// kind but RQ and every distance type.
+// kind but RQ (4-bit PQ included) and every distance type.
 func TestEncodeMatchesLanceDB(t *testing.T) {
 	lancedb.Require(t)
 	for _, k := range allKinds() {
