@@ -354,7 +354,7 @@ func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 		segs := meta.FindIndex(read.Indices, name)
 		kind := meta.IndexKind(segs[0])
 		if !Buildable(segs[0]) {
-			skips = append(skips, Skip{name, fmt.Sprintf("a %s index (compactord catches up btree, bitmap, label-list, full-text and vector indexes but IVF_RQ, hamming and 4-bit PQ)", kind)})
+			skips = append(skips, Skip{name, fmt.Sprintf("a %s index (compactord catches up btree, bitmap, label-list, full-text and vector indexes but hamming ones)", kind)})
 			continue
 		}
 		fields := segs[0].GetFields()

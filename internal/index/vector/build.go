@@ -190,11 +190,16 @@ func (seg *Segment) encode(v *Vectors, build bool) (*Storage, error) {
 	if v.Dim != dim && len(v.Addrs) > 0 {
 		return nil, fmt.Errorf("vectors of %d dimensions for an index of %d", v.Dim, dim)
 	}
-	if s.Quantizer == QuantRQ {
-		return nil, unsupported("compactord does not encode RQ codes")
-	}
 	if t := seg.Index.IVF.GetCentroidsTensor().GetDataType(); t != ipb.Tensor_FLOAT32 {
 		return nil, unsupported("compactord encodes indexes of float32 vectors only, not %s", t)
+	}
+	var rq *rqEncoder
+	var rqAdd, rqScale, rqErr []byte
+	if s.Quantizer == QuantRQ {
+		var err error
+		if rq, err = newRQEncoder(s.RQ, cent, dim, seg.Index.Distance); err != nil {
+			return nil, err
+		}
 	}
 	parts := s.Partitions()
 	byPart := make([][]int, parts)
@@ -209,7 +214,7 @@ func (seg *Segment) encode(v *Vectors, build bool) (*Storage, error) {
 		enc[i] = x
 	}
 	out := &Storage{Quantizer: s.Quantizer, Distance: s.Distance, Fields: s.Fields, Metadata: s.Metadata, Extra: s.Extra,
-		PQ: s.PQ, SQ: s.SQ, IVF: &ipb.IVF{Offsets: make([]uint64, parts), Lengths: make([]uint32, parts)}}
+		PQ: s.PQ, SQ: s.SQ, RQ: s.RQ, IVF: &ipb.IVF{Offsets: make([]uint64, parts), Lengths: make([]uint32, parts)}}
 	var codes []byte
 	var flat []byte
 	for p, rows := range byPart {
@@ -232,6 +237,12 @@ func (seg *Segment) encode(v *Vectors, build bool) (*Storage, error) {
 					}
 					codes = append(codes, byte(math.Max(0, math.Min(255, c))))
 				}
+			case QuantRQ:
+				code, a, sc, e := rq.encode(x, cent[p*dim:(p+1)*dim], p)
+				codes = append(codes, code...)
+				rqAdd = binary.LittleEndian.AppendUint32(rqAdd, math.Float32bits(a))
+				rqScale = binary.LittleEndian.AppendUint32(rqScale, math.Float32bits(sc))
+				rqErr = binary.LittleEndian.AppendUint32(rqErr, math.Float32bits(e))
 			case QuantPQ:
 				dot := seg.Index.Distance == "dot"
 				if !dot {
@@ -256,6 +267,12 @@ func (seg *Segment) encode(v *Vectors, build bool) (*Storage, error) {
 		out.Columns = []*file.Array{fslU8(codes, dim)}
 	case QuantPQ:
 		out.Columns = []*file.Array{fslU8(codes, s.PQ.codeBytes())}
+	case QuantRQ:
+		n := len(out.RowIDs)
+		f32s := func(b []byte) *file.Array {
+			return &file.Array{Type: file.DataType{Kind: file.KindFloat32}, Len: n, Values: b}
+		}
+		out.Columns = []*file.Array{fslU8(codes, dim/8), f32s(rqAdd), f32s(rqScale), f32s(rqErr)}
 	}
 	return out, nil
 }
@@ -316,9 +333,6 @@ func BuildSegment(ctx context.Context, b storage.Bucket, like *pb.IndexMetadata,
 	seg, err := ReadSegment(ctx, b, like)
 	if err != nil {
 		return nil, nil, 0, err
-	}
-	if seg.Storage.Quantizer == QuantRQ {
-		return nil, nil, 0, fmt.Errorf("index %s: %w", like.GetName(), unsupported("compactord does not encode RQ codes"))
 	}
 	v, err := CollectVectors(ctx, b, o.Version, o.Field, o.Fragments)
 	if err != nil {

@@ -2,6 +2,7 @@ package vector
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 
@@ -16,9 +17,6 @@ import (
 func TestEncodeMatchesLanceDB(t *testing.T) {
 	lancedb.Require(t)
 	for _, k := range allKinds() {
-		if k.typ == "ivf_rq" {
-			continue
-		}
 		t.Run(k.String(), func(t *testing.T) {
 			f := indexedTable(t, t.TempDir(), k, 600, 300)
 			dir := segmentDirs(t, f.Dir)[0]
@@ -67,6 +65,9 @@ func TestEncodeMatchesLanceDB(t *testing.T) {
 			if bad > 0 || len(got) != len(want) {
 				t.Fatalf("%d of %d rows differ (%d encoded)", bad, len(want), len(got))
 			}
+			if s.Quantizer == QuantRQ {
+				sameRQFactors(t, ns, s)
+			}
 			var buf bytes.Buffer
 			if _, err := WriteStorage(&buf, ns); err != nil {
 				t.Fatal(err)
@@ -86,9 +87,6 @@ func TestEncodeMatchesLanceDB(t *testing.T) {
 func TestEncodeMatchesLanceDBDelta(t *testing.T) {
 	lancedb.Require(t)
 	for _, k := range allKinds() {
-		if k.typ == "ivf_rq" {
-			continue
-		}
 		t.Run(k.String(), func(t *testing.T) {
 			n, per := int64(12000), int64(3000)
 			if strings.HasPrefix(k.typ, "ivf_hnsw") {
@@ -147,7 +145,30 @@ func TestEncodeMatchesLanceDBDelta(t *testing.T) {
 			if bad > 0 || len(got) != len(want) {
 				t.Fatalf("%d of %d rows differ (%d encoded)", bad, len(want), len(got))
 			}
+			if delta.Quantizer == QuantRQ {
+				sameRQFactors(t, ns, delta)
+			}
 		})
+	}
+}
+
+// sameRQFactors fails unless every row of got has want's RQ factors (add,
+// scale, error; within 1e-5 of max(1, |factor|): lance sums in float32,
+// and a dot add factor near 0 is a difference of terms near 1).
+func sameRQFactors(t *testing.T, got, want *Storage) {
+	t.Helper()
+	at := map[uint64]int{}
+	for i, a := range want.RowIDs {
+		at[a] = i
+	}
+	for i, a := range got.RowIDs {
+		j := at[a]
+		for c := 1; c <= 3; c++ {
+			g, w := f32(got.Columns[c].Values[4*i:]), f32(want.Columns[c].Values[4*j:])
+			if math.Abs(float64(g-w)) > 1e-5*math.Max(1, math.Abs(float64(w))) {
+				t.Fatalf("row %x: factor %d is %v, LanceDB's %v", a, c, g, w)
+			}
+		}
 	}
 }
 

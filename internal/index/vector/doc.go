@@ -32,8 +32,8 @@
 // own m, ef_construction and max_level, levels from a fixed seed); the
 // others are copied. IVF_RQ codes are packed per partition for lance's
 // lookup-table scan (rq.go): they are unpacked on read and packed again
-// on write, never re-encoded; catch-up and rebuild refuse IVF_RQ, whose
-// per-row factors compactord does not compute.
+// on write (a remap never re-encodes); catch-up and rebuild encode new
+// rows' codes and factors as lance does.
 //
 // Decoders treat their input as hostile: malformed or unknown input gives
 // a one-line error wrapping ErrFormat or ErrUnsupported, never a panic.

@@ -47,8 +47,8 @@ func segmentType(m *pb.IndexMetadata) (string, *ipb.VectorIndexDetails, error) {
 }
 
 // Remappable reports whether Remap handles the segment: every vector
-// index type LanceDB 0.39 writes (IVF_RQ included: its codes are moved,
-// never re-encoded).
+// index type LanceDB 0.39 writes but hamming (IVF_RQ included: its codes
+// are moved, never re-encoded).
 func Remappable(m *pb.IndexMetadata) bool {
 	if meta.IndexKind(m) != Kind {
 		return false
@@ -72,15 +72,8 @@ func Refusal(d *ipb.VectorIndexDetails) string {
 }
 
 // Buildable reports whether BuildSegment writes segments of m's index:
-// every vector index type but IVF_RQ, whose codes compactord does not
-// encode.
-func Buildable(m *pb.IndexMetadata) bool {
-	if meta.IndexKind(m) != Kind {
-		return false
-	}
-	typ, d, err := segmentType(m)
-	return err == nil && typ != TypeIVFRQ && Refusal(d) == ""
-}
+// every one Remap handles.
+func Buildable(m *pb.IndexMetadata) bool { return Remappable(m) }
 
 // HasGraph reports whether m is a vector index with HNSW graphs (nodes
 // numbered by storage row, so storage rows must never disappear without a
