@@ -76,7 +76,7 @@ without deletions are copied page by page). It reserves the new fragment ids (Re
 and commits one Rewrite carrying every btree, bitmap, label-list, full-text and vector segment that
 covers a rewritten fragment, remapped to the new row addresses (as LanceDB's optimize does; HNSW
 graphs of partitions that lost rows are rebuilt). Fragments covered by an index compactord cannot
-remap (IVF_RQ; full-text in a format it does not read; HNSW with --defer-remap) are left out;
+remap (full-text in a format it does not read; HNSW with --defer-remap) are left out;
 --dry-run lists them
 under "skipped" with the reason. A concurrent delete of rows being rewritten is rebased onto the
 new fragments. It prints one JSON line (version, groups, stats, rebased, retried).

@@ -83,18 +83,18 @@ func TestLanceCompactInspectRemoved(t *testing.T) {
 	}
 }
 
-// TestLanceCompactDryRunSkips: on a table whose first fragments an IVF_RQ
-// index covers, the dry run lists them under skipped with the index and
-// the reason, and plans the others.
+// TestLanceCompactDryRunSkips: on a table whose first fragments an HNSW
+// index covers, the dry run of a deferred compaction lists them under
+// skipped with the index and the reason, and plans the others.
 func TestLanceCompactDryRunSkips(t *testing.T) {
 	lancedb.Require(t)
 	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
 	f.Dir = f.URI + "/t.lance"
 	f.Run(t, lancedb.Create(lancedb.VectorSchema, lancedb.VectorRows(0, 300, "v")), lancedb.Add(lancedb.VectorRows(300, 600, "v")),
-		lancedb.CreateVectorIndex("vec", "ivf_rq", "vec_idx", map[string]any{"numPartitions": 1}),
+		lancedb.CreateVectorIndex("vec", "ivf_hnsw_sq", "vec_idx", map[string]any{"numPartitions": 1}),
 		lancedb.Add(lancedb.VectorRows(600, 700, "v")), lancedb.Add(lancedb.VectorRows(700, 800, "v")),
 		lancedb.Delete("id % 5 = 0"))
-	code, out, stderr := runCLI(t, "compact", f.Dir, "--dry-run")
+	code, out, stderr := runCLI(t, "compact", f.Dir, "--dry-run", "--defer-remap=true")
 	if code != 0 {
 		t.Fatalf("dry run: exit %d: %s", code, stderr)
 	}

@@ -147,8 +147,8 @@ type Skip struct {
 
 // The classes of Skip.
 const (
-	// SkipIndex: an index compactord cannot remap (IVF_RQ, a kind it
-	// does not know, a full-text segment in a format or with a tokenizer
+	// SkipIndex: an index compactord cannot remap (a kind it does not
+	// know, a full-text segment in a format or with a tokenizer
 	// it does not read; HNSW in a deferred compaction) covers the
 	// fragment.
 	SkipIndex = "unremappable_index"

@@ -357,20 +357,21 @@ func TestLanceJobsAbsorbPendingFRI(t *testing.T) {
 	}
 }
 
-// The compact job leaves out the fragments a vector index covers: its
-// summary (on the status page) names them and the index, and
-// compactord_compact_fragments_skipped counts them by reason, every
-// reason present.
+// The compact job leaves out the fragments a vector index it cannot remap
+// covers (HNSW, with the remap deferred): its summary (on the status
+// page) names them and the index, and compactord_compact_fragments_skipped
+// counts them by reason, every reason present.
 func TestLanceCompactReportsSkips(t *testing.T) {
 	lancedb.Require(t)
 	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
 	f.Dir = f.URI + "/t.lance"
 	f.Run(t, lancedb.Create(lancedb.VectorSchema, lancedb.VectorRows(0, 300, "v")), lancedb.Add(lancedb.VectorRows(300, 600, "v")),
-		lancedb.CreateVectorIndex("vec", "ivf_rq", "vec_idx", map[string]any{"numPartitions": 1}),
+		lancedb.CreateVectorIndex("vec", "ivf_hnsw_sq", "vec_idx", map[string]any{"numPartitions": 1}),
 		lancedb.Add(lancedb.VectorRows(600, 700, "v")), lancedb.Add(lancedb.VectorRows(700, 800, "v")),
 		lancedb.Delete("id % 5 = 0"))
 	cfg := baseConfig()
 	cfg.Tables = []daemon.TableConfig{{URL: "file://" + f.Dir, Name: "t"}}
+	cfg.Jobs.Compact.InlineRemap = false
 	r := run(t, cfg, daemon.Deps{})
 	eventually(t, "synced", func() bool { st, _ := r.d.Scheduler().Table("t"); return st.Synced })
 	if res := do(t, "POST", r.base+"/api/v1/tables/t/jobs/compact", ""); res.status/100 != 2 {
@@ -379,7 +380,7 @@ func TestLanceCompactReportsSkips(t *testing.T) {
 	var sum, result string
 	eventually(t, "the compaction to run", func() bool { sum, result = lastRun(t, r.base, "compact"); return result != "" })
 	if result != "success" || !strings.Contains(sum, "2 fragments into 1") ||
-		!strings.Contains(sum, `left out 2 fragments (fragments 0,1: covered by vector index "vec_idx"`) {
+		!strings.Contains(sum, `left out 2 fragments (fragments 0,1: covered by HNSW vector index "vec_idx"`) {
 		t.Fatalf("compact: %s: %q; want fragments 2 and 3 compacted, 0 and 1 left out for vec_idx", result, sum)
 	}
 	page := do(t, "GET", r.base+"/", "").body
@@ -389,7 +390,7 @@ func TestLanceCompactReportsSkips(t *testing.T) {
 	// The next compaction's plan on the page leaves them out too, each
 	// with its reason.
 	for _, frag := range []string{"0", "1"} {
-		if !strings.Contains(page, "<li>fragment "+frag+": covered by vector index") {
+		if !strings.Contains(page, "<li>fragment "+frag+": covered by HNSW vector index") {
 			t.Errorf("the next compaction's plan does not say why fragment %s is left out:\n%s", frag, page)
 		}
 	}

@@ -354,7 +354,7 @@ func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 		segs := meta.FindIndex(read.Indices, name)
 		kind := meta.IndexKind(segs[0])
 		if !Buildable(segs[0]) {
-			skips = append(skips, Skip{name, fmt.Sprintf("a %s index (compactord catches up btree, bitmap, label-list, full-text and vector indexes, IVF_RQ excepted)", kind)})
+			skips = append(skips, Skip{name, fmt.Sprintf("a %s index (compactord catches up btree, bitmap, label-list, full-text and vector indexes but hamming ones)", kind)})
 			continue
 		}
 		fields := segs[0].GetFields()
@@ -401,6 +401,10 @@ func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 		}
 		if err := checkIndexable(kind, m.GetFields(), f); err != nil && kind != vector.Kind {
 			skips = append(skips, Skip{name, err.Error()})
+			continue
+		}
+		if why := vector.ColumnRefusal(f); kind == vector.Kind && why != "" {
+			skips = append(skips, Skip{name, why})
 			continue
 		}
 		// Coverage is judged through the FRI, so the missing fragments

@@ -69,6 +69,6 @@ func buildOther(ctx context.Context, b storage.Bucket, p Job, version uint64, fr
 	if p.Kind != vector.Kind {
 		return nil, nil, 0, false, nil
 	}
-	ix, keys, rows, err = vector.BuildSegment(ctx, b, p.Segments[0], vector.BuildOptions{Version: version, Field: p.Field, Fragments: frags, Now: now})
+	ix, keys, rows, err = vector.BuildSegment(ctx, b, p.Segments[0], vector.BuildOptions{Version: version, Field: p.Field, Fragments: frags, Now: now, Rebuild: p.Rebuild})
 	return ix, keys, rows, true, err
 }

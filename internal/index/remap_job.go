@@ -222,7 +222,7 @@ func remapIndexOnce(ctx context.Context, h *table.Handle, name string, o RemapJo
 	}
 	kind := meta.IndexKind(need[0])
 	if !SegmentRemappable(need[0]) {
-		return nil, &Skip{name, fmt.Sprintf("a %s index compactord cannot remap (it remaps btree, bitmap, label-list, full-text and every vector index but IVF_RQ); it keeps its FRI versions", kind)}, nil
+		return nil, &Skip{name, fmt.Sprintf("a %s index compactord cannot remap (it remaps btree, bitmap, label-list, full-text and every vector index but hamming ones); it keeps its FRI versions", kind)}, nil
 	}
 	for _, s := range need {
 		if kind == KindInverted {

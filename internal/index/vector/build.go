@@ -54,8 +54,17 @@ func CollectVectors(ctx context.Context, b storage.Bucket, version uint64, field
 		if col == nil {
 			return nil // every vector of the batch is null
 		}
+		// A multivector column (a list of vectors) indexes each vector of
+		// a row as its own entry, under the row's address, as lance
+		// flattens it.
+		list := col
+		if (col.Type.Kind == file.KindList || col.Type.Kind == file.KindLargeList) && len(col.Children) == 1 && len(col.Offsets) == col.Len+1 {
+			col = col.Children[0]
+		} else {
+			list = nil
+		}
 		if col.Type.Kind != file.KindFixedSizeList || len(col.Children) != 1 || col.Type.Size <= 0 {
-			return fmt.Errorf("fragment %d: column %q is %s, not a fixed-size list of floats", bt.Fragment, field.GetName(), col.Type)
+			return fmt.Errorf("fragment %d: column %q is %s, not a fixed-size list of floats (or a list of them)", bt.Fragment, field.GetName(), bt.Columns[0].Type)
 		}
 		dim := col.Type.Size
 		if out.Dim == 0 {
@@ -64,26 +73,26 @@ func CollectVectors(ctx context.Context, b storage.Bucket, version uint64, field
 			return fmt.Errorf("fragment %d: vectors of %d dimensions, others %d", bt.Fragment, dim, out.Dim)
 		}
 		items := col.Children[0]
-		for _, r := range bt.Live {
-			if !col.IsValid(r) {
-				continue
-			}
-			for e := range dim {
-				k := r*dim + e
-				var x float32
-				switch items.Type.Kind {
-				case file.KindFloat32:
-					x = f32(items.Values[4*k:])
-				case file.KindFloat16:
-					x = file.Float16(binary.LittleEndian.Uint16(items.Values[2*k:]))
-				case file.KindFloat64:
-					x = float32(math.Float64frombits(binary.LittleEndian.Uint64(items.Values[8*k:])))
-				default:
-					return fmt.Errorf("fragment %d: column %q holds %s items, not floats", bt.Fragment, field.GetName(), items.Type)
+		for _, row := range bt.Live {
+			lo, hi := row, row+1
+			if list != nil {
+				if !list.IsValid(row) {
+					continue
 				}
-				out.Data = append(out.Data, x)
+				lo, hi = int(list.Offsets[row]), int(list.Offsets[row+1])
+				if lo < 0 || hi < lo || hi > col.Len {
+					return fmt.Errorf("fragment %d: column %q: row %d lists vectors %d..%d of %d", bt.Fragment, field.GetName(), row, lo, hi, col.Len)
+				}
 			}
-			out.Addrs = append(out.Addrs, meta.RowAddr(uint32(bt.Fragment), uint32(bt.Offset)+uint32(r)))
+			for r := lo; r < hi; r++ {
+				if !col.IsValid(r) {
+					continue
+				}
+				if err := appendVector(out, items, r, dim); err != nil {
+					return fmt.Errorf("fragment %d: column %q: %w", bt.Fragment, field.GetName(), err)
+				}
+				out.Addrs = append(out.Addrs, meta.RowAddr(uint32(bt.Fragment), uint32(bt.Offset)+uint32(row)))
+			}
 		}
 		return nil
 	})
@@ -91,6 +100,30 @@ func CollectVectors(ctx context.Context, b storage.Bucket, version uint64, field
 		return nil, err
 	}
 	return out, nil
+}
+
+// appendVector appends vector r of items (dim floats each) to out as
+// float32.
+func appendVector(out *Vectors, items *file.Array, r, dim int) error {
+	if w := items.Type.ByteWidth(); w > 0 && len(items.Values) < (r+1)*dim*w {
+		return fmt.Errorf("vector %d lies beyond its %d bytes of items", r, len(items.Values))
+	}
+	for e := range dim {
+		k := r*dim + e
+		var x float32
+		switch items.Type.Kind {
+		case file.KindFloat32:
+			x = f32(items.Values[4*k:])
+		case file.KindFloat16:
+			x = file.Float16(binary.LittleEndian.Uint16(items.Values[2*k:]))
+		case file.KindFloat64:
+			x = float32(math.Float64frombits(binary.LittleEndian.Uint64(items.Values[8*k:])))
+		default:
+			return fmt.Errorf("%s items, not floats", items.Type)
+		}
+		out.Data = append(out.Data, x)
+	}
+	return nil
 }
 
 // normalize is v over its L2 norm, computed in float32 in order, as
@@ -133,21 +166,40 @@ func nearestCentroid(v, cent []float32, dim int, distance string) int {
 	return best
 }
 
-// Encode builds the storage of new rows with the segment's centroids and
+// Encode builds the storage of new rows as LanceDB's optimize() appends
+// them to an index (a delta segment), with the segment's centroids and
 // quantizer, without retraining: each vector (normalized for cosine) goes
-// to its nearest centroid and is encoded as LanceDB does (FLAT: the
-// vector; SQ: the vector over the stored bounds; PQ: the nearest codebook
-// entry per sub-vector of the residual to the centroid, except for dot,
-// which encodes the vector itself). Rows keep their order within a
-// partition.
-func (seg *Segment) Encode(v *Vectors) (*Storage, error) {
+// to its nearest centroid and is encoded (FLAT: the vector; SQ: the
+// vector over the stored bounds; PQ: the nearest codebook entry per
+// sub-vector of the residual to the centroid, except for dot, which
+// encodes the vector itself and, as the quantizer LanceDB loads from a
+// dot index does, picks the entry of largest dot product). Rows keep
+// their order within a partition.
+func (seg *Segment) Encode(v *Vectors) (*Storage, error) { return seg.encode(v, false) }
+
+// EncodeBuild is Encode as LanceDB's createIndex encodes the rows it
+// trained on: the same but for dot PQ, whose codebook entries it picks by
+// squared L2 (lance builds the quantizer with L2 and loads it with the
+// index's distance). A rebuild uses it, so that every row LanceDB indexed
+// gets the code it has.
+func (seg *Segment) EncodeBuild(v *Vectors) (*Storage, error) { return seg.encode(v, true) }
+
+func (seg *Segment) encode(v *Vectors, build bool) (*Storage, error) {
 	s := seg.Storage
 	cent, dim := seg.Index.Centroids()
 	if v.Dim != dim && len(v.Addrs) > 0 {
 		return nil, fmt.Errorf("vectors of %d dimensions for an index of %d", v.Dim, dim)
 	}
+	if t := seg.Index.IVF.GetCentroidsTensor().GetDataType(); t != ipb.Tensor_FLOAT32 {
+		return nil, unsupported("compactord encodes indexes of float32 vectors only, not %s", t)
+	}
+	var rq *rqEncoder
+	var rqAdd, rqScale, rqErr []byte
 	if s.Quantizer == QuantRQ {
-		return nil, unsupported("compactord does not encode RQ codes")
+		var err error
+		if rq, err = newRQEncoder(s.RQ, cent, dim, seg.Index.Distance); err != nil {
+			return nil, err
+		}
 	}
 	parts := s.Partitions()
 	byPart := make([][]int, parts)
@@ -162,7 +214,7 @@ func (seg *Segment) Encode(v *Vectors) (*Storage, error) {
 		enc[i] = x
 	}
 	out := &Storage{Quantizer: s.Quantizer, Distance: s.Distance, Fields: s.Fields, Metadata: s.Metadata, Extra: s.Extra,
-		PQ: s.PQ, SQ: s.SQ, IVF: &ipb.IVF{Offsets: make([]uint64, parts), Lengths: make([]uint32, parts)}}
+		PQ: s.PQ, SQ: s.SQ, RQ: s.RQ, IVF: &ipb.IVF{Offsets: make([]uint64, parts), Lengths: make([]uint32, parts)}}
 	var codes []byte
 	var flat []byte
 	for p, rows := range byPart {
@@ -185,15 +237,22 @@ func (seg *Segment) Encode(v *Vectors) (*Storage, error) {
 					}
 					codes = append(codes, byte(math.Max(0, math.Min(255, c))))
 				}
+			case QuantRQ:
+				code, a, sc, e := rq.encode(x, cent[p*dim:(p+1)*dim], p)
+				codes = append(codes, code...)
+				rqAdd = binary.LittleEndian.AppendUint32(rqAdd, math.Float32bits(a))
+				rqScale = binary.LittleEndian.AppendUint32(rqScale, math.Float32bits(sc))
+				rqErr = binary.LittleEndian.AppendUint32(rqErr, math.Float32bits(e))
 			case QuantPQ:
-				if seg.Index.Distance != "dot" {
+				dot := seg.Index.Distance == "dot"
+				if !dot {
 					r := make([]float32, dim)
 					for e := range dim {
 						r[e] = x[e] - cent[p*dim+e]
 					}
 					x = r
 				}
-				codes = append(codes, pqEncode(s.PQ, x)...)
+				codes = append(codes, pqEncode(s.PQ, x, dot && !build)...)
 			}
 		}
 	}
@@ -207,26 +266,46 @@ func (seg *Segment) Encode(v *Vectors) (*Storage, error) {
 	case QuantSQ:
 		out.Columns = []*file.Array{fslU8(codes, dim)}
 	case QuantPQ:
-		out.Columns = []*file.Array{fslU8(codes, s.PQ.NumSubVectors)}
+		out.Columns = []*file.Array{fslU8(codes, s.PQ.codeBytes())}
+	case QuantRQ:
+		n := len(out.RowIDs)
+		f32s := func(b []byte) *file.Array {
+			return &file.Array{Type: file.DataType{Kind: file.KindFloat32}, Len: n, Values: b}
+		}
+		out.Columns = []*file.Array{fslU8(codes, dim/8), f32s(rqAdd), f32s(rqScale), f32s(rqErr)}
 	}
 	return out, nil
 }
 
-// pqEncode is the nearest codebook entry (squared L2, float32) of each
-// sub-vector of x.
-func pqEncode(p *PQParams, x []float32) []byte {
-	m := p.NumSubVectors
+// pqEncode is the nearest codebook entry of each sub-vector of x: by
+// squared L2 (float32), or by largest dot product when dot is set (ties:
+// the first entry).
+func pqEncode(p *PQParams, x []float32, dot bool) []byte {
+	m, k := p.NumSubVectors, p.entries()
 	sub := len(x) / m
-	out := make([]byte, m)
+	out := make([]byte, p.codeBytes())
 	for j := range m {
 		best, bd := 0, float32(math.Inf(1))
 		xs := x[j*sub : (j+1)*sub]
-		for c := range 256 {
-			if d := l2(xs, p.Codebook[(j*256+c)*sub:(j*256+c+1)*sub]); d < bd {
+		for c := range k {
+			cb := p.Codebook[(j*k+c)*sub : (j*k+c+1)*sub]
+			var d float32
+			if dot {
+				for e, f := range xs {
+					d -= f * cb[e]
+				}
+			} else {
+				d = l2(xs, cb)
+			}
+			if d < bd {
 				best, bd = c, d
 			}
 		}
-		out[j] = byte(best)
+		if p.NBits == 4 {
+			out[j/2] |= byte(best) << (4 * (j % 2))
+		} else {
+			out[j] = byte(best)
+		}
 	}
 	return out
 }
@@ -239,6 +318,10 @@ type BuildOptions struct {
 	// Fragments are the fragments the segment covers (its bitmap).
 	Fragments *roaring.Bitmap
 	Now       time.Time
+	// Rebuild says the segment replaces every segment of the index: its
+	// rows are encoded as LanceDB's createIndex encodes them
+	// (EncodeBuild), a delta's as its optimize() appends them (Encode).
+	Rebuild bool
 }
 
 // BuildSegment writes a new segment of the logical index like belongs to
@@ -251,14 +334,15 @@ func BuildSegment(ctx context.Context, b storage.Bucket, like *pb.IndexMetadata,
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	if seg.Storage.Quantizer == QuantRQ {
-		return nil, nil, 0, fmt.Errorf("index %s: %w", like.GetName(), unsupported("compactord does not encode RQ codes"))
-	}
 	v, err := CollectVectors(ctx, b, o.Version, o.Field, o.Fragments)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("index %s: %w", like.GetName(), err)
 	}
-	ns, err := seg.Encode(v)
+	encode := seg.Encode
+	if o.Rebuild {
+		encode = seg.EncodeBuild
+	}
+	ns, err := encode(v)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("index %s: %w", like.GetName(), err)
 	}

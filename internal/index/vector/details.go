@@ -124,7 +124,7 @@ func CheckIndexVersion(typ string, version int32) error {
 
 // decodeIVF decodes an IVF message and checks that its partitions are
 // consistent: as many lengths as offsets, and (when centroids is true) a
-// float32 [P, dim] centroids tensor.
+// float16, float32 or float64 [P, dim] centroids tensor.
 func decodeIVF(b []byte, centroids bool) (*ipb.IVF, error) {
 	ivf := &ipb.IVF{}
 	if err := proto.Unmarshal(b, ivf); err != nil {
@@ -140,13 +140,14 @@ func decodeIVF(b []byte, centroids bool) (*ipb.IVF, error) {
 	if t == nil {
 		return nil, formatErr("IVF has no centroids tensor")
 	}
-	if t.GetDataType() != ipb.Tensor_FLOAT32 {
+	w := tensorWidth(t.GetDataType())
+	if w == 0 {
 		return nil, unsupported("IVF centroids of type %s", t.GetDataType())
 	}
 	if len(t.GetShape()) != 2 || int(t.GetShape()[0]) != len(ivf.GetLengths()) || t.GetShape()[1] == 0 {
 		return nil, formatErr("IVF centroids of shape %v for %d partitions", t.GetShape(), len(ivf.GetLengths()))
 	}
-	if uint64(len(t.GetData())) != 4*uint64(t.GetShape()[0])*uint64(t.GetShape()[1]) {
+	if uint64(len(t.GetData())) != uint64(w)*uint64(t.GetShape()[0])*uint64(t.GetShape()[1]) {
 		return nil, formatErr("IVF centroids hold %d bytes, shape %v", len(t.GetData()), t.GetShape())
 	}
 	return ivf, nil

@@ -30,8 +30,10 @@
 // graph of every partition that lost rows is rebuilt from the remapped
 // storage (vectors reconstructed from the SQ or PQ codes, the partition's
 // own m, ef_construction and max_level, levels from a fixed seed); the
-// others are copied. IVF_RQ is refused: its code layout is not
-// established, so its codes are never rewritten.
+// others are copied. IVF_RQ codes are packed per partition for lance's
+// lookup-table scan (rq.go): they are unpacked on read and packed again
+// on write (a remap never re-encodes); catch-up and rebuild encode new
+// rows' codes and factors as lance does.
 //
 // Decoders treat their input as hostile: malformed or unknown input gives
 // a one-line error wrapping ErrFormat or ErrUnsupported, never a panic.

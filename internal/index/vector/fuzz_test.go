@@ -131,6 +131,8 @@ func TestUnknownTypeRefused(t *testing.T) {
 func FuzzReadStorage(f *testing.F) {
 	sb, _ := encodeSynth(f)
 	f.Add(sb)
+	f.Add(encodeSynthRQ(f))
+	f.Add(encodeSynthPQ4(f))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := ReadStorage(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
@@ -144,6 +146,7 @@ func FuzzReadStorage(f *testing.F) {
 func FuzzReadSubIndex(f *testing.F) {
 	_, xb := encodeSynth(f)
 	f.Add(xb)
+	f.Add(encodeSynthF16Index(f))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		x, err := ReadSubIndex(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
@@ -152,4 +155,83 @@ func FuzzReadSubIndex(f *testing.F) {
 		var out bytes.Buffer
 		_, _ = WriteSubIndex(&out, x)
 	})
+}
+
+// encodeSynthPQ4 is a small 4-bit PQ storage (dim 4, 2 sub-vectors, one
+// byte of two codes a row; partitions of 3 and 2 rows).
+func encodeSynthPQ4(t testing.TB) []byte {
+	t.Helper()
+	const dim, m = 4, 2
+	cb := make([]byte, 0, 4*16*dim)
+	for i := range 16 * dim {
+		cb = binary.LittleEndian.AppendUint32(cb, math.Float32bits(float32(i)))
+	}
+	tensor, err := encodeTensor(&ipb.Tensor{DataType: ipb.Tensor_FLOAT32, Shape: []uint32{16, m, dim / m}, Data: cb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := synthPQ(t)
+	s.Fields[1].LogicalType = "fixed_size_list:uint8:1"
+	s.Metadata["storage_metadata"] = []byte(`["{\"codebook_position\":2,\"nbits\":4,\"num_sub_vectors\":2,\"dimension\":4,\"codebook_tensor\":[],\"transposed\":true}"]`)
+	s.Extra = [][]byte{tensor}
+	s.Columns = []*file.Array{fslU8([]byte{0x21, 0x43, 0x65, 0x87, 0xa9}, 1)}
+	s.PQ = &PQParams{CodebookPosition: 2, NBits: 4, NumSubVectors: m, Dimension: dim, Transposed: true}
+	var b bytes.Buffer
+	if _, err := WriteStorage(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestSynthPQ4RoundTrip: 4-bit codes are read back two a byte, sub-vector
+// 0 in the low nibble.
+func TestSynthPQ4RoundTrip(t *testing.T) {
+	b := encodeSynthPQ4(t)
+	s, err := ReadStorage(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := s.Columns[0].Children[0].Values[1:2]
+	if s.PQ.codeBytes() != 1 || s.PQ.code(row, 0) != 3 || s.PQ.code(row, 1) != 4 || len(s.PQ.Codebook) != 16*4 {
+		t.Fatalf("row 1: codes %d %d, %d code bytes, codebook of %d", s.PQ.code(row, 0), s.PQ.code(row, 1), s.PQ.codeBytes(), len(s.PQ.Codebook))
+	}
+}
+
+// encodeSynthF16Index is synthPQ's sub-index with float16 centroids (the
+// halves of 0..7), as LanceDB keeps an index over float16 vectors.
+func encodeSynthF16Index(t testing.TB) []byte {
+	t.Helper()
+	_, x := synthPQ(t)
+	cent := make([]byte, 0, 2*8)
+	for i := range 8 {
+		// float16 i/2: exponent and mantissa of small halves.
+		cent = binary.LittleEndian.AppendUint16(cent, []uint16{0, 0x3800, 0x3c00, 0x3e00, 0x4000, 0x4100, 0x4200, 0x4300}[i])
+	}
+	x.IVF.CentroidsTensor = &ipb.Tensor{DataType: ipb.Tensor_FLOAT16, Shape: []uint32{2, 4}, Data: cent}
+	var b bytes.Buffer
+	if _, err := WriteSubIndex(&b, x); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestFloat16Centroids: float16 centroids decode to float32, and a tensor
+// whose size does not fit its shape and type is refused.
+func TestFloat16Centroids(t *testing.T) {
+	b := encodeSynthF16Index(t)
+	x, err := ReadSubIndex(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, dim := x.Centroids()
+	if dim != 4 || len(c) != 8 || c[1] != 0.5 || c[7] != 3.5 {
+		t.Fatalf("centroids %v (dim %d), want 0, 0.5, ..., 3.5", c, dim)
+	}
+	x.IVF.CentroidsTensor.Data = x.IVF.CentroidsTensor.Data[:14]
+	var bad bytes.Buffer
+	if _, err := WriteSubIndex(&bad, x); err == nil {
+		if _, err := ReadSubIndex(bytes.NewReader(bad.Bytes()), int64(bad.Len())); err == nil {
+			t.Fatal("a float16 tensor of 7 values for shape [2 4] was read")
+		}
+	}
 }

@@ -102,7 +102,7 @@ func BuildGenerationCopy(v *Vectors, distance string) (*SubIndex, *Storage, erro
 	// is before the flush quantizes them.
 	raw := &vectors{dim: dim, data: v.Data, dist: distanceFunc(distance)}
 	params := HNSWParams{MaxLevel: GenerationMaxLevel, M: GenerationM, EfConstruction: GenerationEfConstruction, PrefetchDistance: generationPrefetch}
-	g := buildGraph(raw, n, GenerationM, GenerationEfConstruction, GenerationMaxLevel, graphSeed)
+	g := buildGraph(raw, n, GenerationM, GenerationEfConstruction, GenerationMaxLevel, graphSeed, false)
 	vid, nbrs, dists, hm := graphRows(raw, g, params)
 	zero := make([]byte, 4*dim)
 	fullzip := map[string][]byte{"lance-encoding:structural-encoding": []byte("fullzip")}

@@ -19,7 +19,7 @@ func TestBuildGraph(t *testing.T) {
 	for i := range v.data {
 		v.data[i] = float32(r.Float64()*2 - 1)
 	}
-	g := buildGraph(v, n, m, 100, 7, 42)
+	g := buildGraph(v, n, m, 100, 7, 42, true)
 	for id := range n {
 		if g.levels[0][id] == nil {
 			t.Fatalf("node %d is not on level 0", id)

@@ -12,9 +12,11 @@ import (
 type kind struct {
 	typ, distance string
 	opts          map[string]any
+	// variant names a configuration beyond the type (pq4: 4-bit PQ).
+	variant string
 }
 
-func (k kind) String() string { return k.typ + "_" + k.distance }
+func (k kind) String() string { return k.typ + k.variant + "_" + k.distance }
 
 // allKinds are every index type LanceDB 0.39's Node API builds, with each
 // distance type, sized for the 16-d test vectors.
@@ -22,6 +24,7 @@ func allKinds() []kind {
 	base := []kind{
 		{typ: "ivf_flat", opts: map[string]any{"numPartitions": 4}},
 		{typ: "ivf_pq", opts: map[string]any{"numPartitions": 4, "numSubVectors": 4}},
+		{typ: "ivf_pq", variant: "4bit", opts: map[string]any{"numPartitions": 4, "numSubVectors": 4, "numBits": 4}},
 		{typ: "ivf_rq", opts: map[string]any{"numPartitions": 4}},
 		{typ: "ivf_hnsw_sq", opts: map[string]any{"numPartitions": 2}},
 		{typ: "ivf_hnsw_pq", opts: map[string]any{"numPartitions": 2, "numSubVectors": 4}},
@@ -33,7 +36,7 @@ func allKinds() []kind {
 			for k, v := range b.opts {
 				o[k] = v
 			}
-			out = append(out, kind{typ: b.typ, distance: d, opts: o})
+			out = append(out, kind{typ: b.typ, distance: d, opts: o, variant: b.variant})
 		}
 	}
 	return out

@@ -47,22 +47,32 @@ func segmentType(m *pb.IndexMetadata) (string, *ipb.VectorIndexDetails, error) {
 }
 
 // Remappable reports whether Remap handles the segment: every vector
-// index type but IVF_RQ, whose code layout is not established (it keeps
-// the fragments it covers out of compaction).
+// index type LanceDB 0.39 writes but hamming (IVF_RQ included: its codes
+// are moved, never re-encoded).
 func Remappable(m *pb.IndexMetadata) bool {
 	if meta.IndexKind(m) != Kind {
 		return false
 	}
-	typ, _, err := segmentType(m)
-	if err != nil {
-		return false
+	_, d, err := segmentType(m)
+	return err == nil && Refusal(d) == ""
+}
+
+// Refusal is why compactord leaves an index of these details alone ("":
+// it does not): hamming indexes (binary vectors, uint8 centroids), whose
+// layout it has not checked against LanceDB's files, and PQ codes of
+// other than 4 or 8 bits.
+func Refusal(d *ipb.VectorIndexDetails) string {
+	if d.GetMetricType() == ipb.VectorMetricType_Hamming {
+		return "compactord does not read hamming (binary vector) indexes"
 	}
-	return typ != TypeIVFRQ
+	if pq := d.GetPq(); pq != nil && pq.GetNumBits() != 0 && pq.GetNumBits() != 8 && pq.GetNumBits() != 4 {
+		return fmt.Sprintf("compactord reads 4- and 8-bit PQ codes, not %d-bit", pq.GetNumBits())
+	}
+	return ""
 }
 
 // Buildable reports whether BuildSegment writes segments of m's index:
-// every vector index type but IVF_RQ, whose codes compactord does not
-// encode.
+// every one Remap handles.
 func Buildable(m *pb.IndexMetadata) bool { return Remappable(m) }
 
 // HasGraph reports whether m is a vector index with HNSW graphs (nodes
@@ -139,9 +149,12 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 		return nil, nil, st, fmt.Errorf("index %s: remap needs the new fragment bitmap", m.GetName())
 	}
 	if !Remappable(m) {
-		typ, _, err := segmentType(m)
+		typ, d, err := segmentType(m)
 		if err != nil {
 			return nil, nil, st, err
+		}
+		if why := Refusal(d); why != "" {
+			return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), unsupported("%s", why))
 		}
 		return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), unsupported("compactord does not remap %s indexes", typ))
 	}

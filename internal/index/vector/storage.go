@@ -49,8 +49,10 @@ type PQParams struct {
 	Dimension        int  `json:"dimension"`
 	Transposed       bool `json:"transposed"`
 	// Codebook is [2^nbits centroids per sub-vector] as LanceDB stores it:
-	// centroid k of sub-vector j at floats (j*2^nbits + k)*(dim/m).
-	Codebook []float32 `json:"-"`
+	// centroid k of sub-vector j at floats (j*2^nbits + k)*(dim/m),
+	// decoded to float32 from the tensor's CodebookType.
+	Codebook     []float32           `json:"-"`
+	CodebookType ipb.Tensor_DataType `json:"-"`
 }
 
 // SQParams are an SQ storage's parameters.
@@ -69,6 +71,9 @@ type RQParams struct {
 	CodeDim      int    `json:"code_dim"`
 	NumBits      int    `json:"num_bits"`
 	Packed       bool   `json:"packed"`
+	// FastRotationSigns are the fast rotation's sign bytes (JSON numbers).
+	FastRotationSigns []int  `json:"fast_rotation_signs"`
+	QueryEstimator    string `json:"query_estimator"`
 }
 
 // Storage is a decoded auxiliary.idx: the rows of every partition, in
@@ -212,6 +217,9 @@ func ReadStorage(r io.ReaderAt, size int64) (*Storage, error) {
 				return nil, formatErr("%s: column %s has type %s", StorageFile, names[i+1], c.Type)
 			}
 		}
+		if err := s.readRQ(); err != nil {
+			return nil, err
+		}
 	case QuantPQ:
 		if err := s.readPQ(sm); err != nil {
 			return nil, err
@@ -238,14 +246,13 @@ func (s *Storage) readPQ(sm []byte) error {
 	if err := json.Unmarshal(sm, p); err != nil {
 		return formatErr("%s: PQ metadata: %v", StorageFile, err)
 	}
-	if p.NBits != 8 {
-		// 4-bit codes pack two per byte in an order not established here.
+	if p.NBits != 8 && p.NBits != 4 {
 		return unsupported("%s: PQ with %d bits", StorageFile, p.NBits)
 	}
-	if p.NumSubVectors <= 0 || p.Dimension <= 0 || p.Dimension%p.NumSubVectors != 0 {
-		return formatErr("%s: PQ of %d sub-vectors over %d dimensions", StorageFile, p.NumSubVectors, p.Dimension)
+	if p.NumSubVectors <= 0 || p.Dimension <= 0 || p.Dimension%p.NumSubVectors != 0 || p.NumSubVectors*p.NBits%8 != 0 {
+		return formatErr("%s: PQ of %d %d-bit sub-vectors over %d dimensions", StorageFile, p.NumSubVectors, p.NBits, p.Dimension)
 	}
-	if err := checkFSL(s.Columns[0], colPQ, p.NumSubVectors, file.KindUint8); err != nil {
+	if err := checkFSL(s.Columns[0], colPQ, p.codeBytes(), file.KindUint8); err != nil {
 		return err
 	}
 	if p.CodebookPosition < 2 || p.CodebookPosition-2 >= len(s.Extra) {
@@ -255,18 +262,16 @@ func (s *Storage) readPQ(sm []byte) error {
 	if err := proto.Unmarshal(s.Extra[p.CodebookPosition-2], t); err != nil {
 		return formatErr("%s: PQ codebook: %v", StorageFile, err)
 	}
-	want := uint64(256) * uint64(p.Dimension)
-	if t.GetDataType() != ipb.Tensor_FLOAT32 || uint64(len(t.GetData())) != 4*want {
-		return formatErr("%s: PQ codebook of %s, %d bytes, want %d float32", StorageFile, t.GetDataType(), len(t.GetData()), want)
+	want := uint64(p.entries()) * uint64(p.Dimension)
+	if w := tensorWidth(t.GetDataType()); w == 0 || uint64(len(t.GetData())) != uint64(w)*want {
+		return formatErr("%s: PQ codebook of %s, %d bytes, want %d floats", StorageFile, t.GetDataType(), len(t.GetData()), want)
 	}
-	p.Codebook = make([]float32, want)
-	for i := range p.Codebook {
-		p.Codebook[i] = f32(t.GetData()[4*i:])
-	}
+	p.Codebook = tensorFloats(t)
+	p.CodebookType = t.GetDataType()
 	s.PQ = p
 	if p.Transposed {
 		codes := s.Columns[0].Children[0]
-		m := p.NumSubVectors
+		m := p.codeBytes()
 		out := make([]byte, len(s.RowIDs)*m)
 		for part, off := range s.IVF.GetOffsets() {
 			n := int(s.IVF.GetLengths()[part])
@@ -297,16 +302,12 @@ func uint64Array(v []uint64) *file.Array {
 	return &file.Array{Type: file.DataType{Kind: file.KindUint64}, Len: len(v), Values: b}
 }
 
-// WriteStorage encodes s as an auxiliary.idx (PQ codes transposed per
-// partition again when the metadata says so) and returns its size.
+// WriteStorage encodes s as an auxiliary.idx (PQ codes transposed and RQ
+// codes packed per partition again when the metadata says so) and
+// returns its size.
 func WriteStorage(w io.Writer, s *Storage) (int64, error) {
 	if err := checkPartitions(s.IVF, uint64(len(s.RowIDs)), StorageFile); err != nil {
 		return 0, err
-	}
-	if s.Quantizer == QuantRQ {
-		// Whether RQ codes are laid out per row or packed per partition
-		// is not established; rewriting them could scramble every code.
-		return 0, unsupported("compactord does not write RQ storage")
 	}
 	cols := []*file.Array{uint64Array(s.RowIDs)}
 	for i, c := range s.Columns {
@@ -318,6 +319,9 @@ func WriteStorage(w io.Writer, s *Storage) (int64, error) {
 	if s.Quantizer == QuantPQ && s.PQ.Transposed {
 		cols[1] = transposePQ(s)
 	}
+	if s.Quantizer == QuantRQ && s.RQ.Packed {
+		cols[1] = s.mapRQPartitions(packRQ)
+	}
 	ivf, err := encodeIVF(&ipb.IVF{Offsets: s.IVF.GetOffsets(), Lengths: s.IVF.GetLengths()})
 	if err != nil {
 		return 0, err
@@ -328,7 +332,7 @@ func WriteStorage(w io.Writer, s *Storage) (int64, error) {
 // transposePQ lays s's row-major PQ codes out as LanceDB stores them:
 // column-major within each partition.
 func transposePQ(s *Storage) *file.Array {
-	m := s.PQ.NumSubVectors
+	m := s.PQ.codeBytes()
 	rows := s.Columns[0].Children[0].Values
 	out := make([]byte, len(s.RowIDs)*m)
 	for part, off := range s.IVF.GetOffsets() {
@@ -384,4 +388,66 @@ func writeFile(w io.Writer, fields []*lancepb.Field, md map[string][]byte, globa
 
 func f32(b []byte) float32 {
 	return math.Float32frombits(binary.LittleEndian.Uint32(b))
+}
+
+// readRQ checks the fast rotation's signs and unpacks packed RQ codes to
+// one row per vector.
+func (s *Storage) readRQ() error {
+	p := s.RQ
+	if p.CodeDim <= 0 || p.CodeDim%8 != 0 || s.Columns[0].Type.Size != p.CodeDim/8 {
+		return formatErr("%s: RQ codes of %d bytes for code_dim %d", StorageFile, s.Columns[0].Type.Size, p.CodeDim)
+	}
+	if len(p.FastRotationSigns) != rqRounds*p.CodeDim/8 {
+		return formatErr("%s: %d fast rotation signs for code_dim %d, want %d", StorageFile, len(p.FastRotationSigns), p.CodeDim, rqRounds*p.CodeDim/8)
+	}
+	for _, b := range p.FastRotationSigns {
+		if b < 0 || b > 255 {
+			return formatErr("%s: fast rotation sign byte %d", StorageFile, b)
+		}
+	}
+	if p.QueryEstimator != "" && p.QueryEstimator != "raw_query" {
+		return unsupported("%s: RQ query estimator %q", StorageFile, p.QueryEstimator)
+	}
+	if p.Packed {
+		s.Columns[0] = s.mapRQPartitions(unpackRQ)
+	}
+	return nil
+}
+
+// mapRQPartitions applies f (unpackRQ or packRQ) to each partition's RQ
+// codes.
+func (s *Storage) mapRQPartitions(f func(b []byte, n, w int) []byte) *file.Array {
+	w := s.Columns[0].Type.Size
+	codes := s.Columns[0].Children[0].Values
+	out := make([]byte, 0, len(s.RowIDs)*w)
+	for part, off := range s.IVF.GetOffsets() {
+		n := int(s.IVF.GetLengths()[part])
+		out = append(out, f(codes[int(off)*w:(int(off)+n)*w], n, w)...)
+	}
+	return fslU8(out, w)
+}
+
+// rotationSigns are the fast rotation's sign bytes.
+func (p *RQParams) rotationSigns() []byte {
+	out := make([]byte, len(p.FastRotationSigns))
+	for i, b := range p.FastRotationSigns {
+		out[i] = byte(b)
+	}
+	return out
+}
+
+// codeBytes is the width of a row's PQ codes: one byte per sub-vector, or
+// two 4-bit codes a byte (sub-vector 2k in the low nibble, 2k+1 in the
+// high one).
+func (p *PQParams) codeBytes() int { return p.NumSubVectors * p.NBits / 8 }
+
+// entries is the number of codebook entries per sub-vector.
+func (p *PQParams) entries() int { return 1 << p.NBits }
+
+// code is sub-vector j's code in a row's codes.
+func (p *PQParams) code(row []byte, j int) int {
+	if p.NBits == 4 {
+		return int(row[j/2]>>(4*(j%2))) & 0xf
+	}
+	return int(row[j])
 }

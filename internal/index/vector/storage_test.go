@@ -58,11 +58,7 @@ func TestReadWriteLanceDBFiles(t *testing.T) {
 				checkPQResiduals(t, x, s)
 			}
 			if s.Quantizer == QuantRQ {
-				var buf bytes.Buffer
-				if _, err := WriteStorage(&buf, s); err == nil {
-					t.Fatal("RQ storage written; its code layout is not established")
-				}
-				return
+				checkRQCodes(t, x, s, k.distance)
 			}
 			var sb, xb bytes.Buffer
 			if _, err := WriteStorage(&sb, s); err != nil {
@@ -115,7 +111,7 @@ func upperType(typ string) string {
 func checkPQResiduals(t *testing.T, x *SubIndex, s *Storage) {
 	t.Helper()
 	cent, dim := x.Centroids()
-	m := s.PQ.NumSubVectors
+	m, k, w := s.PQ.NumSubVectors, s.PQ.entries(), s.PQ.codeBytes()
 	sub := dim / m
 	codes := s.Columns[0].Children[0].Values
 	bad := 0
@@ -125,18 +121,18 @@ func checkPQResiduals(t *testing.T, x *SubIndex, s *Storage) {
 			v := lancedb.VectorOf(int64(a>>32)*300 + int64(uint32(a)))
 			for j := range m {
 				best, bd := 0, math.Inf(1)
-				for c := range 256 {
+				for c := range k {
 					var d float64
 					for e := range sub {
 						r := float64(v[j*sub+e]) - float64(cent[p*dim+j*sub+e])
-						q := r - float64(s.PQ.Codebook[(j*256+c)*sub+e])
+						q := r - float64(s.PQ.Codebook[(j*k+c)*sub+e])
 						d += q * q
 					}
 					if d < bd {
 						best, bd = c, d
 					}
 				}
-				if int(codes[i*m+j]) != best {
+				if s.PQ.code(codes[i*w:(i+1)*w], j) != best {
 					bad++
 				}
 			}
@@ -144,5 +140,33 @@ func checkPQResiduals(t *testing.T, x *SubIndex, s *Storage) {
 	}
 	if total := len(s.RowIDs) * m; bad > total/100 {
 		t.Fatalf("%d of %d PQ codes are not their residual's nearest codebook entry", bad, total)
+	}
+}
+
+// checkRQCodes checks that each row's RQ code (unpacked) is the sign bits
+// of its rotated residual to its partition's centroid (the vector
+// normalized first for cosine).
+func checkRQCodes(t *testing.T, x *SubIndex, s *Storage, distance string) {
+	t.Helper()
+	cent, dim := x.Centroids()
+	signs := s.RQ.rotationSigns()
+	w := s.Columns[0].Type.Size
+	codes := s.Columns[0].Children[0].Values
+	for p, off := range s.IVF.GetOffsets() {
+		for i := int(off); i < int(off)+int(s.IVF.GetLengths()[p]); i++ {
+			a := s.RowIDs[i]
+			v := lancedb.VectorOf(int64(a>>32)*300 + int64(uint32(a)))
+			if distance == "cosine" {
+				v = normalize(v)
+			}
+			r := make([]float32, dim)
+			for e := range dim {
+				r[e] = v[e] - cent[p*dim+e]
+			}
+			fastRotate(r, signs)
+			if got, want := codes[i*w:(i+1)*w], rqSignBits(r); !bytes.Equal(got, want) {
+				t.Fatalf("row %x: RQ code %x, its rotated residual's signs %x", a, got, want)
+			}
+		}
 	}
 }

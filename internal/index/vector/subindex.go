@@ -49,13 +49,10 @@ func (x *SubIndex) IsHNSW() bool { return typeParts[x.Type].hnsw }
 func (x *SubIndex) Quantizer() string { return typeParts[x.Type].quant }
 
 // Centroids returns the IVF centroids, row-major, and their dimension.
+// (as float32 whatever the tensor's float type).
 func (x *SubIndex) Centroids() ([]float32, int) {
 	t := x.IVF.GetCentroidsTensor()
-	out := make([]float32, len(t.GetData())/4)
-	for i := range out {
-		out[i] = f32(t.GetData()[4*i:])
-	}
-	return out, int(t.GetShape()[1])
+	return tensorFloats(t), int(t.GetShape()[1])
 }
 
 // ReadSubIndex decodes an index.idx of size bytes.

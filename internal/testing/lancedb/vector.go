@@ -49,6 +49,9 @@ func CreateVectorIndex(column, typ, name string, opts map[string]any) Step {
 // VectorQuery is a VectorSearch.
 type VectorQuery struct {
 	Vector []float32
+	// Multi, when set, is a multivector query (for a list of vectors
+	// column) and Vector is ignored.
+	Multi [][]float32
 	// Column searched ("" : LanceDB picks the only vector column).
 	Column string
 	// Limit is k (0: LanceDB's 10).
@@ -73,6 +76,9 @@ type VectorQuery struct {
 // _distance, nearest first).
 func VectorSearch(q VectorQuery) Step {
 	s := op("vectorSearch", "vector", q.Vector)
+	if q.Multi != nil {
+		s["vector"] = jsonValue(q.Multi)
+	}
 	if q.Column != "" {
 		s["column"] = q.Column
 	}

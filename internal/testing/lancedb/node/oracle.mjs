@@ -106,6 +106,12 @@ function parseType(s) {
   if (m) {
     return new arrow.FixedSizeList(Number(m[1]), new arrow.Field("item", new arrow.Float32(), true));
   }
+  // fixed_size_list<T,N> of any item type (float16 and float64 vectors,
+  // uint8 binary vectors) and list<fixed_size_list<T,N>> (multivectors).
+  const fm = /^fixed_size_list<(\w+),(\d+)>$/.exec(s);
+  if (fm) return new arrow.FixedSizeList(Number(fm[2]), new arrow.Field("item", fm[1] === "float16" ? new arrow.Float16() : parseType(fm[1]), true));
+  const lm = /^list<(fixed_size_list<\w+,\d+>)>$/.exec(s);
+  if (lm) return new arrow.List(new arrow.Field("item", parseType(lm[1]), true));
   throw new Error(`unknown column type ${JSON.stringify(s)}`);
 }
 
@@ -177,6 +183,9 @@ function columnData(type, values) {
   }
   if (D.isInt(type)) {
     return arrow.makeData({ ...base, data: type.ArrayType.from(values, (v) => (v == null ? 0 : Number(bigOf(v)))) });
+  }
+  if (D.isFloat(type) && type.precision === 0) {
+    return arrow.makeData({ ...base, data: Uint16Array.from(values, (v) => arrow.util.float64ToUint16(v == null ? 0 : floatOf(v))) });
   }
   if (D.isFloat(type) && type.precision > 0) {
     return arrow.makeData({ ...base, data: type.ArrayType.from(values, (v) => (v == null ? 0 : floatOf(v))) });
@@ -560,7 +569,9 @@ function vectorIndexConfig(type, opts) {
 // index unless bypassIndex (then an exhaustive search); nprobes, ef and
 // refineFactor tune the index search. Rows carry _distance.
 async function vectorSearch(t, st) {
-  let q = t.vectorSearch(st.vector.map(floatOf));
+  // A list of vectors is a multivector query.
+  const v = st.vector.length > 0 && Array.isArray(st.vector[0]) ? st.vector.map((x) => x.map(floatOf)) : st.vector.map(floatOf);
+  let q = t.vectorSearch(v);
   if (st.column) q = q.column(st.column);
   if (st.limit) q = q.limit(st.limit);
   if (st.where) q = q.where(st.where);
