@@ -411,8 +411,14 @@ func TestRunEveryIndexKindWithLanceDB(t *testing.T) {
 				t.Fatalf("compaction: committed %v, stats %+v, skips %+v; want %d fragments rewritten, %d left out", res.Commit != nil, res.Stats, res.Plan.Skips, wantIn, wantSkips)
 			}
 			if deferred {
-				if _, err := index.RemapIndexes(t.Context(), h, index.RemapJobOptions{}); err != nil {
+				// Every index kind is remapped through the FRI, which then
+				// ends empty and is removed.
+				rm, err := index.RemapIndexes(t.Context(), h, index.RemapJobOptions{})
+				if err != nil {
 					t.Fatal(err)
+				}
+				if len(rm.Skipped) != 0 || rm.Trim == nil || !rm.Trim.Removed {
+					t.Fatalf("index remap %+v: want every index remapped and the FRI removed", rm)
 				}
 			}
 			if n := checkKinds(t, f, "after compaction", want); n > 0 {
