@@ -67,7 +67,9 @@ func ftsCatchUpChild(t *testing.T, path string) {
 // TestBenchFullTextCatchUp (LANCE_BENCH=1) is docs/benchmarks.md's "Lance:
 // full-text catch-up". LanceDB builds a table of LANCE_BENCH_FTS_BASE
 // (default 1 Mi) docs of LANCE_BENCH_FTS_WORDS (default 50) words with a
-// full-text index (simple, lower-cased, unstemmed), then appends
+// full-text index (simple, lower-cased, unstemmed; with
+// LANCE_BENCH_FTS_TOKENIZER=default LanceDB's default index over English
+// words), then appends
 // LANCE_BENCH_FTS_NEW (default 100 000) docs; a copy is caught up by
 // LanceDB's optimize() (its own process, timed around the call: with a
 // base fragment of 1 Mi rows there is nothing to compact, so the call is
@@ -92,7 +94,22 @@ func TestBenchFullTextCatchUp(t *testing.T) {
 		BuildMs, IndexMs float64
 		Count            int64
 	}
-	ftsBenchNode(t, in, &built, "build", db, "src", strconv.Itoa(base), strconv.Itoa(extra), strconv.Itoa(words))
+	args := []string{"build", db, "src", strconv.Itoa(base), strconv.Itoa(extra), strconv.Itoa(words)}
+	var vocab []string
+	if tok := os.Getenv("LANCE_BENCH_FTS_TOKENIZER"); tok == "default" {
+		// LanceDB's default index (English stemming, stop words, folding)
+		// over English words.
+		path := filepath.Join("fts", "testdata", "english_words.txt")
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vocab = strings.Fields(string(b))
+		args = append(args, path)
+	} else if tok != "" && tok != "plain" {
+		t.Fatalf("LANCE_BENCH_FTS_TOKENIZER=%q: want plain or default", tok)
+	}
+	ftsBenchNode(t, in, &built, args...)
 	t.Logf("LanceDB built %d docs of %d words (index over %d: %.1f s), %d appended", built.Count, words, base, built.IndexMs/1000, extra)
 	type usage struct {
 		wall, cpu time.Duration
@@ -169,6 +186,9 @@ func TestBenchFullTextCatchUp(t *testing.T) {
 			// Both copies answer alike: LanceDB counts nothing unindexed
 			// on ours, and a mid-frequency word's top 10 score the same.
 			query := "w" + strconv.FormatInt(3000, 36)
+			if vocab != nil {
+				query = vocab[(3000*7919)%len(vocab)] // bench_fts.mjs's word of rank 3000
+			}
 			score := func(table string) []float64 {
 				f := &lancedb.Fixture{URI: db, Table: table, Dir: filepath.Join(db, table+".lance")}
 				out := f.Run(t, lancedb.Open(), lancedb.IndexStats("doc_idx"), lancedb.TextSearch(query, "doc", 10, []string{"id"}))

@@ -1,6 +1,6 @@
 // The full-text catch-up benchmark's LanceDB side (TestBenchFullTextCatchUp).
 //
-//   node bench_fts.mjs build    DB TABLE BASE NEW WORDS   build TABLE, one JSON line
+//   node bench_fts.mjs build    DB TABLE BASE NEW WORDS [VOCAB]   build TABLE, one JSON line
 //   node bench_fts.mjs optimize DB TABLE                  time LanceDB's optimize() of TABLE, one JSON line
 //
 // build creates TABLE (id int64, doc utf8) with BASE docs in one add (one
@@ -9,7 +9,10 @@
 // a configuration compactord reproduces), then adds NEW docs in one more
 // fragment, which the index does not cover. Each doc is WORDS words drawn
 // from a 50 000-word vocabulary with a Zipf-like (log-uniform rank)
-// distribution, from a fixed seed. optimize runs in a process of its own,
+// distribution, from a fixed seed. With VOCAB (a file of one word per
+// line), the index is LanceDB's default full-text index (English
+// stemming, stop words, ASCII folding) and the words are VOCAB's, rank r
+// the word at (r * 7919) mod its length. optimize runs in a process of its own,
 // timed around the optimize() call (not Node's start-up nor the table's
 // open): with a base fragment of 1 Mi rows compaction finds nothing to do,
 // so the call is the index step (a new partition over the new fragment).
@@ -26,6 +29,7 @@ const arrow = require("apache-arrow");
 
 const schema = new arrow.Schema([new arrow.Field("id", new arrow.Int64(), false), new arrow.Field("doc", new arrow.Utf8(), true)]);
 const vocab = 50000;
+let words = null; // VOCAB's words, when given
 
 // mulberry32: a small deterministic PRNG.
 function rng(seed) {
@@ -41,6 +45,7 @@ function rng(seed) {
 
 function word(r) {
   const rank = Math.floor(Math.exp(r() * Math.log(vocab))) - 1;
+  if (words) return words[(rank * 7919) % words.length];
   return "w" + rank.toString(36);
 }
 
@@ -88,7 +93,7 @@ async function build(db, name, base, extra, words) {
   const t = await db.createTable(name, batches(0, base, words, r), { mode: "create" });
   const ti = Date.now();
   await t.createIndex("doc", {
-    config: lancedb.Index.fts({ baseTokenizer: "simple", lowercase: true, stem: false, removeStopWords: false, asciiFolding: false }),
+    config: words ? lancedb.Index.fts() : lancedb.Index.fts({ baseTokenizer: "simple", lowercase: true, stem: false, removeStopWords: false, asciiFolding: false }),
     name: "doc_idx",
   });
   const indexMs = Date.now() - ti;
@@ -110,7 +115,8 @@ async function optimize(db, name) {
   return { wallMs, cpuMs: after.cpuMs - before.cpuMs, maxRssKb: after.maxRssKb, unindexed: stats.numUnindexedRows, compaction: r.compaction };
 }
 
-const [mode, dbDir, a, b, c, d] = process.argv.slice(2);
+const [mode, dbDir, a, b, c, d, e] = process.argv.slice(2);
+if (e) words = fs.readFileSync(e, "utf8").split("\n").filter((w) => w !== "");
 const db = await lancedb.connect(dbDir);
 let out;
 if (mode === "build") out = await build(db, a, Number(b), Number(c), Number(d));
