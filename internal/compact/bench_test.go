@@ -330,8 +330,8 @@ func (s benchShape) String() string {
 }
 
 // parseShapes reads LANCE_BENCH_SHAPES: shapes separated by ";", each a
-// comma-separated list of vec, btree, bitmap, defer ("" or "plain": id,
-// s, cat, f only).
+// comma-separated list of vec, btree, bitmap, ivfpq (vec with an IVF_PQ
+// index), defer ("" or "plain": id, s, cat, f only).
 func parseShapes(t *testing.T, v string) []benchShape {
 	var out []benchShape
 	for _, sh := range strings.Split(v, ";") {
@@ -342,10 +342,10 @@ func parseShapes(t *testing.T, v string) []benchShape {
 			case "", "plain":
 			case "defer":
 				b.deferRemap = true
-			case "vec", "btree", "bitmap":
+			case "vec", "btree", "bitmap", "ivfpq":
 				parts = append(parts, p)
 			default:
-				t.Fatalf("LANCE_BENCH_SHAPES: unknown %q (want vec, btree, bitmap, defer, plain)", p)
+				t.Fatalf("LANCE_BENCH_SHAPES: unknown %q (want vec, btree, bitmap, ivfpq, defer, plain)", p)
 			}
 		}
 		b.build = strings.Join(parts, ",")

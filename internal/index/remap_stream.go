@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/format/file"
@@ -39,6 +41,14 @@ var (
 	// key's row map can hold a whole fragment's rows.
 	bitmapWindow = 256
 )
+
+// streamMemory is what a streamed remap holds from the memory budget: a
+// decoded window of the old segment (remapWindow rows of values of up to
+// 32 bytes and their addresses, as read and decoded), the output rows
+// waiting (remapFlush: values, row indexes and addresses) and their
+// encoded copy, and a page per output column; a bitmap window of
+// bitmapWindow keys' row maps is of the same order.
+const streamMemory = 2*(32+8)*(64<<10) + 2*(32+8+8)*(64<<10) + 4*remapPageBytes
 
 // remapPageBytes is the page size of a remapped segment's files: each
 // column's page is buffered until written, 1 MiB rather than the
@@ -347,6 +357,52 @@ func remapBitmap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, rem
 	if err != nil {
 		return err
 	}
+	return remapBitmapFile(ctx, f, remap, full, indexField(tf, "keys", 0, "", true), map[string][]byte{}, nil, out, st)
+}
+
+// remapLabelList streams label-list segment m through remap into out as
+// remapBitmap does, the keys typed as the old file's, and the rows of
+// its null lists remapped too (written whole: one row map).
+func remapLabelList(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), full func(frag uint32) (uint64, bool), out *SegmentOut, st *RemapStats) error {
+	f, err := segmentFile(ctx, b, m, BitmapLookupFile)
+	if err != nil {
+		return err
+	}
+	fs := f.Desc.GetSchema().GetFields()
+	if len(fs) == 0 {
+		return formatErr("%s has no fields", BitmapLookupFile)
+	}
+	nulls := NewRowAddrMap()
+	if s, ok := f.Desc.GetSchema().GetMetadata()[labelListNullsKey]; ok {
+		i, err := strconv.Atoi(string(s))
+		if err != nil || i < 1 {
+			return formatErr("%s: %s=%q is not a global buffer number", BitmapLookupFile, labelListNullsKey, s)
+		}
+		raw, err := f.GlobalBuffer(i)
+		if err != nil {
+			return formatErr("%s: null lists: %v", BitmapLookupFile, err)
+		}
+		old, err := DecodeRowAddrMap(raw)
+		if err != nil {
+			return fmt.Errorf("%s: null lists: %w", BitmapLookupFile, err)
+		}
+		// The null lists are rows of the segment, not entries: not counted.
+		if nulls, err = remapRowAddrMap(old, remap, full, &RemapStats{}); err != nil {
+			return fmt.Errorf("%s: null lists: %w", BitmapLookupFile, err)
+		}
+	}
+	nb, err := nulls.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	return remapBitmapFile(ctx, f, remap, full, indexField(proto.Clone(fs[0]).(*pb.Field), "keys", 0, "", true),
+		map[string][]byte{labelListNullsKey: []byte("1")}, [][]byte{nb}, out, st)
+}
+
+// remapBitmapFile streams the bitmap_page_lookup.lance f through remap
+// into out, its keys written as keys, with schema metadata md (the index
+// stats added) and global buffers globals.
+func remapBitmapFile(ctx context.Context, f *file.File, remap func(uint64) (uint64, bool), full func(frag uint32) (uint64, bool), keysField *pb.Field, md map[string][]byte, globals [][]byte, out *SegmentOut, st *RemapStats) error {
 	if len(f.Schema.Fields) != 2 {
 		return formatErr("%s has %d columns, want 2", BitmapLookupFile, len(f.Schema.Fields))
 	}
@@ -356,9 +412,8 @@ func remapBitmap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, rem
 	if _, err := fieldOf(f, "bitmaps", 1, func(t file.DataType) bool { return t.Kind == file.KindBinary || t.Kind == file.KindLargeBinary }); err != nil {
 		return err
 	}
-	md := map[string][]byte{}
-	err = out.Put(BitmapLookupFile, func(w io.Writer) error {
-		fw, err := file.NewWriter(w, []*pb.Field{indexField(tf, "keys", 0, "", true), indexField(nil, "bitmaps", 1, "binary", true)}, file.WriterOptions{Version: file.V2_2, Metadata: md, PageBytes: remapPageBytes})
+	err := out.Put(BitmapLookupFile, func(w io.Writer) error {
+		fw, err := file.NewWriter(w, []*pb.Field{keysField, indexField(nil, "bitmaps", 1, "binary", true)}, file.WriterOptions{Version: file.V2_2, Metadata: md, GlobalBuffers: globals, PageBytes: remapPageBytes})
 		if err != nil {
 			return err
 		}
