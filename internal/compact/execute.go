@@ -180,8 +180,10 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 				}
 				// Pages are copied without decoding: decode them first, so a
 				// damaged file fails the compaction, naming it, instead of
-				// being carried into the new fragment.
-				if err := src.Check(nil); err != nil {
+				// being carried into the new fragment (Lance files carry no
+				// checksums: decoding is the only check there is). Strings
+				// stay FSST-compressed: their bytes are copied as they are.
+				if err := src.CheckKeepFSST(nil); err != nil {
 					return sourceErr(f.GetId(), key, err)
 				}
 				if err := w.open(); err != nil {
