@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -98,4 +99,16 @@ func TestRemapStorageStream(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzRemapStorageStream: an auxiliary.idx of any bytes, remapped a
+// partition at a time, gives a storage or an error, never a panic.
+func FuzzRemapStorageStream(f *testing.F) {
+	sb, _ := encodeSynth(f)
+	f.Add(sb)
+	f.Add(sb[:len(sb)/2])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		remap := func(a uint64) (uint64, bool) { return a + 1<<32, a%3 != 0 }
+		_, _, _ = remapStorageStream(context.Background(), bytes.NewReader(b), int64(len(b)), io.Discard, func(*Storage) error { return nil }, remap, nil)
+	})
 }
