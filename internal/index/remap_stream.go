@@ -43,6 +43,14 @@ var (
 	// bitmapWindow is the keys of a bitmap segment decoded at once: a
 	// key's row map can hold a whole fragment's rows.
 	bitmapWindow = 256
+	// bitmapFlushBytes is the encoded new row maps of a window's keys
+	// buffered before they are written. A low-cardinality key's new map
+	// holds a large share of the table's rows though its old one may be
+	// small on disk (LanceDB's maps of whole fragments): at 16 Mi rows
+	// with 4 keys, 2.5 MB each, the four maps and their copy in the
+	// writer were the compaction's peak (one key at a time: 94-104 MiB
+	// against 107-135 MiB).
+	bitmapFlushBytes = 256 << 10
 )
 
 // streamMemory is what a streamed remap holds from the memory budget: a
@@ -442,6 +450,21 @@ func remapBitmapFile(ctx context.Context, f *file.File, remap func(uint64) (uint
 			}
 			var rows []int
 			bm := &file.Array{Type: file.DataType{Kind: file.KindBinary}, Offsets: make([]int64, 1, bt.NumRows+1)}
+			// write encodes the keys so far, so that the new maps a
+			// window holds stay near bitmapFlushBytes.
+			write := func() error {
+				if len(rows) == 0 {
+					return nil
+				}
+				bm.Len = len(rows)
+				if bm.Values == nil {
+					bm.Values = []byte{}
+				}
+				kept += len(rows)
+				err := fw.Write(&file.Batch{NumRows: len(rows), Columns: []*file.Array{keys.Take(rows), bm}})
+				rows, bm = rows[:0], &file.Array{Type: file.DataType{Kind: file.KindBinary}, Offsets: make([]int64, 1, bt.NumRows+1)}
+				return err
+			}
 			for i := 0; i < bt.NumRows; i++ {
 				if !keys.IsValid(i) {
 					if nulls++; nulls > 1 {
@@ -469,16 +492,13 @@ func remapBitmapFile(ctx context.Context, f *file.File, remap func(uint64) (uint
 				rows = append(rows, i)
 				bm.Values = append(bm.Values, enc...)
 				bm.Offsets = append(bm.Offsets, int64(len(bm.Values)))
+				if len(bm.Values) >= bitmapFlushBytes {
+					if err := write(); err != nil {
+						return err
+					}
+				}
 			}
-			if len(rows) == 0 {
-				continue
-			}
-			bm.Len = len(rows)
-			if bm.Values == nil {
-				bm.Values = []byte{}
-			}
-			kept += len(rows)
-			if err := fw.Write(&file.Batch{NumRows: len(rows), Columns: []*file.Array{keys.Take(rows), bm}}); err != nil {
+			if err := write(); err != nil {
 				return err
 			}
 		}

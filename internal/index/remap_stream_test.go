@@ -21,9 +21,9 @@ import (
 // test, so that runs of equal values span windows and flushes, and long
 // runs move to a roaring bitmap.
 func smallRemapWindows(t *testing.T) {
-	w, f, r, b := remapWindow, remapFlush, remapRunSlice, bitmapWindow
-	remapWindow, remapFlush, remapRunSlice, bitmapWindow = 97, 61, 13, 3
-	t.Cleanup(func() { remapWindow, remapFlush, remapRunSlice, bitmapWindow = w, f, r, b })
+	w, f, r, b, fb := remapWindow, remapFlush, remapRunSlice, bitmapWindow, bitmapFlushBytes
+	remapWindow, remapFlush, remapRunSlice, bitmapWindow, bitmapFlushBytes = 97, 61, 13, 3, 100
+	t.Cleanup(func() { remapWindow, remapFlush, remapRunSlice, bitmapWindow, bitmapFlushBytes = w, f, r, b, fb })
 }
 
 // TestRemapStreamsAsTheWholeSegment: Remap, which streams a segment
