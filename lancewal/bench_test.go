@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -94,6 +95,119 @@ func TestBenchWriter(t *testing.T) {
 	msg := fmt.Sprintf("%d rows in %d WAL entries + 1 flush: LanceDB %d ms (%.0f rows/s), Go writer %.0f ms (%.0f rows/s), ratio %.2fx",
 		n, len(batches), ldb, float64(n)/(float64(ldb)/1000), float64(goWall.Milliseconds()), float64(n)/goWall.Seconds(),
 		(float64(ldb)/1000)/goWall.Seconds())
+	t.Log(msg)
+	fmt.Println(msg)
+}
+
+// TestBenchFlushVector (LANCE_BENCH=1; LANCEWAL_BENCH_VEC_ROWS,
+// LANCEWAL_BENCH_BATCH, LANCEWAL_BENCH_DIM): the Go writer's flush of one
+// generation of float32 vectors on a table whose MemWAL maintains a btree
+// only, and one that also maintains an IVF_PQ index (the flush then builds
+// the generation's IVF_HNSW_SQ copy), on tables LanceDB built; and, as the
+// peer, LanceDB's own writer on the second table (mergeInsert per batch,
+// then closeLsmWriters: LanceDB grows its HNSW graph during the inserts,
+// the Go writer at the flush). Every LSM view must read every row.
+func TestBenchFlushVector(t *testing.T) {
+	if os.Getenv("LANCE_BENCH") == "" {
+		t.Skip("set LANCE_BENCH=1 to run the vector flush benchmark")
+	}
+	lancedb.Require(t)
+	n, batch, dim := benchEnv("LANCEWAL_BENCH_VEC_ROWS", 10_000), benchEnv("LANCEWAL_BENCH_BATCH", 1000), benchEnv("LANCEWAL_BENCH_DIM", 128)
+	schema := append(append([]lancedb.Column{}, lancedb.BasicSchema...), lancedb.Column{Name: "vec", Type: fmt.Sprintf("vector[%d]", dim), Nullable: true})
+	rowsOf := func(lo, hi int64, tag string) []lancedb.Row {
+		var out []lancedb.Row
+		for id := lo; id < hi; id++ {
+			r := lancedb.BasicRow(id, fmt.Sprintf("%s%d", tag, id))
+			v := make([]float32, dim)
+			x := uint64(id)*0x9e3779b97f4a7c15 + 1
+			for e := range v {
+				x ^= x << 13
+				x ^= x >> 7
+				x ^= x << 17
+				v[e] = float32(x>>40)/float32(1<<24)*2 - 1
+			}
+			r["vec"] = v
+			out = append(out, r)
+		}
+		return out
+	}
+	const base = 2000
+	table := func(maintained ...string) *lancedb.Fixture {
+		dir := t.TempDir()
+		f := &lancedb.Fixture{URI: dir, Table: "t", Dir: dir + "/t.lance"}
+		f.Run(t, lancedb.Create(schema, rowsOf(0, base, "v")),
+			lancedb.CreateVectorIndex("vec", "ivf_pq", "vec_idx", map[string]any{"numPartitions": 4, "numSubVectors": dim / 8}),
+			lancedb.CreateIndex("id", "btree", "id_idx"), lancedb.SetPrimaryKey("id"),
+			lancedb.SetLsmWriteSpec(lancedb.LsmWriteSpec{SpecType: "unsharded", MaintainedIndexes: maintained}))
+		return f
+	}
+	var batches [][]lancedb.Row
+	for lo := base; lo < base+n; lo += batch {
+		batches = append(batches, rowsOf(int64(lo), int64(min(base+n, lo+batch)), "b-"))
+	}
+	goWrite := func(f *lancedb.Fixture) (upsert, flush, flushCPU time.Duration) {
+		ctx := t.Context()
+		tbl, err := OpenTable(ctx, f.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tbl.Close()
+		shard, _ := tbl.ShardFor(ctx, int64(0))
+		w, err := tbl.OpenWriter(ctx, shard, WriterOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		for _, b := range batches {
+			rows := make([]Row, len(b))
+			for i, r := range b {
+				rows[i] = Row(r)
+			}
+			if err := w.Upsert(ctx, rows); err != nil {
+				t.Fatal(err)
+			}
+		}
+		upsert = time.Since(start)
+		var ru0, ru1 syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+		start = time.Now()
+		if g, err := w.Flush(ctx); err != nil || g == nil || g.Rows != n {
+			t.Fatalf("flush: %+v, %v", g, err)
+		}
+		flush = time.Since(start)
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+		flushCPU = time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
+		if err := w.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(lsmView(t, f)); got != base+n {
+			t.Fatalf("the LSM view reads %d rows, want %d", got, base+n)
+		}
+		return upsert, flush, flushCPU
+	}
+	upPlain, flushPlain, cpuPlain := goWrite(table("id_idx"))
+	upVec, flushVec, cpuVec := goWrite(table("id_idx", "vec_idx"))
+
+	fl := table("id_idx", "vec_idx")
+	var steps []lancedb.Step
+	for _, b := range batches {
+		steps = append(steps, lancedb.MergeInsert("id", b))
+	}
+	steps = append(steps, lancedb.CloseLsmWriters())
+	res := fl.Run(t, steps...)
+	ldbInsert := 0
+	for _, s := range res.Steps[:len(batches)] {
+		ldbInsert += s.Millis
+	}
+	ldbClose := res.Steps[len(batches)].Millis
+	if got := len(lsmView(t, fl)); got != base+n {
+		t.Fatalf("LanceDB's LSM view reads %d rows, want %d", got, base+n)
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	msg := fmt.Sprintf("%d rows of vector[%d] in %d WAL entries + 1 flush: Go flush %.0f ms (CPU %.0f ms) with a btree copy, %.0f ms (CPU %.0f ms) with btree and vector copies (%.1fx); "+
+		"Go upserts %.0f / %.0f ms; LanceDB (btree and vector maintained) mergeInserts %d ms + closeLsmWriters %d ms = %d ms, Go %.0f ms (ratio %.2fx)",
+		n, dim, len(batches), ms(flushPlain), ms(cpuPlain), ms(flushVec), ms(cpuVec), ms(flushVec)/ms(flushPlain), ms(upPlain), ms(upVec),
+		ldbInsert, ldbClose, ldbInsert+ldbClose, ms(upVec+flushVec), float64(ldbInsert+ldbClose)/ms(upVec+flushVec))
 	t.Log(msg)
 	fmt.Println(msg)
 }

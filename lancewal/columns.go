@@ -53,7 +53,10 @@ func newColumn(f *pb.Field) (column, error) {
 		}
 	}
 	if !ok {
-		return column{}, fmt.Errorf("column %q has type %q; the MemWAL writer handles booleans, integers, floats, strings, binaries, dates and timestamps", f.GetName(), lt)
+		if c, vec, err := vectorColumn(f); vec {
+			return c, err
+		}
+		return column{}, fmt.Errorf("column %q has type %q; the MemWAL writer handles booleans, integers, floats, strings, binaries, dates, timestamps and float32 vectors", f.GetName(), lt)
 	}
 	return column{field: f, t: t, width: t.ByteWidth()}, nil
 }
@@ -81,6 +84,8 @@ func (c column) arrowType() arrowipc.DataType {
 		return arrowipc.DataType{ID: arrowipc.LargeBinary}
 	case file.KindDate32:
 		return arrowipc.TDate32
+	case file.KindFixedSizeList:
+		return arrowipc.DataType{ID: arrowipc.FixedSizeList, Size: int32(c.t.Size)}
 	case file.KindTimestamp:
 		u := map[string]arrowipc.TimeUnit{"s": arrowipc.Second, "ms": arrowipc.Millisecond, "us": arrowipc.Microsecond, "ns": arrowipc.Nanosecond}[c.t.Unit]
 		return arrowipc.TTimestamp(u, c.t.TZ)
@@ -120,6 +125,8 @@ func (ch *chunk) add(v any) error {
 		return nil
 	}
 	switch {
+	case c.isVector():
+		return ch.addVector(v)
 	case c.variable():
 		var b []byte
 		switch x := v.(type) {
@@ -361,6 +368,8 @@ func (ch *chunk) fileArray() *file.Array {
 			bs[i] = ch.fixed[i] == 1
 		}
 		a.Values = packBits(bs)
+	case ch.col.isVector():
+		return ch.vectorFileArray(a)
 	default:
 		a.Values = aligned(ch.fixed)
 	}
@@ -396,6 +405,8 @@ func (ch *chunk) arrowArray() *arrowipc.Array {
 			bs[i] = ch.fixed[i] == 1
 		}
 		a.Values = packBits(bs)
+	case ch.col.isVector():
+		return ch.vectorArrowArray(a)
 	default:
 		a.Values = aligned(ch.fixed)
 	}

@@ -21,8 +21,9 @@ import (
 
 // Column describes a column of a new table. Type is a Lance logical type:
 // bool, int8 … int64, uint8 … uint64, float, double, string,
-// large_string, binary, large_binary, date32:day or timestamp:<unit>:-
-// (s, ms, us, ns; or a zone instead of -).
+// large_string, binary, large_binary, date32:day, timestamp:<unit>:-
+// (s, ms, us, ns; or a zone instead of -) or fixed_size_list:float:d (a
+// vector of d float32).
 type Column struct {
 	Name     string
 	Type     string

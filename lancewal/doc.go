@@ -18,19 +18,31 @@
 //     fenced), and replays the WAL entries no generation covers yet. It
 //     claims nothing on a table whose metadata says more than the writer
 //     models: writer feature flags or MemWAL details fields of a newer
-//     Lance, or a maintained index that is not a btree (a generation
-//     without its copy would hide rows from that index's LSM readers).
-//     maintain_all_indexes (Lance 13.1) makes every index maintained.
+//     Lance, or a maintained index that is neither a btree, a vector
+//     index of distance l2, cosine or dot, nor a full-text index whose
+//     tokenizer compactord reproduces (fts.NewTokenizer: a generation
+//     without its copy, or with one tokenized otherwise, would hide or
+//     mis-rank rows for that index's LSM readers). maintain_all_indexes
+//     (Lance 13.1) makes every index maintained.
 //   - Upsert and Delete append one WAL entry each (an Arrow IPC stream of
 //     the table's columns plus _tombstone, tagged with the writer epoch);
 //     the call returns once the entry is durable. Rows are buffered in a
 //     MemTable.
 //   - Flush writes the MemTable as the shard's next generation (a Lance
 //     dataset of one fragment holding each key's newest write, copies of
-//     the maintained btree indexes, the _pk_index btree and
+//     the maintained btree, vector and full-text indexes, the _pk_index btree and
 //     bloom_filter.bin, laid out as LanceDB 0.39 flushes one) and then the
 //     shard manifest that lists it and moves the WAL replay position past
-//     it.
+//     it. A vector index's copy is what LanceDB's flush writes for any
+//     vector index type: a one-partition IVF_HNSW_SQ segment over the
+//     generation's non-null vectors, SQ bounds from those vectors, its
+//     HNSW graph built at the flush (the flush's main cost on a vector
+//     table; LanceDB's LSM vector search reads a generation only through
+//     it).
+//
+// Columns may be booleans, integers, floats, strings, binaries, dates,
+// timestamps and float32 vectors (fixed_size_list:float:d, written as
+// []float32 or []float64 of length d, or nil); other types are refused.
 //
 // Readers see a row once its generation is in the shard manifest; a WAL
 // entry not yet flushed is durable but invisible until the shard's next
@@ -42,5 +54,7 @@
 //   - writer.go: claiming, fencing, WAL entries, replay
 //   - memtable.go, columns.go: buffered rows and their Arrow and Lance forms
 //   - flush.go: generations
+//   - fts.go: a generation's copy of a maintained full-text index
+//   - vector.go, vectorcol.go: vector index copies, vector columns
 //   - hash.go: shard ids, bucket hashing, the bloom filter
 package lancewal

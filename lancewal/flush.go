@@ -37,7 +37,7 @@ type Generation struct {
 // Flush writes the MemTable as the shard's next generation, as LanceDB
 // flushes one: a one-fragment Lance dataset of the table's columns plus
 // _tombstone (one row per key, the newest write), a copy of each
-// maintained btree index, the _pk_index btree (format 2.0) and
+// maintained btree, vector or full-text index, the _pk_index btree (format 2.0) and
 // bloom_filter.bin; then the shard manifest that lists it and moves the
 // WAL replay position past the entries it covers. Nothing is flushed if
 // the MemTable is empty (nil, nil).
@@ -209,6 +209,28 @@ func (w *Writer) writeGeneration(ctx context.Context, gb storage.Bucket, gen uin
 	// The maintained indexes the table still has (LanceDB skips one it
 	// dropped); OpenWriter refused any the writer cannot copy.
 	for _, name := range st.maintained() {
+		if st.inverted[name] != nil {
+			ix, err := writeInvertedCopy(ctx, gb, st, name, batch.Columns, addrs)
+			if err != nil {
+				return nil, err
+			}
+			ixs = append(ixs, ix)
+			continue
+		}
+		if isVectorIndex(st, name) {
+			vc, err := maintainedVector(st, name)
+			if err != nil {
+				return nil, err
+			}
+			ix, err := writeVectorCopy(ctx, gb, vc, cols[vc.col], tomb, uint64(now.UnixMilli()))
+			if err != nil {
+				return nil, err
+			}
+			if ix != nil {
+				ixs = append(ixs, ix)
+			}
+			continue
+		}
 		c, err := maintainedBTree(st, name)
 		if err != nil {
 			return nil, err

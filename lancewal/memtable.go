@@ -76,6 +76,9 @@ func (m *memtable) build(rows []Row, tombstone bool) (*rowBatch, error) {
 			if err := ch.add(row[c.field.GetName()]); err != nil {
 				return nil, fmt.Errorf("lancewal: row %d: %w", r, err)
 			}
+			if err := ch.checkFinite(ch.n - 1); err != nil {
+				return nil, fmt.Errorf("lancewal: row %d: %w", r, err)
+			}
 		}
 	}
 	return b, nil
@@ -129,7 +132,7 @@ func pkHash(ch *chunk, i int) uint64 {
 func walSchema(st *state, epoch uint64) *arrowipc.Schema {
 	s := &arrowipc.Schema{Metadata: arrowipc.Metadata{{Key: "writer_epoch", Value: strconv.FormatUint(epoch, 10)}}}
 	for _, c := range st.cols {
-		f := arrowipc.Field{Name: c.field.GetName(), Type: c.arrowType(), Nullable: c.field.GetNullable()}
+		f := arrowipc.Field{Name: c.field.GetName(), Type: c.arrowType(), Nullable: c.field.GetNullable(), Children: c.arrowChildren()}
 		for k, v := range c.field.GetMetadata() {
 			f.Metadata = append(f.Metadata, arrowipc.KeyValue{Key: k, Value: string(v)})
 		}
@@ -195,6 +198,8 @@ func arrowValue(a *arrowipc.Array, i int) (any, error) {
 	switch t.ID {
 	case arrowipc.Bool:
 		return a.Bool(i), nil
+	case arrowipc.FixedSizeList:
+		return arrowVector(a, i)
 	case arrowipc.Utf8, arrowipc.LargeUtf8, arrowipc.Binary, arrowipc.LargeBinary:
 		return append([]byte(nil), a.Bytes(i)...), nil
 	case arrowipc.Int, arrowipc.Date, arrowipc.Timestamp:

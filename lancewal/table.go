@@ -15,6 +15,7 @@ import (
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
+	"github.com/compactord/compactord/internal/index"
 	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
@@ -88,6 +89,9 @@ type state struct {
 	details *pb.MemWalIndexDetails // nil without a MemWAL
 	cols    []column
 	pk      int // index into cols
+	// inverted: the maintained full-text indexes, for their generation
+	// copies.
+	inverted map[string]*invertedIndex
 }
 
 func (t *Table) state(ctx context.Context) (*state, error) {
@@ -118,9 +122,17 @@ func (t *Table) state(ctx context.Context) (*state, error) {
 	if st.pk < 0 {
 		return nil, errors.New("lancewal: the table has no primary key (LanceDB setUnenforcedPrimaryKey); the MemWAL needs one")
 	}
+	if st.cols[st.pk].isVector() {
+		return nil, errors.New("lancewal: the primary key is a vector column; the MemWAL needs a scalar key")
+	}
 	if ix := memwal.Index(read.Indices); ix != nil {
 		if st.details, err = memwal.Details(ix); err != nil {
 			return nil, fmt.Errorf("lancewal: %w", err)
+		}
+	}
+	if st.details != nil {
+		if err := st.loadInverted(ctx, t.b, st.maintained()); err != nil {
+			return nil, err
 		}
 	}
 	return st, nil
@@ -209,8 +221,11 @@ func (t *Table) EnableMemWAL(ctx context.Context, cfg Config) (*Config, error) {
 	default:
 		return nil, fmt.Errorf("lancewal: sharding %q: want %q or %q", cfg.Sharding, Unsharded, Bucket)
 	}
+	if err := st.loadInverted(ctx, t.b, cfg.MaintainedIndexes); err != nil {
+		return nil, err
+	}
 	for _, name := range cfg.MaintainedIndexes {
-		if _, err := maintainedBTree(st, name); err != nil {
+		if err := checkMaintained(st, name); err != nil {
 			return nil, err
 		}
 	}
@@ -242,9 +257,6 @@ func (t *Table) EnableMemWAL(ctx context.Context, cfg Config) (*Config, error) {
 	return configOf(st)
 }
 
-// maintainedBTree returns the base-table btree segment a maintained index
-// names and its column. LanceDB's MemWAL maintains btree (and vector and
-// full-text) indexes; this writer builds btree copies only.
 // writable refuses, before the writer claims anything, a table whose
 // metadata says more than the writer models: writer feature flags a newer
 // Lance defined, MemWAL details with fields this build does not name (they
@@ -260,11 +272,22 @@ func (st *state) writable() error {
 		return fmt.Errorf("lancewal: the MemWAL index details carry %d bytes of fields the writer does not know (a newer Lance's): %w", len(u), meta.ErrUnsupportedFeature)
 	}
 	for _, name := range st.maintained() {
-		if _, err := maintainedBTree(st, name); err != nil {
+		if err := checkMaintained(st, name); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// checkMaintained refuses a maintained index the writer cannot copy into
+// a generation: btree, vector and full-text indexes it can.
+func checkMaintained(st *state, name string) error {
+	if isVectorIndex(st, name) {
+		_, err := maintainedVector(st, name)
+		return err
+	}
+	_, err := maintainedBTree(st, name)
+	return err
 }
 
 // maintained are the indexes each flushed generation carries a copy of:
@@ -274,14 +297,20 @@ func (st *state) maintained() []string {
 	return memwal.Maintained(st.details, st.read.Indices)
 }
 
+// maintainedBTree returns the column of a maintained btree index (a
+// full-text index's: maintainedInverted). LanceDB's MemWAL maintains btree,
+// vector and full-text indexes.
 func maintainedBTree(st *state, name string) (column, error) {
 	segs := meta.FindIndex(st.read.Indices, name)
 	if len(segs) == 0 {
 		return column{}, fmt.Errorf("lancewal: maintained index %q is not an index of the table", name)
 	}
 	ix := segs[0]
+	if meta.IndexKind(ix) == index.KindInverted {
+		return maintainedInverted(st, name)
+	}
 	if k := meta.IndexKind(ix); k != "btree" {
-		return column{}, fmt.Errorf("lancewal: maintained index %q is a %s index; the writer maintains btree indexes only (LanceDB cannot maintain bitmap indexes either)", name, k)
+		return column{}, fmt.Errorf("lancewal: maintained index %q is a %s index; the writer maintains btree, vector and full-text indexes only (LanceDB cannot maintain bitmap indexes either)", name, k)
 	}
 	if len(ix.GetFields()) != 1 {
 		return column{}, fmt.Errorf("lancewal: maintained index %q covers %d fields, want 1", name, len(ix.GetFields()))

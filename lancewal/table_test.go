@@ -9,7 +9,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	ipb "github.com/compactord/compactord/gen/lanceindexpb"
 	pb "github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/index/vector"
 	"github.com/compactord/compactord/internal/memwal"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
@@ -30,6 +32,28 @@ func TestOpenWriterRefusesWhatItDoesNotModel(t *testing.T) {
 		ix.IndexDetails = &anypb.Any{TypeUrl: meta.TypeURLBitmap}
 		f.Indices = append(f.Indices, ix)
 	}
+	// vectorIndex adds a maintained vector index vec_idx of metric over
+	// column col.
+	vectorIndex := func(metric ipb.VectorMetricType, col string) func(t *testing.T, f *meta.ManifestFile) {
+		return func(t *testing.T, f *meta.ManifestFile) {
+			ix := proto.Clone(meta.FindIndex(f.Indices, "id_idx")[0]).(*pb.IndexMetadata)
+			ix.Name = "vec_idx"
+			ix.Uuid, _ = meta.NewUUID()
+			for _, fl := range f.Manifest.GetFields() {
+				if fl.GetName() == col {
+					ix.Fields = []int32{fl.GetId()}
+				}
+			}
+			d, err := anypb.New(&ipb.VectorIndexDetails{MetricType: metric})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.TypeUrl = vector.TypeURLDetails
+			ix.IndexDetails = d
+			f.Indices = append(f.Indices, ix)
+			tables.EditMemWal(t, f, func(d *pb.MemWalIndexDetails) { d.MaintainedIndexes = append(d.MaintainedIndexes, "vec_idx") })
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		edit func(t *testing.T, f *meta.ManifestFile)
@@ -49,6 +73,8 @@ func TestOpenWriterRefusesWhatItDoesNotModel(t *testing.T) {
 			bitmap(t, f)
 			tables.EditMemWal(t, f, func(d *pb.MemWalIndexDetails) { d.MaintainedIndexes, d.MaintainAllIndexes = nil, proto.Bool(true) })
 		}, `"cat_idx" is a bitmap index`},
+		{"maintained vector index of a scalar column", vectorIndex(ipb.VectorMetricType_L2, "f"), `column "f" of type double, not a float32 vector`},
+		{"maintained hamming vector index", vectorIndex(ipb.VectorMetricType_Hamming, "f"), `distance type "hamming"`},
 		{"maintain all over a btree", func(t *testing.T, f *meta.ManifestFile) {
 			tables.EditMemWal(t, f, func(d *pb.MemWalIndexDetails) { d.MaintainedIndexes, d.MaintainAllIndexes = nil, proto.Bool(true) })
 		}, ""},
@@ -66,7 +92,7 @@ func TestOpenWriterRefusesWhatItDoesNotModel(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 					t.Fatalf("OpenWriter: %v, want one line with %q", err, tc.want)
 				}
-				if tc.name != "maintained bitmap" && tc.name != "maintain all over a bitmap" && !errors.Is(err, meta.ErrUnsupportedFeature) {
+				if strings.HasPrefix(tc.name, "unknown") && !errors.Is(err, meta.ErrUnsupportedFeature) {
 					t.Errorf("%v is not ErrUnsupportedFeature", err)
 				}
 				if after := walCount(t, tbl, shard); after != before {

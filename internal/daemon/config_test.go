@@ -48,6 +48,8 @@ func TestConfigErrors(t *testing.T) {
 		{"min_age below the floor", "jobs:\n  cleanup:\n    min_age: 0s\n", 2, []string{"jobs.cleanup", "min_age 0s is below the floor of 1h0m0s", "allow_deleting_in_flight_writes: true"}},
 		{"older_than below the floor", "jobs:\n  cleanup:\n    older_than: 10m\n", 2, []string{"jobs.cleanup", "older_than 10m0s is below the floor of 1h0m0s", "conflicts", "allow_deleting_in_flight_writes: true"}},
 		{"negative memory budget", "jobs:\n  compact:\n    memory_budget_mib: -1\n", 2, []string{"jobs.compact", "memory_budget_mib must not be negative"}},
+		{"negative rebuild threshold", "jobs:\n  index:\n    rebuild_segments_over: -1\n", 2, []string{"jobs.index", "rebuild_segments_over must not be negative"}},
+		{"negative rebuild threshold in an override", "overrides:\n  - match: t\n    jobs:\n      index:\n        rebuild_segments_over: -2\n", 0, []string{"overrides[0].jobs.index", "rebuild_segments_over must not be negative"}},
 		{"syntax error", "schedule: [\n", 0, []string{"config bad.yaml"}},
 		{"wrong shape", "tables: mem://x\n", 1, []string{"tables must be a list"}},
 	} {

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/compactord/compactord/internal/cleanup"
+	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/compact"
 	"github.com/compactord/compactord/internal/index"
@@ -481,13 +482,23 @@ func indexJob(cfg func(table string) JobsConfig) lanceJob {
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}
+		rebuilt, rebuiltVersion, err := rebuildCrowded(ctx, lance, ic, o.Indices, t.Clock)
+		if err != nil {
+			return scheduler.Outcome{}, err
+		}
 		if !res.Committed {
+			if rebuiltVersion != 0 {
+				return scheduler.Outcome{Version: rebuiltVersion, Summary: strings.Join(append(remapped, rebuilt...), "; ")}, nil
+			}
 			if remapVersion != 0 {
-				return scheduler.Outcome{Version: remapVersion, Summary: strings.Join(remapped, "; ")}, nil
+				return scheduler.Outcome{Version: remapVersion, Summary: strings.Join(append(remapped, rebuilt...), "; ")}, nil
 			}
 			sum := "indices up to date"
 			if len(res.Skipped) > 0 {
 				sum += fmt.Sprintf("; %d skipped", len(res.Skipped))
+			}
+			if len(rebuilt) > 0 {
+				sum += "; " + strings.Join(rebuilt, "; ")
 			}
 			return scheduler.Outcome{Summary: sum, NothingToDo: true}, nil
 		}
@@ -502,8 +513,46 @@ func indexJob(cfg func(table string) JobsConfig) lanceJob {
 		for _, a := range res.Credited {
 			parts = append(parts, fmt.Sprintf("catch-up %s: shard %s recorded at generation %d (was %d; the index already covered it)", a.Index, a.Shard, a.To, a.From))
 		}
-		return scheduler.Outcome{Version: res.Version, Summary: strings.Join(parts, "; ")}, nil
+		return scheduler.Outcome{Version: max(res.Version, rebuiltVersion), Summary: strings.Join(append(parts, rebuilt...), "; ")}, nil
 	}
+}
+
+// rebuildCrowded rebuilds (index.Rebuild) each index of names (all when
+// empty) that has more segments, or full-text partitions, than
+// jobs.index.rebuild_segments_over, so that they stop piling up: LanceDB's
+// optimize() adds a partition per call and catch-up alone never merges
+// what it did not add. It returns a note per index, rebuilt or left
+// (with the reason), and the last version it committed (0: none).
+func rebuildCrowded(ctx context.Context, lance *table.Handle, ic index.Config, names []string, clk clock.Clock) (notes []string, version uint64, err error) {
+	if ic.RebuildSegmentsOver <= 0 {
+		return nil, 0, nil
+	}
+	read, _, err := lance.ReadForWrite(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	crowded, skipped, err := index.CrowdedIndexes(ctx, lance.Bucket, read, names, ic.RebuildSegmentsOver)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, s := range skipped {
+		notes = append(notes, fmt.Sprintf("rebuild %s: left to LanceDB: %s", s.Name, s.Reason))
+	}
+	for _, c := range crowded {
+		rr, err := index.Rebuild(ctx, lance, c.Name, ic.RebuildOptions(clk))
+		if errors.Is(err, index.ErrLeftToLanceDB) {
+			// Text the tokenizer refuses: the same on every run, so a
+			// note rather than a failure that would stop the job.
+			notes = append(notes, fmt.Sprintf("rebuild %s: %v", c.Name, err))
+			continue
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		version = rr.Version
+		notes = append(notes, fmt.Sprintf("rebuilt %s: %d pieces over rebuild_segments_over %d into one (%d rows)", c.Name, c.Pieces, ic.RebuildSegmentsOver, rr.Rows))
+	}
+	return notes, version, nil
 }
 
 // trimJob runs Lance's trim with jobs.trim's reader_grace,

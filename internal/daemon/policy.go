@@ -52,6 +52,7 @@ type PolicySchedule struct {
 type PolicyJobs struct {
 	Merge   PolicyMerge   `yaml:"merge"`
 	Compact PolicyCompact `yaml:"compact"`
+	Index   PolicyIndex   `yaml:"index"`
 	Trim    PolicyTrim    `yaml:"trim"`
 	Cleanup PolicyCleanup `yaml:"cleanup"`
 }
@@ -66,6 +67,11 @@ type PolicyCompact struct {
 	TargetRowsPerFragment *uint64  `yaml:"target_rows_per_fragment"`
 	DeletionThreshold     *float64 `yaml:"deletion_threshold"`
 	InlineRemap           *bool    `yaml:"inline_remap"`
+}
+
+// PolicyIndex overrides jobs.index's rebuild threshold.
+type PolicyIndex struct {
+	RebuildSegmentsOver *int `yaml:"rebuild_segments_over"`
 }
 
 // PolicyTrim overrides jobs.trim.
@@ -292,6 +298,9 @@ func (c *Config) validateOverrides() error {
 		}
 		if err := p.Jobs.Compact.Validate(); err != nil {
 			return fmt.Errorf("%s.jobs.compact: %w", key, err)
+		}
+		if err := p.Jobs.Index.Validate(); err != nil {
+			return fmt.Errorf("%s.jobs.index: %w", key, err)
 		}
 		if err := p.Jobs.Trim.Validate(); err != nil {
 			return fmt.Errorf("%s.jobs.trim: %w", key, err)

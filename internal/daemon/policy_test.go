@@ -107,6 +107,7 @@ func TestPolicyKeysExist(t *testing.T) {
     jobs:
       merge: {max_generations: 3}
       compact: {target_rows_per_fragment: 1000, deletion_threshold: 0.5, inline_remap: false}
+      index: {rebuild_segments_over: 6}
       trim: {reader_grace: 2m, keep_shard_manifests: 4}
       cleanup: {retain_versions: 5, older_than: 6h, min_age: 2h, allow_deleting_in_flight_writes: true}
 `), "keys.yaml", daemon.Overrides{})
@@ -115,8 +116,8 @@ func TestPolicyKeysExist(t *testing.T) {
 	}
 	p := cfg.PolicyFor("t")
 	keys := daemon.PolicyKeys()
-	if len(p.Values) != len(keys) || len(keys) != 15 {
-		t.Fatalf("policy lists %d values for %d keys (want 15): %v", len(p.Values), len(keys), p.Values)
+	if len(p.Values) != len(keys) || len(keys) != 16 {
+		t.Fatalf("policy lists %d values for %d keys (want 16): %v", len(p.Values), len(keys), p.Values)
 	}
 	for i, v := range p.Values {
 		if v.Key != keys[i] || v.Source != `overrides[0] (match "t")` {
@@ -126,7 +127,8 @@ func TestPolicyKeysExist(t *testing.T) {
 	j, s := p.Jobs, p.Schedule
 	if s.Merge != "@every 7s" || s.Cleanup != "@every 11s" || j.Merge.MaxGenerations != 3 || j.Compact.TargetRowsPerFragment != 1000 ||
 		j.Compact.DeletionThreshold != 0.5 || j.Compact.InlineRemap || j.Trim.ReaderGrace.Minutes() != 2 || j.Trim.KeepShardManifests != 4 ||
-		j.Cleanup.RetainVersions != 5 || j.Cleanup.OlderThan.Hours() != 6 || j.Cleanup.MinAge.Hours() != 2 || !j.Cleanup.AllowDeletingInFlightWrites {
+		j.Cleanup.RetainVersions != 5 || j.Cleanup.OlderThan.Hours() != 6 || j.Cleanup.MinAge.Hours() != 2 || !j.Cleanup.AllowDeletingInFlightWrites ||
+		j.Index.RebuildSegmentsOver != 6 {
 		t.Fatalf("effective settings: %+v %+v", s, j)
 	}
 	// The process-wide settings stay the defaults'.

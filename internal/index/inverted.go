@@ -18,6 +18,11 @@ import (
 	"github.com/compactord/compactord/internal/storage"
 )
 
+// ErrLeftToLanceDB marks a full-text rebuild compactord refuses because
+// it would not tokenize the index's text exactly (its tokenizer, or some
+// row's text): not a failure, the index stays LanceDB's to maintain.
+var ErrLeftToLanceDB = errors.New("left to LanceDB")
+
 // invertedOpener opens the files of segment m.
 func invertedOpener(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata) fts.Opener {
 	dir := meta.IndexDir(meta.UUIDString(m.GetUuid()))

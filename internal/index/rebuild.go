@@ -167,7 +167,7 @@ func rebuildOnce(ctx context.Context, h *table.Handle, name string, o RebuildOpt
 		var skip string
 		ix, ks, rows, skip, err = writeInverted(ctx, h.Bucket, m.GetVersion(), name, field, segs[0], live, false, o.Now())
 		if err == nil && skip != "" {
-			err = errors.New(skip)
+			err = fmt.Errorf("%s (%w)", skip, ErrLeftToLanceDB)
 		}
 	} else {
 		ix, ks, rows, handled, err = buildOther(ctx, h.Bucket, Job{Name: name, Kind: kind, Field: field, Segments: segs}, m.GetVersion(), live, o.Now())

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,6 +82,10 @@ func TestRebuildRefuses(t *testing.T) {
 		_, err := Rebuild(t.Context(), h, c.name, RebuildOptions{})
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("rebuild %s: %v, want %q", c.name, err, c.want)
+		}
+		// The daemon tells a refused tokenizer from a failure.
+		if left := errors.Is(err, ErrLeftToLanceDB); left != (c.name == "s_idx") {
+			t.Errorf("rebuild %s: errors.Is(ErrLeftToLanceDB) = %v", c.name, left)
 		}
 		if got := mustRead(t, h).Manifest.GetVersion(); got != v {
 			t.Errorf("rebuild %s committed version %d", c.name, got)

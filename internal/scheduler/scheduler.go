@@ -404,7 +404,12 @@ func (s *Scheduler) eligibleLocked(st *tableState) bool {
 // pickTableLocked is st as the picker sees it, without its pending jobs.
 // REQUIRES: s.mu held.
 func (s *Scheduler) pickTableLocked(st *tableState) PickTable {
-	return PickTable{Name: st.spec.Name, Owned: st.owned, Synced: st.synced, Open: st.handle != nil,
+	// A table assigned to another instance starts nothing new here, not
+	// even the follow-ups of the job that just ended: the next lease
+	// round hands it over, and a job started meanwhile would hold the
+	// new assignee off for another round.
+	owned := st.owned && (st.assignee == "" || st.assignee == s.Holder())
+	return PickTable{Name: st.spec.Name, Owned: owned, Synced: st.synced, Open: st.handle != nil,
 		Removed: st.removed, Halted: st.halted != nil, Paused: st.paused, LeaseReady: s.leaseHeldLocked(st),
 		Running: st.running != nil}
 }

@@ -51,6 +51,9 @@ func unpack4x(in []byte, b int, out *[BlockSize]uint32) {
 
 // pack4x encodes 128 values of at most b bits as BitPacker4x does.
 func pack4x(vals *[BlockSize]uint32, b int, dst []byte) []byte {
+	if b == 0 { // all zeros (position deltas can be): no bytes
+		return dst
+	}
 	start := len(dst)
 	dst = append(dst, make([]byte, 16*b)...)
 	out := dst[start:]
@@ -85,6 +88,9 @@ type Postings struct {
 	Freqs []uint32 // term frequency in each doc
 	// BlockScores are the stored block max scores, one per block.
 	BlockScores []float32
+	// Positions, when the index has them: Freqs[i] ascending positions
+	// per posting, in posting order.
+	Positions []uint32
 }
 
 // DecodePostings decodes a token's posting blocks holding n postings.

@@ -147,10 +147,7 @@ func remapPartition(p *Partition, fixed32 bool, remap func(uint64) (uint64, bool
 	}
 
 	T := len(p.Postings)
-	posting := listOf(T)
-	impacts := listOf(T)
-	var scores []float32
-	var lengths []uint32
+	var live []*Postings
 	newTok := make([]int64, T) // old token id → new, -1 when dropped
 	for t := 0; t < T; t++ {
 		newTok[t] = -1
@@ -168,36 +165,33 @@ func remapPartition(p *Partition, fixed32 bool, remap func(uint64) (uint64, bool
 		// New doc ids follow new addresses, which need not keep the old
 		// order across fragments.
 		slices.SortFunc(order, func(a, b int) int { return cmpU64(uint64(newID[ps.Docs[a]]), uint64(newID[ps.Docs[b]])) })
+		var start []int // posting i's first position
+		if ps.Positions != nil {
+			start = make([]int, len(ps.Docs))
+			at := 0
+			for i, f := range ps.Freqs {
+				start[i] = at
+				at += int(f)
+			}
+			np.Positions = make([]uint32, 0, len(ps.Positions))
+		}
 		for _, i := range order {
 			np.Docs = append(np.Docs, uint32(newID[ps.Docs[i]]))
 			np.Freqs = append(np.Freqs, ps.Freqs[i])
+			if start != nil {
+				np.Positions = append(np.Positions, ps.Positions[start[i]:start[i]+int(ps.Freqs[i])]...)
+			}
 		}
 		if len(np.Docs) == 0 {
 			continue
 		}
-		newTok[t] = int64(len(lengths))
-		np.BlockScores = BlockScores(np, numTokens, N, avgdl)
-		blocks, err := EncodePostings(np, fixed32)
-		if err != nil {
-			return nil, nil, nil, st, err
-		}
-		var ms float32
-		for _, b := range np.BlockScores {
-			ms = max(ms, b)
-		}
-		scores = append(scores, ms)
-		lengths = append(lengths, uint32(len(np.Docs)))
-		appendList(posting, blocks)
-		appendList(impacts, Impacts(np, numTokens))
+		newTok[t] = int64(len(live))
+		live = append(live, np)
 	}
-	if tokensFile, err = writeTokens(p, newTok, len(lengths)); err != nil {
+	if tokensFile, err = writeTokens(p, newTok, len(live)); err != nil {
 		return nil, nil, nil, st, err
 	}
-	scoreArr := &file.Array{Type: file.DataType{Kind: file.KindFloat32}, Len: len(scores)}
-	for _, s := range scores {
-		scoreArr.Values = binary.LittleEndian.AppendUint32(scoreArr.Values, math.Float32bits(s))
-	}
-	if invertFile, err = write(p.InvertSchema.GetFields(), p.InvertSchema.GetMetadata(), []*file.Array{posting, scoreArr, u32Array(lengths), impacts}); err != nil {
+	if invertFile, err = writeInvert(p, live, numTokens, N, avgdl, fixed32); err != nil {
 		return nil, nil, nil, st, fmt.Errorf("%s: %w", InvertFile(p.ID), err)
 	}
 	return tokensFile, docsFile, invertFile, st, nil

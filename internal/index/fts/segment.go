@@ -27,6 +27,10 @@ const (
 	MetadataFile = "metadata.lance"
 )
 
+// placeholderColumn is metadata.lance's one column in a MemWAL
+// generation's copy (in place of deleted_fragments).
+const placeholderColumn = "_placeholder"
+
 // TokensFile, DocsFile and InvertFile name partition p's files.
 func TokensFile(p uint64) string { return fmt.Sprintf("part_%d_tokens.lance", p) }
 func DocsFile(p uint64) string   { return fmt.Sprintf("part_%d_docs.lance", p) }
@@ -62,6 +66,9 @@ type Metadata struct {
 	// Fixed32Tail: the tail blocks are fixed32_v1 (format 1), else
 	// varint_delta_v1.
 	Fixed32Tail bool
+	// Positions is the position stream's codec (NoPositions without
+	// with_position).
+	Positions PositionCodec
 	// DeletedFragments is the portable Roaring32 of the deleted_fragments
 	// column.
 	DeletedFragments []byte
@@ -90,6 +97,11 @@ type Partition struct {
 	MaxScores []float32
 	Lengths   []uint32
 	Impacts   [][][]byte
+	// With positions (PosCodec not NoPositions): per token id, its
+	// position stream and each posting block's offset in it.
+	PosCodec   PositionCodec
+	PosStreams [][]byte
+	PosOffsets [][]uint32
 	// The files' schemas, as stored (a rewrite keeps them).
 	TokensSchema, DocsSchema, InvertSchema *lancefilepb.Schema
 }
@@ -170,7 +182,11 @@ func ReadMetadata(open Opener) (*Metadata, error) {
 	}
 	m.Params.Raw = json.RawMessage(ps)
 	if m.Params.WithPosition {
-		return nil, fmt.Errorf("%s: with_position is set (compactord does not read position streams)", MetadataFile)
+		layout, _ := get(positionsLayoutKey)
+		codec, _ := get(positionsCodecKey)
+		if m.Positions, err = parsePositionCodec(layout, codec); err != nil {
+			return nil, fmt.Errorf("%s: with_position: %w", MetadataFile, err)
+		}
 	}
 	parts, _ := get("partitions")
 	if err := json.Unmarshal([]byte(parts), &m.Partitions); err != nil {
@@ -181,6 +197,11 @@ func ReadMetadata(open Opener) (*Metadata, error) {
 	}
 	if f.NumRows() != 1 {
 		return nil, formatErr("%s has %d rows, want 1", MetadataFile, f.NumRows())
+	}
+	// A MemWAL generation's copy has a null _placeholder string column
+	// instead: no fragment of a generation is ever deleted.
+	if fs := f.Schema.Fields; len(fs) == 1 && fs[0].Name == placeholderColumn && fs[0].Type.Kind == file.KindUtf8 {
+		return m, nil
 	}
 	del, err := column(f, b, MetadataFile, "deleted_fragments", 0, file.KindBinary)
 	if err != nil {
@@ -266,8 +287,8 @@ func ReadPartition(open Opener, id uint64) (*Partition, error) {
 		return nil, err
 	}
 	p.InvertSchema = proto.Clone(f.Desc.GetSchema()).(*lancefilepb.Schema)
-	if len(f.Schema.Fields) != 4 {
-		return nil, fmt.Errorf("%s has %d columns (compactord reads _posting, _max_score, _length, _impacts; positions are not supported)", name, len(f.Schema.Fields))
+	if nf := len(f.Schema.Fields); nf != 4 && nf != 6 {
+		return nil, fmt.Errorf("%s has %d columns (compactord reads _posting, _max_score, _length, _impacts and, with positions, _compressed_position, _position_block_offset)", name, nf)
 	}
 	pc, err := column(f, b, name, "_posting", 0, file.KindList)
 	if err != nil {
@@ -287,6 +308,19 @@ func ReadPartition(open Opener, id uint64) (*Partition, error) {
 	}
 	if int(f.NumRows()) != len(keys) {
 		return nil, formatErr("%s has %d rows for %d tokens", name, f.NumRows(), len(keys))
+	}
+	var posc, offc *file.Array
+	if len(f.Schema.Fields) == 6 {
+		if posc, err = column(f, b, name, "_compressed_position", 4, file.KindLargeBinary); err != nil {
+			return nil, err
+		}
+		if offc, err = column(f, b, name, "_position_block_offset", 5, file.KindList); err != nil {
+			return nil, err
+		}
+		if len(offc.Children) != 1 || offc.Children[0].Type.Kind != file.KindUint32 {
+			return nil, formatErr("%s: _position_block_offset is not a list of uint32", name)
+		}
+		p.PosCodec = PackedDelta // until ReadSegment sets the metadata's
 	}
 	blobs := func(c *file.Array, row int) ([][]byte, error) {
 		if len(c.Children) != 1 || c.Children[0].Type.Kind != file.KindLargeBinary {
@@ -318,6 +352,19 @@ func ReadPartition(open Opener, id uint64) (*Partition, error) {
 		p.Impacts = append(p.Impacts, is)
 		p.Lengths = append(p.Lengths, l)
 		p.MaxScores = append(p.MaxScores, math.Float32frombits(binary.LittleEndian.Uint32(mc.Values[4*t:])))
+		if posc != nil {
+			lo, hi := offc.Offsets[t], offc.Offsets[t+1]
+			vals := offc.Children[0].Values
+			if lo < 0 || lo > hi || 4*hi > int64(len(vals)) {
+				return nil, formatErr("%s: token %d: position block offsets %d..%d", name, t, lo, hi)
+			}
+			offs := make([]uint32, hi-lo)
+			for i := range offs {
+				offs[i] = binary.LittleEndian.Uint32(vals[4*(lo+int64(i)):])
+			}
+			p.PosStreams = append(p.PosStreams, posc.Bytes(t))
+			p.PosOffsets = append(p.PosOffsets, offs)
+		}
 	}
 	return p, nil
 }
@@ -334,6 +381,11 @@ func (p *Partition) Decode(t uint32, fixed32 bool) (*Postings, error) {
 	if n := len(ps.Docs); n > 0 && int(ps.Docs[n-1]) >= len(p.RowIDs) {
 		return nil, formatErr("%s: token %d names doc %d of %d", InvertFile(p.ID), t, ps.Docs[n-1], len(p.RowIDs))
 	}
+	if p.PosCodec != NoPositions {
+		if err := DecodePositions(p.PosStreams[t], p.PosOffsets[t], ps, p.PosCodec); err != nil {
+			return nil, fmt.Errorf("%s: token %d: positions: %w", InvertFile(p.ID), t, err)
+		}
+	}
 	return ps, nil
 }
 
@@ -349,6 +401,10 @@ func ReadSegment(open Opener) (*Segment, error) {
 		if err != nil {
 			return nil, err
 		}
+		if (p.PosCodec != NoPositions) != (m.Positions != NoPositions) {
+			return nil, formatErr("%s: positions in metadata %v, in the file %v", InvertFile(id), m.Positions != NoPositions, p.PosCodec != NoPositions)
+		}
+		p.PosCodec = m.Positions
 		s.Partitions = append(s.Partitions, p)
 	}
 	return s, nil

@@ -33,7 +33,7 @@ type Tokenizer struct {
 // simple and whitespace base tokenizers, lower_case and max_token_length,
 // and ascii_folding over ASCII text (other text is refused per doc by
 // Tokens); stemming, stop words (built-in or custom), ngram, raw, icu,
-// jieba, lindera, positions and the newer splitting options are refused.
+// jieba, lindera and the newer splitting options are refused.
 func NewTokenizer(p Params) (*Tokenizer, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(p.Raw, &raw); err != nil {
@@ -41,7 +41,7 @@ func NewTokenizer(p Params) (*Tokenizer, error) {
 	}
 	// Options compactord does not implement must be at their defaults;
 	// checked in a fixed order so that the reason is always the same.
-	for _, kd := range [][2]string{{"stem", "false"}, {"remove_stop_words", "false"}, {"custom_stop_words", "null"}, {"with_position", "false"},
+	for _, kd := range [][2]string{{"stem", "false"}, {"remove_stop_words", "false"}, {"custom_stop_words", "null"},
 		{"prefix_only", "false"}, {"split_identifiers", "false"}, {"split_on_numerics", "false"}, {"preserve_original", "false"}, {"index_operators", "false"}} {
 		k, def := kd[0], kd[1]
 		if v, ok := raw[k]; ok && string(v) != def && !(k == "custom_stop_words" && string(v) == "[]") {

@@ -578,7 +578,12 @@ async function vectorSearch(t, st) {
 // textSearch runs a full-text query (through the fts index of column, or
 // the only one), optionally filtered (where), at most limit rows.
 async function textSearch(t, st) {
-  let q = t.query().fullTextSearch(st.query, st.column ? { columns: [st.column] } : undefined);
+  // phrase / match: LanceDB's PhraseQuery (slop) or MatchQuery (operator)
+  // on st.column, instead of a plain query string.
+  let fq = st.query;
+  if (st.phrase) fq = new lancedb.PhraseQuery(st.query, st.column, { slop: st.slop || 0 });
+  else if (st.match) fq = new lancedb.MatchQuery(st.query, st.column, st.operator ? { operator: st.operator } : undefined);
+  let q = t.query().fullTextSearch(fq, st.column && typeof fq === "string" ? { columns: [st.column] } : undefined);
   if (st.where) q = q.where(st.where);
   if (st.columns) q = q.select(st.columns);
   q = q.limit(st.limit || 1000000);
