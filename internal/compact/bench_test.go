@@ -85,6 +85,13 @@ func compactChild(t *testing.T, path string) {
 	}
 	o := DefaultOptions()
 	o.DeferRemap = os.Getenv("LANCE_COMPACT_DEFER") == "1"
+	// What the process holds before the compaction (the binary's pages
+	// touched, the runtime, the opened table): the floor under its peak.
+	base := peakrss.Self()
+	var rt *rssTrace
+	if os.Getenv("LANCE_COMPACT_RSSTRACE") != "" {
+		rt = traceRSS()
+	}
 	t0 := time.Now()
 	res, err := Run(t.Context(), h, o, Env{})
 	if err != nil {
@@ -96,23 +103,99 @@ func compactChild(t *testing.T, path string) {
 	s := res.Stats
 	// The child's own peak: its ru_maxrss, as the parent sees it, would
 	// carry the parent test's peak (see package peakrss).
-	fmt.Printf("COMPACT groups=%d in=%d out=%d copied=%d rewritten=%d dropped=%d read=%d written=%d secs=%g hwm=%d\n",
-		s.Groups, s.FragmentsIn, s.FragmentsOut, s.FragmentsCopied, s.RowsRewritten, s.RowsDropped, s.BytesRead, s.BytesWritten, time.Since(t0).Seconds(), peakrss.Self())
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	fmt.Printf("COMPACT groups=%d in=%d out=%d copied=%d rewritten=%d dropped=%d read=%d written=%d secs=%g hwm=%d base=%d file=%d heapsys=%d gcs=%d\n",
+		s.Groups, s.FragmentsIn, s.FragmentsOut, s.FragmentsCopied, s.RowsRewritten, s.RowsDropped, s.BytesRead, s.BytesWritten, time.Since(t0).Seconds(), peakrss.Self(),
+		base, rssFile(), ms.HeapSys, ms.NumGC)
+	if rt != nil {
+		fmt.Println(rt.stop())
+	}
 }
 
-// heapAtPeak samples the live heap after every GC cycle and writes the
-// heap profile of the largest one seen to path when stopped: what the
-// compaction holds at its peak.
+// rssFile is this process's resident file-backed pages (RssFile of
+// /proc/self/status: the binary's text and data touched), bytes; -1 if
+// unknown.
+func rssFile() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "RssFile:" {
+			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return -1
+}
+
+// rssTrace samples the process's resident memory every few milliseconds
+// and keeps the sample with the most anonymous memory, with the runtime's
+// own accounting of that moment: what the peak is made of.
+type rssTrace struct {
+	done, finished chan struct{}
+	best           string
+}
+
+func traceRSS() *rssTrace {
+	r := &rssTrace{done: make(chan struct{}), finished: make(chan struct{})}
+	go func() {
+		defer close(r.finished)
+		var most int64
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-r.done:
+				return
+			case <-tick.C:
+			}
+			b, err := os.ReadFile("/proc/self/status")
+			if err != nil {
+				return
+			}
+			f := map[string]int64{}
+			for _, l := range strings.Split(string(b), "\n") {
+				if x := strings.Fields(l); len(x) == 3 && x[2] == "kB" {
+					n, _ := strconv.ParseInt(x[1], 10, 64)
+					f[strings.TrimSuffix(x[0], ":")] = n
+				}
+			}
+			if f["RssAnon"] > most {
+				most = f["RssAnon"]
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				r.best = fmt.Sprintf("RSSPEAK anon=%dKiB file=%dKiB heapinuse=%dKiB heapidle-released=%dKiB stacks=%dKiB gcsys=%dKiB other=%dKiB nextgc=%dKiB",
+					f["RssAnon"], f["RssFile"], ms.HeapInuse>>10, (ms.HeapIdle-ms.HeapReleased)>>10, ms.StackSys>>10, ms.GCSys>>10, (ms.OtherSys+ms.MSpanSys+ms.MCacheSys+ms.BuckHashSys)>>10, ms.NextGC>>10)
+			}
+		}
+	}()
+	return r
+}
+
+func (r *rssTrace) stop() string {
+	close(r.done)
+	<-r.finished
+	return r.best
+}
+
+// heapAtPeak writes to path, when stopped, the heap profile of the
+// largest live heap seen: every time the heap in use grows by a MiB past
+// the largest seen, it forces a collection (after which the profile is
+// that moment's live heap; a profile read after an ordinary cycle can be
+// two cycles old) and keeps the profile if the live heap is the largest
+// yet. The forced collections lower the peak RSS of a profiled run.
 func heapAtPeak(t *testing.T, path string) (stop func()) {
 	runtime.MemProfileRate = 64 << 10
 	done := make(chan struct{})
 	finished := make(chan struct{})
-	var best uint64
+	var live, seen uint64
 	var prof []byte
 	go func() {
 		defer close(finished)
-		var last uint32
-		tick := time.NewTicker(20 * time.Millisecond)
+		tick := time.NewTicker(2 * time.Millisecond)
 		defer tick.Stop()
 		for {
 			select {
@@ -122,16 +205,16 @@ func heapAtPeak(t *testing.T, path string) (stop func()) {
 			}
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
-			if ms.NumGC == last {
+			if ms.HeapInuse < seen+1<<20 {
 				continue
 			}
-			last = ms.NumGC
-			// HeapAlloc right after a cycle is about the live heap; the
-			// profile shows the allocations live as of the last cycle.
-			if ms.HeapAlloc > best {
+			seen = ms.HeapInuse
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			if ms.HeapAlloc > live {
 				var b strings.Builder
 				if err := pprof.Lookup("heap").WriteTo(&b, 0); err == nil {
-					best, prof = ms.HeapAlloc, []byte(b.String())
+					live, prof = ms.HeapAlloc, []byte(b.String())
 				}
 			}
 		}
@@ -139,6 +222,7 @@ func heapAtPeak(t *testing.T, path string) (stop func()) {
 	return func() {
 		close(done)
 		<-finished
+		fmt.Printf("HEAPPEAK live=%d\n", live)
 		if err := os.WriteFile(path, prof, 0o644); err != nil {
 			t.Error(err)
 		}
@@ -246,8 +330,8 @@ func (s benchShape) String() string {
 }
 
 // parseShapes reads LANCE_BENCH_SHAPES: shapes separated by ";", each a
-// comma-separated list of vec, btree, bitmap, defer ("" or "plain": id,
-// s, cat, f only).
+// comma-separated list of vec, btree, bitmap, ivfpq (vec with an IVF_PQ
+// index), defer ("" or "plain": id, s, cat, f only).
 func parseShapes(t *testing.T, v string) []benchShape {
 	var out []benchShape
 	for _, sh := range strings.Split(v, ";") {
@@ -258,10 +342,10 @@ func parseShapes(t *testing.T, v string) []benchShape {
 			case "", "plain":
 			case "defer":
 				b.deferRemap = true
-			case "vec", "btree", "bitmap":
+			case "vec", "btree", "bitmap", "ivfpq":
 				parts = append(parts, p)
 			default:
-				t.Fatalf("LANCE_BENCH_SHAPES: unknown %q (want vec, btree, bitmap, defer, plain)", p)
+				t.Fatalf("LANCE_BENCH_SHAPES: unknown %q (want vec, btree, bitmap, ivfpq, defer, plain)", p)
 			}
 		}
 		b.build = strings.Join(parts, ",")

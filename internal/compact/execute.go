@@ -22,11 +22,33 @@ import (
 	"github.com/compactord/compactord/internal/table"
 )
 
-// decodeWindow is the rows decoded at once on the re-encode path; the
-// writer cuts pages by bytes, so it bounds memory, not the output. On the
-// compaction benchmark 32 Ki rows took the same CPU as 64 Ki and 10 MB
+// decodeWindow is the most rows decoded at once on the re-encode path;
+// the writer cuts pages by bytes, so it bounds memory, not the output. On
+// the compaction benchmark 32 Ki rows took the same CPU as 64 Ki and 10 MB
 // less peak RSS (59-62 MB against 64-79).
 const decodeWindow = 32 << 10
+
+// windowBytes is about the bytes of rows (as stored) a decode window
+// holds: a wide row (a vector column) gets fewer rows per window, since
+// every column of a window is decoded, copied into the writer's page
+// buffer past its page size, and read, at once. At 1 Mi rows with an
+// 8-float vector (50 bytes a row) a 256 KiB window (5 Ki rows) took the
+// peak RSS from 65-70 to 58-62 MiB at the same CPU; minWindowRows keeps
+// the per-window work small next to the rows'.
+const (
+	windowBytes   = 256 << 10
+	minWindowRows = 4 << 10
+)
+
+// windowRows is the decode window for a data file of size bytes holding
+// rows rows.
+func windowRows(size int64, rows uint64) int {
+	if size <= 0 || rows == 0 {
+		return decodeWindow
+	}
+	per := max(1, uint64(size)/rows)
+	return int(min(max(windowBytes/per, minWindowRows), decodeWindow))
+}
 
 // Stats count what a compaction did.
 type Stats struct {
@@ -158,8 +180,10 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 				}
 				// Pages are copied without decoding: decode them first, so a
 				// damaged file fails the compaction, naming it, instead of
-				// being carried into the new fragment.
-				if err := src.Check(nil); err != nil {
+				// being carried into the new fragment (Lance files carry no
+				// checksums: decoding is the only check there is). Strings
+				// stay FSST-compressed: their bytes are copied as they are.
+				if err := src.CheckKeepFSST(nil); err != nil {
 					return sourceErr(f.GetId(), key, err)
 				}
 				if err := w.open(); err != nil {
@@ -177,10 +201,11 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 				}
 				return nil
 			}
-			if keep == nil {
-				keep = make([]int, 0, decodeWindow)
+			win := windowRows(size, phys)
+			if cap(keep) < win {
+				keep = make([]int, 0, win)
 			}
-			return rewriteRows(ctx, src, key, f, dv, top, w, out, keep, maxRows, maxBytes, rep)
+			return rewriteRows(ctx, src, key, f, dv, top, w, out, keep[:0:win], maxRows, maxBytes, rep)
 		}()
 		if err != nil {
 			return out, err
@@ -249,9 +274,10 @@ func changedAddrs(old []*pb.DataFragment, surv map[uint64]*roaring.Bitmap) (*roa
 }
 
 // rewriteRows decodes a fragment in windows and writes its live rows.
-// keep is scratch for the kept rows of a window (its capacity is reused).
+// keep is scratch for the kept rows of a window, whose rows are its
+// capacity.
 func rewriteRows(ctx context.Context, src *file.File, key string, f *pb.DataFragment, dv *roaring.Bitmap, top []string, w *outWriter, out *Output, keep []int, target, maxBytes uint64, rep *progress.Reporter) error {
-	st, err := src.Stream(top, decodeWindow)
+	st, err := src.Stream(top, cap(keep))
 	if err != nil {
 		return sourceErr(f.GetId(), key, err)
 	}
@@ -470,12 +496,14 @@ func (o *outWriter) abandon() {
 	o.w, o.wc, o.bw, o.rows = nil, nil, nil, 0
 }
 
-// pageBytes is the page size of compaction outputs: 1 MiB of values per
-// column page rather than the writer's 8 MiB default. Every column of
-// every file being written holds a page in memory, so this bounds a
-// group's working set. On the compaction benchmark 8 MiB pages took more
-// CPU than 2 MiB ones; since strings keep their source pages' FSST
-// tables (no symbol table is built per page), 1 MiB pages take no more
-// CPU than 2 MiB ones and cut the peak RSS by a quarter (85 to 64-72 MB,
-// one group at a time).
-const pageBytes = 1 << 20
+// pageBytes is the page size of compaction outputs: 256 KiB of values
+// per column page rather than the writer's 8 MiB default. Every column of
+// every file being written holds a page in memory (and the batch that
+// crosses it), so this bounds a group's working set. On the compaction
+// benchmark 8 MiB pages took more CPU than 2 MiB ones; since strings keep
+// their source pages' FSST tables (no symbol table is built per page),
+// 1 MiB pages took no more CPU than 2 MiB ones and cut the peak RSS by a
+// quarter (85 to 64-72 MB, one group at a time), and 256 KiB pages none
+// more than 1 MiB ones, with 5-12 MiB less peak RSS at 1 and 4 Mi rows
+// (plain 42-45 to 37-39 MiB at 1 Mi, 56 to 44-48 at 4 Mi).
+const pageBytes = 256 << 10

@@ -407,3 +407,26 @@ func TestEvenSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowRows: a decode window holds about windowBytes of stored rows,
+// within minWindowRows and decodeWindow; a file whose size or rows are
+// unknown gets the largest window.
+func TestWindowRows(t *testing.T) {
+	for _, c := range []struct {
+		size int64
+		rows uint64
+		want int
+	}{
+		{18 << 20, 1 << 20, windowBytes / 18}, // 18 bytes a row
+		{50 << 20, 1 << 20, windowBytes / 50}, // a vector row
+		{1 << 20, 1 << 20, decodeWindow},      // narrower than the cap
+		{1 << 30, 1 << 20, minWindowRows},     // 1 KiB rows
+		{0, 1 << 20, decodeWindow},            // size unknown
+		{18 << 20, 0, decodeWindow},           // no rows
+		{100, 1000, decodeWindow},             // under a byte a row
+	} {
+		if got := windowRows(c.size, c.rows); got != c.want {
+			t.Errorf("windowRows(%d, %d) = %d, want %d", c.size, c.rows, got, c.want)
+		}
+	}
+}

@@ -271,7 +271,7 @@ func runOnce(ctx context.Context, h *table.Handle, o Options, env Env) (*Result,
 		// stream would sit beside the remap's own, so the garbage
 		// collector gets them first and the remap reuses that memory.
 		file.DropSpareBuffers()
-		ris, keys, err := remapInline(ctx, h, read, prev, v, outs, env.Clock.Now())
+		ris, keys, err := remapInline(ctx, h, read, prev, v, outs, env.Clock.Now(), env.Memory)
 		files = append(files, keys...)
 		if err != nil {
 			removeQuietly(h, files)
@@ -307,7 +307,11 @@ func runOnce(ctx context.Context, h *table.Handle, o Options, env Env) (*Result,
 // as Lance does). A segment that has not absorbed the table's earlier FRI
 // versions is refused: its bitmap names fragments Lance's bitmap swap
 // would not find.
-func remapInline(ctx context.Context, h *table.Handle, read *meta.ManifestFile, prev *fri.Index, v fri.Version, outs []*Output, now time.Time) ([]*pb.Transaction_Rewrite_RewrittenIndex, []string, error) {
+//
+// Each remap holds its working memory from budget (as the groups do)
+// while it runs: a streamed remap's window, or a vector or full-text
+// partition at a time.
+func remapInline(ctx context.Context, h *table.Handle, read *meta.ManifestFile, prev *fri.Index, v fri.Version, outs []*Output, now time.Time, budget *MemoryBudget) ([]*pb.Transaction_Rewrite_RewrittenIndex, []string, error) {
 	var versions []fri.Version
 	if prev != nil {
 		versions = append(versions, prev.Versions...)
@@ -356,7 +360,7 @@ func remapInline(ctx context.Context, h *table.Handle, read *meta.ManifestFile, 
 		}
 		nm, ks, _, err := index.Remap(ctx, h.Bucket, m, remap, index.RemapOptions{
 			Field: fields[m.GetFields()[0]], DatasetVersion: read.Manifest.GetVersion(), Bitmap: chain.RemapBitmap(m),
-			Full: func(frag uint32) (uint64, bool) { n, ok := full[frag]; return n, ok }, Now: now})
+			Full: func(frag uint32) (uint64, bool) { n, ok := full[frag]; return n, ok }, Now: now, Memory: budget.hold})
 		keys = append(keys, ks...)
 		if err != nil {
 			return nil, keys, fmt.Errorf("compact: remap index %s: %w", m.GetName(), err)
@@ -443,7 +447,8 @@ func workers(p *Plan, par int) int {
 }
 
 // MemoryBudget bounds the working memory of the groups the compactions
-// sharing it execute at once. Each group takes its estimate
+// sharing it execute at once, and of their inline index remaps (a remap
+// holds its estimate while it runs, index.RemapOptions.Memory). Each group takes its estimate
 // (groupMemory, at most the whole budget) before it starts and gives it
 // back when it ends, so N tables compacting at parallelism P on a wide
 // schema wait for each other instead of holding N*P groups' pages. nil
@@ -451,6 +456,9 @@ func workers(p *Plan, par int) int {
 type MemoryBudget struct {
 	size int64
 	sem  *semaphore.Weighted
+	// taken, when set (tests), is told of every acquisition: its bytes
+	// and whether an index remap (not a group) took them.
+	taken func(n int64, remap bool)
 }
 
 // NewMemoryBudget is a budget of bytes (at least 1).
@@ -465,12 +473,19 @@ func (b *MemoryBudget) Size() int64 { return b.size }
 // acquire takes n bytes (at most the whole budget, so that a group wider
 // than the budget still runs, alone) and returns what it took.
 func (b *MemoryBudget) acquire(ctx context.Context, n int64) (int64, error) {
+	return b.take(ctx, n, false)
+}
+
+func (b *MemoryBudget) take(ctx context.Context, n int64, remap bool) (int64, error) {
 	if b == nil {
 		return 0, nil
 	}
 	n = min(n, b.size)
 	if err := b.sem.Acquire(ctx, n); err != nil {
 		return 0, err
+	}
+	if b.taken != nil {
+		b.taken(n, remap)
 	}
 	return n, nil
 }
@@ -479,6 +494,16 @@ func (b *MemoryBudget) release(n int64) {
 	if b != nil && n > 0 {
 		b.sem.Release(n)
 	}
+}
+
+// hold is acquire for an index remap (index.RemapOptions.Memory): n
+// bytes, at most the whole budget, given back by the function returned.
+func (b *MemoryBudget) hold(ctx context.Context, n int64) (func(), error) {
+	held, err := b.take(ctx, n, true)
+	if err != nil {
+		return nil, err
+	}
+	return func() { b.release(held) }, nil
 }
 
 // groupMemory estimates a group's working memory on m's schema: per leaf

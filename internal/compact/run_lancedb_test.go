@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/compactord/compactord/internal/index"
@@ -396,9 +397,28 @@ func TestRunEveryIndexKindWithLanceDB(t *testing.T) {
 			h := openHandle(t, f.Dir)
 			o := DefaultOptions()
 			o.DeferRemap = deferred
-			res, err := Run(t.Context(), h, o, Env{})
+			// Inline, each remap holds its memory from the budget the
+			// groups take theirs from (the vector and full-text ones a
+			// partition at a time), and gives it back.
+			budget := NewMemoryBudget(64 << 20)
+			var mu sync.Mutex
+			remaps := 0
+			budget.taken = func(n int64, remap bool) {
+				mu.Lock()
+				defer mu.Unlock()
+				if remap && n > 0 {
+					remaps++
+				}
+			}
+			res, err := Run(t.Context(), h, o, Env{Memory: budget})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if want := map[bool]int{false: 5, true: 0}[deferred]; remaps < want || deferred && remaps > 0 {
+				t.Fatalf("the index remaps took memory from the budget %d times, want %s", remaps, map[bool]string{false: "at least once per index (5)", true: "never (deferred)"}[deferred])
+			}
+			if !budget.sem.TryAcquire(budget.Size()) {
+				t.Fatal("the budget was not given back")
 			}
 			// Inline, every index is remapped and every fragment
 			// compacted; deferred, the HNSW index's fragments (0-3) stay

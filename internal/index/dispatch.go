@@ -40,7 +40,7 @@ func remapOther(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, rema
 	if o.Bitmap == nil {
 		return nil, nil, st, true, errNoBitmap(m)
 	}
-	nm, keys, vs, err := vector.Remap(ctx, b, m, remap, vector.RemapOptions{DatasetVersion: o.DatasetVersion, Bitmap: o.Bitmap, Now: o.Now})
+	nm, keys, vs, err := vector.Remap(ctx, b, m, remap, vector.RemapOptions{DatasetVersion: o.DatasetVersion, Bitmap: o.Bitmap, Now: o.Now, Memory: o.Memory})
 	return nm, keys, RemapStats{Entries: vs.Entries, Kept: vs.Kept, Dropped: vs.Dropped}, true, err
 }
 

@@ -44,20 +44,19 @@ func CanRemapInverted(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata
 	return err
 }
 
-// RemapInvertedFiles remaps the full-text segment m (fts.Remap) and hands
-// each file of the new segment to put, counting its docs.
-func RemapInvertedFiles(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), put func(name string, data []byte) error) (RemapStats, error) {
-	files, fst, err := fts.Remap(invertedOpener(ctx, b, m), remap)
-	st := RemapStats{Entries: fst.Docs, Kept: fst.Kept, Dropped: fst.Dropped}
-	if err != nil {
-		return st, err
+// RemapInvertedFiles remaps the full-text segment m (fts.RemapEach) and
+// hands each file of the new segment to put as it is encoded, counting
+// its docs; mem (nil: no bound) holds a partition's memory from a budget
+// while it is remapped.
+func RemapInvertedFiles(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), mem func(context.Context, int64) (func(), error), put func(name string, data []byte) error) (RemapStats, error) {
+	var hold func(int64) (func(), error)
+	if mem != nil {
+		// A partition's files are decoded whole (postings, docs, tokens)
+		// and its new files encoded beside them.
+		hold = func(stored int64) (func(), error) { return mem(ctx, 4*stored) }
 	}
-	for _, f := range files {
-		if err := put(f.Name, f.Data); err != nil {
-			return st, err
-		}
-	}
-	return st, nil
+	fst, err := fts.RemapEach(invertedOpener(ctx, b, m), remap, hold, func(f fts.NamedFile) error { return put(f.Name, f.Data) })
+	return RemapStats{Entries: fst.Docs, Kept: fst.Kept, Dropped: fst.Dropped}, err
 }
 
 // remapInverted is Remap of a full-text (inverted) segment: fts.Remap
@@ -66,7 +65,7 @@ func RemapInvertedFiles(ctx context.Context, b storage.Bucket, m *pb.IndexMetada
 // index version, its creation time kept as Lance's remap keeps it.
 func remapInverted(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), o RemapOptions) (*pb.IndexMetadata, []string, RemapStats, error) {
 	w, put := newWritten(ctx, b)
-	st, err := RemapInvertedFiles(ctx, b, m, remap, put)
+	st, err := RemapInvertedFiles(ctx, b, m, remap, o.Memory, put)
 	if err != nil {
 		return nil, w.Keys, st, fmt.Errorf("index %s: %w", m.GetName(), err)
 	}

@@ -183,17 +183,6 @@ func CollectLabels(ctx context.Context, b storage.Bucket, version uint64, field 
 	return out, nil
 }
 
-// remapAddrs passes addresses through remap, dropping the deleted ones.
-func remapAddrs(addrs []uint64, remap func(uint64) (uint64, bool)) []uint64 {
-	var out []uint64
-	for _, a := range addrs {
-		if na, ok := remap(a); ok {
-			out = append(out, na)
-		}
-	}
-	return out
-}
-
 // collectFor reads the content a segment of kind holds over frags:
 // CollectLabels for a label list, Collect otherwise.
 func collectFor(kind string) func(context.Context, storage.Bucket, uint64, *pb.Field, *roaring.Bitmap) (*Entries, error) {
@@ -212,54 +201,4 @@ func checkIndexable(kind string, fields []*pb.Field, f *pb.Field) error {
 	}
 	_, err := fieldType(f)
 	return err
-}
-
-// RemapLabelListFiles remaps the label-list segment m: every (element,
-// row) entry and null-list row passed through remap (false: dropped),
-// the new bitmap_page_lookup.lance handed to put. full gives the rows of
-// a fragment a bitmap holds whole.
-func RemapLabelListFiles(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), full func(uint32) (uint64, bool), put func(name string, data []byte) error) (RemapStats, error) {
-	var st RemapStats
-	r, err := openSegmentFile(ctx, b, m, BitmapLookupFile)
-	if err != nil {
-		return st, err
-	}
-	ll, err := ReadLabelList(r)
-	if err != nil {
-		return st, err
-	}
-	e, err := ll.Entries(full)
-	if err != nil {
-		return st, err
-	}
-	st.Entries = e.Len()
-	keep := make([]int, 0, e.Len())
-	out := &Entries{Keys: e.Keys, ListNulls: remapAddrs(e.ListNulls, remap)}
-	for i, a := range e.Addrs {
-		if na, ok := remap(a); ok {
-			keep = append(keep, i)
-			out.Addrs = append(out.Addrs, na)
-		}
-	}
-	st.Kept, st.Dropped = len(keep), e.Len()-len(keep)
-	out.Values = e.Values.Take(keep)
-	var buf memBuf
-	if _, err := WriteLabelList(&buf, out); err != nil {
-		return st, err
-	}
-	return st, put(BitmapLookupFile, buf.b)
-}
-
-// remapLabelList is Remap of a label-list segment.
-func remapLabelList(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap func(uint64) (uint64, bool), o RemapOptions) (*pb.IndexMetadata, []string, RemapStats, error) {
-	if err := meta.CheckIndexVersion(m); err != nil {
-		return nil, nil, RemapStats{}, err
-	}
-	w, put := newWritten(ctx, b)
-	st, err := RemapLabelListFiles(ctx, b, m, remap, o.Full, put)
-	if err != nil {
-		return nil, w.Keys, st, fmt.Errorf("index %s: %w", m.GetName(), err)
-	}
-	nm, err := remappedMetadata(m, KindLabelList, o, w)
-	return nm, w.Keys, st, err
 }

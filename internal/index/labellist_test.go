@@ -1,15 +1,20 @@
 package index
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/format/file"
 	"github.com/compactord/compactord/internal/meta"
+	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
@@ -132,5 +137,34 @@ func FuzzReadLabelList(f *testing.F) {
 			return
 		}
 		_, _ = ll.Entries(func(uint32) (uint64, bool) { return 5, true })
+	})
+}
+
+// FuzzRemapLabelList: a label-list segment of any bytes, remapped (its
+// keys streamed, its null lists' map remapped whole), gives a segment or
+// an error, never a panic.
+func FuzzRemapLabelList(f *testing.F) {
+	good := labelListSample(f)
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		ctx := context.Background()
+		bk, err := storage.Open(ctx, "mem://")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bk.Close()
+		u, id := meta.NewUUID()
+		if err := bk.Put(ctx, meta.IndexDir(id)+BitmapLookupFile, raw); err != nil {
+			t.Fatal(err)
+		}
+		all := roaring.BitmapOf(0, 1)
+		m, err := SegmentMetadata("tags_idx", []int32{0}, KindLabelList, nil, 1, all, &Written{UUID: u, Files: []*pb.IndexFile{{Path: BitmapLookupFile, SizeBytes: uint64(len(raw))}}}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tf := &pb.Field{Name: "tags", Id: 0, ParentId: -1, LogicalType: "list", Nullable: true}
+		remap := func(a uint64) (uint64, bool) { return a + 1<<32, a%3 != 0 }
+		_, _, _, _ = Remap(ctx, bk, m, remap, RemapOptions{Field: tf, DatasetVersion: 2, Bitmap: all, Full: func(uint32) (uint64, bool) { return 5, true }})
 	})
 }

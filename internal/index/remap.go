@@ -89,6 +89,12 @@ type RemapOptions struct {
 	Full func(frag uint32) (uint64, bool)
 	// Now stamps created_at (time.Now if zero).
 	Now time.Time
+	// Memory, when set, takes the bytes the remap is about to hold from
+	// the caller's memory budget (waiting until they fit) and returns the
+	// function that gives them back: a streamed remap's window for the
+	// whole remap, a vector or full-text remap's a partition at a time
+	// (an HNSW index's whole storage at once). nil is no bound.
+	Memory func(ctx context.Context, n int64) (release func(), err error)
 }
 
 // RemapStats count what a remap did to a segment's entries.
@@ -98,10 +104,10 @@ type RemapStats struct {
 
 // Remap rebuilds the btree, bitmap, label-list or full-text segment m
 // with every row address passed through remap: a row remap reports
-// deleted is dropped. A btree or bitmap segment streams
+// deleted is dropped. A btree, bitmap or label-list segment streams
 // (remap_stream.go): the old segment is read a window at a time and the
 // new one written as it goes, so its memory does not grow with the
-// segment. The new
+// segment; a full-text segment is remapped a partition at a time. The new
 // segment gets a new uuid, dataset_version and fragment_bitmap from o, and
 // m's name, fields, details and index version. It returns the segment's
 // metadata and the objects written (also on error, for cleanup); the
@@ -119,22 +125,25 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 		return nil, nil, st, fmt.Errorf("index %s: remap needs the table field and the new fragment bitmap", m.GetName())
 	}
 	kind := meta.IndexKind(m)
-	switch kind {
-	case KindInverted:
+	if kind == KindInverted {
 		return remapInverted(ctx, b, m, remap, o)
-	case KindLabelList:
-		return remapLabelList(ctx, b, m, remap, o)
 	}
 	if err := meta.CheckIndexVersion(m); err != nil {
 		return nil, nil, st, err
 	}
+	release, err := hold(ctx, o.Memory, streamMemory)
+	if err != nil {
+		return nil, nil, st, err
+	}
+	defer release()
 	out := newSegmentOut(ctx, b)
-	var err error
 	switch kind {
 	case KindBTree:
 		err = remapBTree(ctx, b, m, remap, o.Field, out, &st)
 	case KindBitmap:
 		err = remapBitmap(ctx, b, m, remap, o.Full, o.Field, out, &st)
+	case KindLabelList:
+		err = remapLabelList(ctx, b, m, remap, o.Full, out, &st)
 	default:
 		err = fmt.Errorf("compactord does not remap %s segments", kind)
 	}
@@ -156,4 +165,12 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 		nm.CreatedAt = proto.Uint64(m.GetCreatedAt())
 	}
 	return nm, keys, st, nil
+}
+
+// hold takes n bytes from mem (nil: no budget) and returns their release.
+func hold(ctx context.Context, mem func(context.Context, int64) (func(), error), n int64) (func(), error) {
+	if mem == nil {
+		return func() {}, nil
+	}
+	return mem(ctx, n)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,9 +21,9 @@ import (
 // test, so that runs of equal values span windows and flushes, and long
 // runs move to a roaring bitmap.
 func smallRemapWindows(t *testing.T) {
-	w, f, r, b := remapWindow, remapFlush, remapRunSlice, bitmapWindow
-	remapWindow, remapFlush, remapRunSlice, bitmapWindow = 97, 61, 13, 3
-	t.Cleanup(func() { remapWindow, remapFlush, remapRunSlice, bitmapWindow = w, f, r, b })
+	w, f, r, b, fb := remapWindow, remapFlush, remapRunSlice, bitmapWindow, bitmapFlushBytes
+	remapWindow, remapFlush, remapRunSlice, bitmapWindow, bitmapFlushBytes = 97, 61, 13, 3, 100
+	t.Cleanup(func() { remapWindow, remapFlush, remapRunSlice, bitmapWindow, bitmapFlushBytes = w, f, r, b, fb })
 }
 
 // TestRemapStreamsAsTheWholeSegment: Remap, which streams a segment
@@ -67,6 +68,8 @@ func TestRemapStreamsAsTheWholeSegment(t *testing.T) {
 		{KindBTree, "string", func(r *rand.Rand, i int) (uint64, bool) { return uint64(r.IntN(50)), r.IntN(30) == 0 }},
 		{KindBitmap, "int32", func(r *rand.Rand, i int) (uint64, bool) { return uint64(i % 7), i%31 == 0 }},
 		{KindBitmap, "string", func(r *rand.Rand, i int) (uint64, bool) { return uint64(r.IntN(200)), false }},
+		{KindLabelList, "int32", func(r *rand.Rand, i int) (uint64, bool) { return uint64(i % 11), i%37 == 0 }},
+		{KindLabelList, "string", func(r *rand.Rand, i int) (uint64, bool) { return uint64(r.IntN(60)), false }},
 	} {
 		t.Run(c.kind+"/"+c.logical, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, 2))
@@ -86,6 +89,16 @@ func TestRemapStreamsAsTheWholeSegment(t *testing.T) {
 				}
 			}
 			e := &Entries{Values: concat(ft, vals), Addrs: addrs}
+			if c.kind == KindLabelList {
+				// Entries are (element, row) pairs of a list column whose
+				// item type is the values'; some rows' lists are null.
+				e.Keys = &pb.Field{Name: "item", Id: 1, ParentId: 0, LogicalType: c.logical, Nullable: true}
+				for f := 0; f < frags; f++ {
+					for o := 3; o < rows; o += 97 {
+						e.ListNulls = append(e.ListNulls, meta.RowAddr(uint32(f), uint32(o)))
+					}
+				}
+			}
 			w, err := WriteSegment(ctx, bk, c.kind, tf, e)
 			if err != nil {
 				t.Fatal(err)
@@ -122,6 +135,16 @@ func TestRemapStreamsAsTheWholeSegment(t *testing.T) {
 			}
 			if ok, why := got.Equal(want); !ok {
 				t.Fatalf("remapped segment: %s", why)
+			}
+			var nulls []uint64
+			for _, a := range old.ListNulls {
+				if na, ok := remap(a); ok {
+					nulls = append(nulls, na)
+				}
+			}
+			slices.Sort(nulls)
+			if c.kind == KindLabelList && (len(nulls) == 0 || len(nulls) == len(old.ListNulls) || !slices.Equal(got.ListNulls, nulls)) {
+				t.Fatalf("null lists: %d rows (of %d), want %d", len(got.ListNulls), len(old.ListNulls), len(nulls))
 			}
 			if c.kind != KindBTree {
 				return

@@ -9,7 +9,8 @@
 // DELETE is not 0, deletes the rows with id % DELETE = 3 (1/DELETE of every
 // fragment). SHAPE, a comma-separated list, adds to that: vec (a column
 // vec FixedSizeList<float32, 8>, values derived from id), btree (a btree
-// on id), bitmap (a bitmap on cat); the indexes are built before the
+// on id), bitmap (a bitmap on cat), ivfpq (vec and an IVF_PQ index on
+// it: 64 partitions, 4 sub-vectors); the indexes are built before the
 // deletes, so they cover every fragment. optimize runs in a process of its
 // own, so its CPU time and peak RSS are the optimize's alone (timed around
 // the optimize() call: not Node's start-up nor the table's open).
@@ -91,7 +92,7 @@ function usage() {
 
 async function build(db, name, rows, fragRows, del, shape) {
   const want = new Set((shape || "").split(",").filter((x) => x));
-  withVec = want.has("vec");
+  withVec = want.has("vec") || want.has("ivfpq");
   schema = new arrow.Schema(withVec ? [...baseFields, new arrow.Field("vec", vecType, true)] : baseFields);
   const t0 = Date.now();
   let t = null;
@@ -102,6 +103,10 @@ async function build(db, name, rows, fragRows, del, shape) {
   }
   if (want.has("btree")) await t.createIndex("id", { config: lancedb.Index.btree() });
   if (want.has("bitmap")) await t.createIndex("cat", { config: lancedb.Index.bitmap() });
+  // 64 partitions of 4 sub-vectors of 2 floats: a quick k-means even at
+  // 16 Mi rows, partitions of ~256 Ki rows there.
+  if (want.has("ivfpq"))
+    await t.createIndex("vec", { config: lancedb.Index.ivfPq({ numPartitions: 64, numSubVectors: 4, distanceType: "l2" }) });
   if (del > 0) await t.delete(`id % ${del} = 3`);
   const count = await t.countRows();
   const version = await t.version();

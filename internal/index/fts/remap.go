@@ -34,35 +34,72 @@ type RemapStats struct {
 // and the others renumbered in their old order (a new FST); metadata.lance
 // is copied unchanged.
 func Remap(open Opener, remap func(uint64) (uint64, bool)) ([]NamedFile, RemapStats, error) {
+	var out []NamedFile
+	st, err := RemapEach(open, remap, nil, func(f NamedFile) error { out = append(out, f); return nil })
+	return out, st, err
+}
+
+// RemapEach is Remap handing each new file to put as soon as it is
+// encoded: one partition is in memory at a time. Before a partition is
+// read, hold (when set) is given the bytes of its three files and
+// returns the function called once the partition's files are put.
+func RemapEach(open Opener, remap func(uint64) (uint64, bool), hold func(stored int64) (release func(), err error), put func(NamedFile) error) (RemapStats, error) {
 	var st RemapStats
-	seg, err := ReadSegment(open)
+	m, err := ReadMetadata(open)
 	if err != nil {
-		return nil, st, err
+		return st, err
 	}
-	copyFile := func(name string) (NamedFile, error) {
-		r, size, err := open(name)
-		if err != nil {
-			return NamedFile{}, err
-		}
-		b, err := io.ReadAll(io.NewSectionReader(r, 0, size))
-		return NamedFile{name, b}, err
-	}
-	md, err := copyFile(MetadataFile)
+	r, size, err := open(MetadataFile)
 	if err != nil {
-		return nil, st, err
+		return st, err
 	}
-	out := []NamedFile{md}
-	for _, p := range seg.Partitions {
-		tokens, docs, invert, ps, err := remapPartition(p, seg.Meta.Fixed32Tail, remap)
+	md, err := io.ReadAll(io.NewSectionReader(r, 0, size))
+	if err != nil {
+		return st, err
+	}
+	if err := put(NamedFile{MetadataFile, md}); err != nil {
+		return st, err
+	}
+	for _, id := range m.Partitions {
+		err := func() error {
+			if hold != nil {
+				var stored int64
+				for _, name := range []string{TokensFile(id), DocsFile(id), InvertFile(id)} {
+					_, n, err := open(name)
+					if err != nil {
+						return err
+					}
+					stored += n
+				}
+				release, err := hold(stored)
+				if err != nil {
+					return err
+				}
+				defer release()
+			}
+			p, err := ReadPartition(open, id)
+			if err != nil {
+				return err
+			}
+			tokens, docs, invert, ps, err := remapPartition(p, m.Fixed32Tail, remap)
+			if err != nil {
+				return err
+			}
+			st.Docs += ps.Docs
+			st.Kept += ps.Kept
+			st.Dropped += ps.Dropped
+			for _, f := range []NamedFile{{TokensFile(p.ID), tokens}, {DocsFile(p.ID), docs}, {InvertFile(p.ID), invert}} {
+				if err := put(f); err != nil {
+					return err
+				}
+			}
+			return nil
+		}()
 		if err != nil {
-			return nil, st, err
+			return st, err
 		}
-		st.Docs += ps.Docs
-		st.Kept += ps.Kept
-		st.Dropped += ps.Dropped
-		out = append(out, NamedFile{TokensFile(p.ID), tokens}, NamedFile{DocsFile(p.ID), docs}, NamedFile{InvertFile(p.ID), invert})
 	}
-	return out, st, nil
+	return st, nil
 }
 
 func remapPartition(p *Partition, fixed32 bool, remap func(uint64) (uint64, bool)) (tokensFile, docsFile, invertFile []byte, st RemapStats, err error) {

@@ -68,6 +68,38 @@ func TestRemapMatchesLanceDB(t *testing.T) {
 	if st.Docs != 1000 || st.Dropped != 143 || st.Kept != 857 {
 		t.Fatalf("stats %+v", st)
 	}
+	// RemapEach holds a partition's stored bytes before reading it and
+	// gives them back once its files are put: the same files.
+	var held []int64
+	open := 0
+	var each []NamedFile
+	next = 0 // remap numbers the docs as it is called
+	if _, err := RemapEach(dirOpener(before), remap, func(n int64) (func(), error) {
+		held = append(held, n)
+		open++
+		return func() { open-- }, nil
+	}, func(f NamedFile) error {
+		if f.Name != MetadataFile && open != 1 {
+			t.Errorf("%s put while %d partitions held", f.Name, open)
+		}
+		each = append(each, f)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(held) != 1 || held[0] <= 0 || open != 0 || len(each) != len(files) {
+		t.Fatalf("held %v (%d not given back), %d files; want one partition's bytes once, %d files", held, open, len(each), len(files))
+	}
+	// (Byte for byte only in size: a file's schema metadata is a map,
+	// encoded in no fixed order.)
+	for i := range files {
+		if each[i].Name != files[i].Name || len(each[i].Data) != len(files[i].Data) {
+			t.Fatalf("file %s (%d bytes) differs from Remap's %s (%d bytes)", each[i].Name, len(each[i].Data), files[i].Name, len(files[i].Data))
+		}
+	}
+	if again, err := ReadSegment(memOpener(each)); err != nil || !slices.Equal(again.Partitions[0].RowIDs, tp.RowIDs) {
+		t.Fatalf("RemapEach's segment: %v", err)
+	}
 	ours, err := ReadSegment(memOpener(files))
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,10 @@
 package vector
 
 import (
+	"context"
+	"fmt"
+	"io"
+
 	ipb "github.com/compactord/compactord/gen/lanceindexpb"
 	"github.com/compactord/compactord/internal/format/file"
 )
@@ -70,4 +74,119 @@ func take(c *file.Array, rows []int) *file.Array {
 	}
 	ch := c.Children[0]
 	return &file.Array{Type: c.Type, Len: len(rows), Children: []*file.Array{{Type: ch.Type, Len: len(rows) * c.Type.Size, Values: dst}}}
+}
+
+// storagePageBytes is the page size of a streamed remap's auxiliary.idx:
+// each column's page is buffered until written.
+const storagePageBytes = 1 << 20
+
+// storageMemory estimates the working memory of a remap holding rows
+// stored in n bytes: the rows as read, decoded, kept (a copy) and
+// transposed back for the writer, and a page per column being written.
+func storageMemory(n int64) int64 {
+	return 4*n + 4*storagePageBytes
+}
+
+// hold takes n bytes from mem (nil: no budget) and returns their release.
+func hold(ctx context.Context, mem func(context.Context, int64) (func(), error), n int64) (func(), error) {
+	if mem == nil {
+		return func() {}, nil
+	}
+	return mem(ctx, n)
+}
+
+// remapStorageStream writes to w the auxiliary.idx r (size bytes) with
+// every row address passed through remap, the rows it reports deleted
+// dropped, as RemapStorage does, but one partition in memory at a time
+// (its bytes held from mem first), so a remap's memory is the largest
+// partition's, not the index's. check vets the storage's header against
+// the segment's index.idx before any row is read. It returns the bytes
+// written.
+func remapStorageStream(ctx context.Context, r io.ReaderAt, size int64, w io.Writer, check func(*Storage) error, remap func(uint64) (uint64, bool), mem func(context.Context, int64) (func(), error)) (int64, RemapStats, error) {
+	var st RemapStats
+	s, f, err := openStorage(r, size)
+	if err != nil {
+		return 0, st, err
+	}
+	if err := check(s); err != nil {
+		return 0, st, err
+	}
+	if s.Quantizer == QuantRQ {
+		return 0, st, unsupported("compactord does not write RQ storage")
+	}
+	rows := f.NumRows()
+	perRow := int64(1)
+	if rows > 0 {
+		perRow = max(1, size/int64(rows))
+	}
+	ivf := &ipb.IVF{Offsets: make([]uint64, s.Partitions()), Lengths: make([]uint32, s.Partitions())}
+	// The IVF buffer is known only once every partition is written: the
+	// writer writes its global buffers at Close, from this slice.
+	globals := append([][]byte{nil}, s.Extra...)
+	cw := &countingWriter{w: w}
+	fw, err := file.NewWriter(cw, s.Fields, file.WriterOptions{Version: file.V2_2, Metadata: s.Metadata, GlobalBuffers: globals, PageBytes: storagePageBytes})
+	if err != nil {
+		return 0, st, err
+	}
+	var at uint64
+	for p, off := range s.IVF.GetOffsets() {
+		if err := ctx.Err(); err != nil {
+			return 0, st, err
+		}
+		n := s.IVF.GetLengths()[p]
+		ivf.Offsets[p] = at
+		if n == 0 {
+			continue
+		}
+		kept, err := func() (int, error) {
+			release, err := hold(ctx, mem, storageMemory(int64(n)*perRow))
+			if err != nil {
+				return 0, err
+			}
+			defer release()
+			b, err := f.ReadRange(nil, off, off+uint64(n))
+			if err != nil {
+				return 0, fmt.Errorf("%s: partition %d: %w", StorageFile, p, err)
+			}
+			part := *s
+			part.IVF = &ipb.IVF{Offsets: []uint64{0}, Lengths: []uint32{n}}
+			if err := part.setRows(b); err != nil {
+				return 0, fmt.Errorf("partition %d: %w", p, err)
+			}
+			ns, ps, _ := RemapStorage(&part, remap)
+			st.Entries, st.Kept, st.Dropped = st.Entries+ps.Entries, st.Kept+ps.Kept, st.Dropped+ps.Dropped
+			k := len(ns.RowIDs)
+			if k == 0 {
+				return 0, nil
+			}
+			cols := append([]*file.Array{uint64Array(ns.RowIDs)}, ns.Columns...)
+			if ns.Quantizer == QuantPQ && ns.PQ.Transposed {
+				cols[1] = transposePQ(ns)
+			}
+			const chunk = 64 << 10
+			for start := 0; start < k; start += chunk {
+				end := min(k, start+chunk)
+				bt := &file.Batch{NumRows: end - start}
+				for _, c := range cols {
+					bt.Columns = append(bt.Columns, c.Slice(start, end))
+				}
+				if err := fw.Write(bt); err != nil {
+					return 0, err
+				}
+			}
+			return k, nil
+		}()
+		if err != nil {
+			return 0, st, err
+		}
+		ivf.Lengths[p] = uint32(kept)
+		at += uint64(kept)
+	}
+	if globals[0], err = encodeIVF(ivf); err != nil {
+		return 0, st, err
+	}
+	if err := fw.Close(); err != nil {
+		return 0, st, err
+	}
+	return cw.n, st, nil
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -112,11 +114,8 @@ func ReadSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata) (*S
 	if err != nil {
 		return nil, wrap(err)
 	}
-	if x.Type != typ {
-		return nil, wrap(formatErr("%s holds an %s index, the details say %s", IndexFile, x.Type, typ))
-	}
-	if s.Quantizer != x.Quantizer() || s.Distance != x.Distance || s.Partitions() != len(x.IVF.GetLengths()) {
-		return nil, wrap(formatErr("%s storage (%s, %d partitions) under an %s %s index of %d partitions", s.Quantizer, s.Distance, s.Partitions(), x.Type, x.Distance, len(x.IVF.GetLengths())))
+	if err := checkStorage(typ, x, s); err != nil {
+		return nil, wrap(err)
 	}
 	if x.IsHNSW() {
 		for p, h := range x.HNSW {
@@ -128,6 +127,18 @@ func ReadSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata) (*S
 	return &Segment{Meta: m, Details: d, Index: x, Storage: s, indexRaw: raw}, nil
 }
 
+// checkStorage checks that index.idx (x) and auxiliary.idx (s, its
+// partitions read) describe one index of type typ.
+func checkStorage(typ string, x *SubIndex, s *Storage) error {
+	if x.Type != typ {
+		return formatErr("%s holds an %s index, the details say %s", IndexFile, x.Type, typ)
+	}
+	if s.Quantizer != x.Quantizer() || s.Distance != x.Distance || s.Partitions() != len(x.IVF.GetLengths()) {
+		return formatErr("%s storage (%s, %d partitions) under an %s %s index of %d partitions", s.Quantizer, s.Distance, s.Partitions(), x.Type, x.Distance, len(x.IVF.GetLengths()))
+	}
+	return nil
+}
+
 // RemapOptions say what a remapped segment becomes.
 type RemapOptions struct {
 	// DatasetVersion of the new segment: the version whose addresses it
@@ -136,6 +147,11 @@ type RemapOptions struct {
 	// Bitmap is the new segment's fragment bitmap. Required.
 	Bitmap *roaring.Bitmap
 	Now    time.Time
+	// Memory, when set, takes the bytes the remap is about to hold from
+	// the caller's memory budget (waiting until they fit) and returns the
+	// function that gives them back: a partition's worth at a time, or
+	// the whole storage's for an HNSW index.
+	Memory func(ctx context.Context, n int64) (release func(), err error)
 }
 
 // Remap writes a copy of the vector segment m with every row address
@@ -158,28 +174,96 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 		}
 		return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), unsupported("compactord does not remap %s indexes", typ))
 	}
-	seg, err := ReadSegment(ctx, b, m)
+	dir := meta.IndexDir(meta.UUIDString(m.GetUuid()))
+	a, err := b.Attributes(ctx, dir+StorageFile)
+	if err != nil {
+		return nil, nil, st, fmt.Errorf("index %s (%s): %w", m.GetName(), meta.UUIDString(m.GetUuid()), err)
+	}
+	var files []*pb.IndexFile
+	var keys []string
+	u, id := meta.NewUUID()
+	typ, _, err := segmentType(m)
 	if err != nil {
 		return nil, nil, st, err
 	}
-	ns, st, touched := RemapStorage(seg.Storage, remap)
-	// A FLAT sub-index holds only the centroids, which a remap keeps.
-	indexBytes := seg.indexRaw
-	if seg.Index.IsHNSW() {
-		nx, err := RebuildGraphs(seg.Index, ns, touched)
+	if HasGraph(m) || typ == TypeIVFRQ {
+		// The graphs of the partitions that lost rows are rebuilt from
+		// the whole storage, and RQ codes are packed in blocks across a
+		// partition's rows: the storage is held in memory at once.
+		release, err := hold(ctx, o.Memory, storageMemory(a.Size))
 		if err != nil {
-			return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), err)
+			return nil, nil, st, err
 		}
-		var buf bytes.Buffer
-		if _, err := WriteSubIndex(&buf, nx); err != nil {
-			return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), err)
+		defer release()
+		seg, err := ReadSegment(ctx, b, m)
+		if err != nil {
+			return nil, nil, st, err
 		}
-		indexBytes = buf.Bytes()
-	}
-	u, id := meta.NewUUID()
-	files, keys, err := writeSegmentFiles(ctx, b, meta.IndexDir(id), indexBytes, ns)
-	if err != nil {
-		return nil, keys, st, fmt.Errorf("index %s: %w", m.GetName(), err)
+		var ns *Storage
+		var touched []bool
+		ns, st, touched = RemapStorage(seg.Storage, remap)
+		// A FLAT sub-index holds only the centroids, which a remap keeps.
+		indexBytes := seg.indexRaw
+		if HasGraph(m) {
+			nx, err := RebuildGraphs(seg.Index, ns, touched)
+			if err != nil {
+				return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), err)
+			}
+			var buf bytes.Buffer
+			if _, err := WriteSubIndex(&buf, nx); err != nil {
+				return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), err)
+			}
+			indexBytes = buf.Bytes()
+		}
+		if files, keys, err = writeSegmentFiles(ctx, b, meta.IndexDir(id), indexBytes, ns); err != nil {
+			return nil, keys, st, fmt.Errorf("index %s: %w", m.GetName(), err)
+		}
+	} else {
+		// A FLAT sub-index holds only the centroids, which a remap keeps:
+		// index.idx is copied, and auxiliary.idx streamed a partition at
+		// a time.
+		raw, err := b.Get(ctx, dir+IndexFile)
+		if err != nil {
+			return nil, nil, st, fmt.Errorf("index %s (%s): %w", m.GetName(), meta.UUIDString(m.GetUuid()), err)
+		}
+		x, err := ReadSubIndex(bytes.NewReader(raw), int64(len(raw)))
+		if err != nil {
+			return nil, nil, st, fmt.Errorf("index %s (%s): %w", m.GetName(), meta.UUIDString(m.GetUuid()), err)
+		}
+		out := meta.IndexDir(id)
+		put := func(name string, write func(io.Writer) (int64, error)) error {
+			w, err := b.NewWriter(ctx, out+name)
+			if err != nil {
+				return err
+			}
+			keys = append(keys, out+name)
+			n, err := write(w)
+			if err != nil {
+				_ = w.Close()
+				return fmt.Errorf("write %s: %w", name, err)
+			}
+			if err := w.Close(); err != nil {
+				return fmt.Errorf("write %s: %w", name, err)
+			}
+			files = append(files, &pb.IndexFile{Path: name, SizeBytes: uint64(n)})
+			return nil
+		}
+		err = put(IndexFile, func(w io.Writer) (int64, error) { n, err := w.Write(raw); return int64(n), err })
+		if err == nil {
+			err = put(StorageFile, func(w io.Writer) (int64, error) {
+				src := storage.NewReaderAt(ctx, b, dir+StorageFile, a.Size)
+				if c, ok := src.(io.Closer); ok {
+					defer c.Close()
+				}
+				var n int64
+				n, st, err = remapStorageStream(ctx, src, a.Size, w, func(s *Storage) error { return checkStorage(typ, x, s) }, remap, o.Memory)
+				return n, err
+			})
+		}
+		if err != nil {
+			return nil, keys, st, fmt.Errorf("index %s: %w", m.GetName(), err)
+		}
+		slices.SortFunc(files, func(a, b *pb.IndexFile) int { return strings.Compare(a.GetPath(), b.GetPath()) })
 	}
 	nm := &pb.IndexMetadata{
 		Uuid:           u,

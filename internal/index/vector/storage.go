@@ -117,21 +117,38 @@ func storageMeta(md map[string][]byte) ([]byte, error) {
 
 // ReadStorage decodes an auxiliary.idx of size bytes.
 func ReadStorage(r io.ReaderAt, size int64) (*Storage, error) {
-	f, err := file.Open(r, size)
+	s, f, err := openStorage(r, size)
+	if err != nil {
+		return nil, err
+	}
+	b, err := f.ReadAll(nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", StorageFile, err)
 	}
+	if err := s.setRows(b); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// openStorage reads an auxiliary.idx's schema, IVF partitions, global
+// buffers and quantizer parameters, but none of its rows (setRows).
+func openStorage(r io.ReaderAt, size int64) (*Storage, *file.File, error) {
+	f, err := file.Open(r, size)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", StorageFile, err)
+	}
 	s := &Storage{Fields: f.Desc.GetSchema().GetFields(), Metadata: f.Desc.GetSchema().GetMetadata()}
 	if string(s.Metadata["lance:ivf"]) != "1" {
-		return nil, unsupported("%s: lance:ivf %q (compactord reads \"1\")", StorageFile, s.Metadata["lance:ivf"])
+		return nil, nil, unsupported("%s: lance:ivf %q (compactord reads \"1\")", StorageFile, s.Metadata["lance:ivf"])
 	}
 	s.Distance = string(s.Metadata["distance_type"])
 	if _, ok := distanceTypes[s.Distance]; !ok {
-		return nil, unsupported("%s: distance type %q", StorageFile, s.Distance)
+		return nil, nil, unsupported("%s: distance type %q", StorageFile, s.Distance)
 	}
 	fs := f.Schema.Fields
 	if len(fs) < 2 || fs[0].Name != colRowID || fs[0].Type.Kind != file.KindUint64 {
-		return nil, formatErr("%s: first column is not %s: uint64", StorageFile, colRowID)
+		return nil, nil, formatErr("%s: first column is not %s: uint64", StorageFile, colRowID)
 	}
 	var names []string
 	for _, fl := range fs[1:] {
@@ -143,43 +160,74 @@ func ReadStorage(r io.ReaderAt, size int64) (*Storage, error) {
 		}
 	}
 	if s.Quantizer == "" {
-		return nil, unsupported("%s: storage columns %v", StorageFile, names)
+		return nil, nil, unsupported("%s: storage columns %v", StorageFile, names)
 	}
 	if len(f.Globals) < 2 {
-		return nil, formatErr("%s has no IVF global buffer", StorageFile)
+		return nil, nil, formatErr("%s has no IVF global buffer", StorageFile)
 	}
 	gb, err := f.GlobalBuffer(1)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", StorageFile, err)
+		return nil, nil, fmt.Errorf("%s: %w", StorageFile, err)
 	}
 	if s.IVF, err = decodeIVF(gb, false); err != nil {
-		return nil, fmt.Errorf("%s: %w", StorageFile, err)
+		return nil, nil, fmt.Errorf("%s: %w", StorageFile, err)
 	}
 	if err := checkPartitions(s.IVF, f.NumRows(), StorageFile); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for i := 2; i < len(f.Globals); i++ {
 		b, err := f.GlobalBuffer(i)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", StorageFile, err)
+			return nil, nil, fmt.Errorf("%s: %w", StorageFile, err)
 		}
 		s.Extra = append(s.Extra, b)
 	}
 	sm, err := storageMeta(s.Metadata)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	b, err := f.ReadAll(nil)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", StorageFile, err)
+	switch s.Quantizer {
+	case QuantSQ:
+		s.SQ = &SQParams{}
+		if err := json.Unmarshal(sm, s.SQ); err != nil {
+			return nil, nil, formatErr("%s: SQ metadata: %v", StorageFile, err)
+		}
+		if s.SQ.NumBits != 8 {
+			return nil, nil, unsupported("%s: SQ with %d bits", StorageFile, s.SQ.NumBits)
+		}
+	case QuantRQ:
+		s.RQ = &RQParams{}
+		if err := json.Unmarshal(sm, s.RQ); err != nil {
+			return nil, nil, formatErr("%s: RQ metadata: %v", StorageFile, err)
+		}
+		if s.RQ.NumBits != 1 || s.RQ.RotationType != "fast" {
+			return nil, nil, unsupported("%s: RQ with %d bits and %q rotation", StorageFile, s.RQ.NumBits, s.RQ.RotationType)
+		}
+	case QuantPQ:
+		if err := s.readPQ(sm); err != nil {
+			return nil, nil, err
+		}
 	}
-	n := int(f.NumRows())
+	return s, f, nil
+}
+
+// setRows sets s's row ids and columns to b's, the rows of s.IVF's
+// partitions (the whole file, or a part of it that s.IVF describes),
+// checked against the quantizer, PQ codes de-transposed.
+func (s *Storage) setRows(b *file.Batch) error {
+	n := b.NumRows
+	if uint64(n) != sumLengths(s.IVF) {
+		return formatErr("%s: %d rows for partitions of %d", StorageFile, n, sumLengths(s.IVF))
+	}
 	for i, c := range b.Columns {
 		if c == nil || c.Len != n || c.NullCount() != 0 {
-			return nil, formatErr("%s: column %s does not hold %d non-null rows", StorageFile, fs[i].Name, n)
+			return formatErr("%s: column %s does not hold %d non-null rows", StorageFile, append([]string{colRowID}, storageColumns[s.Quantizer]...)[i], n)
 		}
 	}
 	ids := b.Columns[0]
+	if len(ids.Values) < 8*n {
+		return formatErr("%s: column %s holds %d bytes for %d rows", StorageFile, colRowID, len(ids.Values), n)
+	}
 	s.RowIDs = make([]uint64, n)
 	for i := range s.RowIDs {
 		s.RowIDs[i] = binary.LittleEndian.Uint64(ids.Values[8*i:])
@@ -187,45 +235,34 @@ func ReadStorage(r io.ReaderAt, size int64) (*Storage, error) {
 	s.Columns = b.Columns[1:]
 	switch s.Quantizer {
 	case QuantFlat:
-		if err := checkFSL(s.Columns[0], colFlat, 0, file.KindFloat16, file.KindFloat32, file.KindFloat64); err != nil {
-			return nil, err
-		}
+		return checkFSL(s.Columns[0], colFlat, 0, file.KindFloat16, file.KindFloat32, file.KindFloat64)
 	case QuantSQ:
-		s.SQ = &SQParams{}
-		if err := json.Unmarshal(sm, s.SQ); err != nil {
-			return nil, formatErr("%s: SQ metadata: %v", StorageFile, err)
-		}
-		if s.SQ.NumBits != 8 {
-			return nil, unsupported("%s: SQ with %d bits", StorageFile, s.SQ.NumBits)
-		}
-		if err := checkFSL(s.Columns[0], colSQ, s.SQ.Dim, file.KindUint8); err != nil {
-			return nil, err
-		}
+		return checkFSL(s.Columns[0], colSQ, s.SQ.Dim, file.KindUint8)
 	case QuantRQ:
-		s.RQ = &RQParams{}
-		if err := json.Unmarshal(sm, s.RQ); err != nil {
-			return nil, formatErr("%s: RQ metadata: %v", StorageFile, err)
-		}
-		if s.RQ.NumBits != 1 || s.RQ.RotationType != "fast" {
-			return nil, unsupported("%s: RQ with %d bits and %q rotation", StorageFile, s.RQ.NumBits, s.RQ.RotationType)
-		}
 		if err := checkFSL(s.Columns[0], colRQ, (s.RQ.CodeDim+7)/8, file.KindUint8); err != nil {
-			return nil, err
+			return err
 		}
 		for i, c := range s.Columns[1:] {
 			if c.Type.Kind != file.KindFloat32 {
-				return nil, formatErr("%s: column %s has type %s", StorageFile, names[i+1], c.Type)
+				return formatErr("%s: column %s has type %s", StorageFile, storageColumns[QuantRQ][i+1], c.Type)
 			}
 		}
 		if err := s.readRQ(); err != nil {
-			return nil, err
+			return err
 		}
 	case QuantPQ:
-		if err := s.readPQ(sm); err != nil {
-			return nil, err
-		}
+		return s.setPQCodes()
 	}
-	return s, nil
+	return nil
+}
+
+// sumLengths is the rows of ivf's partitions.
+func sumLengths(ivf *ipb.IVF) uint64 {
+	var n uint64
+	for _, l := range ivf.GetLengths() {
+		n += uint64(l)
+	}
+	return n
 }
 
 // checkFSL checks that a is a fixed-size list of width (any when 0) of one
@@ -252,9 +289,6 @@ func (s *Storage) readPQ(sm []byte) error {
 	if p.NumSubVectors <= 0 || p.Dimension <= 0 || p.Dimension%p.NumSubVectors != 0 || p.NumSubVectors*p.NBits%8 != 0 {
 		return formatErr("%s: PQ of %d %d-bit sub-vectors over %d dimensions", StorageFile, p.NumSubVectors, p.NBits, p.Dimension)
 	}
-	if err := checkFSL(s.Columns[0], colPQ, p.codeBytes(), file.KindUint8); err != nil {
-		return err
-	}
 	if p.CodebookPosition < 2 || p.CodebookPosition-2 >= len(s.Extra) {
 		return formatErr("%s: PQ codebook in global buffer %d of %d", StorageFile, p.CodebookPosition, len(s.Extra)+2)
 	}
@@ -269,6 +303,15 @@ func (s *Storage) readPQ(sm []byte) error {
 	p.Codebook = tensorFloats(t)
 	p.CodebookType = t.GetDataType()
 	s.PQ = p
+	return nil
+}
+
+// setPQCodes checks the PQ code column and de-transposes it.
+func (s *Storage) setPQCodes() error {
+	p := s.PQ
+	if err := checkFSL(s.Columns[0], colPQ, p.codeBytes(), file.KindUint8); err != nil {
+		return err
+	}
 	if p.Transposed {
 		codes := s.Columns[0].Children[0]
 		m := p.codeBytes()
