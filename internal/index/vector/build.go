@@ -218,6 +218,12 @@ func pqEncode(p *PQParams, x []float32) []byte {
 	m := p.NumSubVectors
 	sub := len(x) / m
 	out := make([]byte, m)
+	if sub == 16 {
+		for j := range m {
+			out[j] = byte(nearestSub16(x[j*16:], p.Codebook[j*256*16:], 256))
+		}
+		return out
+	}
 	for j := range m {
 		best, bd := 0, float32(math.Inf(1))
 		xs := x[j*sub : (j+1)*sub]

@@ -58,27 +58,6 @@ func distanceFunc(distance string) func(a, b []float32) float32 {
 	return l2
 }
 
-// l2 is the squared L2 distance, four lanes at a time (the compiler does
-// not vectorize the plain loop; four independent sums keep the FP units
-// busy).
-func l2(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		x0, x1, x2, x3 := a[i]-b[i], a[i+1]-b[i+1], a[i+2]-b[i+2], a[i+3]-b[i+3]
-		s0 += x0 * x0
-		s1 += x1 * x1
-		s2 += x2 * x2
-		s3 += x3 * x3
-	}
-	for ; i < len(a); i++ {
-		x := a[i] - b[i]
-		s0 += x * x
-	}
-	return (s0 + s1) + (s2 + s3)
-}
-
 // partitionVectors reconstructs the vectors of partition p of s (rows
 // [off, off+n)): SQ codes dequantized over the bounds, PQ codes through
 // the codebook plus the partition's centroid, raw vectors as they are.
