@@ -153,8 +153,14 @@ func (h maxHeap) Less(i, j int) bool { return h.minHeap.Less(j, i) }
 // kept before it), each search keeping efc candidates.
 func buildGraph(v *vectors, n, m, efc, maxLevel int, seed uint64) *graph {
 	g := &graph{levels: make([][][]uint32, maxLevel+1)}
+	// dists[l][node][i] is the distance of node to its i-th neighbour on
+	// level l, kept beside the lists so that pruning an overfull list
+	// does not compute them again (distances are symmetric bit for bit:
+	// each kernel squares or multiplies the same pairs).
+	dists := make([][][]float32, maxLevel+1)
 	for l := range g.levels {
 		g.levels[l] = make([][]uint32, n)
+		dists[l] = make([][]float32, n)
 	}
 	if n == 0 {
 		return g
@@ -186,17 +192,21 @@ func buildGraph(v *vectors, n, m, efc, maxLevel int, seed uint64) *graph {
 			}
 			nbrs := selectNeighbors(v, w, m)
 			g.levels[l][q] = ids(nbrs)
+			dists[l][q] = candDists(nbrs)
 			for _, nb := range nbrs {
 				lst := append(g.levels[l][nb.id], q)
+				ds := append(dists[l][nb.id], nb.d)
 				if len(lst) > limit {
 					cs := make([]cand, len(lst))
 					for i, x := range lst {
-						cs[i] = cand{x, v.d(nb.id, x)}
+						cs[i] = cand{x, ds[i]}
 					}
 					sortCands(cs)
-					lst = ids(selectNeighbors(v, cs, limit))
+					kept := selectNeighbors(v, cs, limit)
+					lst, ds = ids(kept), candDists(kept)
 				}
 				g.levels[l][nb.id] = lst
+				dists[l][nb.id] = ds
 			}
 			eps = w
 		}
@@ -205,6 +215,14 @@ func buildGraph(v *vectors, n, m, efc, maxLevel int, seed uint64) *graph {
 		}
 	}
 	return g
+}
+
+func candDists(cs []cand) []float32 {
+	out := make([]float32, len(cs))
+	for i, c := range cs {
+		out[i] = c.d
+	}
+	return out
 }
 
 func ids(cs []cand) []uint32 {
