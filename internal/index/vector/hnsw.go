@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 
 	ipb "github.com/compactord/compactord/gen/lanceindexpb"
@@ -145,77 +144,6 @@ func (h *minHeap) Pop() any {
 type maxHeap struct{ minHeap }
 
 func (h maxHeap) Less(i, j int) bool { return h.minHeap.Less(j, i) }
-
-// buildGraph builds an HNSW graph over v's n nodes: levels drawn with
-// probability 1/m per level above 0 (at most maxLevel), level 0 keeping
-// up to 2m neighbours and the others m, chosen by the usual heuristic
-// (a candidate is kept when it is nearer the node than every neighbour
-// kept before it), each search keeping efc candidates.
-func buildGraph(v *vectors, n, m, efc, maxLevel int, seed uint64) *graph {
-	g := &graph{levels: make([][][]uint32, maxLevel+1)}
-	// dists[l][node][i] is the distance of node to its i-th neighbour on
-	// level l, kept beside the lists so that pruning an overfull list
-	// does not compute them again (distances are symmetric bit for bit:
-	// each kernel squares or multiplies the same pairs).
-	dists := make([][][]float32, maxLevel+1)
-	for l := range g.levels {
-		g.levels[l] = make([][]uint32, n)
-		dists[l] = make([][]float32, n)
-	}
-	if n == 0 {
-		return g
-	}
-	rng := rand.New(rand.NewPCG(seed, uint64(n)))
-	ml := 1 / math.Log(float64(max(m, 2)))
-	visited := make([]uint32, n)
-	epoch := uint32(0)
-	for q := range uint32(n) {
-		lvl := min(maxLevel, int(-math.Log(1-rng.Float64())*ml))
-		for l := 0; l <= lvl; l++ {
-			g.levels[l][q] = []uint32{}
-		}
-		if q == 0 {
-			g.entry, g.top = 0, lvl
-			continue
-		}
-		ep := cand{g.entry, v.d(q, g.entry)}
-		for l := g.top; l > lvl; l-- {
-			ep = greedy(v, g.levels[l], q, ep)
-		}
-		eps := []cand{ep}
-		for l := min(lvl, g.top); l >= 0; l-- {
-			epoch++
-			w := searchLayer(v, g.levels[l], q, eps, efc, visited, epoch)
-			limit := m
-			if l == 0 {
-				limit = 2 * m
-			}
-			nbrs := selectNeighbors(v, w, m)
-			g.levels[l][q] = ids(nbrs)
-			dists[l][q] = candDists(nbrs)
-			for _, nb := range nbrs {
-				lst := append(g.levels[l][nb.id], q)
-				ds := append(dists[l][nb.id], nb.d)
-				if len(lst) > limit {
-					cs := make([]cand, len(lst))
-					for i, x := range lst {
-						cs[i] = cand{x, ds[i]}
-					}
-					sortCands(cs)
-					kept := selectNeighbors(v, cs, limit)
-					lst, ds = ids(kept), candDists(kept)
-				}
-				g.levels[l][nb.id] = lst
-				dists[l][nb.id] = ds
-			}
-			eps = w
-		}
-		if lvl > g.top {
-			g.entry, g.top = q, lvl
-		}
-	}
-	return g
-}
 
 func candDists(cs []cand) []float32 {
 	out := make([]float32, len(cs))
