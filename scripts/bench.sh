@@ -2,13 +2,14 @@
 # make bench: compactord's benchmarks on Lance tables, each against LanceDB
 # 0.39 (tools/lancedb, `make lancedb`) as the peer: MemWAL merge vs
 # LanceDB's mergeInsert, compaction vs LanceDB's compact_files, append
-# growth, scans, verify over long histories, and the Go MemWAL writer
-# against LanceDB's. Each prints its figures
+# growth, scans, verify over long histories, the Go MemWAL writer
+# against LanceDB's, and vector index catch-up and remap against
+# LanceDB's optimize(). Each prints its figures
 # (docs/benchmarks.md, the "Lance:" sections, quotes them with the command
 # that reproduces them). The tests' own variables (LANCE_BENCH_ROWS,
 # LANCE_BENCH_UPSERTS, LANCE_BENCH_TRIALS, ...) scale them.
 #
-#   BENCH_ONLY=merge,compact    a subset: merge, compact, append, scan, verify, wal
+#   BENCH_ONLY=merge,compact    a subset: merge, compact, append, scan, verify, wal, vector
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,8 +21,9 @@ declare -A tests=(
   [scan]='./internal/scan ^TestBenchLanceDB'
   [verify]='./internal/verify ^TestBenchVerifyHistory$'
   [wal]='./lancewal ^TestBenchWriter$'
+  [vector]='./internal/index ^TestBenchVectorIndex$'
 )
-only=${BENCH_ONLY:-merge,compact,append,scan,verify,wal}
+only=${BENCH_ONLY:-merge,compact,append,scan,verify,wal,vector}
 # The compaction benchmark's table shapes and sizes (docs/benchmarks.md,
 # "Lance: compaction"): with and without a vector column, with a btree and
 # a bitmap, inline and deferred remap, at 1, 4 and 16 Mi rows (the slope
@@ -32,7 +34,7 @@ status=0
 for name in ${only//,/ }; do
   spec=${tests[$name]:-}
   if [ -z "$spec" ]; then
-    echo "bench.sh: unknown section $name (want merge, compact, append, scan, verify, wal)" >&2
+    echo "bench.sh: unknown section $name (want merge, compact, append, scan, verify, wal, vector)" >&2
     exit 2
   fi
   read -r pkg run <<<"$spec"

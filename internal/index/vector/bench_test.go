@@ -117,3 +117,74 @@ func BenchmarkHNSWBuild768(b *testing.B) {
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/n*1e6, "µs/node")
 }
+
+// streamFloats is 256 MiB of float32, far beyond any cache: what the
+// kernels' bandwidth ceiling is measured over.
+func streamFloats() []float32 {
+	xs := make([]float32, 64<<20)
+	for i := range xs {
+		xs[i] = float32(i&1023) / 1024
+	}
+	return xs
+}
+
+// BenchmarkMemoryBandwidth: one core's sequential read bandwidth, a sum
+// of 256 MiB of float32 with eight independent sums: the ceiling of a
+// kernel that streams its operand from memory. Run it in the same
+// go test as BenchmarkL2Kernel768Stream to compare the two.
+func BenchmarkMemoryBandwidth(b *testing.B) {
+	xs := streamFloats()
+	b.SetBytes(int64(4 * len(xs)))
+	var sink float32
+	for b.Loop() {
+		var s0, s1, s2, s3, s4, s5, s6, s7 float32
+		for i := 0; i+8 <= len(xs); i += 8 {
+			s0 += xs[i]
+			s1 += xs[i+1]
+			s2 += xs[i+2]
+			s3 += xs[i+3]
+			s4 += xs[i+4]
+			s5 += xs[i+5]
+			s6 += xs[i+6]
+			s7 += xs[i+7]
+		}
+		sink += s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7
+	}
+	_ = sink
+}
+
+// BenchmarkL2Kernel768Stream: the squared-L2 kernel of one 768-d query
+// (in cache) against 256 MiB of vectors streamed from memory, as a
+// partition scan reads them.
+func BenchmarkL2Kernel768Stream(b *testing.B) {
+	xs := streamFloats()
+	q := make([]float32, 768)
+	for i := range q {
+		q[i] = float32(i) / 768
+	}
+	b.SetBytes(int64(4 * len(xs)))
+	var sink float32
+	for b.Loop() {
+		for i := 0; i+768 <= len(xs); i += 768 {
+			sink += l2(q, xs[i:i+768])
+		}
+	}
+	_ = sink
+}
+
+// BenchmarkNearestSub16: PQ encoding's inner step, the nearest of 256
+// 16-float codebook entries (16 KiB, in cache).
+func BenchmarkNearestSub16(b *testing.B) {
+	r := rand.New(rand.NewPCG(9, 9))
+	book := make([]float32, 256*16)
+	for i := range book {
+		book[i] = float32(r.NormFloat64())
+	}
+	x := book[100*16 : 101*16]
+	b.SetBytes(256 * 16 * 4)
+	var sink int
+	for b.Loop() {
+		sink += nearestSub16(x, book, 256)
+	}
+	_ = sink
+}
