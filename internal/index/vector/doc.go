@@ -33,6 +33,14 @@
 // others are copied. IVF_RQ is refused: its code layout is not
 // established, so its codes are never rewritten.
 //
+// Catch-up and rebuild encode new rows as the scan yields them, one batch
+// of vectors in memory and every core encoding it (encode.go): nearest
+// centroid, then the PQ, SQ or flat code, without retraining. Distances
+// add in the order LanceDB's kernels do (kernels.go), so partition
+// assignments and PQ codes are LanceDB's even on near ties. HNSW graphs
+// are built in deterministic batches that use every core on one
+// partition (hnsw_build.go).
+//
 // Decoders treat their input as hostile: malformed or unknown input gives
 // a one-line error wrapping ErrFormat or ErrUnsupported, never a panic.
 package vector
