@@ -186,6 +186,24 @@ func vbSegments(t *testing.T, dir string) []vbSegment {
 	return out
 }
 
+// vbIndexBytes is the size of the files of vec_idx's segments in the
+// table's latest version (not of index files no version references).
+func vbIndexBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	h := tables.Open(t, dir)
+	read, _, err := meta.ReadLatest(t.Context(), h.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, m := range read.Indices {
+		if m.GetName() == "vec_idx" {
+			n += vbDirBytes(t, filepath.Join(dir, "_indices", meta.UUIDString(m.GetUuid())))
+		}
+	}
+	return n
+}
+
 // vbChild is the measured compactord process: one operation on the table
 // at path, timed around the call (as the LanceDB side is), printing its
 // wall and CPU time and its own peak RSS.
@@ -419,12 +437,12 @@ func TestBenchVectorIndex(t *testing.T) {
 	}
 
 	type row struct {
-		what        string
-		lance, ours vbUsage
-		indexBytes  int64
+		what                  string
+		lance, ours           vbUsage
+		lanceIndex, oursIndex int64
 	}
 	res := map[string]*row{}
-	add := func(key, what string, first bool, lance, ours *vbUsage, idx int64) {
+	add := func(key, what string, first bool, lance, ours *vbUsage, lidx, idx int64) {
 		r := res[key]
 		if r == nil {
 			r = &row{what: what}
@@ -436,7 +454,7 @@ func TestBenchVectorIndex(t *testing.T) {
 		if ours != nil {
 			r.ours = vbBest(first, r.ours, *ours)
 		}
-		r.indexBytes = max(r.indexBytes, idx)
+		r.lanceIndex, r.oursIndex = max(r.lanceIndex, lidx), max(r.oursIndex, idx)
 	}
 	for trial := range trials {
 		dir := filepath.Join(work, strconv.Itoa(trial))
@@ -480,7 +498,7 @@ func TestBenchVectorIndex(t *testing.T) {
 				}
 			}
 			lu := vbLance(lo)
-			add("catchup-"+n, map[string]string{"pq": "IVF_PQ", "hnsw": "IVF_HNSW_SQ"}[n]+" catch-up", first, &lu, &ou, vbDirBytes(t, filepath.Join(c, "_indices")))
+			add("catchup-"+n, map[string]string{"pq": "IVF_PQ", "hnsw": "IVF_HNSW_SQ"}[n]+" catch-up", first, &lu, &ou, vbIndexBytes(t, l), vbIndexBytes(t, c))
 			t.Logf("trial %d, %s catch-up: LanceDB %s, compactord %s", trial, n, lu, ou)
 		}
 		for _, n := range []string{"pq", "hnsw"} {
@@ -525,10 +543,10 @@ func TestBenchVectorIndex(t *testing.T) {
 			}
 			lu := vbLance(lo)
 			name := map[string]string{"pq": "IVF_PQ", "hnsw": "IVF_HNSW_SQ"}[n]
-			add("compact-"+n, name+": compaction with inline remap", first, &lu, &inl, vbDirBytes(t, filepath.Join(c, "_indices")))
+			add("compact-"+n, name+": compaction with inline remap", first, &lu, &inl, vbIndexBytes(t, l), vbIndexBytes(t, c))
 			if n == "pq" {
-				add("defer-"+n, name+": deferred compaction (no remap)", first, nil, &def, 0)
-				add("remap-"+n, name+": `index remap` after it", first, nil, &rem, vbDirBytes(t, filepath.Join(d, "_indices")))
+				add("defer-"+n, name+": deferred compaction (no remap)", first, nil, &def, 0, 0)
+				add("remap-"+n, name+": `index remap` after it", first, nil, &rem, 0, vbIndexBytes(t, d))
 			}
 			t.Logf("trial %d, %sdel: LanceDB optimize %s; compactord inline %s, deferred %s + remap %s", trial, n, lu, inl, def, rem)
 		}
@@ -538,14 +556,14 @@ func TestBenchVectorIndex(t *testing.T) {
 		vbCopy(t, tb(cache, "nodel"), nl)
 		syscall.Sync()
 		lu := vbLance(vbNode(t, in, "optimize", dir, "lnodel"))
-		add("compact-noindex", "compaction without the index", first, &lu, nil, 0)
+		add("compact-noindex", "compaction without the index", first, &lu, nil, 0, 0)
 		t.Logf("trial %d, no index: LanceDB optimize %s", trial, lu)
 		os.RemoveAll(dir)
 	}
 
 	t.Logf("summary: %d + %d vectors, %d partitions, best wall and CPU of %d trials, largest peak RSS, load average %.2f at the start (LanceDB %s)",
 		rows, newRows, parts, trials, load[0], lancedb.Version)
-	t.Logf("| operation | LanceDB wall / CPU / peak RSS | compactord wall / CPU / peak RSS | wall × | CPU × | index MiB | compactord RSS MiB per GiB of index |")
+	t.Logf("| operation | LanceDB wall / CPU / peak RSS | compactord wall / CPU / peak RSS | wall × | CPU × | index MiB (LanceDB, compactord) | peak RSS MiB per GiB of index (LanceDB, compactord) |")
 	for _, k := range []string{"catchup-pq", "catchup-hnsw", "compact-pq", "defer-pq", "remap-pq", "compact-hnsw", "compact-noindex"} {
 		r := res[k]
 		if r == nil {
@@ -557,12 +575,14 @@ func TestBenchVectorIndex(t *testing.T) {
 			}
 			return fmt.Sprintf("%.2f", a.Seconds()/b.Seconds())
 		}
-		perGiB := "—"
-		if r.indexBytes > 0 && r.ours.HWM > 0 {
-			perGiB = fmt.Sprintf("%.0f", float64(r.ours.HWM)/(1<<20)/(float64(r.indexBytes)/(1<<30)))
+		perGiB := func(u vbUsage, idx int64) string {
+			if idx == 0 || u.HWM == 0 {
+				return "—"
+			}
+			return fmt.Sprintf("%.0f", float64(u.HWM)/(1<<20)/(float64(idx)/(1<<30)))
 		}
-		t.Logf("| %s | %s | %s | %s | %s | %.1f | %s |", r.what, r.lance, r.ours, ratio(r.lance.Wall, r.ours.Wall), ratio(r.lance.CPU, r.ours.CPU),
-			float64(r.indexBytes)/(1<<20), perGiB)
+		t.Logf("| %s | %s | %s | %s | %s | %.1f, %.1f | %s, %s |", r.what, r.lance, r.ours, ratio(r.lance.Wall, r.ours.Wall), ratio(r.lance.CPU, r.ours.CPU),
+			float64(r.lanceIndex)/(1<<20), float64(r.oursIndex)/(1<<20), perGiB(r.lance, r.lanceIndex), perGiB(r.ours, r.oursIndex))
 	}
 	if c, n, r := res["compact-pq"], res["compact-noindex"], res["remap-pq"]; c != nil && n != nil && r != nil {
 		lw, lc := c.lance.Wall-n.lance.Wall, c.lance.CPU-n.lance.CPU
