@@ -13,7 +13,10 @@ import "math"
 // conversion: it forbids the compiler to fuse the multiply and the add
 // (GOAMD64=v3, arm64), which would round differently from LanceDB.
 //
-// Go has no portable SIMD; the speed comes from independent chains. A
+// Go has no portable SIMD. On amd64 with AVX2, l2's 16 lanes are two
+// 8-float registers (kernels_amd64.s): the same lanes, each summed in the
+// same order with a separate multiply and add, so the same bits. Elsewhere
+// the speed comes from independent chains. A
 // single L2 of 768 floats has 16 of them (the lanes). PQ encoding's 16-
 // float sub-vectors are one chunk each, so each distance is one serial
 // chain of 16 adds: l2Sub16x4 computes four codebook entries at once to
@@ -28,6 +31,12 @@ func l2(a, b []float32) float32 {
 	for i := body; i < n; i++ {
 		d := a[i] - b[i]
 		tail += float32(d * d)
+	}
+	if useAVX2 && body > 0 {
+		var l [16]float32
+		lanes16AVX2(&a[0], &b[0], body/16, &l)
+		lanes := l[0] + l[1] + l[2] + l[3] + l[4] + l[5] + l[6] + l[7] + l[8] + l[9] + l[10] + l[11] + l[12] + l[13] + l[14] + l[15]
+		return tail + lanes
 	}
 	// Four passes of four lanes each: sixteen accumulators and their
 	// operands do not fit amd64's sixteen float registers (the compiler

@@ -42,6 +42,15 @@ func wideFloats(r *rand.Rand, n int) []float32 {
 }
 
 func TestL2IsLanceDBsSumOrder(t *testing.T) {
+	// Both kernels: the scalar one, and the AVX2 one where the CPU has it.
+	defer func(v bool) { useAVX2 = v }(useAVX2)
+	for _, avx := range []bool{false, useAVX2} {
+		useAVX2 = avx
+		t.Run(map[bool]string{false: "scalar", true: "avx2"}[avx], testL2Order)
+	}
+}
+
+func testL2Order(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	differs := 0
 	for _, n := range []int{0, 1, 3, 15, 16, 17, 31, 32, 33, 100, 128, 767, 768, 1536} {
