@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -398,7 +399,8 @@ func vbSum8(xs []float32) float32 {
 // count no unindexed row after either side's catch-up, and the same rows
 // after either side's compaction. LANCE_VECTOR_CPUPROFILE=FILE with
 // LANCE_VECTOR_PROFILE_OP=catchup|compact|compact-defer|remap profiles
-// that compactord child. LANCE_VECTOR_DESCRIBE=TABLE_DIR only logs the
+// that compactord child; LANCE_BENCH_VECTOR_STEPS=catchup-pq,catchup-hnsw,
+// remap-pq,remap-hnsw runs some steps only. LANCE_VECTOR_DESCRIBE=TABLE_DIR only logs the
 // segments of TABLE_DIR's vec_idx.
 func TestBenchVectorIndex(t *testing.T) {
 	if c := os.Getenv("LANCE_VECTOR_CHILD"); c != "" {
@@ -420,6 +422,12 @@ func TestBenchVectorIndex(t *testing.T) {
 	newRows := vbEnvInt("LANCE_BENCH_NEW", 100000)
 	parts := vbEnvInt("LANCE_BENCH_PARTITIONS", 0)
 	trials := vbEnvInt("LANCE_BENCH_TRIALS", 2)
+	// LANCE_BENCH_VECTOR_STEPS picks steps: catchup-pq, catchup-hnsw,
+	// remap-pq, remap-hnsw (all by default).
+	steps := os.Getenv("LANCE_BENCH_VECTOR_STEPS")
+	want := func(step string) bool {
+		return steps == "" || slices.Contains(strings.Split(steps, ","), step)
+	}
 	root := os.Getenv("LANCE_BENCH_DIR")
 	if root == "" {
 		root = t.TempDir()
@@ -470,6 +478,9 @@ func TestBenchVectorIndex(t *testing.T) {
 		// the first warmed and after its CPU burst).
 		lanceFirst := trial%2 == 0
 		for _, n := range []string{"pq", "hnsw"} {
+			if !want("catchup-" + n) {
+				continue
+			}
 			l, c := tb(dir, "l"+n), tb(dir, "c"+n)
 			vbCopy(t, tb(cache, n), l)
 			vbCopy(t, tb(cache, n), c)
@@ -509,6 +520,9 @@ func TestBenchVectorIndex(t *testing.T) {
 			t.Logf("trial %d, %s catch-up: LanceDB %s, compactord %s", trial, n, lu, ou)
 		}
 		for _, n := range []string{"pq", "hnsw"} {
+			if !want("remap-" + n) {
+				continue
+			}
 			src := tb(cache, n+"del")
 			l, c, d := tb(dir, "l"+n+"del"), tb(dir, "c"+n+"del"), tb(dir, "d"+n+"del")
 			vbCopy(t, src, l)
@@ -556,6 +570,10 @@ func TestBenchVectorIndex(t *testing.T) {
 				add("remap-"+n, name+": `index remap` after it", first, nil, &rem, 0, vbIndexBytes(t, d))
 			}
 			t.Logf("trial %d, %sdel: LanceDB optimize %s; compactord inline %s, deferred %s + remap %s", trial, n, lu, inl, def, rem)
+		}
+		if !want("remap-pq") {
+			os.RemoveAll(dir)
+			continue
 		}
 		// LanceDB's compaction of the same table without the index: its
 		// remap's share is the difference.
