@@ -73,6 +73,13 @@ bench-lance-merge: lancedb
 bench-lance-compact: lancedb
 	LANCE_BENCH=1 $(GO) test -count=1 -timeout 60m -run '^TestBenchCompaction$$' -v ./internal/compact
 
+# Vector index catch-up and remap vs LanceDB's optimize() (docs/benchmarks.md,
+# "Lance: vector indexes"); LANCE_BENCH_ROWS, LANCE_BENCH_NEW, LANCE_BENCH_DIR
+# (the tables are built once there), LANCE_BENCH_TRIALS scale it.
+.PHONY: bench-lance-vector
+bench-lance-vector: lancedb
+	LANCE_BENCH=1 $(GO) test -count=1 -timeout 180m -run '^TestBenchVectorIndex$$' -v ./internal/index
+
 # The daemon with its demo workload on ./var/compactord-demo; status page on
 # http://127.0.0.1:9464/. Ctrl-C drains and exits 0. scripts/demo.sh is the
 # scripted CLI tour (make demo-cli).

@@ -3,12 +3,13 @@
 # 0.39 (tools/lancedb, `make lancedb`) as the peer: MemWAL merge vs
 # LanceDB's mergeInsert, compaction vs LanceDB's compact_files, append
 # growth, scans, verify over long histories, the Go MemWAL writer
-# against LanceDB's, and full-text catch-up against optimize()'s index step. Each prints its figures
+# against LanceDB's, full-text catch-up against optimize()'s index step,
+# and vector index catch-up and remap against LanceDB's optimize(). Each prints its figures
 # (docs/benchmarks.md, the "Lance:" sections, quotes them with the command
 # that reproduces them). The tests' own variables (LANCE_BENCH_ROWS,
 # LANCE_BENCH_UPSERTS, LANCE_BENCH_TRIALS, ...) scale them.
 #
-#   BENCH_ONLY=merge,compact    a subset: merge, compact, append, scan, verify, wal, fts
+#   BENCH_ONLY=merge,compact    a subset: merge, compact, append, scan, verify, wal, fts, vector
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,8 +22,9 @@ declare -A tests=(
   [verify]='./internal/verify ^TestBenchVerifyHistory$'
   [wal]='./lancewal ^TestBenchWriter$'
   [fts]='./internal/index ^TestBenchFullTextCatchUp$'
+  [vector]='./internal/index ^TestBenchVectorIndex$'
 )
-only=${BENCH_ONLY:-merge,compact,append,scan,verify,wal,fts}
+only=${BENCH_ONLY:-merge,compact,append,scan,verify,wal,fts,vector}
 # The compaction benchmark's table shapes and sizes (docs/benchmarks.md,
 # "Lance: compaction"): with and without a vector column, with a btree and
 # a bitmap, with an IVF_PQ index on the vector, inline and deferred remap,
@@ -34,7 +36,7 @@ status=0
 for name in ${only//,/ }; do
   spec=${tests[$name]:-}
   if [ -z "$spec" ]; then
-    echo "bench.sh: unknown section $name (want merge, compact, append, scan, verify, wal, fts)" >&2
+    echo "bench.sh: unknown section $name (want merge, compact, append, scan, verify, wal, fts, vector)" >&2
     exit 2
   fi
   read -r pkg run <<<"$spec"

@@ -165,27 +165,33 @@ func sameVecHits(t *testing.T, got, want [][]vecHit, what string) {
 // closeVecHits is sameVecHits for IVF_RQ, whose distances in LanceDB
 // depend on a row's position in its partition (rows of full blocks of 32
 // are scored through a quantized lookup table, the rest exactly), which
-// the same codes in another row order change: at least 98% of want's
-// hits must be in got, each within 3% (plus 0.01) of want's distance.
+// the same codes in another row order change, and LanceDB's own
+// optimize() orders a delta's rows differently from run to run: at least
+// 98% of want's hits must be in got, and 90% of those within 3% (plus
+// 0.01) of want's distance (a row scored through the lookup table on one
+// side and exactly on the other can differ by a third).
 func closeVecHits(t *testing.T, got, want [][]vecHit, what string) {
 	t.Helper()
-	same, n := 0, 0
+	same, close, n := 0, 0, 0
+	var far []string
 	for q := range want {
 		for _, w := range want[q] {
 			n++
 			for _, g := range got[q] {
 				if g.id == w.id {
 					same++
-					if math.Abs(g.dist-w.dist) > 0.03*math.Abs(w.dist)+0.01 {
-						t.Fatalf("query %d: row %d at %v, %s %v", q, w.id, g.dist, what, w.dist)
+					if math.Abs(g.dist-w.dist) <= 0.03*math.Abs(w.dist)+0.01 {
+						close++
+					} else if len(far) < 5 {
+						far = append(far, fmt.Sprintf("query %d row %d at %v, %s %v", q, w.id, g.dist, what, w.dist))
 					}
 				}
 			}
 		}
 	}
-	t.Logf("%d of %d of %s's hits found", same, n, what)
-	if float64(same) < 0.98*float64(n) {
-		t.Fatalf("%d of %d of %s's hits found", same, n, what)
+	t.Logf("%d of %d of %s's hits found, %d of them at its distance (3%%); e.g. %v", same, n, what, close, far)
+	if float64(same) < 0.98*float64(n) || float64(close) < 0.9*float64(same) {
+		t.Fatalf("%d of %d of %s's hits found, %d of them at its distance: %v", same, n, what, close, far)
 	}
 }
 

@@ -84,7 +84,7 @@ func TestRebuildRefuses(t *testing.T) {
 			t.Errorf("rebuild %s: %v, want %q", c.name, err, c.want)
 		}
 		// The daemon tells a refused tokenizer from a failure.
-		if left := errors.Is(err, ErrLeftToLanceDB); left != (c.name == "s_idx") {
+		if left := errors.Is(err, ErrLeftToLanceDB); left != (c.name == "doc_idx") {
 			t.Errorf("rebuild %s: errors.Is(ErrLeftToLanceDB) = %v", c.name, left)
 		}
 		if got := mustRead(t, h).Manifest.GetVersion(); got != v {

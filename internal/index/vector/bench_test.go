@@ -94,3 +94,105 @@ func BenchmarkL2Kernel768(b *testing.B) {
 	b.SetBytes(768 * 4 * 1024)
 	_ = sink
 }
+
+// BenchmarkHNSWBuild768: one partition's HNSW graph over 5 000 clustered
+// 768-d vectors with LanceDB's default parameters (m 20, ef_construction
+// 300), as catch-up and remap build it.
+func BenchmarkHNSWBuild768(b *testing.B) {
+	const n, dim = 5000, 768
+	r := rand.New(rand.NewPCG(5, 5))
+	centres := make([]float32, 64*dim)
+	for i := range centres {
+		centres[i] = float32(r.Float64()*2 - 1)
+	}
+	v := &vectors{dim: dim, data: make([]float32, n*dim), dist: distanceFunc("l2")}
+	for i := range n {
+		c := centres[(i%64)*dim:]
+		for k := range dim {
+			v.data[i*dim+k] = c[k] + 0.1*float32(r.Float64()*2-1)
+		}
+	}
+	for b.Loop() {
+		buildGraph(v, n, 20, 300, 7, graphSeed, true)
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/n*1e6, "µs/node")
+}
+
+// streamFloats is 256 MiB of float32, far beyond any cache: what the
+// kernels' bandwidth ceiling is measured over.
+func streamFloats() []float32 {
+	xs := make([]float32, 64<<20)
+	for i := range xs {
+		xs[i] = float32(i&1023) / 1024
+	}
+	return xs
+}
+
+// BenchmarkMemoryBandwidth: one core's sequential read bandwidth, a sum
+// of 256 MiB of float32 with eight independent sums: the ceiling of a
+// kernel that streams its operand from memory. Run it in the same
+// go test as BenchmarkL2Kernel768Stream to compare the two.
+func BenchmarkMemoryBandwidth(b *testing.B) {
+	xs := streamFloats()
+	b.SetBytes(int64(4 * len(xs)))
+	var sink float32
+	for b.Loop() {
+		sink += sum8(xs)
+	}
+	_ = sink
+}
+
+// sum8 is the sum of xs in eight independent sums. A function of its
+// own: inside the b.Loop body the compiler kept the sums on the stack,
+// which measured store forwarding, not memory.
+func sum8(xs []float32) float32 {
+	var s0, s1, s2, s3, s4, s5, s6, s7 float32
+	for i := 0; i+8 <= len(xs); i += 8 {
+		x := xs[i : i+8 : i+8] // one bounds check per eight loads
+		s0 += x[0]
+		s1 += x[1]
+		s2 += x[2]
+		s3 += x[3]
+		s4 += x[4]
+		s5 += x[5]
+		s6 += x[6]
+		s7 += x[7]
+	}
+	return s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7
+}
+
+// BenchmarkL2Kernel768Stream: the squared-L2 kernel of one 768-d query
+// (in cache) against 256 MiB of vectors streamed from memory, as a
+// partition scan reads them.
+func BenchmarkL2Kernel768Stream(b *testing.B) {
+	xs := streamFloats()
+	q := make([]float32, 768)
+	for i := range q {
+		q[i] = float32(i) / 768
+	}
+	b.SetBytes(int64(4 * len(xs)))
+	var sink float32
+	for b.Loop() {
+		for i := 0; i+768 <= len(xs); i += 768 {
+			sink += l2(q, xs[i:i+768])
+		}
+	}
+	_ = sink
+}
+
+// BenchmarkNearestSub16: PQ encoding's inner step, the nearest of 256
+// 16-float codebook entries (16 KiB, in cache).
+func BenchmarkNearestSub16(b *testing.B) {
+	r := rand.New(rand.NewPCG(9, 9))
+	book := make([]float32, 256*16)
+	for i := range book {
+		book[i] = float32(r.NormFloat64())
+	}
+	x := book[100*16 : 101*16]
+	b.SetBytes(256 * 16 * 4)
+	var sink int
+	for b.Loop() {
+		sink += nearestSub16(x, book, 256)
+	}
+	_ = sink
+}

@@ -15,7 +15,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	ipb "github.com/compactord/compactord/gen/lanceindexpb"
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/format/file"
 	"github.com/compactord/compactord/internal/meta"
@@ -35,6 +34,13 @@ type Vectors struct {
 // fragments of a version (the rows LanceDB indexes), in fragment then
 // offset order.
 func CollectVectors(ctx context.Context, b storage.Bucket, version uint64, field *pb.Field, frags *roaring.Bitmap) (*Vectors, error) {
+	return streamVectors(ctx, b, version, field, frags, nil)
+}
+
+// streamVectors is CollectVectors handing each scan batch's vectors to
+// emit (when not nil) instead of keeping them: the Vectors emit gets are
+// reused for the next batch.
+func streamVectors(ctx context.Context, b storage.Bucket, version uint64, field *pb.Field, frags *roaring.Bitmap, emit func(*Vectors) error) (*Vectors, error) {
 	tbl, err := scan.Open(ctx, b, scan.Options{Version: version, Columns: []string{field.GetName()}})
 	if err != nil {
 		return nil, err
@@ -94,7 +100,12 @@ func CollectVectors(ctx context.Context, b storage.Bucket, version uint64, field
 				out.Addrs = append(out.Addrs, meta.RowAddr(uint32(bt.Fragment), uint32(bt.Offset)+uint32(row)))
 			}
 		}
-		return nil
+		if emit == nil {
+			return nil
+		}
+		err := emit(out)
+		out.Addrs, out.Data = out.Addrs[:0], out.Data[:0]
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -129,20 +140,7 @@ func appendVector(out *Vectors, items *file.Array, r, dim int) error {
 // normalize is v over its L2 norm, computed in float32 in order, as
 // LanceDB normalizes for cosine (bit for bit on the files it wrote).
 func normalize(v []float32) []float32 {
-	var s float32
-	for _, x := range v {
-		s += x * x
-	}
-	out := make([]float32, len(v))
-	n := float32(math.Sqrt(float64(s)))
-	if n == 0 {
-		copy(out, v)
-		return out
-	}
-	for i, x := range v {
-		out[i] = x / n
-	}
-	return out
+	return normalizeInto(make([]float32, len(v)), v)
 }
 
 // nearestCentroid assigns v to a partition as LanceDB does: squared L2
@@ -173,8 +171,9 @@ func nearestCentroid(v, cent []float32, dim int, distance string) int {
 // vector over the stored bounds; PQ: the nearest codebook entry per
 // sub-vector of the residual to the centroid, except for dot, which
 // encodes the vector itself and, as the quantizer LanceDB loads from a
-// dot index does, picks the entry of largest dot product). Rows keep
-// their order within a partition.
+// dot index does, picks the entry of largest dot product; RQ: the sign
+// bits of the rotated residual and its factors). Rows keep their order
+// within a partition.
 func (seg *Segment) Encode(v *Vectors) (*Storage, error) { return seg.encode(v, false) }
 
 // EncodeBuild is Encode as LanceDB's createIndex encodes the rows it
@@ -185,105 +184,30 @@ func (seg *Segment) Encode(v *Vectors) (*Storage, error) { return seg.encode(v, 
 func (seg *Segment) EncodeBuild(v *Vectors) (*Storage, error) { return seg.encode(v, true) }
 
 func (seg *Segment) encode(v *Vectors, build bool) (*Storage, error) {
-	s := seg.Storage
-	cent, dim := seg.Index.Centroids()
-	if v.Dim != dim && len(v.Addrs) > 0 {
-		return nil, fmt.Errorf("vectors of %d dimensions for an index of %d", v.Dim, dim)
+	e, err := seg.newEncoder(build)
+	if err != nil {
+		return nil, err
 	}
-	if t := seg.Index.IVF.GetCentroidsTensor().GetDataType(); t != ipb.Tensor_FLOAT32 {
-		return nil, unsupported("compactord encodes indexes of float32 vectors only, not %s", t)
+	if err := e.add(v); err != nil {
+		return nil, err
 	}
-	var rq *rqEncoder
-	var rqAdd, rqScale, rqErr []byte
-	if s.Quantizer == QuantRQ {
-		var err error
-		if rq, err = newRQEncoder(s.RQ, cent, dim, seg.Index.Distance); err != nil {
-			return nil, err
-		}
-	}
-	parts := s.Partitions()
-	byPart := make([][]int, parts)
-	enc := make([][]float32, len(v.Addrs))
-	for i := range v.Addrs {
-		x := v.Data[i*dim : (i+1)*dim]
-		if seg.Index.Distance == "cosine" {
-			x = normalize(x)
-		}
-		p := nearestCentroid(x, cent, dim, seg.Index.Distance)
-		byPart[p] = append(byPart[p], i)
-		enc[i] = x
-	}
-	out := &Storage{Quantizer: s.Quantizer, Distance: s.Distance, Fields: s.Fields, Metadata: s.Metadata, Extra: s.Extra,
-		PQ: s.PQ, SQ: s.SQ, RQ: s.RQ, IVF: &ipb.IVF{Offsets: make([]uint64, parts), Lengths: make([]uint32, parts)}}
-	var codes []byte
-	var flat []byte
-	for p, rows := range byPart {
-		out.IVF.Offsets[p] = uint64(len(out.RowIDs))
-		out.IVF.Lengths[p] = uint32(len(rows))
-		for _, i := range rows {
-			out.RowIDs = append(out.RowIDs, v.Addrs[i])
-			x := enc[i]
-			switch s.Quantizer {
-			case QuantFlat:
-				for _, f := range x {
-					flat = binary.LittleEndian.AppendUint32(flat, math.Float32bits(f))
-				}
-			case QuantSQ:
-				lo, hi := s.SQ.Bounds.Start, s.SQ.Bounds.End
-				for _, f := range x {
-					var c float64
-					if hi != lo {
-						c = (float64(f) - lo) * 255 / (hi - lo)
-					}
-					codes = append(codes, byte(math.Max(0, math.Min(255, c))))
-				}
-			case QuantRQ:
-				code, a, sc, e := rq.encode(x, cent[p*dim:(p+1)*dim], p)
-				codes = append(codes, code...)
-				rqAdd = binary.LittleEndian.AppendUint32(rqAdd, math.Float32bits(a))
-				rqScale = binary.LittleEndian.AppendUint32(rqScale, math.Float32bits(sc))
-				rqErr = binary.LittleEndian.AppendUint32(rqErr, math.Float32bits(e))
-			case QuantPQ:
-				dot := seg.Index.Distance == "dot"
-				if !dot {
-					r := make([]float32, dim)
-					for e := range dim {
-						r[e] = x[e] - cent[p*dim+e]
-					}
-					x = r
-				}
-				codes = append(codes, pqEncode(s.PQ, x, dot && !build)...)
-			}
-		}
-	}
-	switch s.Quantizer {
-	case QuantFlat:
-		if k := s.Columns[0].Children[0].Type.Kind; k != file.KindFloat32 {
-			return nil, unsupported("FLAT storage of %s vectors", k)
-		}
-		out.Columns = []*file.Array{{Type: s.Columns[0].Type, Len: len(out.RowIDs),
-			Children: []*file.Array{{Type: file.DataType{Kind: file.KindFloat32}, Len: len(out.RowIDs) * dim, Values: flat}}}}
-	case QuantSQ:
-		out.Columns = []*file.Array{fslU8(codes, dim)}
-	case QuantPQ:
-		out.Columns = []*file.Array{fslU8(codes, s.PQ.codeBytes())}
-	case QuantRQ:
-		n := len(out.RowIDs)
-		f32s := func(b []byte) *file.Array {
-			return &file.Array{Type: file.DataType{Kind: file.KindFloat32}, Len: n, Values: b}
-		}
-		out.Columns = []*file.Array{fslU8(codes, dim/8), f32s(rqAdd), f32s(rqScale), f32s(rqErr)}
-	}
-	return out, nil
+	return e.storage(), nil
 }
 
-// pqEncode is the nearest codebook entry of each sub-vector of x: by
-// squared L2 (float32), or by largest dot product when dot is set (ties:
-// the first entry).
-func pqEncode(p *PQParams, x []float32, dot bool) []byte {
+// pqEncodeInto writes into out the nearest codebook entry of each
+// sub-vector of x: by squared L2 (float32), or by largest dot product when
+// dot is set (ties: the first entry); 4-bit codes two to a byte, the
+// even sub-vector in the low half.
+func pqEncodeInto(out []byte, p *PQParams, x []float32, dot bool) {
 	m, k := p.NumSubVectors, p.entries()
 	sub := len(x) / m
-	out := make([]byte, p.codeBytes())
+	if sub == 16 && k == 256 && p.NBits == 8 && !dot {
+		for j := range m {
+			out[j] = byte(nearestSub16(x[j*16:], p.Codebook[j*256*16:], 256))
+		}
+		return
+	}
+	clear(out[:p.codeBytes()])
 	for j := range m {
 		best, bd := 0, float32(math.Inf(1))
 		xs := x[j*sub : (j+1)*sub]
@@ -307,7 +231,6 @@ func pqEncode(p *PQParams, x []float32, dot bool) []byte {
 			out[j] = byte(best)
 		}
 	}
-	return out
 }
 
 // BuildOptions say what a new segment covers.
@@ -334,18 +257,14 @@ func BuildSegment(ctx context.Context, b storage.Bucket, like *pb.IndexMetadata,
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	v, err := CollectVectors(ctx, b, o.Version, o.Field, o.Fragments)
+	enc, err := seg.newEncoder(o.Rebuild)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("index %s: %w", like.GetName(), err)
 	}
-	encode := seg.Encode
-	if o.Rebuild {
-		encode = seg.EncodeBuild
-	}
-	ns, err := encode(v)
-	if err != nil {
+	if _, err := streamVectors(ctx, b, o.Version, o.Field, o.Fragments, enc.add); err != nil {
 		return nil, nil, 0, fmt.Errorf("index %s: %w", like.GetName(), err)
 	}
+	ns := enc.storage()
 	var indexBytes []byte
 	if seg.Index.IsHNSW() {
 		all := make([]bool, ns.Partitions())

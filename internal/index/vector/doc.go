@@ -35,6 +35,14 @@
 // on write (a remap never re-encodes); catch-up and rebuild encode new
 // rows' codes and factors as lance does.
 //
+// Catch-up and rebuild encode new rows as the scan yields them, one batch
+// of vectors in memory and every core encoding it (encode.go): nearest
+// centroid, then the PQ, SQ or flat code, without retraining. Distances
+// add in the order LanceDB's kernels do (kernels.go), so partition
+// assignments and PQ codes are LanceDB's even on near ties. HNSW graphs
+// are built in deterministic batches that use every core on one
+// partition (hnsw_build.go).
+//
 // Decoders treat their input as hostile: malformed or unknown input gives
 // a one-line error wrapping ErrFormat or ErrUnsupported, never a panic.
 package vector

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 
 	ipb "github.com/compactord/compactord/gen/lanceindexpb"
@@ -56,27 +55,6 @@ func distanceFunc(distance string) func(a, b []float32) float32 {
 		}
 	}
 	return l2
-}
-
-// l2 is the squared L2 distance, four lanes at a time (the compiler does
-// not vectorize the plain loop; four independent sums keep the FP units
-// busy).
-func l2(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		x0, x1, x2, x3 := a[i]-b[i], a[i+1]-b[i+1], a[i+2]-b[i+2], a[i+3]-b[i+3]
-		s0 += x0 * x0
-		s1 += x1 * x1
-		s2 += x2 * x2
-		s3 += x3 * x3
-	}
-	for ; i < len(a); i++ {
-		x := a[i] - b[i]
-		s0 += x * x
-	}
-	return (s0 + s1) + (s2 + s3)
 }
 
 // partitionVectors reconstructs the vectors of partition p of s (rows
@@ -168,74 +146,12 @@ type maxHeap struct{ minHeap }
 
 func (h maxHeap) Less(i, j int) bool { return h.minHeap.Less(j, i) }
 
-// buildGraph builds an HNSW graph over v's n nodes: levels drawn with
-// probability 1/m per level above 0 (at most maxLevel), level 0 keeping
-// up to 2m neighbours and the others m, chosen by the usual heuristic
-// (a candidate is kept when it is nearer the node than every neighbour
-// kept before it), each search keeping efc candidates. With wide set, a
-// new node takes up to the level's limit (2m on level 0), as lance's
-// IVF_HNSW builder does (with only m, rebuilt index graphs recalled about
-// 1% less than LanceDB's at the same ef); without it, m on every level,
-// which is what gave LanceDB's LSM search over a MemWAL generation's copy
-// LanceDB's own ids and distances.
-func buildGraph(v *vectors, n, m, efc, maxLevel int, seed uint64, wide bool) *graph {
-	g := &graph{levels: make([][][]uint32, maxLevel+1)}
-	for l := range g.levels {
-		g.levels[l] = make([][]uint32, n)
+func candDists(cs []cand) []float32 {
+	out := make([]float32, len(cs))
+	for i, c := range cs {
+		out[i] = c.d
 	}
-	if n == 0 {
-		return g
-	}
-	rng := rand.New(rand.NewPCG(seed, uint64(n)))
-	ml := 1 / math.Log(float64(max(m, 2)))
-	visited := make([]uint32, n)
-	epoch := uint32(0)
-	for q := range uint32(n) {
-		lvl := min(maxLevel, int(-math.Log(1-rng.Float64())*ml))
-		for l := 0; l <= lvl; l++ {
-			g.levels[l][q] = []uint32{}
-		}
-		if q == 0 {
-			g.entry, g.top = 0, lvl
-			continue
-		}
-		ep := cand{g.entry, v.d(q, g.entry)}
-		for l := g.top; l > lvl; l-- {
-			ep = greedy(v, g.levels[l], q, ep)
-		}
-		eps := []cand{ep}
-		for l := min(lvl, g.top); l >= 0; l-- {
-			epoch++
-			w := searchLayer(v, g.levels[l], q, eps, efc, visited, epoch)
-			limit := m
-			if l == 0 {
-				limit = 2 * m
-			}
-			links := m
-			if wide {
-				links = limit
-			}
-			nbrs := selectNeighbors(v, w, links)
-			g.levels[l][q] = ids(nbrs)
-			for _, nb := range nbrs {
-				lst := append(g.levels[l][nb.id], q)
-				if len(lst) > limit {
-					cs := make([]cand, len(lst))
-					for i, x := range lst {
-						cs[i] = cand{x, v.d(nb.id, x)}
-					}
-					sortCands(cs)
-					lst = ids(selectNeighbors(v, cs, limit))
-				}
-				g.levels[l][nb.id] = lst
-			}
-			eps = w
-		}
-		if lvl > g.top {
-			g.entry, g.top = q, lvl
-		}
-	}
-	return g
+	return out
 }
 
 func ids(cs []cand) []uint32 {

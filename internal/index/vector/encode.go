@@ -1,0 +1,204 @@
+package vector
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	ipb "github.com/compactord/compactord/gen/lanceindexpb"
+	"github.com/compactord/compactord/internal/format/file"
+)
+
+// encoder builds the storage of new rows batch by batch, so that a
+// catch-up holds the new rows' codes (48 bytes a row for a 768-d PQ, a
+// byte a dimension for SQ) and one scan batch of vectors, not every new
+// vector. Each batch is assigned and encoded by GOMAXPROCS workers, each
+// on its own run of rows into its own slots; the rows then join their
+// partitions in batch order, so the result is the same as a serial
+// encoding's.
+type encoder struct {
+	seg   *Segment
+	cent  []float32
+	dim   int
+	width int // bytes of one row's code (FLAT: the float32 vector; RQ: the sign bits then three float32 factors)
+	// build: dot PQ codes are picked by squared L2, as createIndex picks
+	// them (EncodeBuild); else by largest dot product, as optimize() does.
+	build bool
+	rq    *rqEncoder
+	// ids and codes hold each partition's rows so far, in arrival order.
+	ids   [][]uint64
+	codes [][]byte
+	// part and buf are a batch's assignments and codes (reused).
+	part []int32
+	buf  []byte
+}
+
+func (seg *Segment) newEncoder(build bool) (*encoder, error) {
+	s := seg.Storage
+	if t := seg.Index.IVF.GetCentroidsTensor().GetDataType(); t != ipb.Tensor_FLOAT32 {
+		return nil, unsupported("compactord encodes indexes of float32 vectors only, not %s", t)
+	}
+	cent, dim := seg.Index.Centroids()
+	e := &encoder{seg: seg, cent: cent, dim: dim, build: build, ids: make([][]uint64, s.Partitions()), codes: make([][]byte, s.Partitions())}
+	switch s.Quantizer {
+	case QuantFlat:
+		if k := s.Columns[0].Children[0].Type.Kind; k != file.KindFloat32 {
+			return nil, unsupported("FLAT storage of %s vectors", k)
+		}
+		e.width = 4 * dim
+	case QuantSQ:
+		e.width = dim
+	case QuantPQ:
+		e.width = s.PQ.codeBytes()
+	case QuantRQ:
+		var err error
+		if e.rq, err = newRQEncoder(s.RQ, cent, dim, seg.Index.Distance); err != nil {
+			return nil, err
+		}
+		e.width = dim/8 + 12
+	}
+	return e, nil
+}
+
+// add encodes v's rows (v may be reused by the caller after add returns).
+func (e *encoder) add(v *Vectors) error {
+	n := len(v.Addrs)
+	if n == 0 {
+		return nil
+	}
+	if v.Dim != e.dim {
+		return fmt.Errorf("vectors of %d dimensions for an index of %d", v.Dim, e.dim)
+	}
+	e.part = append(e.part[:0], make([]int32, n)...)
+	if cap(e.buf) < n*e.width {
+		e.buf = make([]byte, n*e.width)
+	}
+	e.buf = e.buf[:n*e.width]
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/64))
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*n/workers, (w+1)*n/workers
+		wg.Go(func() {
+			scratch := make([]float32, 2*e.dim)
+			for i := lo; i < hi; i++ {
+				e.encodeRow(v.Data[i*e.dim:(i+1)*e.dim], i, scratch)
+			}
+		})
+	}
+	wg.Wait()
+	for i, p := range e.part {
+		e.ids[p] = append(e.ids[p], v.Addrs[i])
+		e.codes[p] = append(e.codes[p], e.buf[i*e.width:(i+1)*e.width]...)
+	}
+	return nil
+}
+
+// encodeRow assigns row i (vector x) to its nearest centroid and writes
+// its code into the batch's slot i, as Encode documents.
+func (e *encoder) encodeRow(x []float32, i int, scratch []float32) {
+	s, dim := e.seg.Storage, e.dim
+	if e.seg.Index.Distance == "cosine" {
+		x = normalizeInto(scratch[:dim], x)
+	}
+	p := nearestCentroid(x, e.cent, dim, e.seg.Index.Distance)
+	e.part[i] = int32(p)
+	out := e.buf[i*e.width : (i+1)*e.width]
+	switch s.Quantizer {
+	case QuantFlat:
+		for k, f := range x {
+			binary.LittleEndian.PutUint32(out[4*k:], math.Float32bits(f))
+		}
+	case QuantSQ:
+		lo, hi := s.SQ.Bounds.Start, s.SQ.Bounds.End
+		for k, f := range x {
+			var c float64
+			if hi != lo {
+				c = (float64(f) - lo) * 255 / (hi - lo)
+			}
+			out[k] = byte(math.Max(0, math.Min(255, c)))
+		}
+	case QuantRQ:
+		code, add, scale, errf := e.rq.encode(x, e.cent[p*dim:(p+1)*dim], p)
+		n := copy(out, code)
+		binary.LittleEndian.PutUint32(out[n:], math.Float32bits(add))
+		binary.LittleEndian.PutUint32(out[n+4:], math.Float32bits(scale))
+		binary.LittleEndian.PutUint32(out[n+8:], math.Float32bits(errf))
+	case QuantPQ:
+		dot := e.seg.Index.Distance == "dot"
+		if !dot {
+			r := scratch[dim : 2*dim]
+			c := e.cent[p*dim : (p+1)*dim]
+			for k := range dim {
+				r[k] = x[k] - c[k]
+			}
+			x = r
+		}
+		pqEncodeInto(out, s.PQ, x, dot && !e.build)
+	}
+}
+
+// storage is the encoded rows as a Storage of the segment's kind, each
+// partition's rows in arrival order.
+func (e *encoder) storage() *Storage {
+	s := e.seg.Storage
+	parts := len(e.ids)
+	out := &Storage{Quantizer: s.Quantizer, Distance: s.Distance, Fields: s.Fields, Metadata: s.Metadata, Extra: s.Extra,
+		PQ: s.PQ, SQ: s.SQ, RQ: s.RQ, IVF: &ipb.IVF{Offsets: make([]uint64, parts), Lengths: make([]uint32, parts)}}
+	total := 0
+	for _, ids := range e.ids {
+		total += len(ids)
+	}
+	out.RowIDs = make([]uint64, 0, total)
+	codes := make([]byte, 0, total*e.width)
+	for p := range parts {
+		out.IVF.Offsets[p] = uint64(len(out.RowIDs))
+		out.IVF.Lengths[p] = uint32(len(e.ids[p]))
+		out.RowIDs = append(out.RowIDs, e.ids[p]...)
+		codes = append(codes, e.codes[p]...)
+		e.ids[p], e.codes[p] = nil, nil
+	}
+	switch s.Quantizer {
+	case QuantFlat:
+		out.Columns = []*file.Array{{Type: s.Columns[0].Type, Len: total,
+			Children: []*file.Array{{Type: file.DataType{Kind: file.KindFloat32}, Len: total * e.dim, Values: codes}}}}
+	case QuantRQ:
+		// Split each row's slot into the sign bits and the three factor
+		// columns.
+		cw := e.dim / 8
+		bits := make([]byte, 0, total*cw)
+		factors := [3][]byte{}
+		for r := range total {
+			row := codes[r*e.width : (r+1)*e.width]
+			bits = append(bits, row[:cw]...)
+			for k := range factors {
+				factors[k] = append(factors[k], row[cw+4*k:cw+4*k+4]...)
+			}
+		}
+		f32s := func(b []byte) *file.Array {
+			return &file.Array{Type: file.DataType{Kind: file.KindFloat32}, Len: total, Values: b}
+		}
+		out.Columns = []*file.Array{fslU8(bits, cw), f32s(factors[0]), f32s(factors[1]), f32s(factors[2])}
+	default:
+		out.Columns = []*file.Array{fslU8(codes, e.width)}
+	}
+	return out
+}
+
+// normalizeInto is normalize writing into dst.
+func normalizeInto(dst, v []float32) []float32 {
+	var s float32
+	for _, x := range v {
+		s += x * x
+	}
+	n := float32(math.Sqrt(float64(s)))
+	if n == 0 {
+		copy(dst, v)
+		return dst
+	}
+	for i, x := range v {
+		dst[i] = x / n
+	}
+	return dst
+}
