@@ -126,6 +126,46 @@ func (f *File) decodePage(p *pb.ColumnMetadata_Page, leaf *Field, keep bool) (*l
 	return nil, errf("page with unknown layout")
 }
 
+// fullZipWindow decodes rows [lo, hi) of a full-zip page whose rows are
+// items of one stride (fixed-width values, no repetition, no list layer:
+// a vector column, whose pages LanceDB writes full-zip), reading only
+// their bytes; ok is false for any other page, which decodes whole. A
+// page decoded whole for every window of a compaction's scan cost the
+// page's size in memory and its decode once per window.
+func (f *File) fullZipWindow(p *pb.ColumnMetadata_Page, fz *pb.FullZipLayout, leaf *Field, lo, hi uint64) (lp *leafPage, ok bool, err error) {
+	bpv, fixed := fz.GetDetails().(*pb.FullZipLayout_BitsPerValue)
+	rows := p.GetLength()
+	if !fixed || bpv.BitsPerValue == 0 || bpv.BitsPerValue%8 != 0 || fz.GetBitsRep() != 0 || fz.GetBitsDef() > 16 ||
+		uint64(fz.GetNumItems()) != rows || len(p.GetBufferOffsets()) < 1 || len(p.GetBufferSizes()) < 1 || lo >= hi {
+		return nil, false, nil
+	}
+	for _, l := range fz.GetLayers() {
+		if isListLayer(l) {
+			return nil, false, nil
+		}
+	}
+	cw := uint64(0)
+	switch bd := fz.GetBitsDef(); {
+	case bd == 0:
+	case bd <= 8:
+		cw = 1
+	default:
+		cw = 2
+	}
+	stride := cw + uint64(bpv.BitsPerValue/8)
+	if rows == 0 || p.BufferSizes[0]/rows != stride || p.BufferSizes[0]%rows != 0 {
+		return nil, false, nil // not the layout assumed here
+	}
+	data, err := f.readRange(Buffer{p.BufferOffsets[0] + lo*stride, (hi - lo) * stride})
+	if err != nil {
+		return nil, true, err
+	}
+	cut := &pb.FullZipLayout{BitsRep: fz.BitsRep, BitsDef: fz.BitsDef, Details: fz.Details, ValueCompression: fz.ValueCompression,
+		NumItems: uint32(hi - lo), NumVisibleItems: uint32(hi - lo), Layers: fz.Layers}
+	lp, err = decodeFullZipPage(cut, [][]byte{data}, int(hi-lo), leaf.Type)
+	return lp, true, err
+}
+
 // decodePageWindow decodes the part of a page that rows [lo, hi) of it
 // need (hi may lie past the page) and reports how many leading rows it
 // skipped. Only mini-block pages without repetition are cut (their rows
@@ -141,6 +181,11 @@ func (f *File) decodePageWindow(p *pb.ColumnMetadata_Page, leaf *Field, lo, hi u
 	pl := &pb.PageLayout{}
 	if err := unwrapEncoding(p.GetEncoding(), "PageLayout", pl); err != nil {
 		return nil, 0, err
+	}
+	if fz := pl.GetFullZipLayout(); fz != nil {
+		if lp, ok, err := f.fullZipWindow(p, fz, leaf, lo, hi); ok {
+			return lp, lo, err
+		}
 	}
 	ml := pl.GetMiniBlockLayout()
 	if ml == nil || ml.GetRepCompression() != nil || len(p.GetBufferOffsets()) < 2 || ml.GetNumItems() != rows {
