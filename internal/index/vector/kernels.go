@@ -62,20 +62,9 @@ func lanes4(a, b []float32, off, body int) (s0, s1, s2, s3 float32) {
 	return
 }
 
-// l2Sub16 is l2 of two 16-float sub-vectors: one chunk, so the lanes are
-// the 16 squares, added in order.
-func l2Sub16(x, c []float32) float32 {
-	x, c = x[:16:16], c[:16:16]
-	var s float32
-	for k := range 16 {
-		d := x[k] - c[k]
-		s += float32(d * d)
-	}
-	return s
-}
-
-// l2Sub16x4 is l2Sub16 of x against the four consecutive 16-float entries
-// of c (64 floats), as four interleaved chains.
+// l2Sub16x4 is l2 of the 16-float sub-vector x against each of the four
+// consecutive 16-float entries of c (64 floats): one chunk, so the lanes
+// are the 16 squares, added in order, as four interleaved chains.
 func l2Sub16x4(x, c []float32) (r0, r1, r2, r3 float32) {
 	x, c = x[:16:16], c[:64:64]
 	for k := range 16 {
