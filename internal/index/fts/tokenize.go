@@ -75,6 +75,9 @@ func NewTokenizer(p Params) (*Tokenizer, error) {
 	if p.LanceTokenizer != "" && p.LanceTokenizer != "text" {
 		return nil, fmt.Errorf("lance_tokenizer %q is not reproduced by compactord", p.LanceTokenizer)
 	}
+	if p.WithPosition && p.BaseTokenizer != "simple" && p.BaseTokenizer != "whitespace" {
+		return nil, fmt.Errorf("tokenizer with_position=true with base_tokenizer %q is not reproduced by compactord (left to LanceDB)", p.BaseTokenizer)
+	}
 	t := &Tokenizer{base: p.BaseTokenizer, lower: p.LowerCase, maxLen: -1, stem: p.Stem, fold: p.ASCIIFolding}
 	switch p.BaseTokenizer {
 	case "simple", "whitespace", "raw":

@@ -34,6 +34,10 @@ func TestTokenizerRefuses(t *testing.T) {
 		{`"base_tokenizer":"simple"`, `"base_tokenizer":"icu"`, "icu"},
 		{`"lance_tokenizer":"text"`, `"lance_tokenizer":"json"`, "json"},
 		{`"split_identifiers":false`, `"split_identifiers":true`, "split_identifiers"},
+		{`"with_position":false`, `"with_position":true`, ""},
+		{`"base_tokenizer":"simple","language":"English","with_position":false`, `"base_tokenizer":"whitespace","language":"English","with_position":true`, ""},
+		{`"base_tokenizer":"simple","language":"English","with_position":false`, `"base_tokenizer":"ngram","language":"English","with_position":true`, "with_position"},
+		{`"base_tokenizer":"simple","language":"English","with_position":false`, `"base_tokenizer":"raw","language":"English","with_position":true`, "with_position"},
 		{`"block_size":128`, `"block_size":128,"future_option":1`, "future_option"},
 	} {
 		raw := strings.Replace(base, c.from, c.to, 1)
