@@ -20,6 +20,13 @@ type Verdict struct {
 // them is compatible.
 const reasonAppendedKeys = "an append landed rows meanwhile whose keys the merge may also insert"
 
+// reasonInsertedKeys is the same verdict against an update (a LanceDB
+// merge-insert) that inserted rows without recording an inserted-key
+// filter: a merge that reads the keys of the update's new fragments and
+// finds none of its own is compatible (the fragments both changed were
+// checked before).
+const reasonInsertedKeys = "an update inserted rows meanwhile whose keys the merge may also insert"
+
 // footprint is what a transaction touched, in the terms conflicts are
 // decided in. Lance's resolver reasons the same way
 // (rust/lance/src/io/commit/conflict_resolver.rs).
@@ -387,6 +394,9 @@ func classifyUpdate(o, t footprint, theirs *pb.Transaction) Verdict {
 	// A merge-insert that recorded no key filter may insert any key, as may
 	// ours without one: two such inserts of one key would both land.
 	if t.update && !otherShard && o.inserts && t.inserts && (o.inserted == nil || t.inserted == nil) {
+		if len(o.merged) > 0 {
+			return Verdict{Retryable, reasonInsertedKeys}
+		}
 		return Verdict{Retryable, "both inserted rows and one records no inserted-key filter, so their keys may collide"}
 	}
 	if t.update && !otherShard && o.inserted != nil && t.inserted == nil {

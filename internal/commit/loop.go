@@ -106,7 +106,8 @@ type Txn struct {
 	// recorded what changed writes its files here, once for all the
 	// versions it rebased over. It returns the transaction to commit.
 	Prepare func(ctx context.Context, cur *pb.Transaction) (*pb.Transaction, []string, error)
-	// AppendClash, when set, reads the keys of fragments an append landed
+	// AppendClash, when set, reads the keys of fragments an append (or a
+	// merge-insert without an inserted-key filter) landed
 	// after the read version and returns a reason when any of them is a key
 	// the transaction writes ("" when none is): a MemWAL merge then commits
 	// over an append of other keys instead of planning again (a steady
@@ -356,13 +357,17 @@ func (a *attempt) classifyUpTo(ctx context.Context, head uint64) (done bool, res
 				vd = Verdict{Retryable, fmt.Sprintf("index segment %s to replace was removed meanwhile", id)}
 			}
 		}
-		if vd.Decision == Retryable && vd.Reason == reasonAppendedKeys && a.txn.AppendClash != nil {
-			why, err := a.txn.AppendClash(ctx, theirs.GetAppend().GetFragments())
+		if vd.Decision == Retryable && (vd.Reason == reasonAppendedKeys || vd.Reason == reasonInsertedKeys) && a.txn.AppendClash != nil {
+			frags := theirs.GetAppend().GetFragments()
+			if vd.Reason == reasonInsertedKeys {
+				frags = theirs.GetUpdate().GetNewFragments()
+			}
+			why, err := a.txn.AppendClash(ctx, frags)
 			if err != nil {
 				return false, nil, err
 			}
 			if why == "" {
-				vd = Verdict{Compatible, "the append landed none of our keys"}
+				vd = Verdict{Compatible, "the rows landed meanwhile hold none of our keys"}
 			} else {
 				vd.Reason = why
 			}

@@ -193,7 +193,7 @@ func appendClash(ctx context.Context, b storage.Bucket, frags []*pb.DataFragment
 			return "", err
 		}
 		if n := sc.hits.GetCardinality(); n > 0 {
-			return fmt.Sprintf("an append landed %d rows of keys the merge writes", n), nil
+			return fmt.Sprintf("a concurrent write landed %d rows of keys the merge writes", n), nil
 		}
 	}
 	return "", nil

@@ -140,19 +140,23 @@ func TestLosingMergeIsSkipped(t *testing.T) {
 }
 
 // TestMergeOverAnAppend: a MemWAL merge planned before a LanceDB append
-// landed commits over an append of other keys (it reads the appended
-// keys rather than planning again, so a stream of appends cannot starve
-// it), and plans again (retryable) over an append of a key it writes,
-// which it would otherwise leave live beside its own row.
+// (or a plain merge-insert, which records no inserted-key filter) landed
+// commits over one of other keys (it reads the landed keys rather than
+// planning again, so a stream of such writes cannot starve it), and
+// plans again (retryable) over one of a key it writes, which it would
+// otherwise leave live beside its own row.
 func TestMergeOverAnAppend(t *testing.T) {
 	lancedb.Require(t)
 	for _, tc := range []struct {
-		name string
-		key  int64
-		want error
+		name  string
+		key   int64
+		want  error
+		merge bool // LanceDB's plain merge-insert instead of an append
 	}{
-		{"other keys", 5000, nil},
-		{"a key of the generation", 101, commit.ErrRetryable},
+		{"other keys", 5000, nil, false},
+		{"a key of the generation", 101, commit.ErrRetryable, false},
+		{"merge-insert of other keys", 5000, nil, true},
+		{"merge-insert of a key of the generation", 101, commit.ErrRetryable, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := lancedb.MemWAL(t, "", 1, 2)
@@ -171,7 +175,12 @@ func TestMergeOverAnAppend(t *testing.T) {
 			if err != nil || len(jobs) != 1 {
 				t.Fatalf("plan: %v, %v", jobs, err)
 			}
-			f.Run(t, lancedb.Add([]lancedb.Row{lancedb.BasicRow(tc.key, "appended")}))
+			if tc.merge {
+				// An Update inserting rows with no inserted-key filter.
+				f.Run(t, lancedb.PlainMergeInsert("id", []lancedb.Row{lancedb.BasicRow(tc.key, "appended")}))
+			} else {
+				f.Run(t, lancedb.Add([]lancedb.Row{lancedb.BasicRow(tc.key, "appended")}))
+			}
 			res, err := Execute(ctx, h, read, naming, jobs[0])
 			if tc.want != nil {
 				if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), "keys the merge writes") {
