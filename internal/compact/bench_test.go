@@ -1,7 +1,6 @@
 package compact
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -39,16 +38,7 @@ func (u usage) String() string {
 
 func benchNode(t *testing.T, in lancedb.Install, v any, args ...string) {
 	t.Helper()
-	cmd := exec.Command(in.Node, append([]string{filepath.Join("testdata", "bench_compact.mjs")}, args...)...)
-	cmd.Env = append(os.Environ(), "LANCEDB_NODE_MODULES="+in.NodeModules, "RUST_LOG=error", "LANCEDB_LOG=error")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("bench_compact.mjs %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	if err := json.Unmarshal(out, v); err != nil {
-		t.Fatalf("bench_compact.mjs %s: %q: %v", args[0], out, err)
-	}
+	in.RunJSON(t, filepath.Join("testdata", "bench_compact.mjs"), v, args...)
 }
 
 // compactChild is the measured process: one Run with Lance's default

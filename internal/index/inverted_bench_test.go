@@ -1,7 +1,6 @@
 package index
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,16 +26,7 @@ func benchEnvInt(name string, def int) int {
 // ftsBenchNode runs testdata/bench_fts.mjs and decodes its JSON line.
 func ftsBenchNode(t *testing.T, in lancedb.Install, v any, args ...string) {
 	t.Helper()
-	cmd := exec.Command(in.Node, append([]string{filepath.Join("testdata", "bench_fts.mjs")}, args...)...)
-	cmd.Env = append(os.Environ(), "LANCEDB_NODE_MODULES="+in.NodeModules, "RUST_LOG=error", "LANCEDB_LOG=error")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("bench_fts.mjs %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	if err := json.Unmarshal(out, v); err != nil {
-		t.Fatalf("bench_fts.mjs %s: %q: %v", args[0], out, err)
-	}
+	in.RunJSON(t, filepath.Join("testdata", "bench_fts.mjs"), v, args...)
 }
 
 // ftsCatchUpChild is the measured process: one catch-up of the table at

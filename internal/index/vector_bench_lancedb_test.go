@@ -3,7 +3,6 @@ package index_test
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -75,17 +74,8 @@ type vbNodeOut struct {
 
 func vbNode(t *testing.T, in lancedb.Install, args ...string) vbNodeOut {
 	t.Helper()
-	cmd := exec.Command(in.Node, append([]string{filepath.Join("testdata", "bench_vector.mjs")}, args...)...)
-	cmd.Env = append(os.Environ(), "LANCEDB_NODE_MODULES="+in.NodeModules, "RUST_LOG=error", "LANCEDB_LOG=error")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("bench_vector.mjs %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
 	var o vbNodeOut
-	if err := json.Unmarshal(out, &o); err != nil {
-		t.Fatalf("bench_vector.mjs %s: %q: %v", args[0], out, err)
-	}
+	in.RunJSON(t, filepath.Join("testdata", "bench_vector.mjs"), &o, args...)
 	return o
 }
 

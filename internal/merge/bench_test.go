@@ -1,7 +1,6 @@
 package merge
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -37,16 +36,7 @@ func (u usage) String() string {
 
 func nodeJSON(t *testing.T, in lancedb.Install, v any, args ...string) {
 	t.Helper()
-	cmd := exec.Command(in.Node, append([]string{filepath.Join("testdata", "bench_memwal.mjs")}, args...)...)
-	cmd.Env = append(os.Environ(), "LANCEDB_NODE_MODULES="+in.NodeModules, "RUST_LOG=error", "LANCEDB_LOG=error")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("bench_memwal.mjs %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	if err := json.Unmarshal(out, v); err != nil {
-		t.Fatalf("bench_memwal.mjs %s: %q: %v", args[0], out, err)
-	}
+	in.RunJSON(t, filepath.Join("testdata", "bench_memwal.mjs"), v, args...)
 }
 
 // mergeChild is the measured process: RunAll on the table at path, as

@@ -456,3 +456,21 @@ func (r *Results) Merge(i int) (MergeResult, error) {
 	err := r.Decode(i, &out)
 	return out, err
 }
+
+// RunJSON runs a benchmark's own Node script (script: its path, e.g.
+// testdata/bench_x.mjs) with args, LanceDB found as the oracle finds it
+// and its logs quiet, and decodes the one JSON line it prints into v.
+func (in Install) RunJSON(t testing.TB, script string, v any, args ...string) {
+	t.Helper()
+	cmd := exec.Command(in.Node, append([]string{script}, args...)...)
+	cmd.Env = append(os.Environ(), "LANCEDB_NODE_MODULES="+in.NodeModules, "RUST_LOG=error", "LANCEDB_LOG=error")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	name := filepath.Base(script)
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	if err := json.Unmarshal(out, v); err != nil {
+		t.Fatalf("%s %s: %q: %v", name, strings.Join(args, " "), out, err)
+	}
+}
