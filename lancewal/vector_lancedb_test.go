@@ -141,26 +141,40 @@ func vectorTwins(t *testing.T, dist string, gens [][]lancedb.Row) (fl, fg *lance
 }
 
 // sameSearch checks that LanceDB's LSM vector search (distance dist)
-// returns the same ids and distances over both copies for each query, and
+// returns the same ids and distances over both copies for each query (all
+// but 2% of hits: both generations' graphs are approximate), and
 // with wantGen that the generations' rows are among the hits; it returns
 // the hits over the Go writer's copy.
 func sameSearch(t *testing.T, fl, fg *lancedb.Fixture, dist string, queries int, wantGen bool) [][]hit {
 	t.Helper()
 	theirs, ours := lsmSearch(t, fl, dist, queries, true, false, 0), lsmSearch(t, fg, dist, queries, true, false, 0)
-	fromGen := 0
+	fromGen, differ := 0, 0
 	for q := range queries {
 		if len(ours[q]) != 10 || len(theirs[q]) != len(ours[q]) {
 			t.Fatalf("%s query %d: %d hits over the Go writer's generations, %d over LanceDB's", dist, q, len(ours[q]), len(theirs[q]))
 		}
 		for i, h := range ours[q] {
-			o := theirs[q][i]
-			if h.id != o.id || math.Abs(h.dist-o.dist) > 1e-5*math.Max(1, math.Abs(o.dist)) {
-				t.Errorf("%s query %d hit %d: id %d distance %g over the Go writer's generations, id %d distance %g over LanceDB's", dist, q, i, h.id, h.dist, o.id, o.dist)
+			// A row both searches found must be at the same distance.
+			if j := slices.IndexFunc(theirs[q], func(o hit) bool { return o.id == h.id }); j >= 0 {
+				if o := theirs[q][j]; math.Abs(h.dist-o.dist) > 1e-5*math.Max(1, math.Abs(o.dist)) {
+					t.Errorf("%s query %d: id %d at distance %g over the Go writer's generations, %g over LanceDB's", dist, q, h.id, h.dist, o.dist)
+				}
+			}
+			if o := theirs[q][i]; h.id != o.id {
+				differ++
+				t.Logf("%s query %d hit %d: id %d distance %g over the Go writer's generations, id %d distance %g over LanceDB's", dist, q, i, h.id, h.dist, o.id, o.dist)
 			}
 			if h.id >= 1000 || (h.id >= 10 && h.id < 40) {
 				fromGen++
 			}
 		}
+	}
+	// LanceDB draws its generations' HNSW levels at random on each flush,
+	// so two graphs over the same rows can each miss a different near
+	// row now and then (1 hit in 500 seen in CI); more than 2% would be
+	// a graph that searches worse, not chance.
+	if differ > 10*queries/50 {
+		t.Errorf("%s: %d of %d hits differ between the copies", dist, differ, 10*queries)
 	}
 	if wantGen && fromGen < queries {
 		t.Fatalf("only %d of %d hits are generation rows: the queries do not exercise the copies", fromGen, 10*queries)
@@ -174,7 +188,7 @@ func sameSearch(t *testing.T, fl, fg *lancedb.Fixture, dist string, queries int,
 // IVF_PQ index and a btree maintained by its MemWAL take the same rows,
 // one through LanceDB's MemWAL writer and one through the Go writer (two
 // generations each); LanceDB's LSM vector search then returns the same
-// ids and distances on both for 50 queries. On the Go writer's copy,
+// ids and distances on both for 50 queries (but for 2% of hits). On the Go writer's copy,
 // merge, index catch-up and trim with no reader grace then retire both
 // generations: LanceDB reports no unindexed row, reads the rows its LSM
 // view read before, and its indexed search finds as many of the exact
