@@ -1,7 +1,9 @@
 package vector
 
 import (
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	ipb "github.com/compactord/compactord/gen/lanceindexpb"
@@ -95,27 +97,72 @@ func BenchmarkL2Kernel768(b *testing.B) {
 	_ = sink
 }
 
-// BenchmarkHNSWBuild768: one partition's HNSW graph over 5 000 clustered
-// 768-d vectors with LanceDB's default parameters (m 20, ef_construction
-// 300), as catch-up and remap build it.
-func BenchmarkHNSWBuild768(b *testing.B) {
+// hnswBench768 are 5 000 clustered 768-d vectors (64 centres plus noise)
+// and their SQ codes over the data's bounds.
+func hnswBench768() (data []float32, codes []byte, lo, hi float64) {
 	const n, dim = 5000, 768
 	r := rand.New(rand.NewPCG(5, 5))
 	centres := make([]float32, 64*dim)
 	for i := range centres {
 		centres[i] = float32(r.Float64()*2 - 1)
 	}
-	v := &vectors{dim: dim, data: make([]float32, n*dim), dist: distanceFunc("l2")}
+	data = make([]float32, n*dim)
 	for i := range n {
 		c := centres[(i%64)*dim:]
 		for k := range dim {
-			v.data[i*dim+k] = c[k] + 0.1*float32(r.Float64()*2-1)
+			data[i*dim+k] = c[k] + 0.1*float32(r.Float64()*2-1)
 		}
 	}
-	for b.Loop() {
-		buildGraph(v, n, 20, 300, 7, graphSeed, true)
+	lo, hi = float64(slices.Min(data)), float64(slices.Max(data))
+	codes = make([]byte, len(data))
+	for i, x := range data {
+		codes[i] = byte(math.Round((float64(x) - lo) * 255 / (hi - lo)))
 	}
-	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/n*1e6, "µs/node")
+	return data, codes, lo, hi
+}
+
+// BenchmarkHNSWBuild768: one partition's HNSW graph over 5 000 clustered
+// 768-d vectors' SQ codes with LanceDB's default parameters (m 20,
+// ef_construction 300), as catch-up and remap build an IVF_HNSW_SQ
+// partition's.
+func BenchmarkHNSWBuild768(b *testing.B) {
+	_, codes, lo, hi := hnswBench768()
+	v := sqVectors(codes, 768, 0, 5000, lo, hi)
+	for b.Loop() {
+		buildGraph(v, 5000, 20, 300, 7, graphSeed, true)
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/5000*1e6, "µs/node")
+}
+
+// BenchmarkHNSWBuild768Float: the same graph over the float32 vectors
+// (squared L2), as a MemWAL generation's copy and IVF_HNSW_PQ's
+// reconstructed vectors are built.
+func BenchmarkHNSWBuild768Float(b *testing.B) {
+	data, _, _, _ := hnswBench768()
+	v := &vectors{dim: 768, data: data, dist: distanceFunc("l2")}
+	for b.Loop() {
+		buildGraph(v, 5000, 20, 300, 7, graphSeed, true)
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/5000*1e6, "µs/node")
+}
+
+// BenchmarkL2U8Kernel768: the SQ distance kernel on 768-byte codes (1 024
+// rows, 768 KiB, in cache).
+func BenchmarkL2U8Kernel768(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 3))
+	xs := make([]byte, 768*1024)
+	for i := range xs {
+		xs[i] = byte(r.IntN(256))
+	}
+	q := xs[:768]
+	var sink uint32
+	for b.Loop() {
+		for i := range 1024 {
+			sink += l2U8(q, xs[i*768:(i+1)*768])
+		}
+	}
+	b.SetBytes(768 * 1024)
+	_ = sink
 }
 
 // streamFloats is 256 MiB of float32, far beyond any cache: what the

@@ -103,7 +103,7 @@ func BuildGenerationCopy(v *Vectors, distance string) (*SubIndex, *Storage, erro
 	raw := &vectors{dim: dim, data: v.Data, dist: distanceFunc(distance)}
 	params := HNSWParams{MaxLevel: GenerationMaxLevel, M: GenerationM, EfConstruction: GenerationEfConstruction, PrefetchDistance: generationPrefetch}
 	g := buildGraph(raw, n, GenerationM, GenerationEfConstruction, GenerationMaxLevel, graphSeed, false)
-	vid, nbrs, dists, hm := graphRows(raw, g, params)
+	vid, nbrs, dists, hm := graphRows(g, params)
 	zero := make([]byte, 4*dim)
 	fullzip := map[string][]byte{"lance-encoding:structural-encoding": []byte("fullzip")}
 	x := &SubIndex{

@@ -1,7 +1,6 @@
 package vector
 
 import (
-	"container/heap"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -155,9 +154,11 @@ func partitionVectors(s *Storage, centroid []float32, off, n int) (*vectors, err
 }
 
 // graph is an HNSW graph over nodes 0..n-1: levels[l][node] the node's
-// neighbours on level l (nil when the node is not on it).
+// neighbours on level l (nil when the node is not on it), dists[l][node]
+// their distances to the node.
 type graph struct {
 	levels [][][]uint32
+	dists  [][][]float32
 	entry  uint32
 	top    int
 }
@@ -167,33 +168,58 @@ type cand struct {
 	d  float32
 }
 
-// minHeap and maxHeap order candidates by distance (ties by id, so the
-// build is deterministic).
-type minHeap []cand
+// before orders candidates by distance, ties by id: a total order (ids
+// are distinct), so every heap pops the same sequence and the build is
+// deterministic.
+func (a cand) before(b cand) bool { return a.d < b.d || (a.d == b.d && a.id < b.id) }
 
-func (h minHeap) Len() int { return len(h) }
-func (h minHeap) Less(i, j int) bool {
-	return h[i].d < h[j].d || (h[i].d == h[j].d && h[i].id < h[j].id)
-}
-func (h minHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *minHeap) Push(x any)   { *h = append(*h, x.(cand)) }
-func (h *minHeap) Pop() any {
-	o := *h
-	x := o[len(o)-1]
-	*h = o[:len(o)-1]
-	return x
+// candHeap is a binary heap of candidates, the nearest on top (max: the
+// farthest on top). Typed, without container/heap's interface boxing,
+// which allocated on every push.
+type candHeap struct {
+	c   []cand
+	max bool
 }
 
-type maxHeap struct{ minHeap }
-
-func (h maxHeap) Less(i, j int) bool { return h.minHeap.Less(j, i) }
-
-func candDists(cs []cand) []float32 {
-	out := make([]float32, len(cs))
-	for i, c := range cs {
-		out[i] = c.d
+func (h *candHeap) less(i, j int) bool {
+	if h.max {
+		return h.c[j].before(h.c[i])
 	}
-	return out
+	return h.c[i].before(h.c[j])
+}
+
+func (h *candHeap) push(x cand) {
+	h.c = append(h.c, x)
+	for j := len(h.c) - 1; j > 0; {
+		i := (j - 1) / 2
+		if !h.less(j, i) {
+			break
+		}
+		h.c[i], h.c[j] = h.c[j], h.c[i]
+		j = i
+	}
+}
+
+func (h *candHeap) pop() cand {
+	top := h.c[0]
+	n := len(h.c) - 1
+	h.c[0] = h.c[n]
+	h.c = h.c[:n]
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if j+1 < n && h.less(j+1, j) {
+			j++
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h.c[i], h.c[j] = h.c[j], h.c[i]
+		i = j
+	}
+	return top
 }
 
 func ids(cs []cand) []uint32 {
@@ -207,13 +233,37 @@ func ids(cs []cand) []uint32 {
 func sortCands(cs []cand) {
 	slices.SortFunc(cs, func(a, b cand) int {
 		switch {
-		case a.d < b.d:
+		case a.before(b):
 			return -1
-		case a.d > b.d:
+		case b.before(a):
 			return 1
 		}
-		return int(a.id) - int(b.id)
+		return 0
 	})
+}
+
+// scratch is one worker's reusable state for graph searches: the visited
+// marks (visited[x] == epoch: seen by the current search), the two heaps,
+// two result buffers (a search's entry points are the previous level's
+// results) and the neighbour selection's lists. Nothing a search returns
+// outlives the second search after it.
+type scratch struct {
+	visited     []uint32
+	epoch       uint32
+	cands       candHeap
+	found       candHeap
+	out         [2][]cand
+	flip        int
+	kept, rest  []cand
+	pruneBuffer []cand
+	// rows and sums: one neighbour list's unvisited nodes and their
+	// distances over SQ codes.
+	rows []uint32
+	sums []uint32
+}
+
+func newScratch(n int) *scratch {
+	return &scratch{visited: make([]uint32, n), found: candHeap{max: true}}
 }
 
 // greedy walks level nbrs from ep towards q while a neighbour is nearer.
@@ -230,59 +280,107 @@ func greedy(v *vectors, nbrs [][]uint32, q uint32, ep cand) cand {
 }
 
 // searchLayer returns the ef nearest nodes to q found on one level from
-// eps, nearest first.
-func searchLayer(v *vectors, nbrs [][]uint32, q uint32, eps []cand, ef int, visited []uint32, epoch uint32) []cand {
-	cands := &minHeap{}
-	found := &maxHeap{}
+// eps, nearest first, in one of sc's result buffers.
+func (sc *scratch) searchLayer(v *vectors, nbrs [][]uint32, q uint32, eps []cand, ef int) []cand {
+	sc.epoch++
+	if sc.epoch == 0 {
+		clear(sc.visited)
+		sc.epoch = 1
+	}
+	epoch, visited := sc.epoch, sc.visited
+	cands, found := &sc.cands, &sc.found
+	cands.c, found.c = cands.c[:0], found.c[:0]
 	for _, e := range eps {
 		if visited[e.id] == epoch {
 			continue
 		}
 		visited[e.id] = epoch
-		heap.Push(cands, e)
-		heap.Push(found, e)
-		if found.Len() > ef {
-			heap.Pop(found)
+		cands.push(e)
+		found.push(e)
+		if len(found.c) > ef {
+			found.pop()
 		}
 	}
-	for cands.Len() > 0 {
-		c := heap.Pop(cands).(cand)
-		if found.Len() >= ef && c.d > found.minHeap[0].d {
+	for len(cands.c) > 0 {
+		c := cands.pop()
+		if len(found.c) >= ef && c.d > found.c[0].d {
 			break
+		}
+		if v.codes != nil {
+			// The unvisited neighbours' distances in one kernel call,
+			// each next row prefetched; then considered in list order,
+			// as one at a time would.
+			rows := sc.rows[:0]
+			for _, x := range nbrs[c.id] {
+				if visited[x] != epoch {
+					visited[x] = epoch
+					rows = append(rows, x)
+				}
+			}
+			if cap(sc.sums) < len(rows) {
+				sc.sums = make([]uint32, 2*len(rows))
+			}
+			l2U8Many(v.code(q), v.codes, v.dim, rows, sc.sums)
+			for k, x := range rows {
+				sc.consider(cand{x, float32(sc.sums[k]) * v.scale}, ef)
+			}
+			sc.rows = rows
+			continue
 		}
 		for _, x := range nbrs[c.id] {
 			if visited[x] == epoch {
 				continue
 			}
 			visited[x] = epoch
-			d := v.d(q, x)
-			if found.Len() < ef || d < found.minHeap[0].d {
-				heap.Push(cands, cand{x, d})
-				heap.Push(found, cand{x, d})
-				if found.Len() > ef {
-					heap.Pop(found)
-				}
-			}
+			sc.consider(cand{x, v.d(q, x)}, ef)
 		}
 	}
-	out := append([]cand(nil), found.minHeap...)
-	sortCands(out)
+	sc.flip ^= 1
+	out := sc.out[sc.flip][:0]
+	out = append(out, found.c...)
+	// Popping the max-heap fills the buffer from the back: nearest first.
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i] = found.pop()
+	}
+	sc.out[sc.flip] = out
 	return out
+}
+
+// consider adds x to the search's candidates and results when fewer
+// than ef were found or it is nearer than the farthest of them.
+func (sc *scratch) consider(x cand, ef int) {
+	if len(sc.found.c) < ef || x.d < sc.found.c[0].d {
+		sc.cands.push(x)
+		sc.found.push(x)
+		if len(sc.found.c) > ef {
+			sc.found.pop()
+		}
+	}
+}
+
+// searchLayer is scratch.searchLayer with the visited marks given.
+func searchLayer(v *vectors, nbrs [][]uint32, q uint32, eps []cand, ef int, visited []uint32, epoch uint32) []cand {
+	sc := &scratch{visited: visited, epoch: epoch - 1, found: candHeap{max: true}}
+	return slices.Clone(sc.searchLayer(v, nbrs, q, eps, ef))
 }
 
 // selectNeighbors keeps up to m of the candidates (nearest first): each
 // one nearer the node than any kept so far, then the nearest of the rest
 // to fill m, as LanceDB's level-0 lists show (a run of ascending
-// distances, then another).
-func selectNeighbors(v *vectors, cs []cand, m int) []cand {
+// distances, then another). The result is sc's kept buffer.
+func (sc *scratch) selectNeighbors(v *vectors, cs []cand, m int) []cand {
 	if len(cs) <= m {
 		return cs
 	}
-	kept := make([]cand, 0, m)
-	var rest []cand
-	for _, c := range cs {
+	kept, rest := sc.kept[:0], sc.rest[:0]
+	for i, c := range cs {
 		if len(kept) == m {
 			break
+		}
+		if v.codes != nil && i+1 < len(cs) {
+			// The next candidate's row arrives while this one is
+			// compared with the kept ones (their rows are in cache).
+			prefetchRow(&v.codes[int(cs[i+1].id)*v.dim], v.dim)
 		}
 		good := true
 		for _, k := range kept {
@@ -303,13 +401,14 @@ func selectNeighbors(v *vectors, cs []cand, m int) []cand {
 		}
 		kept = append(kept, c)
 	}
+	sc.kept, sc.rest = kept, rest
 	return kept
 }
 
 // graphRows are a partition's rows of index.idx: level 0 (every node, in
 // node order), then each upper level's nodes ascending; and the
 // partition's lance:hnsw entry.
-func graphRows(v *vectors, g *graph, params HNSWParams) (vid []uint32, nbrs [][]uint32, dists [][]float32, hm HNSWMeta) {
+func graphRows(g *graph, params HNSWParams) (vid []uint32, nbrs [][]uint32, dists [][]float32, hm HNSWMeta) {
 	hm = HNSWMeta{EntryPoint: g.entry, Params: params, LevelOffsets: make([]int, len(g.levels))}
 	for l, lvl := range g.levels {
 		hm.LevelOffsets[l] = len(vid)
@@ -317,13 +416,9 @@ func graphRows(v *vectors, g *graph, params HNSWParams) (vid []uint32, nbrs [][]
 			if ns == nil {
 				continue
 			}
-			ds := make([]float32, len(ns))
-			for i, x := range ns {
-				ds[i] = v.d(uint32(id), x)
-			}
 			vid = append(vid, uint32(id))
 			nbrs = append(nbrs, ns)
-			dists = append(dists, ds)
+			dists = append(dists, g.dists[l][id])
 		}
 	}
 	return vid, nbrs, dists, hm
@@ -394,7 +489,7 @@ func RebuildGraphs(x *SubIndex, s *Storage, touched []bool) (*SubIndex, error) {
 			}
 			m := max(h.Params.M, 2)
 			g := buildGraph(v, n, m, max(h.Params.EfConstruction, m), h.Params.MaxLevel, graphSeed+uint64(p), true)
-			pv, pn, pd, hm := graphRows(v, g, h.Params)
+			pv, pn, pd, hm := graphRows(g, h.Params)
 			vid, nbrs, dists = append(vid, pv...), append(nbrs, pn...), append(dists, pd...)
 			out.HNSW[p] = hm
 		}

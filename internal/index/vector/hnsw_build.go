@@ -18,6 +18,13 @@ import (
 // which is what gave LanceDB's LSM search over a MemWAL generation's copy
 // LanceDB's own ids and distances.
 //
+// A new node's back link to a neighbour whose list is full is made only
+// when the node is nearer than the list's last entry, as lance's builder
+// does (its cutoff: the last of the ranked list once it holds the
+// level's limit); otherwise the neighbour keeps its list and no pruning
+// runs. Pruning an overfull list was most of the build's distance
+// computations.
+//
 // Nodes are inserted in batches (one node at a time while the graph is
 // small, then up to batchMax, never more than a 64th of the graph so far),
 // to use every core on one partition's graph and still be deterministic:
@@ -27,20 +34,28 @@ import (
 // depends on n, m, efc, maxLevel and seed only, not on GOMAXPROCS. A node
 // does not see the other nodes of its batch while it searches, at most
 // 1/64 of the graph; later nodes link to it as to any other.
+//
+// Each list lives in a slab with room for one entry past the level's
+// limit, so that adding a back link and pruning happen in place.
 func buildGraph(v *vectors, n, m, efc, maxLevel int, seed uint64, wide bool) *graph {
 	const batchMax = 64
-	g := &graph{levels: make([][][]uint32, maxLevel+1)}
 	// dists[l][node][i] is the distance of node to its i-th neighbour on
 	// level l, kept beside the lists so that pruning an overfull list
 	// does not compute them again (distances are symmetric bit for bit:
 	// each kernel squares or multiplies the same pairs).
-	dists := make([][][]float32, maxLevel+1)
+	g := &graph{levels: make([][][]uint32, maxLevel+1), dists: make([][][]float32, maxLevel+1)}
 	for l := range g.levels {
 		g.levels[l] = make([][]uint32, n)
-		dists[l] = make([][]float32, n)
+		g.dists[l] = make([][]float32, n)
 	}
 	if n == 0 {
 		return g
+	}
+	limit := func(l int) int {
+		if l == 0 {
+			return 2 * m
+		}
+		return m
 	}
 	rng := rand.New(rand.NewPCG(seed, uint64(n)))
 	ml := 1 / math.Log(float64(max(m, 2)))
@@ -48,46 +63,69 @@ func buildGraph(v *vectors, n, m, efc, maxLevel int, seed uint64, wide bool) *gr
 	for q := range lvls {
 		lvls[q] = min(maxLevel, int(-math.Log(1-rng.Float64())*ml))
 	}
+	// Level 0's lists: one slab each for ids and distances, node i's room
+	// at [i*w, (i+1)*w).
+	w0 := limit(0) + 1
+	slabIDs, slabDists := make([]uint32, n*w0), make([]float32, n*w0)
+	// setList makes node's list on level l nbrs, with room to grow.
+	setList := func(l int, node uint32, nbrs []cand) {
+		var ids []uint32
+		var ds []float32
+		if l == 0 {
+			o := int(node) * w0
+			ids, ds = slabIDs[o:o:o+w0], slabDists[o:o:o+w0]
+		} else {
+			ids, ds = make([]uint32, 0, limit(l)+1), make([]float32, 0, limit(l)+1)
+		}
+		for _, c := range nbrs {
+			ids, ds = append(ids, c.id), append(ds, c.d)
+		}
+		g.levels[l][node], g.dists[l][node] = ids, ds
+	}
 	for l := 0; l <= lvls[0]; l++ {
-		g.levels[l][0] = []uint32{}
+		setList(l, 0, nil)
 	}
 	g.entry, g.top = 0, lvls[0]
 	workers := runtime.GOMAXPROCS(0)
-	visited := make([][]uint32, workers)
-	epochs := make([]uint32, workers)
-	for w := range visited {
-		visited[w] = make([]uint32, n)
+	sc := make([]*scratch, workers)
+	for w := range sc {
+		sc[w] = newScratch(n)
 	}
 	// chosen[i][l] are batch node i's neighbours on level l.
 	chosen := make([][][]cand, batchMax)
 	type link struct {
-		l      int
-		nb, q  uint32
-		d      float32
-		worker int
+		l     int
+		nb, q uint32
+		d     float32
 	}
-	var links []link
+	// links[w] are the back links to the neighbours worker w owns.
+	links := make([][]link, workers)
 	for q := 1; q < n; {
 		end := min(n, q+max(1, min(batchMax, q/64)))
 		// Search: each node of the batch against the graph as it was.
 		search := func(w, i int) {
+			s := sc[w]
 			node := uint32(i)
 			lvl := lvls[i]
 			ep := cand{g.entry, v.d(node, g.entry)}
 			for l := g.top; l > lvl; l-- {
 				ep = greedy(v, g.levels[l], node, ep)
 			}
-			res := chosen[i-q][:0]
-			res = append(res, make([][]cand, min(lvl, g.top)+1)...)
+			res := chosen[i-q]
+			if need := min(lvl, g.top) + 1; cap(res) < need {
+				res = append(res[:cap(res)], make([][]cand, need-cap(res))...)
+			} else {
+				res = res[:need]
+			}
 			eps := []cand{ep}
 			for l := min(lvl, g.top); l >= 0; l-- {
-				epochs[w]++
-				found := searchLayer(v, g.levels[l], node, eps, efc, visited[w], epochs[w])
+				found := s.searchLayer(v, g.levels[l], node, eps, efc)
 				take := m
 				if wide && l == 0 {
 					take = 2 * m
 				}
-				res[l] = selectNeighbors(v, found, take)
+				kept := s.selectNeighbors(v, found, take)
+				res[l] = append(res[l][:0], kept...)
 				eps = found
 			}
 			chosen[i-q] = res
@@ -95,42 +133,46 @@ func buildGraph(v *vectors, n, m, efc, maxLevel int, seed uint64, wide bool) *gr
 		parallel(workers, q, end, search)
 		// Set the batch's own lists, then gather the back links in node
 		// order, each to the worker that owns the neighbour.
-		links = links[:0]
+		for w := range links {
+			links[w] = links[w][:0]
+		}
 		for i := q; i < end; i++ {
-			for l := 0; l <= lvls[i]; l++ {
-				g.levels[l][i] = []uint32{}
+			for l := len(chosen[i-q]); l <= lvls[i]; l++ {
+				setList(l, uint32(i), nil)
 			}
 			for l, nbrs := range chosen[i-q] {
-				g.levels[l][i] = ids(nbrs)
-				dists[l][i] = candDists(nbrs)
+				setList(l, uint32(i), nbrs)
 				for _, nb := range nbrs {
-					links = append(links, link{l, nb.id, uint32(i), nb.d, int(nb.id) % workers})
+					o := int(nb.id) % workers
+					links[o] = append(links[o], link{l, nb.id, uint32(i), nb.d})
 				}
 			}
 		}
 		var wg sync.WaitGroup
 		for w := range workers {
 			wg.Go(func() {
-				for _, k := range links {
-					if k.worker != w {
+				s := sc[w]
+				for _, k := range links[w] {
+					lim := limit(k.l)
+					lst, ds := g.levels[k.l][k.nb], g.dists[k.l][k.nb]
+					if len(lst) >= lim && !(k.d < ds[len(ds)-1]) {
 						continue
 					}
-					limit := m
-					if k.l == 0 {
-						limit = 2 * m
-					}
-					lst := append(g.levels[k.l][k.nb], k.q)
-					ds := append(dists[k.l][k.nb], k.d)
-					if len(lst) > limit {
-						cs := make([]cand, len(lst))
+					lst, ds = append(lst, k.q), append(ds, k.d)
+					if len(lst) > lim {
+						cs := s.pruneBuffer[:0]
 						for i, x := range lst {
-							cs[i] = cand{x, ds[i]}
+							cs = append(cs, cand{x, ds[i]})
 						}
 						sortCands(cs)
-						kept := selectNeighbors(v, cs, limit)
-						lst, ds = ids(kept), candDists(kept)
+						s.pruneBuffer = cs
+						kept := s.selectNeighbors(v, cs, lim)
+						lst, ds = lst[:len(kept)], ds[:len(kept)]
+						for i, c := range kept {
+							lst[i], ds[i] = c.id, c.d
+						}
 					}
-					g.levels[k.l][k.nb], dists[k.l][k.nb] = lst, ds
+					g.levels[k.l][k.nb], g.dists[k.l][k.nb] = lst, ds
 				}
 			})
 		}

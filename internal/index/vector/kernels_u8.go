@@ -41,3 +41,26 @@ func l2U8Go(a, b []byte) uint32 {
 	}
 	return s0 + s1 + s2 + s3
 }
+
+// l2U8Many sets out[k] to l2U8(q, row rows[k] of codes), dim bytes a row,
+// len(out) ≥ len(rows): one call for a whole neighbour list, each next
+// row prefetched while the current one is summed (AVX2, dim a multiple of
+// 32), else row by row.
+func l2U8Many(q, codes []byte, dim int, rows []uint32, out []uint32) {
+	if len(rows) == 0 {
+		return
+	}
+	out = out[:len(rows)]
+	if useAVX2 && dim >= 32 && dim%32 == 0 && len(q) == dim {
+		for _, r := range rows {
+			if (int(r)+1)*dim > len(codes) {
+				panic("l2U8Many: row out of range")
+			}
+		}
+		l2U8Rows(&q[0], &codes[0], dim, &rows[0], len(rows), &out[0])
+		return
+	}
+	for k, r := range rows {
+		out[k] = l2U8(q, codes[int(r)*dim:(int(r)+1)*dim])
+	}
+}

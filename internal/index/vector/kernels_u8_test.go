@@ -72,3 +72,41 @@ func TestL2U8KernelsAgree(t *testing.T) {
 		t.Fatalf("l2U8([10 20], [7 21]) = %d, want 10", got)
 	}
 }
+
+// TestL2U8ManyIsRowByRow: the batched kernel (prefetching, AVX2 where the
+// width allows) gives each row's l2U8, for widths on and off its path.
+func TestL2U8ManyIsRowByRow(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, dim := range []int{16, 32, 64, 100, 768} {
+		codes := make([]byte, 300*dim)
+		for i := range codes {
+			codes[i] = byte(r.IntN(256))
+		}
+		q := codes[17*dim : 18*dim]
+		for _, n := range []int{0, 1, 2, 7, 40} {
+			rows := make([]uint32, n)
+			for i := range rows {
+				rows[i] = uint32(r.IntN(300))
+			}
+			if n > 2 {
+				rows[1] = rows[0] // a row twice
+				rows[n-1] = 299   // the last row
+			}
+			out := make([]uint32, n+3)
+			for i := range out {
+				out[i] = 0xdeadbeef
+			}
+			l2U8Many(q, codes, dim, rows, out)
+			for k, row := range rows {
+				if want := naiveL2U8(q, codes[int(row)*dim:(int(row)+1)*dim]); out[k] != want {
+					t.Fatalf("dim %d, %d rows: row %d (%d) = %d, want %d", dim, n, k, row, out[k], want)
+				}
+			}
+			for k := n; k < len(out); k++ {
+				if out[k] != 0xdeadbeef {
+					t.Fatalf("dim %d, %d rows: wrote out[%d]", dim, n, k)
+				}
+			}
+		}
+	}
+}
