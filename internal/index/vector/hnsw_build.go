@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // buildGraph builds an HNSW graph over v's n nodes: levels drawn with
@@ -188,7 +189,9 @@ func buildGraph(v *vectors, n, m, efc, maxLevel int, seed uint64, wide bool) *gr
 }
 
 // parallel runs f(worker, i) for every i in [lo, hi) on up to workers
-// goroutines, worker w taking every workers-th index from lo+w.
+// goroutines, each taking the next index left: a worker slowed down (the
+// machine shared, a node with a longer search) leaves the rest to the
+// others. Which worker runs an index does not change what f computes.
 func parallel(workers, lo, hi int, f func(w, i int)) {
 	if hi-lo == 1 || workers == 1 {
 		for i := lo; i < hi; i++ {
@@ -196,10 +199,16 @@ func parallel(workers, lo, hi int, f func(w, i int)) {
 		}
 		return
 	}
+	var next atomic.Int64
+	next.Store(int64(lo))
 	var wg sync.WaitGroup
 	for w := range min(workers, hi-lo) {
 		wg.Go(func() {
-			for i := lo + w; i < hi; i += workers {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= hi {
+					return
+				}
 				f(w, i)
 			}
 		})

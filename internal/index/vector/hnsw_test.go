@@ -3,6 +3,7 @@ package vector
 import (
 	"bytes"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -102,5 +103,46 @@ func TestRebuildGraphsKeepsUntouched(t *testing.T) {
 	}
 	if nx.IVF.GetLengths()[1] != 2 || !slices.Equal(listU32(nx.Columns[1], int(nx.IVF.GetOffsets()[1])), []uint32{1}) {
 		t.Fatalf("partition 1's graph changed: %v rows", nx.IVF.GetLengths())
+	}
+}
+
+// TestBuildGraphIsDeterministic: the same graph (lists, distances, entry
+// point) whatever the number of workers, on float vectors and SQ codes.
+func TestBuildGraphIsDeterministic(t *testing.T) {
+	const n, dim = 1500, 32
+	r := rand.New(rand.NewPCG(3, 4))
+	data := make([]float32, n*dim)
+	codes := make([]byte, n*dim)
+	for i := range data {
+		data[i] = float32(r.NormFloat64())
+		codes[i] = byte(r.IntN(256))
+	}
+	for _, v := range []*vectors{
+		{dim: dim, data: data, dist: distanceFunc("l2")},
+		sqVectors(codes, dim, 0, n, -1, 1),
+	} {
+		var first *graph
+		for _, procs := range []int{1, 2, 5} {
+			prev := runtime.GOMAXPROCS(procs)
+			g := buildGraph(v, n, 8, 40, 7, 9, true)
+			runtime.GOMAXPROCS(prev)
+			if first == nil {
+				first = g
+				if g.top == 0 {
+					t.Fatal("a graph of one level: the test does not reach the upper levels")
+				}
+				continue
+			}
+			if g.entry != first.entry || g.top != first.top {
+				t.Fatalf("GOMAXPROCS %d: entry %d on level %d, with one worker %d on %d", procs, g.entry, g.top, first.entry, first.top)
+			}
+			for l := range g.levels {
+				for id := range g.levels[l] {
+					if !slices.Equal(g.levels[l][id], first.levels[l][id]) || !slices.Equal(g.dists[l][id], first.dists[l][id]) {
+						t.Fatalf("GOMAXPROCS %d: level %d node %d links %v %v, with one worker %v %v", procs, l, id, g.levels[l][id], g.dists[l][id], first.levels[l][id], first.dists[l][id])
+					}
+				}
+			}
+		}
 	}
 }
