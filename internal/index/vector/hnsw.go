@@ -366,9 +366,9 @@ func searchLayer(v *vectors, nbrs [][]uint32, q uint32, eps []cand, ef int, visi
 
 // selectNeighbors keeps up to m of the candidates (nearest first): each
 // one nearer the node than any kept so far, then the nearest of the rest
-// while fewer than fill are kept, as LanceDB's level-0 lists show (a run
-// of ascending distances, then another). The result is sc's kept buffer.
-func (sc *scratch) selectNeighbors(v *vectors, cs []cand, m, fill int) []cand {
+// to fill m, as LanceDB's level-0 lists show (a run of ascending
+// distances, then another). The result is sc's kept buffer.
+func (sc *scratch) selectNeighbors(v *vectors, cs []cand, m int) []cand {
 	if len(cs) <= m {
 		return cs
 	}
@@ -396,7 +396,7 @@ func (sc *scratch) selectNeighbors(v *vectors, cs []cand, m, fill int) []cand {
 		}
 	}
 	for _, c := range rest {
-		if len(kept) >= fill {
+		if len(kept) == m {
 			break
 		}
 		kept = append(kept, c)

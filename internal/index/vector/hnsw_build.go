@@ -15,16 +15,9 @@ import (
 // kept before it), each search keeping efc candidates. With wide set, a
 // new node takes up to the level's limit (2m on level 0), as lance's
 // IVF_HNSW builder does (with only m, rebuilt index graphs recalled about
-// 1% less than LanceDB's at the same ef), and a list the heuristic leaves
-// short is filled from the rejected candidates to m only, not to the
-// limit: LanceDB 0.39's own IVF_HNSW_SQ graphs (250 000 nodes, m 20) have
-// level-0 lists of 20 to 40 entries (31.7 on average, none under 20, a
-// third at 40) and upper lists of exactly 20; lists filled to the limit
-// (40 each) made compactord's graphs 5 % larger than LanceDB's and their
-// build and search scan a quarter more neighbours. Without wide, m on
-// every level and lists filled to the limit, which is what gave LanceDB's
-// LSM search over a MemWAL generation's copy LanceDB's own ids and
-// distances.
+// 1% less than LanceDB's at the same ef); without it, m on every level,
+// which is what gave LanceDB's LSM search over a MemWAL generation's copy
+// LanceDB's own ids and distances.
 //
 // A new node's back link to a neighbour whose list is full is made only
 // when the node is nearer than the list's last entry, as lance's builder
@@ -64,10 +57,6 @@ func buildGraph(v *vectors, n, m, efc, maxLevel int, seed uint64, wide bool) *gr
 			return 2 * m
 		}
 		return m
-	}
-	fill := limit
-	if wide {
-		fill = func(int) int { return m }
 	}
 	rng := rand.New(rand.NewPCG(seed, uint64(n)))
 	ml := 1 / math.Log(float64(max(m, 2)))
@@ -136,7 +125,7 @@ func buildGraph(v *vectors, n, m, efc, maxLevel int, seed uint64, wide bool) *gr
 				if wide && l == 0 {
 					take = 2 * m
 				}
-				kept := s.selectNeighbors(v, found, take, min(take, fill(l)))
+				kept := s.selectNeighbors(v, found, take)
 				res[l] = append(res[l][:0], kept...)
 				eps = found
 			}
@@ -178,7 +167,7 @@ func buildGraph(v *vectors, n, m, efc, maxLevel int, seed uint64, wide bool) *gr
 						}
 						sortCands(cs)
 						s.pruneBuffer = cs
-						kept := s.selectNeighbors(v, cs, lim, fill(k.l))
+						kept := s.selectNeighbors(v, cs, lim)
 						lst, ds = lst[:len(kept)], ds[:len(kept)]
 						for i, c := range kept {
 							lst[i], ds[i] = c.id, c.d
