@@ -27,6 +27,10 @@ type RemapJobOptions struct {
 	// Attempts bounds the tries of one commit after a retryable conflict
 	// (0: those of DefaultConfig).
 	Attempts int
+	// Memory, when set, is each segment remap's RemapOptions.Memory: the
+	// daemon passes the compaction's memory budget, so that a deferred
+	// compaction's later remap shares the bound its inline remap has.
+	Memory func(ctx context.Context, n int64) (release func(), err error)
 }
 
 // RemapResult is what RemapIndexes did.
@@ -296,7 +300,7 @@ func remapIndexOnce(ctx context.Context, h *table.Handle, name string, o RemapJo
 				bm.Remove(id)
 			}
 		}
-		nm, ks, st, err := Remap(ctx, h.Bucket, s, remap, RemapOptions{Field: field, DatasetVersion: m.GetVersion(), Bitmap: bm, Full: full, Now: o.Clock.Now()})
+		nm, ks, st, err := Remap(ctx, h.Bucket, s, remap, RemapOptions{Field: field, DatasetVersion: m.GetVersion(), Bitmap: bm, Full: full, Now: o.Clock.Now(), Memory: o.Memory})
 		keys = append(keys, ks...)
 		if err != nil {
 			cleanup()
