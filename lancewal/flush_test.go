@@ -347,3 +347,72 @@ func TestNoFlushOutlivesTheWriter(t *testing.T) {
 		t.Fatal("a background flush runs after Abandon")
 	}
 }
+
+// TestWritesProceedWhileVectorCopyBuilds: on a table whose MemWAL maintains
+// an IVF_PQ index, writes go on while a flush builds the generation's HNSW
+// copy and waits to publish it; LanceDB's LSM view then reads every row,
+// and its LSM vector search finds each row written during the flush (in the
+// next generation) as its own nearest neighbour.
+func TestWritesProceedWhileVectorCopyBuilds(t *testing.T) {
+	lancedb.Require(t)
+	ctx := t.Context()
+	dir := t.TempDir()
+	f := &lancedb.Fixture{URI: dir, Table: "t", Dir: dir + "/t.lance"}
+	f.Run(t,
+		lancedb.Create(lancedb.VectorSchema, lancedb.VectorRows(0, 400, "v")),
+		lancedb.CreateVectorIndex("vec", "ivf_pq", "vec_idx", map[string]any{"numPartitions": 2, "numSubVectors": 4}),
+		lancedb.CreateIndex("id", "btree", "id_idx"), lancedb.SetPrimaryKey("id"),
+		lancedb.SetLsmWriteSpec(lancedb.LsmWriteSpec{SpecType: "unsharded", MaintainedIndexes: []string{"id_idx", "vec_idx"}}))
+	b, err := storage.Open(ctx, (&url.URL{Scheme: "file", Path: f.Dir}).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	fb := faults.NewFaulty(b)
+	tbl := openBucket(fb, time.Now)
+	w := mustWriter(t, tbl, int64(0))
+	var rows []Row
+	for _, r := range lancedb.VectorRows(1000, 3000, "g1-") {
+		rows = append(rows, Row(r))
+	}
+	if err := w.Upsert(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	// Park the flush at its publish: the generation, copy included, is
+	// built by then.
+	release := make(chan struct{})
+	publish := fb.Add(faults.Fault{Ops: []storage.Op{storage.OpPutIfAbsent}, KeyContains: "/manifest/", Nth: 1, Action: faults.Block(release)})
+	flushed := flushAsync(ctx, w)
+	waitUntil(t, "the flush to freeze the MemTable", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.mem.rows == 0
+	})
+	const during = 20
+	beforeBuilt := 0
+	for i := range int64(during) {
+		within(t, "Upsert during a vector flush", func() error {
+			return w.Upsert(ctx, []Row{Row(lancedb.VectorRows(5000+i, 5001+i, "d-")[0])})
+		})
+		if publish.Matched() == 0 {
+			beforeBuilt++
+		}
+	}
+	t.Logf("%d of %d Upserts returned before the generation was built", beforeBuilt, during)
+	close(release)
+	r := <-flushed
+	if r.err != nil || r.g.Rows != 2000 {
+		t.Fatalf("the flush: %+v, %v", r.g, r.err)
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(vectorRowsOf(t, f, true)); got != 400+2000+during {
+		t.Fatalf("LanceDB's LSM view reads %d rows, want %d", got, 400+2000+during)
+	}
+	for q, hits := range lsmSearch(t, f, "l2", during, true, false, 0) {
+		if len(hits) == 0 || hits[0].id != int64(5000+q) || hits[0].dist > 1e-6 {
+			t.Errorf("query %d: LSM search hits %v, want row %d at distance 0 first", q, hits, 5000+q)
+		}
+	}
+}
