@@ -150,7 +150,7 @@ func TestBenchFlushVector(t *testing.T) {
 	// and CPU time); then writes them again under new keys and flushes
 	// while probe Upserts of probeRows rows go on beside the flush (their
 	// latency; the probes stay in the WAL, unflushed).
-	const probeRows, maxProbes = 100, 100
+	const probeRows, maxProbes = 10, 5000
 	type goRun struct {
 		upsert, flush, flushCPU time.Duration
 		busyFlush               time.Duration   // the second flush, beside the probes

@@ -40,7 +40,7 @@ type Generation struct {
 // maintained btree, vector or full-text index, the _pk_index btree (format 2.0) and
 // bloom_filter.bin; then the shard manifest that lists it and moves the
 // WAL replay position past the entries it covers. Nothing is flushed if
-// the MemTable is empty (nil, nil).
+// no row is buffered (nil, nil).
 //
 // Flush freezes the MemTable and hands writes a new one at once: Upserts
 // and Deletes proceed while the generation is built and written (the

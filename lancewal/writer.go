@@ -39,7 +39,9 @@ type WriterOptions struct {
 	// holds this many rows or about this many bytes of column data (0: no
 	// limit; Flush and Close always flush). That flush runs in the
 	// background: the write that fills the MemTable freezes it and
-	// returns, and later writes go to a new MemTable.
+	// returns, and later writes go to a new MemTable. A background flush
+	// that fails leaves its rows buffered; the next Flush, Close, full
+	// MemTable or write past MaxUnflushedBytes retries it.
 	MaxRows  int
 	MaxBytes int
 	// MaxUnflushedBytes bounds the column data buffered in memory while
