@@ -287,42 +287,66 @@ func vbLance(o vbNodeOut) vbUsage {
 	return vbUsage{time.Duration(o.WallMs * float64(time.Millisecond)), time.Duration(o.CpuMs * float64(time.Millisecond)), o.MaxRssKb << 10}
 }
 
-// vbTables builds, once per size into cache (reused when its marker
-// exists), the benchmark's tables: base (rows vectors, one fragment, no
-// index); pq and hnsw (base with an IVF_PQ or IVF_HNSW_SQ index of parts
+// vbTables builds, once per size into cache (reused when its markers
+// exist), the benchmark's tables for the index kinds asked for ("pq",
+// "hnsw"): base (rows vectors, one fragment, no index), shared by the
+// kinds; per kind k, k (base with an IVF_PQ or IVF_HNSW_SQ index of parts
 // partitions over it, then newRows more vectors appended unindexed, one
-// fragment); pqdel and hnswdel (the indexed base with id % 10 = 3
-// deleted); nodel (pqdel with its index dropped: compaction without a
-// remap, LanceDB's baseline).
-func vbTables(t *testing.T, in lancedb.Install, cache string, rows, newRows, parts int) {
+// fragment) and kdel (the indexed base with id % 9 = 3 deleted); for pq
+// also nodel (pqdel with its index dropped: compaction without a remap,
+// LanceDB's baseline). Each kind is built only when a chosen step needs it:
+// at 1 M rows LanceDB's index build alone takes most of an hour.
+func vbTables(t *testing.T, in lancedb.Install, cache string, rows, newRows, parts int, kinds []string) {
 	t.Helper()
-	marker := filepath.Join(cache, "built")
-	if _, err := os.Stat(marker); err == nil {
-		t.Logf("reusing the tables in %s", cache)
-		return
+	// "built" is the marker of a cache that holds every kind.
+	done := func(k string) bool {
+		for _, m := range []string{"built", "built-" + k} {
+			if _, err := os.Stat(filepath.Join(cache, m)); err == nil {
+				return true
+			}
+		}
+		return false
 	}
-	if err := os.RemoveAll(cache); err != nil {
-		t.Fatal(err)
+	mark := func(k string) {
+		if err := os.WriteFile(filepath.Join(cache, "built-"+k), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tb := func(n string) string { return filepath.Join(cache, n+".lance") }
-	o := vbNode(t, in, "gen", cache, "base", "0", strconv.Itoa(rows))
-	t.Logf("LanceDB wrote %d vectors in %.1f s", o.Count, o.Ms/1000)
-	for _, k := range []struct{ name, typ string }{{"pq", "ivf_pq"}, {"hnsw", "ivf_hnsw_sq"}} {
-		vbCopy(t, tb("base"), tb(k.name))
-		o := vbNode(t, in, "index", cache, k.name, k.typ, strconv.Itoa(parts))
-		t.Logf("LanceDB built %s over %d rows in %.1f s", k.typ, o.Stats.Indexed, o.Ms/1000)
-		vbCopy(t, tb(k.name), tb(k.name+"del"))
-		o = vbNode(t, in, "delete", cache, k.name+"del", "id % 9 = 3")
-		t.Logf("%sdel: %d rows left", k.name, o.Count)
+	if !done("base") {
+		if err := os.RemoveAll(cache); err != nil {
+			t.Fatal(err)
+		}
+		o := vbNode(t, in, "gen", cache, "base", "0", strconv.Itoa(rows))
+		t.Logf("LanceDB wrote %d vectors in %.1f s", o.Count, o.Ms/1000)
+		mark("base")
 	}
-	vbCopy(t, tb("pqdel"), tb("nodel"))
-	vbNode(t, in, "dropindex", cache, "nodel")
-	for _, n := range []string{"pq", "hnsw"} {
-		o := vbNode(t, in, "add", cache, n, strconv.Itoa(rows), strconv.Itoa(rows+newRows))
-		t.Logf("%s: %d rows after the add", n, o.Count)
-	}
-	if err := os.WriteFile(marker, nil, 0o644); err != nil {
-		t.Fatal(err)
+	typ := map[string]string{"pq": "ivf_pq", "hnsw": "ivf_hnsw_sq"}
+	for _, k := range kinds {
+		if done(k) {
+			t.Logf("reusing the %s tables in %s", k, cache)
+			continue
+		}
+		for _, n := range []string{k, k + "del", "nodel"} {
+			if n != "nodel" || k == "pq" {
+				if err := os.RemoveAll(tb(n)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		vbCopy(t, tb("base"), tb(k))
+		o := vbNode(t, in, "index", cache, k, typ[k], strconv.Itoa(parts))
+		t.Logf("LanceDB built %s over %d rows in %.1f s", typ[k], o.Stats.Indexed, o.Ms/1000)
+		vbCopy(t, tb(k), tb(k+"del"))
+		o = vbNode(t, in, "delete", cache, k+"del", "id % 9 = 3")
+		t.Logf("%sdel: %d rows left", k, o.Count)
+		if k == "pq" {
+			vbCopy(t, tb("pqdel"), tb("nodel"))
+			vbNode(t, in, "dropindex", cache, "nodel")
+		}
+		o = vbNode(t, in, "add", cache, k, strconv.Itoa(rows), strconv.Itoa(rows+newRows))
+		t.Logf("%s: %d rows after the add", k, o.Count)
+		mark(k)
 	}
 }
 
@@ -390,8 +414,10 @@ func vbSum8(xs []float32) float32 {
 // after either side's compaction. LANCE_VECTOR_CPUPROFILE=FILE with
 // LANCE_VECTOR_PROFILE_OP=catchup|compact|compact-defer|remap profiles
 // that compactord child; LANCE_BENCH_VECTOR_STEPS=catchup-pq,catchup-hnsw,
-// remap-pq,remap-hnsw runs some steps only. LANCE_VECTOR_DESCRIBE=TABLE_DIR only logs the
-// segments of TABLE_DIR's vec_idx.
+// remap-pq,remap-hnsw runs some steps only (and builds only the tables
+// they need); LANCE_BENCH_BUILD_ONLY=1 builds the tables and stops.
+// LANCE_VECTOR_DESCRIBE=TABLE_DIR only logs the segments of TABLE_DIR's
+// vec_idx.
 func TestBenchVectorIndex(t *testing.T) {
 	if c := os.Getenv("LANCE_VECTOR_CHILD"); c != "" {
 		op, path, _ := strings.Cut(c, ":")
@@ -423,7 +449,16 @@ func TestBenchVectorIndex(t *testing.T) {
 		root = t.TempDir()
 	}
 	cache := filepath.Join(root, fmt.Sprintf("vector-%d-%d-%d", rows, newRows, parts))
-	vbTables(t, in, cache, rows, newRows, parts)
+	var kinds []string
+	for _, k := range []string{"pq", "hnsw"} {
+		if want("catchup-"+k) || want("remap-"+k) {
+			kinds = append(kinds, k)
+		}
+	}
+	vbTables(t, in, cache, rows, newRows, parts, kinds)
+	if os.Getenv("LANCE_BENCH_BUILD_ONLY") != "" {
+		return
+	}
 	work := filepath.Join(root, fmt.Sprintf("vector-work-%d", time.Now().UnixNano()))
 	t.Cleanup(func() { os.RemoveAll(work) })
 	tb := func(dir, n string) string { return filepath.Join(dir, n+".lance") }
@@ -435,7 +470,7 @@ func TestBenchVectorIndex(t *testing.T) {
 	}
 	t.Logf("%d vectors of 768 float32 + %d new, %d partitions, GOMAXPROCS %d, load average %.2f; one core's sequential read bandwidth %.1f GB/s",
 		rows, newRows, parts, runtime.GOMAXPROCS(0), load[0], bw/1e9)
-	for _, n := range []string{"pq", "hnsw"} {
+	for _, n := range kinds {
 		for _, s := range vbSegments(t, tb(cache, n)) {
 			t.Logf("%s before: %s", n, s)
 		}
