@@ -197,11 +197,18 @@ func (seg *Segment) encode(v *Vectors, build bool) (*Storage, error) {
 // pqEncodeInto writes into out the nearest codebook entry of each
 // sub-vector of x: by squared L2 (float32), or by largest dot product when
 // dot is set (ties: the first entry); 4-bit codes two to a byte, the
-// even sub-vector in the low half.
-func pqEncodeInto(out []byte, p *PQParams, x []float32, dot bool) {
+// even sub-vector in the low half. book16 is pqBook16(p) (nil: the
+// scalar kernel), the same codes faster.
+func pqEncodeInto(out []byte, p *PQParams, x []float32, dot bool, book16 []float32) {
 	m, k := p.NumSubVectors, p.entries()
 	sub := len(x) / m
 	if sub == 16 && k == 256 && p.NBits == 8 && !dot {
+		if book16 != nil {
+			for j := range m {
+				out[j] = byte(nearestSub16T(x[j*16:], book16[j*256*16:], 256))
+			}
+			return
+		}
 		for j := range m {
 			out[j] = byte(nearestSub16(x[j*16:], p.Codebook[j*256*16:], 256))
 		}

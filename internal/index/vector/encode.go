@@ -27,6 +27,9 @@ type encoder struct {
 	// them (EncodeBuild); else by largest dot product, as optimize() does.
 	build bool
 	rq    *rqEncoder
+	// book16 is the PQ codebook transposed for the AVX2 kernel (nil
+	// without it, or for a PQ it does not cover).
+	book16 []float32
 	// ids and codes hold each partition's rows so far, in arrival order.
 	ids   [][]uint64
 	codes [][]byte
@@ -52,6 +55,7 @@ func (seg *Segment) newEncoder(build bool) (*encoder, error) {
 		e.width = dim
 	case QuantPQ:
 		e.width = s.PQ.codeBytes()
+		e.book16 = pqBook16(s.PQ)
 	case QuantRQ:
 		var err error
 		if e.rq, err = newRQEncoder(s.RQ, cent, dim, seg.Index.Distance); err != nil {
@@ -135,7 +139,7 @@ func (e *encoder) encodeRow(x []float32, i int, scratch []float32) {
 			}
 			x = r
 		}
-		pqEncodeInto(out, s.PQ, x, dot && !e.build)
+		pqEncodeInto(out, s.PQ, x, dot && !e.build, e.book16)
 	}
 }
 
