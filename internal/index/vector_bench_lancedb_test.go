@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -210,6 +211,10 @@ func vbChild(t *testing.T, op, path string) {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if p := os.Getenv("LANCE_VECTOR_MEMPROFILE"); p != "" {
+		stop := vbHeapAtPeak(t, p)
+		defer stop()
+	}
 	var ru0, ru1 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	t0 := time.Now()
@@ -258,12 +263,47 @@ func vbChild(t *testing.T, op, path string) {
 	fmt.Printf("VECBENCH wall=%d cpu=%d hwm=%d rows=%d segs=%d\n", wall.Nanoseconds(), cpu.Nanoseconds(), peakrss.Self(), rows, segs)
 }
 
+// vbHeapAtPeak writes a heap profile to path whenever the live heap
+// reaches a new high (by 5 %), polled every 10 ms, so the file ends up
+// holding what was live near the peak (inuse_space) and every allocation
+// so far (alloc_space). stop ends the polling.
+func vbHeapAtPeak(t *testing.T, path string) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	go func() {
+		defer close(finished)
+		var high uint64
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			metrics.Read(s)
+			if v := s[0].Value.Uint64(); v > high+high/20 {
+				high = v
+				f, err := os.Create(path)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_ = pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+				fmt.Printf("VECBENCH heap %.0f MiB live\n", float64(v)/(1<<20))
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
 func vbRunChild(t *testing.T, op, path string) (vbUsage, int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchVectorIndex$", "-test.v")
 	cmd.Env = append(os.Environ(), "LANCE_VECTOR_CHILD="+op+":"+path)
 	if op != os.Getenv("LANCE_VECTOR_PROFILE_OP") {
-		cmd.Env = append(cmd.Env, "LANCE_VECTOR_CPUPROFILE=")
+		cmd.Env = append(cmd.Env, "LANCE_VECTOR_CPUPROFILE=", "LANCE_VECTOR_MEMPROFILE=")
 	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -413,7 +453,8 @@ func vbSum8(xs []float32) float32 {
 // count no unindexed row after either side's catch-up, and the same rows
 // after either side's compaction. LANCE_VECTOR_CPUPROFILE=FILE with
 // LANCE_VECTOR_PROFILE_OP=catchup|compact|compact-defer|remap profiles
-// that compactord child; LANCE_BENCH_VECTOR_STEPS=catchup-pq,catchup-hnsw,
+// that compactord child (LANCE_VECTOR_MEMPROFILE=FILE: its heap near the
+// peak); LANCE_BENCH_VECTOR_STEPS=catchup-pq,catchup-hnsw,
 // remap-pq,remap-hnsw runs some steps only (and builds only the tables
 // they need); LANCE_BENCH_BUILD_ONLY=1 builds the tables and stops.
 // LANCE_VECTOR_DESCRIBE=TABLE_DIR only logs the segments of TABLE_DIR's

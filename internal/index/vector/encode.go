@@ -27,15 +27,15 @@ type encoder struct {
 	// them (EncodeBuild); else by largest dot product, as optimize() does.
 	build bool
 	rq    *rqEncoder
-	// book16 is the PQ codebook transposed for the AVX2 kernel (nil
-	// without it, or for a PQ it does not cover).
-	book16 []float32
 	// ids and codes hold each partition's rows so far, in arrival order.
 	ids   [][]uint64
 	codes [][]byte
 	// part and buf are a batch's assignments and codes (reused).
 	part []int32
 	buf  []byte
+	// book16 is the PQ codebook transposed for the AVX2 kernel (nil
+	// without it, or for a PQ it does not cover).
+	book16 []float32
 }
 
 func (seg *Segment) newEncoder(build bool) (*encoder, error) {
