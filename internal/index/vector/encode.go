@@ -33,6 +33,9 @@ type encoder struct {
 	// part and buf are a batch's assignments and codes (reused).
 	part []int32
 	buf  []byte
+	// book16 is the PQ codebook transposed for the AVX2 kernel (nil
+	// without it, or for a PQ it does not cover).
+	book16 []float32
 }
 
 func (seg *Segment) newEncoder(build bool) (*encoder, error) {
@@ -52,6 +55,7 @@ func (seg *Segment) newEncoder(build bool) (*encoder, error) {
 		e.width = dim
 	case QuantPQ:
 		e.width = s.PQ.codeBytes()
+		e.book16 = pqBook16(s.PQ)
 	case QuantRQ:
 		var err error
 		if e.rq, err = newRQEncoder(s.RQ, cent, dim, seg.Index.Distance); err != nil {
@@ -135,7 +139,7 @@ func (e *encoder) encodeRow(x []float32, i int, scratch []float32) {
 			}
 			x = r
 		}
-		pqEncodeInto(out, s.PQ, x, dot && !e.build)
+		pqEncodeInto(out, s.PQ, x, dot && !e.build, e.book16)
 	}
 }
 

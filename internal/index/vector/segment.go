@@ -90,6 +90,15 @@ func HasGraph(m *pb.IndexMetadata) bool {
 
 // ReadSegment reads and cross-checks both files of a vector segment.
 func ReadSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata) (*Segment, error) {
+	return readSegment(ctx, b, m, true)
+}
+
+// readSegment is ReadSegment, without auxiliary.idx's rows (row ids and
+// codes) unless rows is set: a segment's centroids, quantizer and graphs
+// are all that encoding new rows with it needs, and its rows are most of
+// the bytes (48 MiB of PQ codes and 8 MiB of row ids a million rows,
+// decoded in several copies).
+func readSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, rows bool) (*Segment, error) {
 	typ, d, err := segmentType(m)
 	if err != nil {
 		return nil, err
@@ -110,7 +119,12 @@ func ReadSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata) (*S
 	if err != nil {
 		return nil, wrap(err)
 	}
-	s, err := ReadStorage(storage.NewReaderAt(ctx, b, dir+StorageFile, a.Size), a.Size)
+	var s *Storage
+	if rows {
+		s, err = ReadStorage(storage.NewReaderAt(ctx, b, dir+StorageFile, a.Size), a.Size)
+	} else {
+		s, err = readStorageHead(storage.NewReaderAt(ctx, b, dir+StorageFile, a.Size), a.Size)
+	}
 	if err != nil {
 		return nil, wrap(err)
 	}

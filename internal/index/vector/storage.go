@@ -131,6 +131,27 @@ func ReadStorage(r io.ReaderAt, size int64) (*Storage, error) {
 	return s, nil
 }
 
+// readStorageHead is ReadStorage without the rows: Columns hold the
+// quantizer's columns' types and no rows, RowIDs is empty.
+func readStorageHead(r io.ReaderAt, size int64) (*Storage, error) {
+	s, f, err := openStorage(r, size)
+	if err != nil {
+		return nil, err
+	}
+	var empty func(fl *file.Field) *file.Array
+	empty = func(fl *file.Field) *file.Array {
+		a := &file.Array{Type: fl.Type, Name: fl.Name}
+		for _, c := range fl.Children {
+			a.Children = append(a.Children, empty(c))
+		}
+		return a
+	}
+	for _, fl := range f.Schema.Fields[1:] {
+		s.Columns = append(s.Columns, empty(fl))
+	}
+	return s, nil
+}
+
 // openStorage reads an auxiliary.idx's schema, IVF partitions, global
 // buffers and quantizer parameters, but none of its rows (setRows).
 func openStorage(r io.ReaderAt, size int64) (*Storage, *file.File, error) {
