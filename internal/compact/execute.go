@@ -35,9 +35,13 @@ const decodeWindow = 32 << 10
 // 8-float vector (50 bytes a row) a 256 KiB window (5 Ki rows) took the
 // peak RSS from 65-70 to 58-62 MiB at the same CPU; minWindowRows keeps
 // the per-window work small next to the rows'.
+// maxWindowBytes bounds the window of a file of very wide rows, which
+// minWindowRows alone would make large (4 Ki rows of a 4 096-d float32
+// vector are 64 MiB); a 768-d one's 4 Ki rows are 12 MiB.
 const (
-	windowBytes   = 256 << 10
-	minWindowRows = 4 << 10
+	windowBytes    = 256 << 10
+	minWindowRows  = 4 << 10
+	maxWindowBytes = 16 << 20
 )
 
 // windowRows is the decode window for a data file of size bytes holding
@@ -47,7 +51,7 @@ func windowRows(size int64, rows uint64) int {
 		return decodeWindow
 	}
 	per := max(1, uint64(size)/rows)
-	return int(min(max(windowBytes/per, minWindowRows), decodeWindow))
+	return int(min(max(windowBytes/per, minWindowRows), decodeWindow, max(1, maxWindowBytes/per)))
 }
 
 // Stats count what a compaction did.

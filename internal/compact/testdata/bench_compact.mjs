@@ -14,7 +14,7 @@
 // deletes, so they cover every fragment. wide makes the table id and vec
 // FixedSizeList<float32, 768> only (an embedding table: LanceDB writes
 // its vector pages full-zip); with ivfpq, the IVF_PQ index on that vec
-// has 16 partitions and 48 sub-vectors; with nulls, vec is null where
+// has 16 partitions and 16 sub-vectors; with nulls, vec is null where
 // id % 13 = 5. optimize runs in a process of its
 // own, so its CPU time and peak RSS are the optimize's alone (timed around
 // the optimize() call: not Node's start-up nor the table's open).
@@ -141,10 +141,12 @@ async function build(db, name, rows, fragRows, del, shape) {
   const t0 = Date.now();
   let t = null;
   for (let lo = 0; lo < rows; lo += fragRows) {
-    // One add per fragment, in batches of at most 64 Ki rows.
+    // One add per fragment; the wide shape's in batches of at most 64 Ki
+    // rows (192 MiB of vectors).
     const bs = [];
     const hi = Math.min(rows, lo + fragRows);
-    for (let a = lo; a < hi; a += 65536) bs.push(batch(range(a, Math.min(hi, a + 65536)), "b"));
+    const step = wide ? 65536 : fragRows;
+    for (let a = lo; a < hi; a += step) bs.push(batch(range(a, Math.min(hi, a + step)), "b"));
     const tb = new arrow.Table(bs);
     if (t === null) t = await db.createTable(name, tb, { mode: "create" });
     else await t.add(tb);
@@ -154,7 +156,7 @@ async function build(db, name, rows, fragRows, del, shape) {
   // 64 partitions of 4 sub-vectors of 2 floats: a quick k-means even at
   // 16 Mi rows, partitions of ~256 Ki rows there.
   if (want.has("ivfpq") && wide)
-    await t.createIndex("vec", { config: lancedb.Index.ivfPq({ numPartitions: 16, numSubVectors: 48, distanceType: "l2" }) });
+    await t.createIndex("vec", { config: lancedb.Index.ivfPq({ numPartitions: 16, numSubVectors: 16, distanceType: "l2" }) });
   else if (want.has("ivfpq"))
     await t.createIndex("vec", { config: lancedb.Index.ivfPq({ numPartitions: 64, numSubVectors: 4, distanceType: "l2" }) });
   if (del > 0) await t.delete(`id % ${del} = 3`);
