@@ -3,12 +3,14 @@ package file
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"io"
 	"math"
 	"testing"
 
 	pb "github.com/compactord/compactord/gen/lancefilepb"
 	"github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/testing/lancedb"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -20,12 +22,8 @@ func vecItem(i, k int) float32 { return float32(i) + float32(k)/1024 }
 // WriteRows in batches of 100, as a compaction writes.
 func vectorFile(t testing.TB, n, dim int, opts WriterOptions, null func(int) bool) []byte {
 	t.Helper()
-	fields := []*lancepb.Field{
-		{Name: "id", Id: 0, ParentId: -1, LogicalType: "int64"},
-		{Name: "vec", Id: 1, ParentId: -1, LogicalType: "fixed_size_list:float:" + itoa(dim), Nullable: true},
-	}
 	var buf bytes.Buffer
-	w, err := NewWriter(&buf, fields, opts)
+	w, err := NewWriter(&buf, vectorFields(dim), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +60,14 @@ func vectorFile(t testing.TB, n, dim int, opts WriterOptions, null func(int) boo
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// vectorFields is vectorFile's schema.
+func vectorFields(dim int) []*lancepb.Field {
+	return []*lancepb.Field{
+		{Name: "id", Id: 0, ParentId: -1, LogicalType: "int64"},
+		{Name: "vec", Id: 1, ParentId: -1, LogicalType: "fixed_size_list:float:" + itoa(dim), Nullable: true},
+	}
 }
 
 func itoa(n int) string {
@@ -329,4 +335,50 @@ func TestWidePageBytes(t *testing.T) {
 	} else if n1, _ := count(8, 64<<10); n1 != n0 {
 		t.Errorf("32-byte rows: %d pages with wide pages of 64 KiB, %d without", n1, n0)
 	}
+}
+
+// TestLanceDBReadsPlainVectors: LanceDB 0.39 reads vector columns written
+// as their rows' bytes (several plain pages; pages of WidePageBytes) and
+// with null vectors as the rows written.
+func TestLanceDBReadsPlainVectors(t *testing.T) {
+	lancedb.Require(t)
+	const n, dim = 300, 96
+	dir := t.TempDir()
+	var cases []lancedbCase
+	for _, c := range []struct {
+		name string
+		opts WriterOptions
+		null func(int) bool
+	}{
+		{"plainvec_pages", WriterOptions{PageBytes: 16 << 10}, nil},
+		{"plainvec_wide", WriterOptions{PageBytes: 4 << 10, WidePageBytes: 64 << 10}, nil},
+		{"nullvec_pages", WriterOptions{PageBytes: 16 << 10}, func(i int) bool { return i%7 == 3 }},
+	} {
+		data := vectorFile(t, n, dim, c.opts, c.null)
+		writeTable(t, dir, c.name, vectorFields(dim), data, V2_2, []int32{0, 1}, []int32{0, 1}, n)
+		ids := alloc(8 * n)
+		items := alloc(4 * n * dim)
+		valid := make([]byte, bitmapLen(n))
+		for i := range n {
+			binary.LittleEndian.PutUint64(ids[8*i:], uint64(i))
+			for k := range dim {
+				binary.LittleEndian.PutUint32(items[4*(i*dim+k):], math.Float32bits(vecItem(i, k)))
+			}
+			if c.null == nil || !c.null(i) {
+				setBit(valid, i)
+			}
+		}
+		vec := &Array{Type: DataType{Kind: KindFixedSizeList, Size: dim}, Len: n, Valid: valid,
+			Children: []*Array{{Type: DataType{Kind: KindFloat32}, Len: n * dim, Values: items}}}
+		cols := map[string]json.RawMessage{}
+		for name, a := range map[string]*Array{"id": {Type: DataType{Kind: KindInt64}, Len: n, Values: ids}, "vec": vec} {
+			raw, err := json.Marshal(canonColumn(a))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cols[name] = raw
+		}
+		cases = append(cases, lancedbCase{name: c.name, want: &oracle{Rows: n, Columns: cols}})
+	}
+	lancedbRead(t, dir, cases)
 }
