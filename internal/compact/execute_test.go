@@ -421,9 +421,10 @@ func TestWindowRows(t *testing.T) {
 		{18 << 20, 1 << 20, windowBytes / 18}, // 18 bytes a row
 		{50 << 20, 1 << 20, windowBytes / 50}, // a vector row
 		{1 << 20, 1 << 20, decodeWindow},      // narrower than the cap
-		{1 << 30, 1 << 20, minWindowRows},     // 1 KiB rows
-		{3 << 30, 1 << 20, minWindowRows},     // 3 KiB rows (768-d float32): 12 MiB
-		{16 << 30, 1 << 20, 1024},             // 16 KiB rows: 16 MiB, not 64
+		{256 << 20, 1 << 20, minWindowRows},   // 256-byte rows
+		{1 << 30, 1 << 20, 2048},              // 1 KiB rows: 2 MiB
+		{3 << 30, 1 << 20, 682},               // 3 KiB rows (768-d float32): 2 MiB, not 12
+		{16 << 30, 1 << 20, 128},              // 16 KiB rows: 2 MiB, not 64
 		{1 << 45, 1 << 20, 1},                 // rows past maxWindowBytes
 		{0, 1 << 20, decodeWindow},            // size unknown
 		{18 << 20, 0, decodeWindow},           // no rows
@@ -451,8 +452,8 @@ func TestGroupMemoryCountsVectors(t *testing.T) {
 		want int64
 	}{
 		{"fixed_size_list:float:8", 2<<20 + 3*2*pageBytes},
-		{"fixed_size_list:float:768", 2<<20 + 2*2*pageBytes + minWindowRows*3072 + widePageBytes*5/4},
-		{"fixed_size_list:double:4096", 2<<20 + 2*2*pageBytes + maxWindowBytes + widePageBytes*5/4},
+		{"fixed_size_list:float:64", 2<<20 + 2*2*pageBytes + minWindowRows*256 + widePageBytes*5/4},
+		{"fixed_size_list:float:768", 2<<20 + 2*2*pageBytes + maxWindowBytes + widePageBytes*5/4},
 		{"fixed_size_list:int8:64", 2<<20 + 3*2*pageBytes},
 	} {
 		if got := groupMemory(fields(c.vec)); got != c.want {
