@@ -519,7 +519,10 @@ func (b *MemoryBudget) Hold(ctx context.Context, n int64) (func(), error) {
 // column, the page being built for the file being written (pageBytes,
 // plus slack for the batch that crosses it) and the decoded window and
 // its read buffer (about as much again); plus the output's write buffer
-// and the encoder's scratch. It is the live heap, not the RSS, which the
+// and the encoder's scratch. A vector column (fixed-width rows of 256
+// bytes or more) holds its window of rows as stored (at least
+// minWindowRows of them, up to maxWindowBytes) and a page of
+// widePageBytes plus slack. It is the live heap, not the RSS, which the
 // garbage collector's headroom makes up to about twice that.
 func groupMemory(m *pb.Manifest) int64 {
 	parents := map[int32]bool{}
@@ -528,13 +531,18 @@ func groupMemory(m *pb.Manifest) int64 {
 			parents[f.GetParentId()] = true
 		}
 	}
-	leaves := 0
+	need := int64(2 << 20)
 	for _, f := range m.GetFields() {
-		if !parents[f.GetId()] {
-			leaves++
+		if parents[f.GetId()] {
+			continue
 		}
+		if rb := int64(file.FixedRowBytes(f.GetLogicalType())); rb >= 256 {
+			need += min(minWindowRows*rb, maxWindowBytes) + widePageBytes*5/4
+			continue
+		}
+		need += 2 * pageBytes
 	}
-	return int64(leaves)*2*pageBytes + 2<<20
+	return need
 }
 
 func executeAll(ctx context.Context, h *table.Handle, m *pb.Manifest, p *Plan, o Options, par int, budget *MemoryBudget) ([]*Output, error) {
