@@ -31,6 +31,10 @@ func tensorWidth(t ipb.Tensor_DataType) int {
 		return 4
 	case ipb.Tensor_FLOAT64:
 		return 8
+	case ipb.Tensor_UINT8:
+		// A hamming index's centroids are binary vectors, as its FLAT
+		// storage's.
+		return 1
 	}
 	return 0
 }
@@ -46,6 +50,8 @@ func tensorFloats(t *ipb.Tensor) []float32 {
 	out := make([]float32, len(data)/w)
 	for i := range out {
 		switch w {
+		case 1:
+			out[i] = float32(data[i])
 		case 2:
 			out[i] = file.Float16(binary.LittleEndian.Uint16(data[2*i:]))
 		case 4:
@@ -65,7 +71,7 @@ func ColumnRefusal(f *pb.Field) string {
 	if !strings.HasPrefix(lt, "fixed_size_list:") {
 		return ""
 	}
-	if item := strings.Split(lt, ":")[1]; item != "float" {
+	if item := strings.Split(lt, ":")[1]; item != "float" && item != "uint8" {
 		return fmt.Sprintf("column %q holds %s vectors: compactord encodes indexes of float32 vectors only", f.GetName(), item)
 	}
 	return ""
