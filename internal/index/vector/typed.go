@@ -22,6 +22,8 @@ func newTypedEncoder(seg *Segment, build bool) (typedEncoder, error) {
 	switch t.GetDataType() {
 	case ipb.Tensor_UINT8:
 		return newHammingEncoder(seg)
+	case ipb.Tensor_FLOAT16, ipb.Tensor_FLOAT64:
+		return newFloatEncoder(seg, build)
 	}
 	return nil, unsupported("compactord does not encode indexes of %s vectors", t.GetDataType())
 }
