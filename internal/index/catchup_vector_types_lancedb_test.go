@@ -3,6 +3,7 @@ package index
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/compactord/compactord/internal/testing/lancedb"
@@ -110,4 +111,110 @@ func TestCatchUpHammingIndexes(t *testing.T) {
 		t.Fatalf("index stats after rebuild: %+v; want %d indexed", st, total)
 	}
 	sameVecHits(t, vecSearchesOf(t, f, "hamming", parts, false, lancedb.BinaryVectorOf), theirs, "LanceDB's optimize() copy")
+}
+
+// TestCatchUpFloat16And64Indexes: LanceDB 0.39 keeps an index over
+// float16 or float64 vectors in that type and computes its distances in
+// it; for each kind compactord encodes (IVF_FLAT, IVF_PQ, IVF_HNSW_SQ,
+// IVF_HNSW_PQ) and distance type, after two fragments were appended,
+// compactord's catch-up adds a delta segment in lance's arithmetic for
+// the type, LanceDB counts no unindexed row and two segments, and its
+// search with every partition probed returns, for 50 queries, the ids and
+// distances of a copy on which its own optimize() appended the delta
+// (HNSW: with a search list as long as the table, and recall@10 against
+// the exhaustive search within 0.01 of the copy's at LanceDB's default).
+// compactord's rebuild into one segment then answers the same again (but
+// for dot PQ, whose delta LanceDB encodes by dot product and its build,
+// which a rebuild reproduces, by L2).
+func TestCatchUpFloat16And64Indexes(t *testing.T) {
+	lancedb.Require(t)
+	for _, item := range []string{"float16", "float64"} {
+		for _, k := range oracleKinds() {
+			if k.typ == "ivf_rq" || k.variant != "" {
+				continue
+			}
+			for _, d := range []string{"l2", "cosine", "dot"} {
+				t.Run(item+"_"+k.typ+"_"+d, func(t *testing.T) {
+					opts := map[string]any{"numPartitions": k.partitions, "distanceType": d}
+					for o, v := range k.opts {
+						opts[o] = v
+					}
+					f, twin := typedTable(t, item, lancedb.VectorRows, k.rows, k.typ, opts)
+					res, err := CatchUp(t.Context(), openHandle(t, f.Dir), Options{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					live, total := liveRows(k.rows, k.rows+k.rows/4), liveRows(0, k.rows+k.rows/4)
+					if !res.Committed || len(res.Indices) != 1 || fmt.Sprint(res.Indices[0].Fragments) != "[4 5]" || res.Indices[0].Rows != live {
+						t.Fatalf("catch-up: %+v; want vec_idx caught up over fragments 4 and 5 (%d rows)", res, live)
+					}
+					out := f.Run(t, lancedb.Open(), lancedb.ListIndices(), lancedb.IndexStats("vec_idx"))
+					if st, err := out.IndexStats(2); err != nil || st == nil || st.NumUnindexedRows != 0 || st.NumIndexedRows != int64(total) {
+						t.Fatalf("index stats after catch-up: %+v %v; want %d indexed", st, err, total)
+					}
+					if ixs, err := out.Indices(1); err != nil || len(ixs) != 1 || ixs[0].NumSegments != 2 {
+						t.Fatalf("indices after catch-up: %+v %v; want vec_idx of two segments", ixs, err)
+					}
+					lanceDBAppend(t, twin)
+					hnsw := strings.HasPrefix(k.typ, "ivf_hnsw")
+					wide := 0
+					if hnsw {
+						wide = int(k.rows + k.rows/4)
+					}
+					theirs, theirsWide := vecSearches(t, twin, d, k.partitions, false), vecSearchesEf(t, twin, d, k.partitions, false, wide)
+					exact := vecSearches(t, f, d, k.partitions, true)
+					check := func(what string) {
+						sameVecHits(t, vecSearchesEf(t, f, d, k.partitions, false, wide), theirsWide, "LanceDB's optimize() copy")
+						if !hnsw {
+							return
+						}
+						ours, lance := recall(vecSearches(t, f, d, k.partitions, false), exact), recall(theirs, exact)
+						t.Logf("recall@10: compactord's %s %.3f, LanceDB's optimize() %.3f", what, ours, lance)
+						if ours < lance-0.01 {
+							t.Errorf("recall@10 %.3f after compactord's %s, LanceDB's optimize() %.3f", ours, what, lance)
+						}
+					}
+					check("catch-up")
+					rb, err := Rebuild(t.Context(), openHandle(t, f.Dir), "vec_idx", RebuildOptions{})
+					if err != nil || rb.Rows != total || len(rb.Removed) != 2 {
+						t.Fatalf("rebuild: %+v %v; want one segment of %d rows replacing two", rb, err, total)
+					}
+					if strings.HasSuffix(k.typ, "pq") && d == "dot" {
+						return
+					}
+					check("rebuild")
+				})
+			}
+		}
+	}
+}
+
+// TestCatchUpRefusesFloat16And64RQIndexes: compactord does not encode an
+// IVF_RQ index over float16 or float64 vectors; catch-up skips it with
+// that reason and commits the rest (a btree on the same table is caught
+// up), and a rebuild refuses it in one line.
+func TestCatchUpRefusesFloat16And64RQIndexes(t *testing.T) {
+	lancedb.Require(t)
+	for _, item := range []string{"float16", "float64"} {
+		t.Run(item, func(t *testing.T) {
+			f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+			f.Dir = f.URI + "/t.lance"
+			f.Run(t, lancedb.Create(lancedb.VectorSchemaOf(item), lancedb.VectorRows(0, 600, "v")),
+				lancedb.CreateVectorIndex("vec", "ivf_rq", "vec_idx", map[string]any{"numPartitions": 2}),
+				lancedb.CreateIndex("id", "btree", "id_idx"),
+				lancedb.Add(lancedb.VectorRows(600, 700, "w")))
+			h := openHandle(t, f.Dir)
+			res, err := CatchUp(t.Context(), h, Options{})
+			if err != nil || !res.Committed || len(res.Indices) != 1 || res.Indices[0].Name != "id_idx" ||
+				len(res.Skipped) != 1 || res.Skipped[0].Name != "vec_idx" || !strings.Contains(res.Skipped[0].Reason, "IVF_RQ indexes of float32 vectors only") {
+				t.Fatalf("catch-up: %+v %v; want id_idx caught up and vec_idx skipped for its %s vectors", res, err, item)
+			}
+			if st := stats(t, f.Run(t, lancedb.Open(), lancedb.IndexStats("vec_idx")), 1); st.NumUnindexedRows != 100 {
+				t.Fatalf("index stats %+v; want the 100 new rows unindexed", st)
+			}
+			if _, err := Rebuild(t.Context(), h, "vec_idx", RebuildOptions{}); err == nil || !strings.Contains(err.Error(), "IVF_RQ indexes of float32 vectors only") || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("rebuild: %v; want a one-line refusal naming float32 vectors", err)
+			}
+		})
+	}
 }
