@@ -78,6 +78,11 @@ func (e *encoder) add(v *Vectors) error {
 	if v.Dim != e.dim {
 		return fmt.Errorf("vectors of %d dimensions for an index of %d", v.Dim, e.dim)
 	}
+	if e.typed != nil {
+		if err := e.typed.check(v); err != nil {
+			return err
+		}
+	}
 	e.part = append(e.part[:0], make([]int32, n)...)
 	if cap(e.buf) < n*e.width {
 		e.buf = make([]byte, n*e.width)

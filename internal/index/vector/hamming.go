@@ -1,6 +1,8 @@
 package vector
 
-import "math/bits"
+import (
+	"math/bits"
+)
 
 // Hamming indexes. LanceDB 0.39 builds only IVF_FLAT with the hamming
 // distance, over FixedSizeList<uint8> (binary) vectors: its PQ, SQ and RQ
@@ -34,6 +36,15 @@ func (h *hammingEncoder) encode(v *Vectors, i int, out []byte) int {
 		out[k] = byte(f)
 	}
 	return nearestHamming(out[:h.dim], h.cent, h.dim)
+}
+
+func (h *hammingEncoder) check(v *Vectors) error {
+	for _, f := range v.Data {
+		if f != float32(byte(f)) || f < 0 || f > 255 {
+			return formatErr("a hamming index over a column whose vectors are not uint8 (an item %v)", f)
+		}
+	}
+	return nil
 }
 
 // hamming is the number of bits that differ between a and b (len(b) ≥

@@ -14,6 +14,10 @@ type typedEncoder interface {
 	// encode assigns row i of v to its partition, writes the row's code
 	// (out holds the encoder's width) and returns the partition.
 	encode(v *Vectors, i int, out []byte) int
+	// check refuses vectors of another type than the index's (a column
+	// whose type changed under its index): encoding them would give
+	// codes LanceDB never computes.
+	check(v *Vectors) error
 }
 
 // newTypedEncoder is seg's typedEncoder, by its centroids' type.

@@ -78,6 +78,21 @@ func (e *floatEncoder) encode(v *Vectors, i int, out []byte) int {
 	return e.encode64(v.Data64[i*e.dim:(i+1)*e.dim], out)
 }
 
+func (e *floatEncoder) check(v *Vectors) error {
+	if !e.half {
+		if len(v.Data64) != len(v.Data) {
+			return formatErr("a float64 index over a column whose vectors are not float64")
+		}
+		return nil
+	}
+	for _, f := range v.Data {
+		if f16r(f) != f && !math.IsNaN(float64(f)) {
+			return formatErr("a float16 index over a column whose vectors are not float16 (an item %v)", f)
+		}
+	}
+	return nil
+}
+
 // nearest is the index of the first of the smallest of n distances.
 func nearest(n int, dist func(c int) float32) int {
 	best, bd := 0, float32(math.Inf(1))
