@@ -64,7 +64,7 @@ func TestFMA32IsRoundedOnce(t *testing.T) {
 	for i := range 200000 {
 		a, b, c := f(), f(), f()
 		if i%3 == 0 {
-			c = -float32(float64(a) * float64(b)) * (1 + float32(r.IntN(3)-1)*0x1p-23)
+			c = -float32(float64(a)*float64(b)) * (1 + float32(r.IntN(3)-1)*0x1p-23)
 		}
 		exact := new(big.Float).SetPrec(200).Mul(big.NewFloat(float64(a)), big.NewFloat(float64(b)))
 		exact.Add(exact, big.NewFloat(float64(c)))

@@ -73,6 +73,16 @@ func Refusal(d *ipb.VectorIndexDetails) string {
 	return ""
 }
 
+// SegmentRefusal is why Remap and BuildSegment leave the vector segment m
+// alone, in one line ("": they do not).
+func SegmentRefusal(m *pb.IndexMetadata) string {
+	_, d, err := segmentType(m)
+	if err != nil {
+		return err.Error()
+	}
+	return Refusal(d)
+}
+
 // Buildable reports whether BuildSegment writes segments of m's index:
 // every one Remap handles.
 func Buildable(m *pb.IndexMetadata) bool { return Remappable(m) }
