@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/compactord/compactord/internal/index"
 	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
@@ -103,43 +104,82 @@ func hammingHits(t *testing.T, f *lancedb.Fixture, v uint64, partitions int) []s
 }
 
 // TestRunRemapsHammingIndexes: LanceDB 0.39 builds IVF_FLAT with the
-// hamming distance over uint8 (binary) vectors; compactord's inline
-// compaction of such a table (rows deleted in every fragment) remaps it
-// (row addresses only, the vectors' bytes untouched), LanceDB counts no
-// unindexed row, and its search with every partition probed returns, for
-// 50 queries, the ids and distances it returned before and on a copy
-// LanceDB's own optimize() compacted.
+// hamming distance over uint8 (binary) vectors; compactord's compaction
+// of such a table (rows deleted in every fragment, one fragment deleted
+// whole) no longer leaves its fragments out. Inline, it remaps the index
+// in the Rewrite (row addresses only, the vectors' bytes untouched);
+// deferred, LanceDB reads it through the FRI until index remap rewrites
+// it and removes the FRI. Either way LanceDB counts no unindexed row and
+// its search with every partition probed returns, for 50 queries, the ids
+// and distances it returned before (inline: and on a copy LanceDB's own
+// optimize() compacted).
 func TestRunRemapsHammingIndexes(t *testing.T) {
 	lancedb.Require(t)
-	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
-	f.Dir = f.URI + "/t.lance"
-	steps := []lancedb.Step{lancedb.Create(lancedb.VectorSchemaOf("uint8"), lancedb.BinaryVectorRows(0, 250, "v"))}
-	for lo := int64(250); lo < 1000; lo += 250 {
-		steps = append(steps, lancedb.Add(lancedb.BinaryVectorRows(lo, lo+250, "v")))
-	}
-	steps = append(steps, lancedb.CreateVectorIndex("vec", "ivf_flat", "vec_idx", map[string]any{"numPartitions": 2, "distanceType": "hamming"}),
-		lancedb.Delete("id % 3 = 0"))
-	f.Run(t, steps...)
-	twin := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
-	twin.Dir = twin.URI + "/t.lance"
-	copyTree(t, f.Dir, twin.Dir)
-	before := hammingHits(t, f, 0, 2)
-
-	res, err := Run(t.Context(), openHandle(t, f.Dir), DefaultOptions(), Env{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Commit == nil || len(res.Plan.Skips) != 0 || res.RewrittenIndices != 1 {
-		t.Fatalf("compaction: committed %v, skips %+v, %d indexes remapped; want vec_idx remapped, nothing skipped", res.Commit != nil, res.Plan.Skips, res.RewrittenIndices)
-	}
-	st, err := f.Run(t, lancedb.Open(), lancedb.IndexStats("vec_idx")).IndexStats(1)
-	if want := int64(1000 - 334); err != nil || st == nil || st.NumUnindexedRows != 0 || st.NumIndexedRows != want {
-		t.Fatalf("index stats %+v %v: want %d indexed, 0 unindexed", st, err, want)
-	}
-	got := hammingHits(t, f, 0, 2)
-	want := hammingHits(t, twin, lanceDBRemapVersion(t, twin), 2)
-	if fmt.Sprint(got) != fmt.Sprint(before) || fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("hamming search after the compaction:\n%v\nbefore:\n%v\nLanceDB's remap:\n%v", got[:10], before[:10], want[:10])
+	for _, mode := range []string{"inline", "deferred"} {
+		t.Run(mode, func(t *testing.T) {
+			f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+			f.Dir = f.URI + "/t.lance"
+			steps := []lancedb.Step{lancedb.Create(lancedb.VectorSchemaOf("uint8"), lancedb.BinaryVectorRows(0, 250, "v"))}
+			for lo := int64(250); lo < 1000; lo += 250 {
+				steps = append(steps, lancedb.Add(lancedb.BinaryVectorRows(lo, lo+250, "v")))
+			}
+			steps = append(steps, lancedb.CreateVectorIndex("vec", "ivf_flat", "vec_idx", map[string]any{"numPartitions": 2, "distanceType": "hamming"}),
+				lancedb.Delete("id % 3 = 0"), lancedb.Delete("id >= 500 AND id < 750"))
+			f.Run(t, steps...)
+			twin := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+			twin.Dir = twin.URI + "/t.lance"
+			copyTree(t, f.Dir, twin.Dir)
+			before := hammingHits(t, f, 0, 2)
+			live := 0
+			for id := range 1000 {
+				if id%3 != 0 && (id < 500 || id >= 750) {
+					live++
+				}
+			}
+			h := openHandle(t, f.Dir)
+			opts := DefaultOptions()
+			if mode == "deferred" {
+				opts = deferredOptions()
+			}
+			res, err := Run(t.Context(), h, opts, Env{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Commit == nil || len(res.Plan.Skips) != 0 {
+				t.Fatalf("compaction: committed %v, skips %+v; want the fragments compacted, none skipped", res.Commit != nil, res.Plan.Skips)
+			}
+			if mode == "inline" && res.RewrittenIndices != 1 {
+				t.Fatalf("compaction remapped %d indexes inline; want vec_idx", res.RewrittenIndices)
+			}
+			if mode == "deferred" {
+				if res.FragReuse == nil {
+					t.Fatal("the deferred compaction wrote no FRI")
+				}
+				if got := hammingHits(t, f, 0, 2); fmt.Sprint(got) != fmt.Sprint(before) {
+					t.Fatalf("hamming search through the FRI:\n%v\nbefore:\n%v", got[:10], before[:10])
+				}
+				rr, err := index.RemapIndexes(t.Context(), h, index.RemapJobOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(rr.Indices) != 1 || rr.Indices[0].Name != "vec_idx" || len(rr.Skipped) != 0 || rr.Trim == nil || !rr.Trim.Removed || rr.Indices[0].Entries != live {
+					t.Fatalf("index remap: %+v; want vec_idx remapped (%d rows) and the FRI removed", rr, live)
+				}
+			}
+			st, err := f.Run(t, lancedb.Open(), lancedb.IndexStats("vec_idx")).IndexStats(1)
+			if err != nil || st == nil || st.NumUnindexedRows != 0 || st.NumIndexedRows != int64(live) {
+				t.Fatalf("index stats %+v %v: want %d indexed, 0 unindexed", st, err, live)
+			}
+			got := hammingHits(t, f, 0, 2)
+			if fmt.Sprint(got) != fmt.Sprint(before) {
+				t.Fatalf("hamming search after the compaction:\n%v\nbefore:\n%v", got[:10], before[:10])
+			}
+			if mode == "inline" {
+				if want := hammingHits(t, twin, lanceDBRemapVersion(t, twin), 2); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("hamming search after the compaction:\n%v\nLanceDB's remap:\n%v", got[:10], want[:10])
+				}
+			}
+		})
 	}
 }
 
