@@ -16,11 +16,13 @@ import (
 // type than float32.
 type typedKind struct {
 	item, typ, distance string
-	opts                map[string]any
-	rows                func(lo, hi int64, tag string) []lancedb.Row
+	// variant names a configuration beyond the type (4bit: 4-bit PQ).
+	variant string
+	opts    map[string]any
+	rows    func(lo, hi int64, tag string) []lancedb.Row
 }
 
-func (k typedKind) String() string { return k.item + "_" + k.typ + "_" + k.distance }
+func (k typedKind) String() string { return k.item + "_" + k.typ + k.variant + "_" + k.distance }
 
 // typedKinds are the typed indexes compactord encodes.
 func typedKinds() []typedKind {
@@ -37,6 +39,8 @@ func typedKinds() []typedKind {
 				out = append(out, typedKind{item: item, typ: typ, distance: d, opts: opts, rows: lancedb.VectorRows})
 			}
 		}
+		out = append(out, typedKind{item: item, typ: "ivf_pq", variant: "4bit", distance: "l2",
+			opts: map[string]any{"numPartitions": 4, "numSubVectors": 4, "numBits": 4}, rows: lancedb.VectorRows})
 	}
 	return out
 }
@@ -87,7 +91,8 @@ func samePlaces(t *testing.T, got, want *Storage, what string) {
 }
 
 // TestEncodeTypedMatchesLanceDB: for each index LanceDB builds over other
-// vectors than float32 (binary vectors under hamming), EncodeBuild of the
+// vectors than float32 (binary vectors under hamming; float16 and float64
+// vectors, IVF_RQ aside, 4-bit PQ included), EncodeBuild of the
 // indexed rows with the index's centroids and quantizer puts every row in
 // LanceDB's partition with LanceDB's code, and, on a table sized so that
 // LanceDB's optimize() appends a delta with them, Encode of the appended
