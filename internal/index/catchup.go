@@ -407,7 +407,7 @@ func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 			skips = append(skips, Skip{name, err.Error()})
 			continue
 		}
-		if why := vector.ColumnRefusal(f, segs[0]); kind == vector.Kind && why != "" {
+		if why := vector.ColumnRefusal(f); kind == vector.Kind && why != "" {
 			skips = append(skips, Skip{name, why})
 			continue
 		}

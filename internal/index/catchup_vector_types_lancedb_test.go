@@ -115,14 +115,15 @@ func TestCatchUpHammingIndexes(t *testing.T) {
 
 // TestCatchUpFloat16And64Indexes: LanceDB 0.39 keeps an index over
 // float16 or float64 vectors in that type and computes its distances in
-// it; for each kind compactord encodes (IVF_FLAT, IVF_PQ, IVF_HNSW_SQ,
-// IVF_HNSW_PQ) and distance type, after two fragments were appended,
+// it; for each kind (IVF_FLAT, IVF_PQ, IVF_RQ, IVF_HNSW_SQ, IVF_HNSW_PQ)
+// and distance type, after two fragments were appended,
 // compactord's catch-up adds a delta segment in lance's arithmetic for
 // the type, LanceDB counts no unindexed row and two segments, and its
 // search with every partition probed returns, for 50 queries, the ids and
 // distances of a copy on which its own optimize() appended the delta
 // (HNSW: with a search list as long as the table, and recall@10 against
-// the exhaustive search within 0.01 of the copy's at LanceDB's default).
+// the exhaustive search within 0.01 of the copy's at LanceDB's default;
+// IVF_RQ: at least 98% of its hits, as for float32 vectors).
 // compactord's rebuild into one segment then answers the same again (but
 // for dot PQ, whose delta LanceDB encodes by dot product and its build,
 // which a rebuild reproduces, by L2).
@@ -130,7 +131,7 @@ func TestCatchUpFloat16And64Indexes(t *testing.T) {
 	lancedb.Require(t)
 	for _, item := range []string{"float16", "float64"} {
 		for _, k := range oracleKinds() {
-			if k.typ == "ivf_rq" || k.variant != "" {
+			if k.variant != "" {
 				continue
 			}
 			for _, d := range []string{"l2", "cosine", "dot"} {
@@ -164,6 +165,14 @@ func TestCatchUpFloat16And64Indexes(t *testing.T) {
 					theirs, theirsWide := vecSearches(t, twin, d, k.partitions, false), vecSearchesEf(t, twin, d, k.partitions, false, wide)
 					exact := vecSearches(t, f, d, k.partitions, true)
 					check := func(what string) {
+						if k.typ == "ivf_rq" {
+							// LanceDB scores a row of a full block of 32
+							// through a lookup table and the rest exactly,
+							// and orders its own delta's rows differently
+							// from run to run (see closeVecHits).
+							closeVecHits(t, vecSearches(t, f, d, k.partitions, false), theirs, "LanceDB's optimize() copy")
+							return
+						}
 						sameVecHits(t, vecSearchesEf(t, f, d, k.partitions, false, wide), theirsWide, "LanceDB's optimize() copy")
 						if !hnsw {
 							return
@@ -186,35 +195,5 @@ func TestCatchUpFloat16And64Indexes(t *testing.T) {
 				})
 			}
 		}
-	}
-}
-
-// TestCatchUpRefusesFloat16And64RQIndexes: compactord does not encode an
-// IVF_RQ index over float16 or float64 vectors; catch-up skips it with
-// that reason and commits the rest (a btree on the same table is caught
-// up), and a rebuild refuses it in one line.
-func TestCatchUpRefusesFloat16And64RQIndexes(t *testing.T) {
-	lancedb.Require(t)
-	for _, item := range []string{"float16", "float64"} {
-		t.Run(item, func(t *testing.T) {
-			f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
-			f.Dir = f.URI + "/t.lance"
-			f.Run(t, lancedb.Create(lancedb.VectorSchemaOf(item), lancedb.VectorRows(0, 600, "v")),
-				lancedb.CreateVectorIndex("vec", "ivf_rq", "vec_idx", map[string]any{"numPartitions": 2}),
-				lancedb.CreateIndex("id", "btree", "id_idx"),
-				lancedb.Add(lancedb.VectorRows(600, 700, "w")))
-			h := openHandle(t, f.Dir)
-			res, err := CatchUp(t.Context(), h, Options{})
-			if err != nil || !res.Committed || len(res.Indices) != 1 || res.Indices[0].Name != "id_idx" ||
-				len(res.Skipped) != 1 || res.Skipped[0].Name != "vec_idx" || !strings.Contains(res.Skipped[0].Reason, "IVF_RQ indexes of float32 vectors only") {
-				t.Fatalf("catch-up: %+v %v; want id_idx caught up and vec_idx skipped for its %s vectors", res, err, item)
-			}
-			if st := stats(t, f.Run(t, lancedb.Open(), lancedb.IndexStats("vec_idx")), 1); st.NumUnindexedRows != 100 {
-				t.Fatalf("index stats %+v; want the 100 new rows unindexed", st)
-			}
-			if _, err := Rebuild(t.Context(), h, "vec_idx", RebuildOptions{}); err == nil || !strings.Contains(err.Error(), "IVF_RQ indexes of float32 vectors only") || strings.Contains(err.Error(), "\n") {
-				t.Fatalf("rebuild: %v; want a one-line refusal naming float32 vectors", err)
-			}
-		})
 	}
 }

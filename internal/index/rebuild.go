@@ -56,7 +56,8 @@ type RebuildResult struct {
 //
 // A vector index is re-encoded with its existing centroids and quantizer
 // (no retraining), read from its first segment, which must therefore be
-// readable; IVF_RQ over float16/float64 vectors is refused. A full-text
+// readable (float16, float64 and binary vectors are encoded in lance's
+// arithmetic for them). A full-text
 // index is rebuilt into one partition when compactord reproduces its
 // tokenizer (fts.NewTokenizer), else refused.
 func Rebuild(ctx context.Context, h *table.Handle, name string, o RebuildOptions) (*RebuildResult, error) {

@@ -17,8 +17,7 @@ import (
 // and RQ codes are bytes whatever the type). compactord decodes such
 // tensors to float32 for HNSW graph rebuilds; remap copies index.idx,
 // codes and vectors unchanged; catch-up and rebuild encode new rows in
-// lance's arithmetic for the type (typed_float.go), but for IVF_RQ,
-// whose float16/float64 encoding has not been checked against LanceDB.
+// lance's arithmetic for the type (typed_float.go).
 
 // tensorWidth is the byte width of a float tensor's elements (0: not a
 // float type compactord reads).
@@ -62,22 +61,17 @@ func tensorFloats(t *ipb.Tensor) []float32 {
 	return out
 }
 
-// ColumnRefusal is why catch-up and rebuild leave index m on column f
-// alone ("": they do not): a fixed-size list of other items than float32,
-// float16, float64 or (hamming) uint8, or an IVF_RQ index of float16 or
-// float64 vectors (LanceDB names float16 "halffloat" and float64
-// "double").
-func ColumnRefusal(f *pb.Field, m *pb.IndexMetadata) string {
+// ColumnRefusal is why catch-up and rebuild leave a vector index on column
+// f alone ("": they do not): a fixed-size list of other items than
+// float32, float16, float64 or (hamming) uint8 (LanceDB names float16
+// "halffloat" and float64 "double").
+func ColumnRefusal(f *pb.Field) string {
 	lt := f.GetLogicalType()
 	if !strings.HasPrefix(lt, "fixed_size_list:") {
 		return ""
 	}
 	switch item := strings.Split(lt, ":")[1]; item {
-	case "float", "uint8":
-	case "halffloat", "double":
-		if typ, _, err := segmentType(m); err == nil && typ == TypeIVFRQ {
-			return fmt.Sprintf("column %q holds %s vectors: compactord encodes IVF_RQ indexes of float32 vectors only", f.GetName(), item)
-		}
+	case "float", "halffloat", "double", "uint8":
 	default:
 		return fmt.Sprintf("column %q holds %s vectors: compactord encodes indexes of float16, float32, float64 and (hamming) uint8 vectors", f.GetName(), item)
 	}

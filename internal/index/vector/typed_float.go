@@ -14,10 +14,13 @@ import (
 // kernels_f64.go): the IVF assignment (squared L2, on the normalized
 // vector for cosine, or 1 − x·y for dot; the first of the smallest
 // float32 distances), FLAT (the vector, normalized for cosine), SQ (the
-// vector over the bounds, computed in float64 as for float32) and PQ (the
+// vector over the bounds, computed in float64 as for float32), PQ (the
 // residual to the centroid, computed in the type, or the vector itself
 // for dot; per sub-vector the entry of smallest L2, or for a delta of a
-// dot index of smallest dot distance).
+// dot index of smallest dot distance) and RQ (the residual computed in the
+// type, then rotated and its factors computed as for float32 vectors,
+// with, for l2 and cosine, the squared distance to the centroid that the
+// assignment computed).
 type floatEncoder struct {
 	dim      int
 	half     bool // float16, else float64
@@ -30,6 +33,10 @@ type floatEncoder struct {
 	// values held exactly in float32; cent64 and book64 the float64 ones.
 	cent, book     []float32
 	cent64, book64 []float64
+	// rq encodes RQ codes and factors from the vector and centroids as
+	// float32 (cent32).
+	rq     *rqEncoder
+	cent32 []float32
 }
 
 func newFloatEncoder(seg *Segment, build bool) (*floatEncoder, error) {
@@ -37,13 +44,17 @@ func newFloatEncoder(seg *Segment, build bool) (*floatEncoder, error) {
 	t := seg.Index.IVF.GetCentroidsTensor()
 	e := &floatEncoder{dim: int(t.GetShape()[1]), half: t.GetDataType() == ipb.Tensor_FLOAT16, distance: seg.Index.Distance,
 		quant: s.Quantizer, build: build, pq: s.PQ, sq: s.SQ}
-	if s.Quantizer == QuantRQ {
-		return nil, unsupported("compactord encodes IVF_RQ indexes of float32 vectors only, not %s", t.GetDataType())
-	}
 	if e.half {
 		e.cent = tensorFloats(t)
 	} else {
 		e.cent64 = float64s(t.GetData())
+	}
+	if s.Quantizer == QuantRQ {
+		var err error
+		e.cent32 = tensorFloats(t)
+		if e.rq, err = newRQEncoder(s.RQ, e.cent32, e.dim, e.distance); err != nil {
+			return nil, err
+		}
 	}
 	if s.Quantizer == QuantPQ {
 		if s.PQ.CodebookType != t.GetDataType() {
@@ -123,6 +134,14 @@ func (e *floatEncoder) encode16(x []float32, out []byte) int {
 		for k, f := range x {
 			out[k] = e.sqCode(float64(f))
 		}
+	case QuantRQ:
+		// The residual is computed in float16.
+		c := e.cent[p*dim : (p+1)*dim]
+		xr := make([]float32, dim)
+		for k := range dim {
+			xr[k] = c[k] + f16r(x[k]-c[k])
+		}
+		e.putRQ(out, xr, p, float64(l2F16(x, c)))
 	case QuantPQ:
 		r := x
 		if e.distance != "dot" {
@@ -166,6 +185,12 @@ func (e *floatEncoder) encode64(x []float64, out []byte) int {
 		for k, f := range x {
 			out[k] = e.sqCode(f)
 		}
+	case QuantRQ:
+		x32 := make([]float32, dim)
+		for k, f := range x {
+			x32[k] = float32(f)
+		}
+		e.putRQ(out, x32, p, -1)
 	case QuantPQ:
 		r := x
 		if e.distance != "dot" {
@@ -220,4 +245,14 @@ func (e *floatEncoder) putCodes(out []byte, code func(j int) int) {
 			out[j] = byte(c)
 		}
 	}
+}
+
+// putRQ writes x's RQ code and factors in partition p as the float32
+// encoder lays them out: the sign bits, then add, scale and error.
+func (e *floatEncoder) putRQ(out []byte, x []float32, p int, dist float64) {
+	code, add, scale, errf := e.rq.encodeDist(x, e.cent32[p*e.dim:(p+1)*e.dim], p, dist)
+	n := copy(out, code)
+	binary.LittleEndian.PutUint32(out[n:], math.Float32bits(add))
+	binary.LittleEndian.PutUint32(out[n+4:], math.Float32bits(scale))
+	binary.LittleEndian.PutUint32(out[n+8:], math.Float32bits(errf))
 }

@@ -30,7 +30,7 @@ func typedKinds() []typedKind {
 		{item: "uint8", typ: "ivf_flat", distance: "hamming", opts: map[string]any{"numPartitions": 4}, rows: lancedb.BinaryVectorRows},
 	}
 	for _, item := range []string{"float16", "float64"} {
-		for _, typ := range []string{"ivf_flat", "ivf_pq", "ivf_hnsw_sq", "ivf_hnsw_pq"} {
+		for _, typ := range []string{"ivf_flat", "ivf_pq", "ivf_rq", "ivf_hnsw_sq", "ivf_hnsw_pq"} {
 			for _, d := range []string{"l2", "cosine", "dot"} {
 				opts := map[string]any{"numPartitions": 4}
 				if strings.HasSuffix(typ, "pq") {
@@ -92,7 +92,7 @@ func samePlaces(t *testing.T, got, want *Storage, what string) {
 
 // TestEncodeTypedMatchesLanceDB: for each index LanceDB builds over other
 // vectors than float32 (binary vectors under hamming; float16 and float64
-// vectors, IVF_RQ aside, 4-bit PQ included), EncodeBuild of the
+// vectors, 4-bit PQ and IVF_RQ included, RQ factors within 1e-5), EncodeBuild of the
 // indexed rows with the index's centroids and quantizer puts every row in
 // LanceDB's partition with LanceDB's code, and, on a table sized so that
 // LanceDB's optimize() appends a delta with them, Encode of the appended
@@ -139,6 +139,9 @@ func TestEncodeTypedMatchesLanceDB(t *testing.T) {
 				t.Fatal(err)
 			}
 			samePlaces(t, built, s, "LanceDB's index")
+			if s.Quantizer == QuantRQ {
+				sameRQFactors(t, built, s)
+			}
 
 			v := collect(t, f.Dir, 4)
 			f.Run(t, lancedb.Open(), lancedb.Optimize(lancedb.OptimizeOpts{}))
@@ -168,6 +171,9 @@ func TestEncodeTypedMatchesLanceDB(t *testing.T) {
 				t.Fatal(err)
 			}
 			samePlaces(t, ns, delta, "LanceDB's delta")
+			if delta.Quantizer == QuantRQ {
+				sameRQFactors(t, ns, delta)
+			}
 		})
 	}
 }
