@@ -54,6 +54,21 @@ func f16r(f float32) float32 { return file.Float16(f16Bits(f)) }
 func fma32(a, b, c float32) float32 {
 	p := float64(a) * float64(b) // exact: 48 significant bits at most
 	s := p + float64(c)
+	// Rounding s to float32 after rounding p+c to float64 can differ from
+	// rounding p+c once only when s fell exactly on the midpoint of two
+	// normal float32s (the 29 bits float32 drops are 1 then zeros) or in
+	// float32's subnormal range: elsewhere s's rounding is p+c's.
+	if bits := math.Float64bits(s); bits&(1<<29-1) != 1<<28 && bits&(0x7ff<<52) >= (1023-126)<<52 {
+		return float32(s)
+	}
+	return fma32Exact(a, b, c)
+}
+
+// fma32Exact is fma32 for a sum that may have been rounded onto a
+// float32 midpoint.
+func fma32Exact(a, b, c float32) float32 {
+	p := float64(a) * float64(b)
+	s := p + float64(c)
 	// Knuth's two-sum: s + e is p + c exactly.
 	bb := s - p
 	e := (p - (s - bb)) + (float64(c) - bb)
@@ -84,20 +99,21 @@ func fma32(a, b, c float32) float32 {
 func f16Kernel(x, y []float32, sq bool) float32 {
 	n := len(x)
 	y = y[:n]
-	term := func(i int, acc float32) float32 {
-		if sq {
-			d := x[i] - y[i]
-			return fma32(d, d, acc)
-		}
-		return fma32(x[i], y[i], acc)
-	}
 	var s float32
 	body := n &^ 15
 	if body > 0 {
 		var l [16]float32
 		for i := 0; i < body; i += 16 {
-			for k := range 16 {
-				l[k] = term(i+k, l[k])
+			xs, ys := x[i:i+16:i+16], y[i:i+16:i+16]
+			if sq {
+				for k := range 16 {
+					d := xs[k] - ys[k]
+					l[k] = fma32(d, d, l[k])
+				}
+			} else {
+				for k := range 16 {
+					l[k] = fma32(xs[k], ys[k], l[k])
+				}
 			}
 		}
 		var v [4]float32
@@ -107,7 +123,12 @@ func f16Kernel(x, y []float32, sq bool) float32 {
 		s = (v[0] + v[2]) + (v[1] + v[3])
 	}
 	for i := body; i < n; i++ {
-		s = term(i, s)
+		if sq {
+			d := x[i] - y[i]
+			s = fma32(d, d, s)
+		} else {
+			s = fma32(x[i], y[i], s)
+		}
 	}
 	return s
 }

@@ -74,3 +74,32 @@ func TestFMA32IsRoundedOnce(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkKernels768 compares the float16 and float64 kernels with the
+// float32 one on a 768-d pair (ns per distance).
+func BenchmarkKernels768(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	x, y := make([]float32, 768), make([]float32, 768)
+	x64, y64 := make([]float64, 768), make([]float64, 768)
+	for i := range x {
+		x[i], y[i] = f16r(float32(r.Float64())), f16r(float32(r.Float64()))
+		x64[i], y64[i] = float64(x[i]), float64(y[i])
+	}
+	var sink float32
+	b.Run("f32", func(b *testing.B) {
+		for b.Loop() {
+			sink += l2(x, y)
+		}
+	})
+	b.Run("f16", func(b *testing.B) {
+		for b.Loop() {
+			sink += l2F16(x, y)
+		}
+	})
+	b.Run("f64", func(b *testing.B) {
+		for b.Loop() {
+			sink += l2F64(x64, y64)
+		}
+	})
+	_ = sink
+}

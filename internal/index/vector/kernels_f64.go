@@ -15,28 +15,40 @@ func f64Kernel(x, y []float64, sq bool) float32 {
 	n := len(x)
 	y = y[:n]
 	body := n &^ 7
-	term := func(i int) float64 {
-		if sq {
-			d := x[i] - y[i]
-			return float64(d * d)
-		}
-		return float64(x[i] * y[i])
-	}
 	var tail float64
 	for i := body; i < n; i++ {
-		tail += term(i)
-	}
-	var l [8]float64
-	for i := 0; i < body; i += 8 {
-		for k := range 8 {
-			l[k] += term(i + k)
+		if sq {
+			d := x[i] - y[i]
+			tail += float64(d * d)
+		} else {
+			tail += float64(x[i] * y[i])
 		}
 	}
-	var lanes float64
-	for _, s := range l {
-		lanes += s
+	var l0, l1, l2, l3, l4, l5, l6, l7 float64
+	for i := 0; i < body; i += 8 {
+		a, b := x[i:i+8:i+8], y[i:i+8:i+8]
+		if sq {
+			d0, d1, d2, d3, d4, d5, d6, d7 := a[0]-b[0], a[1]-b[1], a[2]-b[2], a[3]-b[3], a[4]-b[4], a[5]-b[5], a[6]-b[6], a[7]-b[7]
+			l0 += float64(d0 * d0)
+			l1 += float64(d1 * d1)
+			l2 += float64(d2 * d2)
+			l3 += float64(d3 * d3)
+			l4 += float64(d4 * d4)
+			l5 += float64(d5 * d5)
+			l6 += float64(d6 * d6)
+			l7 += float64(d7 * d7)
+		} else {
+			l0 += float64(a[0] * b[0])
+			l1 += float64(a[1] * b[1])
+			l2 += float64(a[2] * b[2])
+			l3 += float64(a[3] * b[3])
+			l4 += float64(a[4] * b[4])
+			l5 += float64(a[5] * b[5])
+			l6 += float64(a[6] * b[6])
+			l7 += float64(a[7] * b[7])
+		}
 	}
-	return float32(tail + lanes)
+	return float32(tail + (l0 + l1 + l2 + l3 + l4 + l5 + l6 + l7))
 }
 
 // l2F64 is lance's squared L2 distance of two float64 vectors.
