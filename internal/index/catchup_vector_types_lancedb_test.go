@@ -203,3 +203,50 @@ func TestCatchUpFloat16And64Indexes(t *testing.T) {
 		}
 	}
 }
+
+// TestCatchUpTypedMultivectorIndexes: LanceDB 0.39 indexes a multivector
+// column of float16 or float64 vectors (cosine) one entry per vector, in
+// the vectors' type; after two fragments were appended, compactord's
+// catch-up indexes each of their vectors under its row's address, LanceDB
+// counts no unindexed row, and its multivector search returns, for 50
+// two-vector queries, the ids and distances of a copy on which its own
+// optimize() appended the delta.
+func TestCatchUpTypedMultivectorIndexes(t *testing.T) {
+	lancedb.Require(t)
+	for _, item := range []string{"float16", "float64"} {
+		for _, typ := range []string{"ivf_flat", "ivf_pq"} {
+			t.Run(item+"_"+typ, func(t *testing.T) {
+				opts := map[string]any{"numPartitions": 1, "distanceType": "cosine"}
+				if typ == "ivf_pq" {
+					opts["numSubVectors"] = 4
+				}
+				schema := append(append([]lancedb.Column{}, lancedb.BasicSchema...), lancedb.Column{Name: "vec", Type: fmt.Sprintf("list<fixed_size_list<%s,%d>>", item, lancedb.VectorDim), Nullable: true})
+				f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+				f.Dir = f.URI + "/t.lance"
+				steps := []lancedb.Step{lancedb.Create(schema, lancedb.MultivectorRows(0, 500, "v"))}
+				for lo := int64(500); lo < 2000; lo += 500 {
+					steps = append(steps, lancedb.Add(lancedb.MultivectorRows(lo, lo+500, "v")))
+				}
+				steps = append(steps, lancedb.CreateVectorIndex("vec", typ, "vec_idx", opts),
+					lancedb.Add(lancedb.MultivectorRows(2000, 2250, "w")), lancedb.Add(lancedb.MultivectorRows(2250, 2500, "w")),
+					lancedb.Delete("id % 11 = 0"))
+				f.Run(t, steps...)
+				twin := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+				twin.Dir = twin.URI + "/t.lance"
+				copyDir(t, f.Dir, twin.Dir)
+				res, err := CatchUp(t.Context(), openHandle(t, f.Dir), Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if live := liveRows(2000, 2500); !res.Committed || len(res.Indices) != 1 || res.Indices[0].Rows != 2*live {
+					t.Fatalf("catch-up: %+v; want vec_idx caught up with %d vectors", res, 2*live)
+				}
+				if st := stats(t, f.Run(t, lancedb.Open(), lancedb.IndexStats("vec_idx")), 1); st.NumUnindexedRows != 0 {
+					t.Fatalf("index stats after catch-up: %+v", st)
+				}
+				lanceDBAppend(t, twin)
+				sameVecHits(t, multiSearches(t, f, 0), multiSearches(t, twin, 0), "LanceDB's optimize() copy")
+			})
+		}
+	}
+}
