@@ -10,6 +10,7 @@ import (
 	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/fri"
+	"github.com/compactord/compactord/internal/index/vector"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/table"
@@ -226,7 +227,11 @@ func remapIndexOnce(ctx context.Context, h *table.Handle, name string, o RemapJo
 	}
 	kind := meta.IndexKind(need[0])
 	if !SegmentRemappable(need[0]) {
-		return nil, &Skip{name, fmt.Sprintf("a %s index compactord cannot remap (it remaps btree, bitmap, label-list, full-text and every vector index but hamming ones); it keeps its FRI versions", kind)}, nil
+		why := fmt.Sprintf("a %s index compactord cannot remap (it remaps btree, bitmap, label-list, full-text and vector indexes)", kind)
+		if kind == vector.Kind {
+			why = "a vector index compactord cannot remap: " + vector.SegmentRefusal(need[0])
+		}
+		return nil, &Skip{name, why + "; it keeps its FRI versions"}, nil
 	}
 	for _, s := range need {
 		if kind == KindInverted {

@@ -28,6 +28,9 @@ type Vectors struct {
 	Addrs []uint64
 	Dim   int
 	Data  []float32
+	// Data64 are the vectors as read when the column holds float64 ones
+	// (Data rounds them), which lance indexes in float64.
+	Data64 []float64
 }
 
 // CollectVectors reads the non-null vectors of the live rows of the given
@@ -112,7 +115,7 @@ func streamVectors(ctx context.Context, b storage.Bucket, version uint64, field 
 			return nil
 		}
 		err := emit(out)
-		out.Addrs, out.Data = out.Addrs[:0], out.Data[:0]
+		out.Addrs, out.Data, out.Data64 = out.Addrs[:0], out.Data[:0], out.Data64[:0]
 		return err
 	})
 	if err != nil {
@@ -136,7 +139,12 @@ func appendVector(out *Vectors, items *file.Array, r, dim int) error {
 		case file.KindFloat16:
 			x = file.Float16(binary.LittleEndian.Uint16(items.Values[2*k:]))
 		case file.KindFloat64:
-			x = float32(math.Float64frombits(binary.LittleEndian.Uint64(items.Values[8*k:])))
+			f := math.Float64frombits(binary.LittleEndian.Uint64(items.Values[8*k:]))
+			out.Data64 = append(out.Data64, f)
+			x = float32(f)
+		case file.KindUint8:
+			// Binary vectors (a hamming index's), widened exactly.
+			x = float32(items.Values[k])
 		default:
 			return fmt.Errorf("%s items, not floats", items.Type)
 		}

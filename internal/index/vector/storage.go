@@ -256,6 +256,9 @@ func (s *Storage) setRows(b *file.Batch) error {
 	s.Columns = b.Columns[1:]
 	switch s.Quantizer {
 	case QuantFlat:
+		if s.Distance == "hamming" {
+			return checkFSL(s.Columns[0], colFlat, 0, file.KindUint8)
+		}
 		return checkFSL(s.Columns[0], colFlat, 0, file.KindFloat16, file.KindFloat32, file.KindFloat64)
 	case QuantSQ:
 		return checkFSL(s.Columns[0], colSQ, s.SQ.Dim, file.KindUint8)
@@ -318,7 +321,7 @@ func (s *Storage) readPQ(sm []byte) error {
 		return formatErr("%s: PQ codebook: %v", StorageFile, err)
 	}
 	want := uint64(p.entries()) * uint64(p.Dimension)
-	if w := tensorWidth(t.GetDataType()); w == 0 || uint64(len(t.GetData())) != uint64(w)*want {
+	if w := tensorWidth(t.GetDataType()); w == 0 || t.GetDataType() == ipb.Tensor_UINT8 || uint64(len(t.GetData())) != uint64(w)*want {
 		return formatErr("%s: PQ codebook of %s, %d bytes, want %d floats", StorageFile, t.GetDataType(), len(t.GetData()), want)
 	}
 	p.Codebook = tensorFloats(t)
