@@ -3,6 +3,7 @@ package lancewal
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -145,7 +146,17 @@ func TestBenchFlushVector(t *testing.T) {
 	for lo := base; lo < base+n; lo += batch {
 		batches = append(batches, rowsOf(int64(lo), int64(min(base+n, lo+batch)), "b-"))
 	}
-	goWrite := func(f *lancedb.Fixture) (upsert, flush, flushCPU time.Duration) {
+	// goWrite writes the batches and flushes them, alone (the flush's wall
+	// and CPU time); then writes them again under new keys and flushes
+	// while probe Upserts of probeRows rows go on beside the flush (their
+	// latency; the probes stay in the WAL, unflushed).
+	const probeRows, maxProbes = 10, 5000
+	type goRun struct {
+		upsert, flush, flushCPU time.Duration
+		busyFlush               time.Duration   // the second flush, beside the probes
+		probes                  []time.Duration // each probe Upsert's latency
+	}
+	goWrite := func(f *lancedb.Fixture) goRun {
 		ctx := t.Context()
 		tbl, err := OpenTable(ctx, f.Dir)
 		if err != nil {
@@ -157,36 +168,94 @@ func TestBenchFlushVector(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		start := time.Now()
-		for _, b := range batches {
+		var r goRun
+		upsert := func(b []lancedb.Row, shift int64) {
 			rows := make([]Row, len(b))
-			for i, r := range b {
-				rows[i] = Row(r)
+			for i, x := range b {
+				row := Row{}
+				for k, v := range x {
+					row[k] = v
+				}
+				row["id"] = x["id"].(int64) + shift
+				rows[i] = row
 			}
 			if err := w.Upsert(ctx, rows); err != nil {
 				t.Fatal(err)
 			}
 		}
-		upsert = time.Since(start)
+		start := time.Now()
+		for _, b := range batches {
+			upsert(b, 0)
+		}
+		r.upsert = time.Since(start)
 		var ru0, ru1 syscall.Rusage
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 		start = time.Now()
 		if g, err := w.Flush(ctx); err != nil || g == nil || g.Rows != n {
 			t.Fatalf("flush: %+v, %v", g, err)
 		}
-		flush = time.Since(start)
+		r.flush = time.Since(start)
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-		flushCPU = time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
-		if err := w.Close(ctx); err != nil {
-			t.Fatal(err)
+		r.flushCPU = time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
+
+		for _, b := range batches {
+			upsert(b, int64(n))
 		}
-		if got := len(lsmView(t, f)); got != base+n {
-			t.Fatalf("the LSM view reads %d rows, want %d", got, base+n)
+		done := make(chan error, 1)
+		start = time.Now()
+		go func() {
+			g, err := w.Flush(ctx)
+			if err == nil && (g == nil || g.Rows != n) {
+				err = fmt.Errorf("generation %+v, want %d rows", g, n)
+			}
+			done <- err
+		}()
+		probe := rowsOf(int64(base+2*n), int64(base+2*n+probeRows), "p-")
+		waitUntil(t, "the flush to freeze the MemTable", func() bool {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return w.mem.rows == 0
+		})
+	probing:
+		for len(r.probes) < maxProbes {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.busyFlush = time.Since(start)
+				break probing
+			default:
+			}
+			p0 := time.Now()
+			upsert(probe, 0)
+			r.probes = append(r.probes, time.Since(p0))
 		}
-		return upsert, flush, flushCPU
+		if r.busyFlush == 0 {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			r.busyFlush = time.Since(start)
+		}
+		w.Abandon() // the probes stay in the WAL
+		if got := len(lsmView(t, f)); got != base+2*n {
+			t.Fatalf("the LSM view reads %d rows, want %d", got, base+2*n)
+		}
+		return r
 	}
-	upPlain, flushPlain, cpuPlain := goWrite(table("id_idx"))
-	upVec, flushVec, cpuVec := goWrite(table("id_idx", "vec_idx"))
+	plain := goWrite(table("id_idx"))
+	vec := goWrite(table("id_idx", "vec_idx"))
+	upPlain, flushPlain, cpuPlain := plain.upsert, plain.flush, plain.flushCPU
+	upVec, flushVec, cpuVec := vec.upsert, vec.flush, vec.flushCPU
+	probeStats := func(r goRun) string {
+		ps := append([]time.Duration(nil), r.probes...)
+		slices.Sort(ps)
+		if len(ps) == 0 {
+			return "no probe Upsert ran during the flush"
+		}
+		return fmt.Sprintf("%d probe Upserts of %d rows during the %.0f ms flush: median %.1f ms, max %.1f ms",
+			len(ps), probeRows, float64(r.busyFlush.Microseconds())/1000, float64(ps[len(ps)/2].Microseconds())/1000, float64(ps[len(ps)-1].Microseconds())/1000)
+	}
 
 	fl := table("id_idx", "vec_idx")
 	var steps []lancedb.Step
@@ -208,6 +277,8 @@ func TestBenchFlushVector(t *testing.T) {
 		"Go upserts %.0f / %.0f ms; LanceDB (btree and vector maintained) mergeInserts %d ms + closeLsmWriters %d ms = %d ms, Go %.0f ms (ratio %.2fx)",
 		n, dim, len(batches), ms(flushPlain), ms(cpuPlain), ms(flushVec), ms(cpuVec), ms(flushVec)/ms(flushPlain), ms(upPlain), ms(upVec),
 		ldbInsert, ldbClose, ldbInsert+ldbClose, ms(upVec+flushVec), float64(ldbInsert+ldbClose)/ms(upVec+flushVec))
+	msg += fmt.Sprintf("; Go Upsert of %d rows without a flush: %.1f ms on average; btree only: %s; btree and vector: %s",
+		batch, ms(upVec)/float64(len(batches)), probeStats(plain), probeStats(vec))
 	t.Log(msg)
 	fmt.Println(msg)
 }

@@ -39,6 +39,15 @@
 //     HNSW graph built at the flush (the flush's main cost on a vector
 //     table; LanceDB's LSM vector search reads a generation only through
 //     it).
+//   - A flush does not block writes: it freezes the MemTable under the
+//     writer's lock and hands writes a new one, builds and writes the
+//     generation without the lock, and takes it again only to publish the
+//     shard manifest. Frozen MemTables become generations one at a time,
+//     in freeze order (each moves the WAL replay position only past the
+//     entries it holds); one whose flush fails stays buffered for the next
+//     Flush or Close. MaxRows and MaxBytes freeze the MemTable and flush it
+//     in the background, and MaxUnflushedBytes holds writes back while
+//     frozen MemTables wait, as LanceDB's writer does.
 //
 // Columns may be booleans, integers, floats, strings, binaries, dates,
 // timestamps and float32 vectors (fixed_size_list:float:d, written as
@@ -53,7 +62,7 @@
 //   - create.go: creating a table and its scalar indexes
 //   - writer.go: claiming, fencing, WAL entries, replay
 //   - memtable.go, columns.go: buffered rows and their Arrow and Lance forms
-//   - flush.go: generations
+//   - flush.go: freezing MemTables, background flushes, generations
 //   - fts.go: a generation's copy of a maintained full-text index
 //   - vector.go, vectorcol.go: vector index copies, vector columns
 //   - hash.go: shard ids, bucket hashing, the bloom filter

@@ -40,60 +40,198 @@ type Generation struct {
 // maintained btree, vector or full-text index, the _pk_index btree (format 2.0) and
 // bloom_filter.bin; then the shard manifest that lists it and moves the
 // WAL replay position past the entries it covers. Nothing is flushed if
-// the MemTable is empty (nil, nil).
+// no row is buffered (nil, nil).
+//
+// Flush freezes the MemTable and hands writes a new one at once: Upserts
+// and Deletes proceed while the generation is built and written (the
+// copy of a vector index, an HNSW graph, takes seconds). MemTables frozen
+// earlier and not yet flushed (by the background flush, or by a flush
+// that failed) are flushed first, each as its own generation in freeze
+// order; Flush returns the generation holding the newest rows it
+// flushed. A failed flush leaves the frozen rows buffered (Buffered
+// counts them) for the next Flush or Close to write.
 func (w *Writer) Flush(ctx context.Context) (*Generation, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if err := w.usable(); err != nil {
+		w.mu.Unlock()
 		return nil, err
 	}
-	return w.flush(ctx)
-}
-
-// REQUIRES: w.mu held.
-func (w *Writer) flush(ctx context.Context) (*Generation, error) {
-	if w.mem.rows == 0 {
+	target := w.freeze()
+	w.mu.Unlock()
+	if target == nil {
 		return nil, nil
 	}
+	return w.flushThrough(ctx, target)
+}
+
+// frozenMem is a MemTable that takes no more writes, waiting to become
+// the shard's next generation.
+type frozenMem struct {
+	mem *memtable
+	// coversWAL is the last WAL position whose rows it holds: its
+	// generation moves the replay position there.
+	coversWAL uint64
+	done      chan struct{} // closed once its generation is published
+	gen       *Generation   // set before done is closed
+}
+
+// freeze moves the active MemTable (if it holds rows) to the flush queue
+// and returns the newest frozen MemTable, or nil when nothing waits for a
+// flush.
+// REQUIRES: w.mu held.
+func (w *Writer) freeze() *frozenMem {
+	if w.mem.rows > 0 {
+		// INVARIANT: every WAL entry below nextWAL is in this MemTable or
+		// in one frozen before it (write appends and adds under w.mu).
+		w.frozen = append(w.frozen, &frozenMem{mem: w.mem, coversWAL: w.nextWAL - 1, done: make(chan struct{})})
+		w.frozenBytes += w.mem.bytes
+		w.mem = newMemtable(w.st)
+	}
+	if len(w.frozen) == 0 {
+		return nil
+	}
+	return w.frozen[len(w.frozen)-1]
+}
+
+// flushThrough flushes the frozen MemTables, oldest first, until target's
+// generation is published (by this call or by another flush) and returns
+// that generation.
+func (w *Writer) flushThrough(ctx context.Context, target *frozenMem) (*Generation, error) {
+	// One flush at a time: generation numbers, manifest versions and
+	// replay positions advance in freeze order.
+	w.flushMu.Lock()
+	defer w.flushMu.Unlock()
+	for {
+		select {
+		case <-target.done:
+			return target.gen, nil
+		default:
+		}
+		w.mu.Lock()
+		if w.err != nil {
+			err := w.err
+			w.mu.Unlock()
+			return nil, err
+		}
+		// target is not published, so the queue holds it: a frozen
+		// MemTable leaves the queue only when published, under flushMu.
+		head := w.frozen[0]
+		w.mu.Unlock()
+		if err := w.flushOne(ctx, head); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// flushOne writes f, the oldest frozen MemTable, as the shard's next
+// generation and publishes it. It holds w.mu only to publish, so writes
+// go on while the generation is built.
+// REQUIRES: w.flushMu held; f is w.frozen[0].
+func (w *Writer) flushOne(ctx context.Context, f *frozenMem) error {
+	// w.manifest changes only here, under flushMu: reading it without
+	// w.mu is safe.
+	cur := w.manifest
 	// Fencing is checked before the work (one request: any newer manifest
 	// starts with the next version): a fenced writer's rows belong to the
 	// new owner's replay, not to a generation.
-	next := memwal.ShardManifestKey(w.shard, w.manifest.GetVersion()+1)
+	next := memwal.ShardManifestKey(w.shard, cur.GetVersion()+1)
 	switch _, err := w.t.b.Attributes(ctx, next); {
 	case err == nil:
-		return nil, w.fail(ctx, fmt.Errorf("shard manifest version %d exists", w.manifest.GetVersion()+1))
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.fail(ctx, fmt.Errorf("shard manifest version %d exists", cur.GetVersion()+1))
 	case !storage.IsNotFound(err):
-		return nil, fmt.Errorf("lancewal: %s: %w", next, err)
+		return fmt.Errorf("lancewal: %s: %w", next, err)
 	}
-	gen := w.manifest.GetCurrentGeneration()
+	gen := cur.GetCurrentGeneration()
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
 	path := fmt.Sprintf("%s_gen_%d", hex.EncodeToString(rnd[:]), gen)
 	gb := storage.Sub(w.t.b, memwal.GenerationDir(w.shard, path))
-	g, err := w.writeGeneration(ctx, gb, gen)
+	g, err := w.writeGeneration(ctx, gb, gen, f.mem)
 	if err != nil {
-		return nil, fmt.Errorf("lancewal: flush generation %d of shard %s: %w", gen, w.shard, err)
+		return fmt.Errorf("lancewal: flush generation %d of shard %s: %w", gen, w.shard, err)
 	}
 	g.Path = path
-	g.CoversWAL = w.nextWAL - 1
+	g.CoversWAL = f.coversWAL
 
-	m := proto.Clone(w.manifest).(*pb.ShardManifest)
+	m := proto.Clone(cur).(*pb.ShardManifest)
 	m.Version++
 	m.ReplayAfterWalEntryPosition = g.CoversWAL
 	m.WalEntryPositionLastSeen = g.CoversWAL
 	m.CurrentGeneration = gen + 1
-	m.Sstables = append(m.Sstables, &pb.SsTable{Generation: gen, Path: path, InMemoryBytes: proto.Uint64(uint64(w.mem.bytes)),
-		PhysicalRows: proto.Uint64(uint64(g.Rows)), PrimaryKeyBytes: proto.Uint64(uint64(w.mem.pkBytes))})
+	m.Sstables = append(m.Sstables, &pb.SsTable{Generation: gen, Path: path, InMemoryBytes: proto.Uint64(uint64(f.mem.bytes)),
+		PhysicalRows: proto.Uint64(uint64(g.Rows)), PrimaryKeyBytes: proto.Uint64(uint64(f.mem.pkBytes))})
+	w.mu.Lock()
+	err = w.err // abandoned or fenced while the generation was built
+	w.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	// The put runs without w.mu: writes wait for no request of the flush.
 	if err := w.putManifest(ctx, m); err != nil {
+		w.mu.Lock()
+		defer w.mu.Unlock()
 		// The generation's directory is unreferenced: no reader sees it.
 		if storage.IsAlreadyExists(err) {
-			return nil, w.fail(ctx, fmt.Errorf("shard manifest version %d is taken", m.GetVersion()))
+			return w.fail(ctx, fmt.Errorf("shard manifest version %d is taken", m.GetVersion()))
 		}
-		return nil, fmt.Errorf("lancewal: publish generation %d of shard %s: %w", gen, w.shard, err)
+		return fmt.Errorf("lancewal: publish generation %d of shard %s: %w", gen, w.shard, err)
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.manifest = m
-	w.mem = newMemtable(w.st)
-	return g, nil
+	w.frozen = w.frozen[1:]
+	w.frozenBytes -= f.mem.bytes
+	f.gen = g
+	close(f.done)
+	w.signal()
+	return nil
+}
+
+// startBackground starts the background flush of the frozen MemTables
+// unless it runs already.
+// REQUIRES: w.mu held; the writer is neither closing nor unusable.
+func (w *Writer) startBackground() {
+	if w.bgRunning || len(w.frozen) == 0 {
+		return
+	}
+	w.bgRunning = true
+	w.bgErr = nil
+	w.bg.Add(1)
+	go w.background()
+}
+
+// background flushes frozen MemTables until none is left or a flush
+// fails; a failure stays in bgErr and the rows stay frozen (the next
+// Flush, Close or full MemTable retries them).
+func (w *Writer) background() {
+	defer w.bg.Done()
+	for {
+		w.mu.Lock()
+		if w.err != nil || len(w.frozen) == 0 {
+			w.bgRunning = false
+			w.signal()
+			w.mu.Unlock()
+			return
+		}
+		target := w.frozen[len(w.frozen)-1]
+		w.mu.Unlock()
+		if _, err := w.flushThrough(w.bgCtx, target); err != nil {
+			w.mu.Lock()
+			w.bgErr, w.bgRunning = err, false
+			w.signal()
+			w.mu.Unlock()
+			return
+		}
+	}
+}
+
+// signal wakes the writes waiting for a flush to make room.
+// REQUIRES: w.mu held.
+func (w *Writer) signal() {
+	close(w.changed)
+	w.changed = make(chan struct{})
 }
 
 // latest returns, per key, the position of its newest write, in WAL order.
@@ -136,7 +274,9 @@ func generationFields(st *state) []*pb.Field {
 	return append(out, &pb.Field{Name: TombstoneColumn, Id: maxID + 1, ParentId: -1, LogicalType: "bool", Encoding: pb.Encoding_PLAIN})
 }
 
-func (w *Writer) writeGeneration(ctx context.Context, gb storage.Bucket, gen uint64) (*Generation, error) {
+// writeGeneration writes mem, a frozen MemTable, as generation gen's
+// dataset under gb. It reads nothing that writes change.
+func (w *Writer) writeGeneration(ctx context.Context, gb storage.Bucket, gen uint64, mem *memtable) (*Generation, error) {
 	st := w.st
 	v, err := table.FileVersion(st.read.Manifest)
 	if err != nil {
@@ -144,7 +284,7 @@ func (w *Writer) writeGeneration(ctx context.Context, gb storage.Bucket, gen uin
 	}
 	// One row per key, in the order of its newest write: the generation
 	// never needs a deletion vector for in-generation duplicates.
-	bis, ris := w.mem.latest()
+	bis, ris := mem.latest()
 	n := len(bis)
 	cols := make([]*chunk, len(st.cols))
 	for i, c := range st.cols {
@@ -159,7 +299,7 @@ func (w *Writer) writeGeneration(ctx context.Context, gb storage.Bucket, gen uin
 		for end < n && bis[end] == bis[start] {
 			end++
 		}
-		b := w.mem.batches[bis[start]]
+		b := mem.batches[bis[start]]
 		rows := ris[start:end]
 		for i := range cols {
 			t := b.cols[i].take(rows)
@@ -282,7 +422,7 @@ func (w *Writer) writeGeneration(ctx context.Context, gb storage.Bucket, gen uin
 	if err := gb.Put(ctx, "_pk_index/"+index.BTreeLookupFile, lookup.Bytes()); err != nil {
 		return nil, err
 	}
-	if err := gb.Put(ctx, "bloom_filter.bin", w.mem.bloom.bytes()); err != nil {
+	if err := gb.Put(ctx, "bloom_filter.bin", mem.bloom.bytes()); err != nil {
 		return nil, err
 	}
 	return g, nil

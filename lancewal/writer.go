@@ -37,10 +37,23 @@ type Row map[string]any
 type WriterOptions struct {
 	// MaxRows and MaxBytes flush the MemTable into a generation once it
 	// holds this many rows or about this many bytes of column data (0: no
-	// limit; Flush and Close always flush).
+	// limit; Flush and Close always flush). That flush runs in the
+	// background: the write that fills the MemTable freezes it and
+	// returns, and later writes go to a new MemTable. A background flush
+	// that fails leaves its rows buffered; the next Flush, Close, full
+	// MemTable or write past MaxUnflushedBytes retries it.
 	MaxRows  int
 	MaxBytes int
+	// MaxUnflushedBytes bounds the column data buffered in memory while
+	// frozen MemTables wait for their flush (0: 1 GiB, LanceDB's
+	// max_unflushed_memtable_bytes default): past it a write waits for a
+	// flush to finish before it appends its WAL entry, or fails, with
+	// nothing written, if that flush fails.
+	MaxUnflushedBytes int
 }
+
+// defaultMaxUnflushedBytes is LanceDB's default unflushed-MemTable bound.
+const defaultMaxUnflushedBytes = 1 << 30
 
 // Writer owns one MemWAL shard of a table: every Upsert and Delete is one
 // WAL entry (durable when the call returns), buffered in a MemTable that
@@ -54,12 +67,29 @@ type Writer struct {
 	shard string
 	cfg   *Config
 
-	mu       sync.Mutex
-	st       *state
-	manifest *pb.ShardManifest // the newest manifest this writer wrote
-	nextWAL  uint64
-	mem      *memtable
-	err      error // sticky: ErrFenced or ErrClosed
+	// flushMu serialises flushes, so generations publish in freeze order.
+	// REQUIRES: never taken while holding mu.
+	flushMu sync.Mutex
+
+	// mu guards what follows. A write holds it for its WAL append; a flush
+	// only to freeze the MemTable and to publish a generation, never while
+	// it builds one.
+	mu          sync.Mutex
+	st          *state
+	manifest    *pb.ShardManifest // the newest manifest this writer wrote (changes under flushMu too)
+	nextWAL     uint64
+	mem         *memtable     // the active MemTable, which takes the writes
+	frozen      []*frozenMem  // oldest first, each its own generation to be
+	frozenBytes int           // the column data of frozen
+	closing     bool          // Close has begun: writes are refused
+	bgRunning   bool          // a background flush goroutine runs
+	bgErr       error         // the failure that stopped the last background flush
+	changed     chan struct{} // closed and replaced when a flush publishes or stops
+	err         error         // sticky: ErrFenced or ErrClosed
+
+	bg       sync.WaitGroup // the background flush goroutine
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
 }
 
 // OpenWriter claims shard (a shard id from ShardFor or Config.Shards):
@@ -88,10 +118,19 @@ func (t *Table) OpenWriter(ctx context.Context, shard string, opts WriterOptions
 	if !slices.Contains(cfg.Shards(), shard) {
 		return nil, fmt.Errorf("lancewal: shard %q is not a shard of the table's MemWAL configuration (%s)", shard, strings.Join(cfg.Shards(), ", "))
 	}
-	w := &Writer{t: t, opts: opts, shard: shard, cfg: cfg, st: st}
+	if opts.MaxUnflushedBytes < 0 {
+		return nil, fmt.Errorf("lancewal: max unflushed bytes %d must not be negative", opts.MaxUnflushedBytes)
+	}
+	if opts.MaxUnflushedBytes == 0 {
+		opts.MaxUnflushedBytes = defaultMaxUnflushedBytes
+	}
+	w := &Writer{t: t, opts: opts, shard: shard, cfg: cfg, st: st, changed: make(chan struct{})}
 	if err := w.claim(ctx); err != nil {
 		return nil, err
 	}
+	// Background flushes outlive the call that triggered them, not the
+	// writer: Abandon cancels them.
+	w.bgCtx, w.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
 	return w, nil
 }
 
@@ -105,11 +144,17 @@ func (w *Writer) Epoch() uint64 {
 	return w.manifest.GetWriterEpoch()
 }
 
-// Buffered is the number of rows in the MemTable (not yet flushed).
+// Buffered is the number of rows written and not yet flushed: in the
+// MemTable and in frozen MemTables waiting for (or being written by) a
+// flush.
 func (w *Writer) Buffered() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.mem.rows
+	n := w.mem.rows
+	for _, f := range w.frozen {
+		n += f.mem.rows
+	}
+	return n
 }
 
 const maxClaimAttempts = 8
@@ -232,9 +277,13 @@ func (w *Writer) fail(ctx context.Context, cause error) error {
 	return fmt.Errorf("lancewal: shard %s: %w", w.shard, cause)
 }
 
+// REQUIRES: w.mu held.
 func (w *Writer) usable() error {
 	if w.err != nil {
 		return w.err
+	}
+	if w.closing {
+		return ErrClosed
 	}
 	return nil
 }
@@ -282,6 +331,9 @@ func (w *Writer) write(ctx context.Context, rows []Row, tombstone bool) error {
 	if err != nil {
 		return err
 	}
+	if err := w.waitForRoom(ctx); err != nil {
+		return err
+	}
 	// As for manifests: an entry holding our bytes is ours.
 	key := memwal.WALKey(w.shard, w.nextWAL)
 	if _, err = storage.PutNext(ctx, w.t.b, key, data, storage.ReadBack{Taken: true}); err != nil {
@@ -293,8 +345,38 @@ func (w *Writer) write(ctx context.Context, rows []Row, tombstone bool) error {
 	w.nextWAL++
 	w.mem.add(b)
 	if (w.opts.MaxRows > 0 && w.mem.rows >= w.opts.MaxRows) || (w.opts.MaxBytes > 0 && w.mem.bytes >= w.opts.MaxBytes) {
-		if _, err := w.flush(ctx); err != nil {
-			return fmt.Errorf("lancewal: the entry is in the WAL, but the flush failed: %w", err)
+		w.freeze()
+		w.startBackground()
+	}
+	return nil
+}
+
+// waitForRoom holds a write back while the buffered rows exceed
+// MaxUnflushedBytes and a flush of frozen MemTables can free memory. It
+// (re)starts the background flush, and fails if that flush fails: the
+// write has appended nothing then.
+// REQUIRES: w.mu held; it is released while waiting.
+func (w *Writer) waitForRoom(ctx context.Context) error {
+	started := false
+	for len(w.frozen) > 0 && w.mem.bytes+w.frozenBytes >= w.opts.MaxUnflushedBytes {
+		if !w.bgRunning {
+			if started && w.bgErr != nil {
+				return fmt.Errorf("lancewal: %d bytes of rows wait for a flush, which failed (nothing of this write was written): %w", w.mem.bytes+w.frozenBytes, w.bgErr)
+			}
+			w.startBackground()
+			started = true
+		}
+		ch := w.changed
+		w.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			w.mu.Lock()
+			return ctx.Err()
+		}
+		w.mu.Lock()
+		if err := w.usable(); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -351,36 +433,52 @@ func (m *memtable) decodeEntry(data []byte) ([]*rowBatch, error) {
 	return out, nil
 }
 
-// Close flushes the MemTable (if it holds rows) and releases the writer.
-// A fenced writer closes without flushing.
+// Close refuses further writes, flushes every row not yet flushed (the
+// MemTable and the frozen ones) and releases the writer; it returns once
+// no flush of the writer runs. A fenced writer closes without flushing.
+// If the flush fails, the rows stay in the WAL for the shard's next owner.
 func (w *Writer) Close(ctx context.Context) error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	if w.closing {
+		w.mu.Unlock()
+		return nil // another Close flushes
+	}
 	if w.err != nil {
-		if errors.Is(w.err, ErrClosed) {
-			return nil
-		}
-		w.err = ErrClosed
+		w.err = ErrClosed // fenced (or closed): nothing to flush
+		w.mu.Unlock()
+		w.bgCancel()
+		w.bg.Wait()
 		return nil
 	}
+	w.closing = true
+	target := w.freeze()
+	w.mu.Unlock()
 	var err error
-	if w.mem.rows > 0 {
-		_, err = w.flush(ctx)
+	if target != nil {
+		_, err = w.flushThrough(ctx, target)
 	}
+	w.bg.Wait()
+	w.bgCancel()
+	w.mu.Lock()
 	if w.err == nil {
 		w.err = ErrClosed
 	}
+	w.mu.Unlock()
 	return err
 }
 
 // Abandon drops the writer without flushing, as a crash would: its WAL
-// entries stay for the shard's next owner to replay.
+// entries stay for the shard's next owner to replay. A background flush
+// under way is cancelled and publishes nothing more; Abandon returns once
+// it has stopped.
 func (w *Writer) Abandon() {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.err == nil {
 		w.err = ErrClosed
 	}
+	w.mu.Unlock()
+	w.bgCancel()
+	w.bg.Wait()
 }
 
 func normalizeURL(raw string) (string, error) {

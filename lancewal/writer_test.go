@@ -316,7 +316,9 @@ func TestConcurrentWrites(t *testing.T) {
 	}
 }
 
-// TestAutoFlush: MaxRows and MaxBytes flush the MemTable as it fills.
+// TestAutoFlush: MaxRows and MaxBytes flush the MemTable as it fills (in
+// the background: the generations are published by the time the writer
+// is abandoned, which waits for its flush goroutine).
 func TestAutoFlush(t *testing.T) {
 	ctx := t.Context()
 	for _, o := range []WriterOptions{{MaxRows: 10}, {MaxBytes: 300}} {
@@ -332,7 +334,13 @@ func TestAutoFlush(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if n := len(w.manifest.GetSstables()) - before; n < 2 {
+		waitUntil(t, "the background flushes", func() bool { return w.flushIdle() })
+		w.Abandon()
+		ss, err := memwal.ReadShard(ctx, tbl.b, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(ss.Manifest.GetSstables()) - before; n < 2 {
 			t.Errorf("%+v: %d generations flushed by 30 single-row writes", o, n)
 		}
 	}

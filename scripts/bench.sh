@@ -28,9 +28,10 @@ only=${BENCH_ONLY:-merge,compact,append,scan,verify,wal,fts,vector}
 # The compaction benchmark's table shapes and sizes (docs/benchmarks.md,
 # "Lance: compaction"): with and without a vector column, with a btree and
 # a bitmap, with an IVF_PQ index on the vector, inline and deferred remap,
-# at 1, 4 and 16 Mi rows (the slope of peak RSS over them). About an hour
-# on a 2-core machine.
-export LANCE_BENCH_SHAPES=${LANCE_BENCH_SHAPES:-plain;vec;btree,bitmap;vec,btree,bitmap;ivfpq;btree,bitmap,defer;vec,btree,bitmap,defer}
+# at 1, 4 and 16 Mi rows (the slope of peak RSS over them); and the wide
+# table (id and a 768-d vector, 200 000 rows), without and with an IVF_PQ
+# index. About an hour on a 2-core machine.
+export LANCE_BENCH_SHAPES=${LANCE_BENCH_SHAPES:-plain;vec;btree,bitmap;vec,btree,bitmap;ivfpq;btree,bitmap,defer;vec,btree,bitmap,defer;wide;wide,ivfpq}
 export LANCE_BENCH_ROWS_COMPACT=${LANCE_BENCH_ROWS_COMPACT:-1048576,4194304,16777216}
 status=0
 for name in ${only//,/ }; do

@@ -124,8 +124,8 @@ const catchupHelp = `
 
 On a Lance dataset, catch-up covers every btree, bitmap, label-list, full-text and vector index's
 missing fragments (those of the latest version no segment's fragment bitmap names) with a delta
-segment over their live rows (vectors encoded with the index's own centroids and quantizer; hamming
-and float16/float64 vector indexes are skipped), all in one CreateIndex; --rebuild (or an index reaching --max-segments) replaces the
+segment over their live rows (vectors encoded with the index's own centroids and quantizer, in
+lance's arithmetic for float16, float64 and binary vectors), all in one CreateIndex; --rebuild (or an index reaching --max-segments) replaces the
 index's segments with one over the whole version. A full-text index gains a partition over the new
 rows in a segment replacing its one segment, when compactord reproduces its tokenizer (simple or
 whitespace, lower_case, no stemming or stop words); otherwise it is skipped with the reason. A MemWAL table's index_catchup then records the
@@ -241,9 +241,9 @@ func newIndexRebuildCmd(e *env) *cobra.Command {
 The repair after verify --deep reports an index_content violation: the index is built afresh over
 every live row of the latest version and committed as one CreateIndex that removes every old segment
 of the index (name, column, details and index version are kept); a vector index is re-encoded with
-its own centroids and quantizer; a full-text index becomes one partition. Hamming and
-float16/float64 vector indexes, and full-text indexes whose tokenizer compactord does not reproduce (stemming, stop words, ngram, ...),
-are refused: rebuild those with LanceDB (createIndex with replace).`,
+its own centroids and quantizer; a full-text index becomes one partition. Full-text indexes whose
+tokenizer compactord does not reproduce (stemming, stop words, ngram, ...), and vector indexes of a
+type LanceDB 0.39 does not build, are refused: rebuild those with LanceDB (createIndex with replace).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h, done, err := openHandle(cmd.Context(), e, args[0])

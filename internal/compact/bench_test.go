@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -301,12 +302,17 @@ func syncTree(t *testing.T, dir string) time.Duration {
 }
 
 // benchShape is one table shape of the compaction benchmark: the columns
-// and indexes bench_compact.mjs builds (vec, btree, bitmap) and whether
-// compactord defers the remap (LanceDB's optimize() never does).
+// and indexes bench_compact.mjs builds (vec, btree, bitmap, ivfpq, or the
+// wide table of id and a 768-d vector) and whether compactord defers the
+// remap (LanceDB's optimize() never does).
 type benchShape struct {
 	build      string // bench_compact.mjs's SHAPE
 	deferRemap bool
 }
+
+// wide reports the table of id and a 768-d vector, sized by its own
+// knobs: at LANCE_BENCH_ROWS' 4 Mi rows it would be 12 GiB.
+func (s benchShape) wide() bool { return slices.Contains(strings.Split(s.build, ","), "wide") }
 
 func (s benchShape) String() string {
 	n := s.build
@@ -321,7 +327,9 @@ func (s benchShape) String() string {
 
 // parseShapes reads LANCE_BENCH_SHAPES: shapes separated by ";", each a
 // comma-separated list of vec, btree, bitmap, ivfpq (vec with an IVF_PQ
-// index), defer ("" or "plain": id, s, cat, f only).
+// index), defer ("" or "plain": id, s, cat, f only), or wide (id and a
+// 768-d float32 vec only; with ivfpq an IVF_PQ index on it, with nulls
+// null vectors).
 func parseShapes(t *testing.T, v string) []benchShape {
 	var out []benchShape
 	for _, sh := range strings.Split(v, ";") {
@@ -332,13 +340,16 @@ func parseShapes(t *testing.T, v string) []benchShape {
 			case "", "plain":
 			case "defer":
 				b.deferRemap = true
-			case "vec", "btree", "bitmap", "ivfpq":
+			case "vec", "btree", "bitmap", "ivfpq", "wide", "nulls":
 				parts = append(parts, p)
 			default:
-				t.Fatalf("LANCE_BENCH_SHAPES: unknown %q (want vec, btree, bitmap, ivfpq, defer, plain)", p)
+				t.Fatalf("LANCE_BENCH_SHAPES: unknown %q (want vec, btree, bitmap, ivfpq, wide, nulls, defer, plain)", p)
 			}
 		}
 		b.build = strings.Join(parts, ",")
+		if w := b.wide(); w && (slices.Contains(parts, "vec") || slices.Contains(parts, "btree") || slices.Contains(parts, "bitmap")) || !w && slices.Contains(parts, "nulls") {
+			t.Fatalf("LANCE_BENCH_SHAPES: %q: wide takes only ivfpq, nulls and defer; nulls only wide", sh)
+		}
 		out = append(out, b)
 	}
 	return out
@@ -381,7 +392,9 @@ func slope(xs, ys []float64) float64 {
 // then read the same rows in LanceDB. The plain shape also compacts a
 // table without deletions (pages copied without decoding) against cp -a
 // of its data files. With more than one size, the log-log slope of each
-// side's peak RSS over the sizes is logged per shape.
+// side's peak RSS over the sizes is logged per shape. A wide shape (id
+// and a 768-d vector) has its own size, LANCE_BENCH_WIDE_ROWS (default
+// 200 000) in fragments of LANCE_BENCH_WIDE_FRAG_ROWS (default 50 000).
 //
 // Best of LANCE_BENCH_TRIALS (default 3) interleaved trials on fresh
 // copies. LANCE_COMPACT_CPUPROFILE=FILE profiles the compaction's CPU,
@@ -411,6 +424,10 @@ func TestBenchCompaction(t *testing.T) {
 	shapes := parseShapes(t, os.Getenv("LANCE_BENCH_SHAPES"))
 	var all []benchResult
 	for _, sh := range shapes {
+		if sh.wide() {
+			all = append(all, benchOne(t, in, sh, envInt("LANCE_BENCH_WIDE_ROWS", 200000), envInt("LANCE_BENCH_WIDE_FRAG_ROWS", 50000), trials))
+			continue
+		}
 		for _, rows := range sizes {
 			all = append(all, benchOne(t, in, sh, rows, fragRows, trials))
 		}
@@ -427,6 +444,9 @@ func TestBenchCompaction(t *testing.T) {
 	}
 	if len(sizes) > 1 {
 		for _, sh := range shapes {
+			if sh.wide() {
+				continue // one size
+			}
 			var xs, ls, oursRSS []float64
 			for _, r := range all {
 				if r.shape == sh {

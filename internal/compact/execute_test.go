@@ -409,8 +409,9 @@ func TestEvenSplit(t *testing.T) {
 }
 
 // TestWindowRows: a decode window holds about windowBytes of stored rows,
-// within minWindowRows and decodeWindow; a file whose size or rows are
-// unknown gets the largest window.
+// within minWindowRows and decodeWindow, and at most maxWindowBytes of
+// very wide rows; a file whose size or rows are unknown gets the largest
+// window.
 func TestWindowRows(t *testing.T) {
 	for _, c := range []struct {
 		size int64
@@ -420,13 +421,43 @@ func TestWindowRows(t *testing.T) {
 		{18 << 20, 1 << 20, windowBytes / 18}, // 18 bytes a row
 		{50 << 20, 1 << 20, windowBytes / 50}, // a vector row
 		{1 << 20, 1 << 20, decodeWindow},      // narrower than the cap
-		{1 << 30, 1 << 20, minWindowRows},     // 1 KiB rows
+		{256 << 20, 1 << 20, minWindowRows},   // 256-byte rows
+		{1 << 30, 1 << 20, 2048},              // 1 KiB rows: 2 MiB
+		{3 << 30, 1 << 20, 682},               // 3 KiB rows (768-d float32): 2 MiB, not 12
+		{16 << 30, 1 << 20, 128},              // 16 KiB rows: 2 MiB, not 64
+		{1 << 45, 1 << 20, 1},                 // rows past maxWindowBytes
 		{0, 1 << 20, decodeWindow},            // size unknown
 		{18 << 20, 0, decodeWindow},           // no rows
 		{100, 1000, decodeWindow},             // under a byte a row
 	} {
 		if got := windowRows(c.size, c.rows); got != c.want {
 			t.Errorf("windowRows(%d, %d) = %d, want %d", c.size, c.rows, got, c.want)
+		}
+	}
+}
+
+// TestGroupMemoryCountsVectors: a group's estimate counts a vector column
+// (fixed-width rows of 256 bytes or more) at its window of stored rows
+// and its wide output page, and any other leaf at two output pages.
+func TestGroupMemoryCountsVectors(t *testing.T) {
+	fields := func(vec string) *pb.Manifest {
+		return &pb.Manifest{Fields: []*pb.Field{
+			{Name: "id", Id: 0, ParentId: -1, LogicalType: "int64"},
+			{Name: "s", Id: 1, ParentId: -1, LogicalType: "string"},
+			{Name: "vec", Id: 2, ParentId: -1, LogicalType: vec},
+		}}
+	}
+	for _, c := range []struct {
+		vec  string
+		want int64
+	}{
+		{"fixed_size_list:float:8", 2<<20 + 3*2*pageBytes},
+		{"fixed_size_list:float:64", 2<<20 + 2*2*pageBytes + minWindowRows*256 + widePageBytes*5/4},
+		{"fixed_size_list:float:768", 2<<20 + 2*2*pageBytes + maxWindowBytes + widePageBytes*5/4},
+		{"fixed_size_list:int8:64", 2<<20 + 3*2*pageBytes},
+	} {
+		if got := groupMemory(fields(c.vec)); got != c.want {
+			t.Errorf("vec %s: groupMemory %d, want %d", c.vec, got, c.want)
 		}
 	}
 }

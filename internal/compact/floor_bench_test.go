@@ -37,7 +37,7 @@ func TestBenchCodecFloor(t *testing.T) {
 		t.Fatalf("no data files under %s (%v)", dir, err)
 	}
 	var size int64
-	open := func(p string) (*file.File, func()) {
+	open := func(p string) (*file.File, int64, func()) {
 		fh, err := os.Open(p)
 		if err != nil {
 			t.Fatal(err)
@@ -50,7 +50,7 @@ func TestBenchCodecFloor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return f, func() { fh.Close() }
+		return f, st.Size(), func() { fh.Close() }
 	}
 	for _, p := range paths {
 		st, err := os.Stat(p)
@@ -63,18 +63,20 @@ func TestBenchCodecFloor(t *testing.T) {
 		c0, w0 := cpuNow(t), time.Now()
 		var rows int
 		for _, p := range paths {
-			f, done := open(p)
+			f, fsize, done := open(p)
 			var names []string
 			for _, fl := range f.Schema.Fields {
 				names = append(names, fl.Name)
 			}
-			st, err := f.Stream(names, decodeWindow)
+			// The compaction's windows: 32 Ki rows of a 768-d vector
+			// would be 96 MiB, not the 12 MiB it reads at once.
+			st, err := f.Stream(names, windowRows(fsize, f.NumRows()))
 			if err != nil {
 				t.Fatal(err)
 			}
 			var w *file.Writer
 			if encode {
-				if w, err = file.NewWriter(bufio.NewWriterSize(io.Discard, 1<<20), f.Desc.GetSchema().GetFields(), file.WriterOptions{Version: f.Version(), PageBytes: pageBytes}); err != nil {
+				if w, err = file.NewWriter(bufio.NewWriterSize(io.Discard, 1<<20), f.Desc.GetSchema().GetFields(), file.WriterOptions{Version: f.Version(), PageBytes: pageBytes, WidePageBytes: widePageBytes}); err != nil {
 					t.Fatal(err)
 				}
 			}

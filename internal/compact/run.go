@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -360,7 +361,7 @@ func remapInline(ctx context.Context, h *table.Handle, read *meta.ManifestFile, 
 		}
 		nm, ks, _, err := index.Remap(ctx, h.Bucket, m, remap, index.RemapOptions{
 			Field: fields[m.GetFields()[0]], DatasetVersion: read.Manifest.GetVersion(), Bitmap: chain.RemapBitmap(m),
-			Full: func(frag uint32) (uint64, bool) { n, ok := full[frag]; return n, ok }, Now: now, Memory: budget.hold})
+			Full: func(frag uint32) (uint64, bool) { n, ok := full[frag]; return n, ok }, Now: now, Memory: budget.Hold})
 		keys = append(keys, ks...)
 		if err != nil {
 			return nil, keys, fmt.Errorf("compact: remap index %s: %w", m.GetName(), err)
@@ -448,7 +449,8 @@ func workers(p *Plan, par int) int {
 
 // MemoryBudget bounds the working memory of the groups the compactions
 // sharing it execute at once, and of their inline index remaps (a remap
-// holds its estimate while it runs, index.RemapOptions.Memory). Each group takes its estimate
+// holds its estimate while it runs, index.RemapOptions.Memory; so does the
+// index job's remap of a deferred compaction in the daemon). Each group takes its estimate
 // (groupMemory, at most the whole budget) before it starts and gives it
 // back when it ends, so N tables compacting at parallelism P on a wide
 // schema wait for each other instead of holding N*P groups' pages. nil
@@ -456,6 +458,7 @@ func workers(p *Plan, par int) int {
 type MemoryBudget struct {
 	size int64
 	sem  *semaphore.Weighted
+	held atomic.Int64
 	// taken, when set (tests), is told of every acquisition: its bytes
 	// and whether an index remap (not a group) took them.
 	taken func(n int64, remap bool)
@@ -469,6 +472,9 @@ func NewMemoryBudget(bytes int64) *MemoryBudget {
 
 // Size is the budget's bytes.
 func (b *MemoryBudget) Size() int64 { return b.size }
+
+// Held is the bytes groups and remaps hold from the budget now.
+func (b *MemoryBudget) Held() int64 { return b.held.Load() }
 
 // acquire takes n bytes (at most the whole budget, so that a group wider
 // than the budget still runs, alone) and returns what it took.
@@ -484,6 +490,7 @@ func (b *MemoryBudget) take(ctx context.Context, n int64, remap bool) (int64, er
 	if err := b.sem.Acquire(ctx, n); err != nil {
 		return 0, err
 	}
+	b.held.Add(n)
 	if b.taken != nil {
 		b.taken(n, remap)
 	}
@@ -492,13 +499,15 @@ func (b *MemoryBudget) take(ctx context.Context, n int64, remap bool) (int64, er
 
 func (b *MemoryBudget) release(n int64) {
 	if b != nil && n > 0 {
+		b.held.Add(-n)
 		b.sem.Release(n)
 	}
 }
 
-// hold is acquire for an index remap (index.RemapOptions.Memory): n
-// bytes, at most the whole budget, given back by the function returned.
-func (b *MemoryBudget) hold(ctx context.Context, n int64) (func(), error) {
+// Hold is acquire for an index remap (index.RemapOptions.Memory, and
+// the daemon's index.RemapJobOptions.Memory): n bytes, at most the whole
+// budget, given back by the function returned. A nil budget holds nothing.
+func (b *MemoryBudget) Hold(ctx context.Context, n int64) (func(), error) {
 	held, err := b.take(ctx, n, true)
 	if err != nil {
 		return nil, err
@@ -510,7 +519,10 @@ func (b *MemoryBudget) hold(ctx context.Context, n int64) (func(), error) {
 // column, the page being built for the file being written (pageBytes,
 // plus slack for the batch that crosses it) and the decoded window and
 // its read buffer (about as much again); plus the output's write buffer
-// and the encoder's scratch. It is the live heap, not the RSS, which the
+// and the encoder's scratch. A vector column (fixed-width rows of 256
+// bytes or more) holds its window of rows as stored (at least
+// minWindowRows of them, up to maxWindowBytes) and a page of
+// widePageBytes plus slack. It is the live heap, not the RSS, which the
 // garbage collector's headroom makes up to about twice that.
 func groupMemory(m *pb.Manifest) int64 {
 	parents := map[int32]bool{}
@@ -519,13 +531,18 @@ func groupMemory(m *pb.Manifest) int64 {
 			parents[f.GetParentId()] = true
 		}
 	}
-	leaves := 0
+	need := int64(2 << 20)
 	for _, f := range m.GetFields() {
-		if !parents[f.GetId()] {
-			leaves++
+		if parents[f.GetId()] {
+			continue
 		}
+		if rb := int64(file.FixedRowBytes(f.GetLogicalType())); rb >= 256 {
+			need += min(minWindowRows*rb, maxWindowBytes) + widePageBytes*5/4
+			continue
+		}
+		need += 2 * pageBytes
 	}
-	return int64(leaves)*2*pageBytes + 2<<20
+	return need
 }
 
 func executeAll(ctx context.Context, h *table.Handle, m *pb.Manifest, p *Plan, o Options, par int, budget *MemoryBudget) ([]*Output, error) {

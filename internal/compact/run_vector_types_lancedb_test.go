@@ -2,9 +2,10 @@ package compact
 
 import (
 	"fmt"
-	"strings"
+	"slices"
 	"testing"
 
+	"github.com/compactord/compactord/internal/index"
 	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
@@ -59,74 +60,124 @@ func TestRunRemapsFloat16And64VectorIndexes(t *testing.T) {
 	}
 }
 
-// TestRunLeavesOutRefusedVectorIndexes: LanceDB 0.39 builds IVF_FLAT with
-// the hamming distance over uint8 (binary) vectors; compactord does not
-// read it, so its compaction leaves the fragments it covers out (unremappable_index, the index named), writes nothing
-// of theirs, and LanceDB's search through the index is unchanged.
-func TestRunLeavesOutRefusedVectorIndexes(t *testing.T) {
+// hammingHits are the (id, distance) pairs of 50 binary-vector queries
+// (every partition probed) at version v of the table (0: the latest).
+func hammingHits(t *testing.T, f *lancedb.Fixture, v uint64, partitions int) []string {
+	t.Helper()
+	steps := []lancedb.Step{lancedb.Open()}
+	if v != 0 {
+		steps[0] = lancedb.Checkout(v)
+	}
+	for q := range 50 {
+		steps = append(steps, lancedb.VectorSearch(lancedb.VectorQuery{Vector: lancedb.BinaryVectorOf(int64(100000 + q)), Column: "vec", Limit: 10,
+			Nprobes: partitions, DistanceType: "hamming", Columns: []string{"id"}}))
+	}
+	out := f.Run(t, steps...)
+	var all []string
+	for q := range 50 {
+		rows, err := out.Rows(1 + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hs []vectorHit
+		for _, r := range rows {
+			id, _ := r.Int("id")
+			d, _ := r.Float("_distance")
+			hs = append(hs, vectorHit{id, d})
+		}
+		// Hamming distances tie often: only the rows tied with the
+		// last hit may be a matter of the search's choice.
+		if len(hs) != 10 {
+			t.Fatalf("query %d: %d hits", q, len(hs))
+		}
+		last := hs[len(hs)-1].dist
+		for _, h := range hs {
+			if h.dist != last {
+				all = append(all, fmt.Sprintf("q%d id %d %g", q, h.id, h.dist))
+			} else {
+				all = append(all, fmt.Sprintf("q%d at %g", q, h.dist))
+			}
+		}
+		slices.Sort(all[len(all)-len(hs):])
+	}
+	return all
+}
+
+// TestRunRemapsHammingIndexes: LanceDB 0.39 builds IVF_FLAT with the
+// hamming distance over uint8 (binary) vectors; compactord's compaction
+// of such a table (rows deleted in every fragment, one fragment deleted
+// whole) no longer leaves its fragments out. Inline, it remaps the index
+// in the Rewrite (row addresses only, the vectors' bytes untouched);
+// deferred, LanceDB reads it through the FRI until index remap rewrites
+// it and removes the FRI. Either way LanceDB counts no unindexed row and
+// its search with every partition probed returns, for 50 queries, the ids
+// and distances it returned before (inline: and on a copy LanceDB's own
+// optimize() compacted).
+func TestRunRemapsHammingIndexes(t *testing.T) {
 	lancedb.Require(t)
-	for _, c := range []struct {
-		name     string
-		schema   []lancedb.Column
-		rows     func(lo, hi int64, tag string) []lancedb.Row
-		typ      string
-		opts     map[string]any
-		distance string
-	}{
-		{"hamming", lancedb.VectorSchemaOf("uint8"), lancedb.BinaryVectorRows, "ivf_flat", map[string]any{"numPartitions": 2, "distanceType": "hamming"}, "hamming"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
+	for _, mode := range []string{"inline", "deferred"} {
+		t.Run(mode, func(t *testing.T) {
 			f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
 			f.Dir = f.URI + "/t.lance"
-			steps := []lancedb.Step{lancedb.Create(c.schema, c.rows(0, 250, "v"))}
+			steps := []lancedb.Step{lancedb.Create(lancedb.VectorSchemaOf("uint8"), lancedb.BinaryVectorRows(0, 250, "v"))}
 			for lo := int64(250); lo < 1000; lo += 250 {
-				steps = append(steps, lancedb.Add(c.rows(lo, lo+250, "v")))
+				steps = append(steps, lancedb.Add(lancedb.BinaryVectorRows(lo, lo+250, "v")))
 			}
-			steps = append(steps, lancedb.CreateVectorIndex("vec", c.typ, "vec_idx", c.opts), lancedb.Delete("id % 3 = 0"),
-				lancedb.ListIndices())
-			ixs, err := f.Run(t, steps...).Indices(len(steps) - 1)
-			if err != nil || len(ixs) != 1 {
-				t.Fatalf("indices: %+v %v", ixs, err)
-			}
-			q := lancedb.VectorQuery{Vector: lancedb.VectorOf(7), Column: "vec", Limit: 5, Columns: []string{"id"}, DistanceType: c.distance}
-			if c.name == "hamming" {
-				q.Vector = nil
-				for _, x := range lancedb.VectorOf(7) {
-					q.Vector = append(q.Vector, float32(int((x+1)*127)))
+			steps = append(steps, lancedb.CreateVectorIndex("vec", "ivf_flat", "vec_idx", map[string]any{"numPartitions": 2, "distanceType": "hamming"}),
+				lancedb.Delete("id % 3 = 0"), lancedb.Delete("id >= 500 AND id < 750"))
+			f.Run(t, steps...)
+			twin := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+			twin.Dir = twin.URI + "/t.lance"
+			copyTree(t, f.Dir, twin.Dir)
+			before := hammingHits(t, f, 0, 2)
+			live := 0
+			for id := range 1000 {
+				if id%3 != 0 && (id < 500 || id >= 750) {
+					live++
 				}
 			}
-			search := func() []int64 {
-				out := f.Run(t, lancedb.Open(), lancedb.VectorSearch(q))
-				rows, err := out.Rows(1)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var ids []int64
-				for _, r := range rows {
-					id, _ := r.Int("id")
-					ids = append(ids, id)
-				}
-				return ids
+			h := openHandle(t, f.Dir)
+			opts := DefaultOptions()
+			if mode == "deferred" {
+				opts = deferredOptions()
 			}
-			before := search()
-			res, err := Run(t.Context(), openHandle(t, f.Dir), DefaultOptions(), Env{})
+			res, err := Run(t.Context(), h, opts, Env{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Commit != nil || len(res.Plan.Skips) != 4 {
-				t.Fatalf("compaction: committed %v, skips %+v; want all four fragments left out", res.Commit != nil, res.Plan.Skips)
+			if res.Commit == nil || len(res.Plan.Skips) != 0 {
+				t.Fatalf("compaction: committed %v, skips %+v; want the fragments compacted, none skipped", res.Commit != nil, res.Plan.Skips)
 			}
-			for _, s := range res.Plan.Skips {
-				if s.Code != SkipIndex || !strings.Contains(s.Reason, `"vec_idx"`) {
-					t.Fatalf("skip %+v; want unremappable_index naming vec_idx", s)
+			if mode == "inline" && res.RewrittenIndices != 1 {
+				t.Fatalf("compaction remapped %d indexes inline; want vec_idx", res.RewrittenIndices)
+			}
+			if mode == "deferred" {
+				if res.FragReuse == nil {
+					t.Fatal("the deferred compaction wrote no FRI")
+				}
+				if got := hammingHits(t, f, 0, 2); fmt.Sprint(got) != fmt.Sprint(before) {
+					t.Fatalf("hamming search through the FRI:\n%v\nbefore:\n%v", got[:10], before[:10])
+				}
+				rr, err := index.RemapIndexes(t.Context(), h, index.RemapJobOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(rr.Indices) != 1 || rr.Indices[0].Name != "vec_idx" || len(rr.Skipped) != 0 || rr.Trim == nil || !rr.Trim.Removed || rr.Indices[0].Entries != live {
+					t.Fatalf("index remap: %+v; want vec_idx remapped (%d rows) and the FRI removed", rr, live)
 				}
 			}
-			after, err := f.Run(t, lancedb.Open(), lancedb.ListIndices()).Indices(1)
-			if err != nil || len(after) != 1 || after[0].IndexUUID != ixs[0].IndexUUID {
-				t.Fatalf("indices after: %+v %v; want vec_idx untouched", after, err)
+			st, err := f.Run(t, lancedb.Open(), lancedb.IndexStats("vec_idx")).IndexStats(1)
+			if err != nil || st == nil || st.NumUnindexedRows != 0 || st.NumIndexedRows != int64(live) {
+				t.Fatalf("index stats %+v %v: want %d indexed, 0 unindexed", st, err, live)
 			}
-			if got := search(); fmt.Sprint(got) != fmt.Sprint(before) || len(got) != 5 {
-				t.Fatalf("search after %v, before %v", got, before)
+			got := hammingHits(t, f, 0, 2)
+			if fmt.Sprint(got) != fmt.Sprint(before) {
+				t.Fatalf("hamming search after the compaction:\n%v\nbefore:\n%v", got[:10], before[:10])
+			}
+			if mode == "inline" {
+				if want := hammingHits(t, twin, lanceDBRemapVersion(t, twin), 2); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("hamming search after the compaction:\n%v\nLanceDB's remap:\n%v", got[:10], want[:10])
+				}
 			}
 		})
 	}

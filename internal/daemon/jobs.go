@@ -36,13 +36,48 @@ import (
 // jobErr makes corrupt metadata quarantine the table.
 func jobSet(cfg func(table string) JobsConfig, reg prometheus.Registerer) map[scheduler.Kind]scheduler.JobFunc {
 	cm := newCompactMetrics(reg)
+	mem := &memoryBudget{}
 	return map[scheduler.Kind]scheduler.JobFunc{
-		scheduler.KindMerge:   tableJob(absorbing(cfg, mergeJob(cfg))),
-		scheduler.KindCompact: tableJob(absorbing(cfg, compactJob(cfg, cm))),
-		scheduler.KindIndex:   tableJob(absorbing(cfg, indexJob(cfg))),
-		scheduler.KindTrim:    tableJob(absorbing(cfg, trimJob(cfg))),
-		scheduler.KindCleanup: tableJob(absorbing(cfg, cleanupJob(cfg))),
+		scheduler.KindMerge:   tableJob(absorbing(cfg, mem, mergeJob(cfg))),
+		scheduler.KindCompact: tableJob(absorbing(cfg, mem, compactJob(cfg, cm, mem))),
+		scheduler.KindIndex:   tableJob(absorbing(cfg, mem, indexJob(cfg, mem))),
+		scheduler.KindTrim:    tableJob(absorbing(cfg, mem, trimJob(cfg))),
+		scheduler.KindCleanup: tableJob(absorbing(cfg, mem, cleanupJob(cfg))),
 	}
+}
+
+// memoryBudget is the one jobs.compact.memory_budget_mib budget of the
+// daemon: every table's compaction groups and inline index remaps, and
+// the index remaps that absorb a deferred compaction's FRI (the index
+// job's, and any job's absorbFRI), hold their working memory from it. It
+// is made again when a reload changes its size (jobs running meanwhile
+// give back to the old one).
+type memoryBudget struct {
+	mu     sync.Mutex
+	budget *compact.MemoryBudget
+}
+
+// of returns the budget of mib MiB (nil: no bound, mib <= 0).
+func (m *memoryBudget) of(mib int) *compact.MemoryBudget {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case mib <= 0:
+		m.budget = nil
+	case m.budget == nil || m.budget.Size() != int64(mib)<<20:
+		m.budget = compact.NewMemoryBudget(int64(mib) << 20)
+	}
+	return m.budget
+}
+
+// remapOptions are the index remap's options for a job on table name:
+// jobs.index's, holding memory from the shared budget.
+func (m *memoryBudget) remapOptions(c JobsConfig, clk clock.Clock) index.RemapJobOptions {
+	o := c.Index.RemapJobOptions(clk)
+	if b := m.of(c.Compact.MemoryBudgetMiB); b != nil {
+		o.Memory = b.Hold
+	}
+	return o
 }
 
 // absorbing runs job after absorbing a pending fragment-reuse index
@@ -53,9 +88,12 @@ func jobSet(cfg func(table string) JobsConfig, reg prometheus.Registerer) map[sc
 // by key then miss them). So no job of the daemon runs on a table that
 // has one; a table only has one when a compaction deferred its remap
 // (jobs.compact.inline_remap: false) or another tool left it.
-func absorbing(cfg func(table string) JobsConfig, job lanceJob) lanceJob {
+func absorbing(cfg func(table string) JobsConfig, mem *memoryBudget, job lanceJob) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
-		note, version, err := absorbFRI(ctx, t, lance, cfg(t.Name).Index.Replans)
+		c := cfg(t.Name)
+		o := mem.remapOptions(c, t.Clock)
+		o.Indices = nil // every index the FRI holds back, whatever jobs.index.indices says
+		note, version, err := absorbFRI(ctx, lance, o)
 		if err != nil {
 			return scheduler.Outcome{}, fmt.Errorf("absorb the pending fragment-reuse index: %w", err)
 		}
@@ -74,7 +112,7 @@ func absorbing(cfg func(table string) JobsConfig, job lanceJob) lanceJob {
 // (index.RemapIndexes over every index), when the latest version has an
 // FRI. It returns a note of what it did ("" when there was no FRI) and
 // the last version it committed.
-func absorbFRI(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle, replans int) (string, uint64, error) {
+func absorbFRI(ctx context.Context, lance *table.Handle, o index.RemapJobOptions) (string, uint64, error) {
 	if lance == nil {
 		return "", 0, nil
 	}
@@ -85,7 +123,7 @@ func absorbFRI(ctx context.Context, t *scheduler.TableHandle, lance *table.Handl
 	if len(meta.FindIndex(read.Indices, meta.FragReuseIndexName)) == 0 {
 		return "", 0, nil
 	}
-	rm, err := index.RemapIndexes(ctx, lance, index.RemapJobOptions{Clock: t.Clock, Attempts: replans})
+	rm, err := index.RemapIndexes(ctx, lance, o)
 	if err != nil {
 		return "", 0, err
 	}
@@ -388,25 +426,10 @@ func mergeJob(cfg func(table string) JobsConfig) lanceJob {
 // conflict. The fragments the plan left out (covered by an index
 // compactord cannot remap, ...) are in the summary and in
 // compactord_compact_fragments_skipped.
-func compactJob(cfg func(table string) JobsConfig, m *compactMetrics) lanceJob {
-	// One budget for every table's compactions, made again when a reload
-	// changes its size (groups running meanwhile give back to the old one).
-	var mu sync.Mutex
-	var budget *compact.MemoryBudget
-	budgetOf := func(mib int) *compact.MemoryBudget {
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case mib <= 0:
-			budget = nil
-		case budget == nil || budget.Size() != int64(mib)<<20:
-			budget = compact.NewMemoryBudget(int64(mib) << 20)
-		}
-		return budget
-	}
+func compactJob(cfg func(table string) JobsConfig, m *compactMetrics, mem *memoryBudget) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
 		cc := cfg(t.Name).Compact
-		res, err := compact.Run(ctx, lance, cc.Options(), cc.Env(t.Clock, budgetOf(cc.MemoryBudgetMiB)))
+		res, err := compact.Run(ctx, lance, cc.Options(), cc.Env(t.Clock, mem.of(cc.MemoryBudgetMiB)))
 		if res != nil {
 			m.planned(t.Name, res.Plan)
 		}
@@ -445,10 +468,11 @@ func compactJob(cfg func(table string) JobsConfig, m *compactMetrics) lanceJob {
 // conflict. With nothing to index, a maintained index whose coverage is
 // proven while its catch-up record lags gets the record raised by a
 // record-only commit (index.CatchUp).
-func indexJob(cfg func(table string) JobsConfig) lanceJob {
+func indexJob(cfg func(table string) JobsConfig, mem *memoryBudget) lanceJob {
 	return func(ctx context.Context, t *scheduler.TableHandle, lance *table.Handle) (scheduler.Outcome, error) {
-		ic := cfg(t.Name).Index
-		rm, err := index.RemapIndexes(ctx, lance, ic.RemapJobOptions(t.Clock))
+		c := cfg(t.Name)
+		ic := c.Index
+		rm, err := index.RemapIndexes(ctx, lance, mem.remapOptions(c, t.Clock))
 		if err != nil {
 			return scheduler.Outcome{}, err
 		}

@@ -3,6 +3,8 @@ package daemon
 import (
 	"testing"
 
+	"github.com/compactord/compactord/internal/compact"
+	"github.com/compactord/compactord/internal/index"
 	"github.com/compactord/compactord/internal/trim"
 )
 
@@ -26,5 +28,35 @@ func TestTrimSummaryCountsAgreeWithBytes(t *testing.T) {
 		if got := trimSummary(&c.res); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
 		}
+	}
+}
+
+// The index remaps that absorb a deferred compaction hold their memory
+// from the budget the compactions hold theirs from
+// (jobs.compact.memory_budget_mib), so that a table's remap and another
+// table's compaction together stay within it; no budget, no bound.
+func TestRemapsShareTheCompactionMemoryBudget(t *testing.T) {
+	mem := &memoryBudget{}
+	c := JobsConfig{Compact: compact.DefaultConfig(), Index: index.DefaultConfig()}
+	c.Compact.MemoryBudgetMiB = 0
+	if o := mem.remapOptions(c, nil); o.Memory != nil {
+		t.Error("a remap holds memory with no budget configured")
+	}
+	c.Compact.MemoryBudgetMiB = 64
+	o := mem.remapOptions(c, nil)
+	if o.Memory == nil {
+		t.Fatal("the remap holds no memory from the 64 MiB budget")
+	}
+	release, err := o.Memory(t.Context(), 10<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := mem.of(c.Compact.MemoryBudgetMiB)
+	if got := budget.Held(); got != 10<<20 {
+		t.Errorf("the compactions' budget holds %d bytes while a remap holds 10 MiB", got)
+	}
+	release()
+	if got := budget.Held(); got != 0 {
+		t.Errorf("%d bytes held after the remap gave its memory back", got)
 	}
 }

@@ -354,7 +354,11 @@ func Plan(read *meta.ManifestFile, o Options) ([]Job, []Skip, error) {
 		segs := meta.FindIndex(read.Indices, name)
 		kind := meta.IndexKind(segs[0])
 		if !Buildable(segs[0]) {
-			skips = append(skips, Skip{name, fmt.Sprintf("a %s index (compactord catches up btree, bitmap, label-list, full-text and vector indexes but hamming ones)", kind)})
+			why := fmt.Sprintf("a %s index (compactord catches up btree, bitmap, label-list, full-text and vector indexes)", kind)
+			if kind == vector.Kind {
+				why = "a vector index compactord does not encode: " + vector.SegmentRefusal(segs[0])
+			}
+			skips = append(skips, Skip{name, why})
 			continue
 		}
 		fields := segs[0].GetFields()

@@ -369,37 +369,6 @@ func TestCatchUpHNSWEmptyPartitions(t *testing.T) {
 	}
 }
 
-// TestCatchUpRefusesFloat16And64Indexes: compactord does not encode an
-// index over float16 or float64 vectors (lance computes their distances
-// in that type); catch-up skips it with that reason and commits nothing
-// (a btree on the same table is still caught up), and a rebuild refuses
-// it in one line.
-func TestCatchUpRefusesFloat16And64Indexes(t *testing.T) {
-	lancedb.Require(t)
-	for _, item := range []string{"float16", "float64"} {
-		t.Run(item, func(t *testing.T) {
-			f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
-			f.Dir = f.URI + "/t.lance"
-			f.Run(t, lancedb.Create(lancedb.VectorSchemaOf(item), lancedb.VectorRows(0, 600, "v")),
-				lancedb.CreateVectorIndex("vec", "ivf_pq", "vec_idx", map[string]any{"numPartitions": 2, "numSubVectors": 4}),
-				lancedb.CreateIndex("id", "btree", "id_idx"),
-				lancedb.Add(lancedb.VectorRows(600, 700, "w")))
-			h := openHandle(t, f.Dir)
-			res, err := CatchUp(t.Context(), h, Options{})
-			if err != nil || !res.Committed || len(res.Indices) != 1 || res.Indices[0].Name != "id_idx" ||
-				len(res.Skipped) != 1 || res.Skipped[0].Name != "vec_idx" || !strings.Contains(res.Skipped[0].Reason, "float32 vectors only") {
-				t.Fatalf("catch-up: %+v %v; want id_idx caught up and vec_idx skipped for its %s vectors", res, err, item)
-			}
-			if st := stats(t, f.Run(t, lancedb.Open(), lancedb.IndexStats("vec_idx")), 1); st.NumUnindexedRows != 100 {
-				t.Fatalf("index stats %+v; want the 100 new rows unindexed", st)
-			}
-			if _, err := Rebuild(t.Context(), h, "vec_idx", RebuildOptions{}); err == nil || !strings.Contains(err.Error(), "float32 vectors only") || strings.Contains(err.Error(), "\n") {
-				t.Fatalf("rebuild: %v; want a one-line refusal naming float32 vectors", err)
-			}
-		})
-	}
-}
-
 // multiSearches runs 50 two-vector queries through the multivector column
 // vec (one partition, an HNSW search list of ef), 10 hits each, nearest
 // first, ties by id.

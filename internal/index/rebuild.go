@@ -56,7 +56,8 @@ type RebuildResult struct {
 //
 // A vector index is re-encoded with its existing centroids and quantizer
 // (no retraining), read from its first segment, which must therefore be
-// readable; hamming indexes and float16/float64 vectors are refused. A full-text
+// readable (float16, float64 and binary vectors are encoded in lance's
+// arithmetic for them). A full-text
 // index is rebuilt into one partition when compactord reproduces its
 // tokenizer (fts.NewTokenizer), else refused.
 func Rebuild(ctx context.Context, h *table.Handle, name string, o RebuildOptions) (*RebuildResult, error) {
@@ -104,7 +105,7 @@ func RebuildJob(read *meta.ManifestFile, name string) (segs []*pb.IndexMetadata,
 	case KindBTree, KindBitmap, KindLabelList, KindInverted:
 	case vector.Kind:
 		if !vector.Buildable(segs[0]) {
-			return nil, "", nil, fmt.Errorf("index rebuild: %s: compactord does not encode hamming or unknown vector indexes (rebuild it with LanceDB)", name)
+			return nil, "", nil, fmt.Errorf("index rebuild: %s: %s (rebuild it with LanceDB)", name, vector.SegmentRefusal(segs[0]))
 		}
 	default:
 		return nil, "", nil, fmt.Errorf("index rebuild: %s: compactord rebuilds btree, bitmap, label-list, full-text and vector indexes, not %s indexes (rebuild it with LanceDB)", name, kind)

@@ -10,6 +10,7 @@ import (
 	"github.com/compactord/compactord/internal/clock"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/fri"
+	"github.com/compactord/compactord/internal/index/vector"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/progress"
 	"github.com/compactord/compactord/internal/table"
@@ -27,6 +28,10 @@ type RemapJobOptions struct {
 	// Attempts bounds the tries of one commit after a retryable conflict
 	// (0: those of DefaultConfig).
 	Attempts int
+	// Memory, when set, is each segment remap's RemapOptions.Memory: the
+	// daemon passes the compaction's memory budget, so that a deferred
+	// compaction's later remap shares the bound its inline remap has.
+	Memory func(ctx context.Context, n int64) (release func(), err error)
 }
 
 // RemapResult is what RemapIndexes did.
@@ -222,7 +227,11 @@ func remapIndexOnce(ctx context.Context, h *table.Handle, name string, o RemapJo
 	}
 	kind := meta.IndexKind(need[0])
 	if !SegmentRemappable(need[0]) {
-		return nil, &Skip{name, fmt.Sprintf("a %s index compactord cannot remap (it remaps btree, bitmap, label-list, full-text and every vector index but hamming ones); it keeps its FRI versions", kind)}, nil
+		why := fmt.Sprintf("a %s index compactord cannot remap (it remaps btree, bitmap, label-list, full-text and vector indexes)", kind)
+		if kind == vector.Kind {
+			why = "a vector index compactord cannot remap: " + vector.SegmentRefusal(need[0])
+		}
+		return nil, &Skip{name, why + "; it keeps its FRI versions"}, nil
 	}
 	for _, s := range need {
 		if kind == KindInverted {
@@ -296,7 +305,7 @@ func remapIndexOnce(ctx context.Context, h *table.Handle, name string, o RemapJo
 				bm.Remove(id)
 			}
 		}
-		nm, ks, st, err := Remap(ctx, h.Bucket, s, remap, RemapOptions{Field: field, DatasetVersion: m.GetVersion(), Bitmap: bm, Full: full, Now: o.Clock.Now()})
+		nm, ks, st, err := Remap(ctx, h.Bucket, s, remap, RemapOptions{Field: field, DatasetVersion: m.GetVersion(), Bitmap: bm, Full: full, Now: o.Clock.Now(), Memory: o.Memory})
 		keys = append(keys, ks...)
 		if err != nil {
 			cleanup()

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -261,12 +262,23 @@ func TestRemapComposesTwoVersions(t *testing.T) {
 			t.Errorf("entry %#x (id %d) remaps to %#x,%v (id %d)", a, id, na, ok, afterIDs[na])
 		}
 	}
-	rm, err := RemapIndexes(ctx, h, RemapJobOptions{})
+	// Each segment's remap holds its memory from the caller's budget
+	// and gives it back.
+	var holds, held int64
+	memory := func(_ context.Context, n int64) (func(), error) {
+		holds++
+		held += n
+		return func() { held -= n }, nil
+	}
+	rm, err := RemapIndexes(ctx, h, RemapJobOptions{Memory: memory})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rm.Trim == nil || !rm.Trim.Removed || len(rm.Trim.Dropped) != 2 {
 		t.Fatalf("remap %+v, trim %+v", rm, rm.Trim)
+	}
+	if holds < int64(len(rm.Indices)) || len(rm.Indices) == 0 || held != 0 {
+		t.Errorf("%d indexes remapped with %d holds of the memory budget, %d bytes still held", len(rm.Indices), holds, held)
 	}
 	check("remapped through both")
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -210,6 +211,10 @@ func vbChild(t *testing.T, op, path string) {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if p := os.Getenv("LANCE_VECTOR_MEMPROFILE"); p != "" {
+		stop := vbHeapAtPeak(t, p)
+		defer stop()
+	}
 	var ru0, ru1 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	t0 := time.Now()
@@ -258,12 +263,47 @@ func vbChild(t *testing.T, op, path string) {
 	fmt.Printf("VECBENCH wall=%d cpu=%d hwm=%d rows=%d segs=%d\n", wall.Nanoseconds(), cpu.Nanoseconds(), peakrss.Self(), rows, segs)
 }
 
+// vbHeapAtPeak writes a heap profile to path whenever the live heap
+// reaches a new high (by 5 %), polled every 10 ms, so the file ends up
+// holding what was live near the peak (inuse_space) and every allocation
+// so far (alloc_space). stop ends the polling.
+func vbHeapAtPeak(t *testing.T, path string) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	go func() {
+		defer close(finished)
+		var high uint64
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			metrics.Read(s)
+			if v := s[0].Value.Uint64(); v > high+high/20 {
+				high = v
+				f, err := os.Create(path)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_ = pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+				fmt.Printf("VECBENCH heap %.0f MiB live\n", float64(v)/(1<<20))
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
 func vbRunChild(t *testing.T, op, path string) (vbUsage, int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchVectorIndex$", "-test.v")
 	cmd.Env = append(os.Environ(), "LANCE_VECTOR_CHILD="+op+":"+path)
 	if op != os.Getenv("LANCE_VECTOR_PROFILE_OP") {
-		cmd.Env = append(cmd.Env, "LANCE_VECTOR_CPUPROFILE=")
+		cmd.Env = append(cmd.Env, "LANCE_VECTOR_CPUPROFILE=", "LANCE_VECTOR_MEMPROFILE=")
 	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -287,42 +327,66 @@ func vbLance(o vbNodeOut) vbUsage {
 	return vbUsage{time.Duration(o.WallMs * float64(time.Millisecond)), time.Duration(o.CpuMs * float64(time.Millisecond)), o.MaxRssKb << 10}
 }
 
-// vbTables builds, once per size into cache (reused when its marker
-// exists), the benchmark's tables: base (rows vectors, one fragment, no
-// index); pq and hnsw (base with an IVF_PQ or IVF_HNSW_SQ index of parts
+// vbTables builds, once per size into cache (reused when its markers
+// exist), the benchmark's tables for the index kinds asked for ("pq",
+// "hnsw"): base (rows vectors, one fragment, no index), shared by the
+// kinds; per kind k, k (base with an IVF_PQ or IVF_HNSW_SQ index of parts
 // partitions over it, then newRows more vectors appended unindexed, one
-// fragment); pqdel and hnswdel (the indexed base with id % 10 = 3
-// deleted); nodel (pqdel with its index dropped: compaction without a
-// remap, LanceDB's baseline).
-func vbTables(t *testing.T, in lancedb.Install, cache string, rows, newRows, parts int) {
+// fragment) and kdel (the indexed base with id % 9 = 3 deleted); for pq
+// also nodel (pqdel with its index dropped: compaction without a remap,
+// LanceDB's baseline). Each kind is built only when a chosen step needs it:
+// at 1 M rows LanceDB's index build alone takes most of an hour.
+func vbTables(t *testing.T, in lancedb.Install, cache string, rows, newRows, parts int, kinds []string) {
 	t.Helper()
-	marker := filepath.Join(cache, "built")
-	if _, err := os.Stat(marker); err == nil {
-		t.Logf("reusing the tables in %s", cache)
-		return
+	// "built" is the marker of a cache that holds every kind.
+	done := func(k string) bool {
+		for _, m := range []string{"built", "built-" + k} {
+			if _, err := os.Stat(filepath.Join(cache, m)); err == nil {
+				return true
+			}
+		}
+		return false
 	}
-	if err := os.RemoveAll(cache); err != nil {
-		t.Fatal(err)
+	mark := func(k string) {
+		if err := os.WriteFile(filepath.Join(cache, "built-"+k), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tb := func(n string) string { return filepath.Join(cache, n+".lance") }
-	o := vbNode(t, in, "gen", cache, "base", "0", strconv.Itoa(rows))
-	t.Logf("LanceDB wrote %d vectors in %.1f s", o.Count, o.Ms/1000)
-	for _, k := range []struct{ name, typ string }{{"pq", "ivf_pq"}, {"hnsw", "ivf_hnsw_sq"}} {
-		vbCopy(t, tb("base"), tb(k.name))
-		o := vbNode(t, in, "index", cache, k.name, k.typ, strconv.Itoa(parts))
-		t.Logf("LanceDB built %s over %d rows in %.1f s", k.typ, o.Stats.Indexed, o.Ms/1000)
-		vbCopy(t, tb(k.name), tb(k.name+"del"))
-		o = vbNode(t, in, "delete", cache, k.name+"del", "id % 9 = 3")
-		t.Logf("%sdel: %d rows left", k.name, o.Count)
+	if !done("base") {
+		if err := os.RemoveAll(cache); err != nil {
+			t.Fatal(err)
+		}
+		o := vbNode(t, in, "gen", cache, "base", "0", strconv.Itoa(rows))
+		t.Logf("LanceDB wrote %d vectors in %.1f s", o.Count, o.Ms/1000)
+		mark("base")
 	}
-	vbCopy(t, tb("pqdel"), tb("nodel"))
-	vbNode(t, in, "dropindex", cache, "nodel")
-	for _, n := range []string{"pq", "hnsw"} {
-		o := vbNode(t, in, "add", cache, n, strconv.Itoa(rows), strconv.Itoa(rows+newRows))
-		t.Logf("%s: %d rows after the add", n, o.Count)
-	}
-	if err := os.WriteFile(marker, nil, 0o644); err != nil {
-		t.Fatal(err)
+	typ := map[string]string{"pq": "ivf_pq", "hnsw": "ivf_hnsw_sq"}
+	for _, k := range kinds {
+		if done(k) {
+			t.Logf("reusing the %s tables in %s", k, cache)
+			continue
+		}
+		for _, n := range []string{k, k + "del", "nodel"} {
+			if n != "nodel" || k == "pq" {
+				if err := os.RemoveAll(tb(n)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		vbCopy(t, tb("base"), tb(k))
+		o := vbNode(t, in, "index", cache, k, typ[k], strconv.Itoa(parts))
+		t.Logf("LanceDB built %s over %d rows in %.1f s", typ[k], o.Stats.Indexed, o.Ms/1000)
+		vbCopy(t, tb(k), tb(k+"del"))
+		o = vbNode(t, in, "delete", cache, k+"del", "id % 9 = 3")
+		t.Logf("%sdel: %d rows left", k, o.Count)
+		if k == "pq" {
+			vbCopy(t, tb("pqdel"), tb("nodel"))
+			vbNode(t, in, "dropindex", cache, "nodel")
+		}
+		o = vbNode(t, in, "add", cache, k, strconv.Itoa(rows), strconv.Itoa(rows+newRows))
+		t.Logf("%s: %d rows after the add", k, o.Count)
+		mark(k)
 	}
 }
 
@@ -389,9 +453,12 @@ func vbSum8(xs []float32) float32 {
 // count no unindexed row after either side's catch-up, and the same rows
 // after either side's compaction. LANCE_VECTOR_CPUPROFILE=FILE with
 // LANCE_VECTOR_PROFILE_OP=catchup|compact|compact-defer|remap profiles
-// that compactord child; LANCE_BENCH_VECTOR_STEPS=catchup-pq,catchup-hnsw,
-// remap-pq,remap-hnsw runs some steps only. LANCE_VECTOR_DESCRIBE=TABLE_DIR only logs the
-// segments of TABLE_DIR's vec_idx.
+// that compactord child (LANCE_VECTOR_MEMPROFILE=FILE: its heap near the
+// peak); LANCE_BENCH_VECTOR_STEPS=catchup-pq,catchup-hnsw,
+// remap-pq,remap-hnsw runs some steps only (and builds only the tables
+// they need); LANCE_BENCH_BUILD_ONLY=1 builds the tables and stops.
+// LANCE_VECTOR_DESCRIBE=TABLE_DIR only logs the segments of TABLE_DIR's
+// vec_idx.
 func TestBenchVectorIndex(t *testing.T) {
 	if c := os.Getenv("LANCE_VECTOR_CHILD"); c != "" {
 		op, path, _ := strings.Cut(c, ":")
@@ -423,7 +490,16 @@ func TestBenchVectorIndex(t *testing.T) {
 		root = t.TempDir()
 	}
 	cache := filepath.Join(root, fmt.Sprintf("vector-%d-%d-%d", rows, newRows, parts))
-	vbTables(t, in, cache, rows, newRows, parts)
+	var kinds []string
+	for _, k := range []string{"pq", "hnsw"} {
+		if want("catchup-"+k) || want("remap-"+k) {
+			kinds = append(kinds, k)
+		}
+	}
+	vbTables(t, in, cache, rows, newRows, parts, kinds)
+	if os.Getenv("LANCE_BENCH_BUILD_ONLY") != "" {
+		return
+	}
 	work := filepath.Join(root, fmt.Sprintf("vector-work-%d", time.Now().UnixNano()))
 	t.Cleanup(func() { os.RemoveAll(work) })
 	tb := func(dir, n string) string { return filepath.Join(dir, n+".lance") }
@@ -435,7 +511,7 @@ func TestBenchVectorIndex(t *testing.T) {
 	}
 	t.Logf("%d vectors of 768 float32 + %d new, %d partitions, GOMAXPROCS %d, load average %.2f; one core's sequential read bandwidth %.1f GB/s",
 		rows, newRows, parts, runtime.GOMAXPROCS(0), load[0], bw/1e9)
-	for _, n := range []string{"pq", "hnsw"} {
+	for _, n := range kinds {
 		for _, s := range vbSegments(t, tb(cache, n)) {
 			t.Logf("%s before: %s", n, s)
 		}

@@ -39,7 +39,7 @@ const (
 	CheckFragments     = "fragments"      // ids unique and ≤ max_fragment_id, rows > 0, deleted ≤ physical
 	CheckDataFile      = "data_file"      // referenced data files exist with their recorded size (and, deep, every page decodes)
 	CheckDeletionFile  = "deletion_file"  // deletion files exist (and, deep, decode to num_deleted_rows)
-	CheckIndex         = "index"          // index files exist, bitmaps ⊆ fragments ever live, segments agree (and, deep, .lance files decode)
+	CheckIndex         = "index"          // index files exist, bitmaps ⊆ fragments ever live, segments agree (and, deep, their Lance files, .lance and .idx, decode)
 	CheckTag           = "tag"            // tags decode and name retained versions
 	CheckMemWal        = "mem_wal"        // MemWAL index: compacted ≤ flushed, catch-up ≤ compacted, maintained indexes exist
 	CheckShardManifest = "shard_manifest" // shard manifests decode and say their own version and shard
@@ -80,11 +80,11 @@ func (r *Report) OK() bool { return len(r.Violations) == 0 }
 type Options struct {
 	// Version checks only this version (0: every retained version).
 	Version uint64
-	// Deep also decodes every page of every data file and every .lance
-	// file of an index segment the checked versions reference (one page in
-	// memory at a time, file.Check), every deletion file, every WAL entry
-	// above its shard's replay position, and every unmerged generation end
-	// to end (its newest manifest, and every data and deletion file of
+	// Deep also decodes every page of every data file and every Lance
+	// file (.lance, .idx) of an index segment the checked versions
+	// reference (one page in memory at a time, file.Check), every
+	// deletion file, every WAL entry above its shard's replay position,
+	// and every unmerged generation end to end (its newest manifest, and every data and deletion file of
 	// it): the acknowledged data the base table does not hold yet, which
 	// the shard's next flush or the next merge must read. With
 	// IndexContent set, it also checks the content of the newest checked
@@ -540,18 +540,27 @@ func (c *checker) indices(ctx context.Context, f *meta.ManifestFile, mkey string
 			}
 			// A segment that lists no files: its directory's Lance files.
 			for key := range c.files {
-				if strings.HasPrefix(key, dir) && strings.HasSuffix(key, ".lance") {
+				if strings.HasPrefix(key, dir) && lanceIndexFile(key) {
 					c.toDecode(decodeFile{check: CheckIndex, key: key, frag: noID})
 				}
 			}
 		}
 		for _, file := range ix.GetFiles() {
 			key := dir + file.GetPath()
-			if c.object(v, CheckIndex, key, file.GetSizeBytes(), "file of index "+ix.GetName(), noID) && strings.HasSuffix(key, ".lance") {
+			if c.object(v, CheckIndex, key, file.GetSizeBytes(), "file of index "+ix.GetName(), noID) && lanceIndexFile(key) {
 				c.toDecode(decodeFile{check: CheckIndex, key: key, frag: noID})
 			}
 		}
 	}
+}
+
+// lanceIndexFile reports whether an index segment's file is a Lance file
+// deep verify decodes: a scalar or full-text segment's *.lance, and a
+// vector segment's index.idx and auxiliary.idx (Lance 2.x files too). A
+// legacy vector index.idx (a protobuf before a 16-byte footer) reads as
+// a file version compactord does not decode: a warning, not a violation.
+func lanceIndexFile(key string) bool {
+	return strings.HasSuffix(key, ".lance") || strings.HasSuffix(key, ".idx")
 }
 
 // indexContent checks the content of the indexes of f against its data

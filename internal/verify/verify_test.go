@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -425,5 +426,47 @@ func TestDeepIndexContent(t *testing.T) {
 	}
 	if len(rep.Warnings) != 1 || rep.Warnings[0].Check != CheckIndexContent || !strings.Contains(rep.Warnings[0].Object, "cat_idx") {
 		t.Errorf("warnings %v", rep.Warnings)
+	}
+}
+
+// TestDeepDecodesVectorIndexFiles: a vector index segment's index.idx and
+// auxiliary.idx are Lance files deep verify decodes like a scalar
+// segment's: on LanceDB's IVF_PQ and IVF_HNSW_SQ indexes deep verify
+// passes, and an auxiliary.idx whose footer no longer points at its
+// column metadata (its size unchanged, so the shallow check passes) is a
+// violation naming it.
+func TestDeepDecodesVectorIndexFiles(t *testing.T) {
+	lancedb.Require(t)
+	dir := t.TempDir()
+	lancedb.MustRun(t, lancedb.Program{URI: dir, Steps: []lancedb.Step{
+		lancedb.Create(lancedb.VectorSchema, lancedb.VectorRows(0, 600, "v")),
+		lancedb.CreateVectorIndex("vec", "ivf_pq", "pq_idx", map[string]any{"numPartitions": 2, "numSubVectors": 4}),
+		lancedb.Add(lancedb.VectorRows(600, 700, "v")),
+	}})
+	table := filepath.Join(dir, "t.lance")
+	lancedb.MustRun(t, lancedb.Program{URI: dir, Steps: []lancedb.Step{
+		lancedb.CreateVectorIndex("vec", "ivf_hnsw_sq", "hnsw_idx", map[string]any{"numPartitions": 1}),
+	}})
+	wantOK(t, "vector", run(t, table, Options{Deep: true}))
+
+	aux, _ := filepath.Glob(filepath.Join(table, "_indices", "*", "auxiliary.idx"))
+	if len(aux) != 2 {
+		t.Fatalf("auxiliary.idx files: %v", aux)
+	}
+	data, err := os.ReadFile(aux[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The footer's first field, the column metadata's start, now past
+	// the end of the file.
+	binary.LittleEndian.PutUint64(data[len(data)-40:], uint64(len(data))*2)
+	if err := os.WriteFile(aux[0], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantOK(t, "vector, shallow", run(t, table, Options{}))
+	rep := run(t, table, Options{Deep: true})
+	wantCheck(t, rep, CheckIndex, filepath.Base(filepath.Dir(aux[0]))+"/auxiliary.idx")
+	if len(rep.Violations) != 1 || !strings.Contains(rep.Violations[0].Message, "does not decode") {
+		t.Errorf("violations %v", rep.Violations)
 	}
 }

@@ -495,7 +495,7 @@ func (w *Writer) WriteRows(b *Batch, rows []int) error {
 			p.rows += n
 		} else {
 			if p.build == nil {
-				p.build = &colBuilder{t: f.Type, name: f.Name, hint: w.opts.PageBytes}
+				p.build = &colBuilder{t: f.Type, name: f.Name, hint: w.fieldPageBytes(f)}
 				if vec {
 					p.build.item = f.Children[0]
 				}

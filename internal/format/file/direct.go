@@ -246,6 +246,10 @@ func (p *spares) putInt64s(b []int64) {
 // give takes back the buffers of an array nothing else references, those
 // of them it lent.
 func (rb *decodeBufs) give(a *Array) {
+	if a.Type.Kind == KindFixedSizeList && len(a.Children) == 1 {
+		// A vector column's values are its items'.
+		a = a.Children[0]
+	}
 	if len(a.Values) > 0 {
 		for i, b := range rb.lentB {
 			if &b[:1][0] == &a.Values[:1][0] {

@@ -427,6 +427,17 @@ func appendBit(b []byte, i int, v bool) []byte {
 	return b
 }
 
+// wideFixedRows reports a top-level field of fixed-width rows of 256 bytes
+// or more (a vector, a wide fixed-size binary), whose pages the writer
+// stores full-zip.
+func wideFixedRows(f *Field) bool {
+	t := f.Type
+	if fslFlatItem(t, firstChild(f)) {
+		return t.Size*f.Children[0].Type.ByteWidth() >= 256
+	}
+	return len(f.Children) == 0 && t.Kind != KindBool && !t.IsVariable() && t.DictIndex == KindNull && t.ByteWidth() >= 256
+}
+
 // fieldPageBytes is how many bytes of a top-level field's decoded values
 // make a page. A dictionary of numbers is counted at its key's width, as
 // stored, not at its values': LanceDB reads a batch that spans pages by
@@ -437,6 +448,9 @@ func appendBit(b []byte, i int, v bool) []byte {
 // that as rare as in LanceDB's own files.
 func (w *Writer) fieldPageBytes(f *Field) int {
 	t := f.Type
+	if w.opts.WidePageBytes > w.opts.PageBytes && w.opts.Version != V2_0 && wideFixedRows(f) {
+		return w.opts.WidePageBytes
+	}
 	vw, kw := t.ByteWidth(), DataType{Kind: t.DictIndex}.ByteWidth()
 	if t.DictIndex == KindNull || t.IsVariable() || vw <= kw || kw == 0 {
 		return w.opts.PageBytes

@@ -890,8 +890,16 @@ func fullZipPage(leaf *Field, s *shredded) ([][]byte, *pb.PageLayout, error) {
 	if s.slots > 1<<32-1 {
 		return nil, nil, errf("page of %d slots", s.slots)
 	}
-	var data []byte
 	needIndex := v.isVar || s.rep != nil
+	if fixed > 0 && cw == 0 && !needIndex && s.slots == v.n {
+		// No control words: the page is its values back to back, as
+		// they are (a vector column without nulls).
+		return [][]byte{v.data[:v.n*fixed]}, &pb.PageLayout{Layout: &pb.PageLayout_FullZipLayout{FullZipLayout: fz}}, nil
+	}
+	var data []byte
+	if fixed > 0 {
+		data = make([]byte, 0, s.slots*cw+v.n*fixed)
+	}
 	var rowStarts []uint64
 	vi := 0
 	for i := 0; i < s.slots; i++ {

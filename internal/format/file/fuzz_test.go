@@ -50,6 +50,11 @@ func FuzzOpen(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	// Vectors stored as their rows' bytes (plain full-zip pages, read
+	// straight into a window's buffer), over several pages, and with null
+	// rows (a control word per row).
+	f.Add(vectorFile(f, 40, 64, WriterOptions{PageBytes: 2 << 10}, nil))
+	f.Add(vectorFile(f, 20, 64, WriterOptions{PageBytes: 2 << 10}, func(i int) bool { return i%3 == 0 }))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// Forged row counts are refused only past maxRows; keep each run
 		// quick by skipping files that claim many rows.

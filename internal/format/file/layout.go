@@ -559,7 +559,9 @@ func decodeFullZipPage(fz *pb.FullZipLayout, bufs [][]byte, rows int, leaf DataT
 	var offs []int64
 	var vdata []byte
 	if fixedBytes > 0 {
-		fixed = alloc(0)
+		// Every visible value holds fixedBytes of data: sized once, so
+		// the values are not copied again as the buffer grows.
+		fixed = alloc(min(n, len(data)/fixedBytes) * fixedBytes)[:0]
 	} else {
 		offs = []int64{0}
 	}
@@ -632,9 +634,7 @@ func decodeFullZipPage(fz *pb.FullZipLayout, bufs [][]byte, rows int, leaf DataT
 	}
 	var vb *block
 	if fixedBytes > 0 {
-		al := alloc(len(fixed))
-		copy(al, fixed)
-		vb = &block{n: nv, bits: fixedBytes * 8, data: al}
+		vb = &block{n: nv, bits: fixedBytes * 8, data: fixed}
 	} else {
 		vb = &block{n: nv, isVar: true, offsets: offs, data: vdata}
 	}

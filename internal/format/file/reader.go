@@ -166,6 +166,121 @@ func (f *File) fullZipWindow(p *pb.ColumnMetadata_Page, fz *pb.FullZipLayout, le
 	return lp, true, err
 }
 
+// plainStride is the bytes of a row of leaf in a full-zip page that
+// stores its rows' values back to back with nothing to undo, and whether
+// page p is one: fixed-width values (a primitive or a fixed-size list of
+// one, not bool), no control words (no repetition, no definition levels:
+// LanceDB writes a vector column without nulls so), flat values, and a
+// value buffer of exactly its rows' bytes inside the file.
+func (f *File) plainStride(p *pb.ColumnMetadata_Page, fz *pb.FullZipLayout, leaf *Field) (uint64, bool) {
+	t := leaf.Type
+	var stride, itemBits uint64
+	switch {
+	case t.Kind == KindFixedSizeList:
+		it := firstChild(leaf)
+		if t.Size <= 0 || it == nil || it.Type.Kind == KindBool || it.Type.ByteWidth() == 0 {
+			return 0, false
+		}
+		itemBits = 8 * uint64(it.Type.ByteWidth())
+		stride = uint64(t.Size) * uint64(it.Type.ByteWidth())
+	case t.Kind != KindBool && t.ByteWidth() > 0:
+		stride = uint64(t.ByteWidth())
+	default:
+		return 0, false
+	}
+	bpv, ok := fz.GetDetails().(*pb.FullZipLayout_BitsPerValue)
+	if !ok || uint64(bpv.BitsPerValue) != 8*stride || fz.GetBitsRep() != 0 || fz.GetBitsDef() != 0 {
+		return 0, false
+	}
+	rows := p.GetLength()
+	if uint64(fz.GetNumItems()) != rows || uint64(fz.GetNumVisibleItems()) != rows || len(p.GetBufferOffsets()) < 1 || len(p.GetBufferSizes()) < 1 {
+		return 0, false
+	}
+	for _, l := range fz.GetLayers() {
+		if l != pb.RepDefLayer_REPDEF_ALL_VALID_ITEM {
+			return 0, false
+		}
+	}
+	switch c := fz.GetValueCompression().GetCompression().(type) {
+	case nil:
+		if itemBits != 0 {
+			return 0, false
+		}
+	case *pb.CompressiveEncoding_Flat:
+		if itemBits != 0 || c.Flat.GetData() != nil || c.Flat.GetBitsPerValue() != 8*stride {
+			return 0, false
+		}
+	case *pb.CompressiveEncoding_FixedSizeList:
+		fl := c.FixedSizeList
+		v := fl.GetValues().GetFlat()
+		if itemBits == 0 || fl.GetHasValidity() || fl.GetItemsPerValue() != uint64(t.Size) || v == nil || v.GetData() != nil || v.GetBitsPerValue() != itemBits {
+			return 0, false
+		}
+	default:
+		return 0, false
+	}
+	off, size := p.BufferOffsets[0], p.BufferSizes[0]
+	if size/stride != rows || size%stride != 0 || off > f.size || size > f.size-off {
+		return 0, false
+	}
+	return stride, true
+}
+
+// plainFullZipSpan reads rows [start, end) of a column from its pages
+// (the first starting at row first) when every one of them is a plain
+// full-zip page (plainStride): the bytes read are the values, so they go
+// straight into one buffer from rb, with no decode and no copy. ok is
+// false for any other span, which the caller decodes page by page.
+func (f *File) plainFullZipSpan(pages []*pb.ColumnMetadata_Page, leaf *Field, first, start, end uint64, rb *decodeBufs) (lp *leafPage, ok bool, err error) {
+	if len(pages) == 0 || start >= end || f.Version() == V2_0 {
+		return nil, false, nil
+	}
+	var stride uint64
+	var enc *pb.CompressiveEncoding
+	for _, p := range pages {
+		pl := &pb.PageLayout{}
+		if unwrapEncoding(p.GetEncoding(), "PageLayout", pl) != nil {
+			return nil, false, nil // the page-by-page decode names the error
+		}
+		fz := pl.GetFullZipLayout()
+		if fz == nil {
+			return nil, false, nil
+		}
+		s, plain := f.plainStride(p, fz, leaf)
+		if !plain || stride != 0 && s != stride {
+			return nil, false, nil
+		}
+		stride, enc = s, fz.GetValueCompression()
+	}
+	n := end - start
+	// The pages' buffers lie inside the file (plainStride), so a window
+	// larger than the file means pages sharing bytes: not a file Lance
+	// writes; the page-by-page decode handles it.
+	if n > f.size/stride {
+		return nil, false, nil
+	}
+	buf := rb.bytes(int(n * stride))
+	row := first
+	for _, p := range pages {
+		a, b := max(start, row), min(end, row+p.GetLength())
+		if a < b {
+			dst := buf[(a-start)*stride : (b-start)*stride]
+			if _, err := f.readRangeInto(Buffer{p.BufferOffsets[0] + (a-row)*stride, (b - a) * stride}, dst); err != nil {
+				return nil, true, err
+			}
+		}
+		row += p.GetLength()
+	}
+	if row < end {
+		return nil, true, errf("pages hold %d rows, %d asked for", row-first, end-first)
+	}
+	v, err := perValue(enc, &block{n: int(n), bits: int(8 * stride), data: buf})
+	if err != nil {
+		return nil, true, err
+	}
+	return &leafPage{rows: int(n), slots: int(n), values: v}, true, nil
+}
+
 // decodePageWindow decodes the part of a page that rows [lo, hi) of it
 // need (hi may lie past the page) and reports how many leading rows it
 // skipped. Only mini-block pages without repetition are cut (their rows
@@ -313,6 +428,14 @@ func (f *File) readPathSpan(path []*Field, start, end uint64, rb *decodeBufs) (a
 	pages := f.Columns[leaf.Column].GetPages()
 	lps := make([]*leafPage, 0, hi-lo)
 	pageRow := first
+	// Plain fixed-width full-zip pages (vectors) are read straight into
+	// one buffer, rows [start, end) only, however many pages they span.
+	if lp, ok, err := f.plainFullZipSpan(pages[lo:hi], leaf, first, start, end, rb); ok {
+		if err != nil {
+			return nil, 0, fmt.Errorf("column %d (%s) pages %d-%d: %w", leaf.Column, leaf.Name, lo, hi-1, err)
+		}
+		lps, first, lo = append(lps, lp), start, hi
+	}
 	for i := lo; i < hi; i++ {
 		var lp *leafPage
 		// The first and last page may be read in part: only the chunks the
@@ -722,7 +845,7 @@ func (s *Stream) next1(view bool) (*Batch, error) {
 			c := s.cache[col]
 			if c == nil || start < c.first || end > c.last {
 				var rb *decodeBufs
-				if view && len(p) == 1 && flatKind(fl.Type) && fl.Type.Kind != KindBool && len(fl.Children) == 0 {
+				if view && len(p) == 1 && (flatKind(fl.Type) && fl.Type.Kind != KindBool && len(fl.Children) == 0 || fslFlatItem(fl.Type, firstChild(fl))) {
 					if s.bufs == nil {
 						s.bufs = map[int]*decodeBufs{}
 					}

@@ -181,6 +181,23 @@ func ParseType(logicalType string) (DataType, error) {
 	return t, err
 }
 
+// FixedRowBytes is the bytes of a row of a field of logical type lt
+// whose rows are fixed width (a fixed-width primitive other than bool, or
+// a fixed-size list of one: a vector), else 0.
+func FixedRowBytes(lt string) int {
+	t, item, err := parseLogicalType(lt)
+	switch {
+	case err != nil || t.Kind == KindBool:
+		return 0
+	case t.Kind == KindFixedSizeList:
+		if item == nil || item.Kind == KindBool || t.Size <= 0 {
+			return 0
+		}
+		return t.Size * item.ByteWidth()
+	}
+	return t.ByteWidth()
+}
+
 // parseLogicalType reads Lance's type string. For a fixed-size list of a
 // primitive it also returns the item type (such lists have no child field
 // in the schema).

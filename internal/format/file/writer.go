@@ -20,6 +20,12 @@ type WriterOptions struct {
 	// a page is cut (default 8 MiB, as LanceDB). Memory is bounded by about
 	// one page per column.
 	PageBytes int
+	// WidePageBytes, when larger than PageBytes, is the page size of a
+	// field of fixed-width rows of 256 bytes or more (a vector), whose
+	// pages are full-zip: its rows are written as they are, so a larger
+	// page costs no encoding work, only its buffer, and a small one costs
+	// a page (metadata, a write, LanceDB's read scheduling) per few rows.
+	WidePageBytes int
 	// Metadata is the schema-level metadata of the file descriptor (Lance's
 	// index files keep their parameters there, e.g. a btree's batch_size).
 	Metadata map[string][]byte

@@ -28,6 +28,9 @@ type Vectors struct {
 	Addrs []uint64
 	Dim   int
 	Data  []float32
+	// Data64 are the vectors as read when the column holds float64 ones
+	// (Data rounds them), which lance indexes in float64.
+	Data64 []float64
 }
 
 // CollectVectors reads the non-null vectors of the live rows of the given
@@ -37,11 +40,19 @@ func CollectVectors(ctx context.Context, b storage.Bucket, version uint64, field
 	return streamVectors(ctx, b, version, field, frags, nil)
 }
 
+// vectorBatchRows is the rows a vector scan decodes at once: 3 MiB of
+// 768-d float32 vectors. The scan holds a batch in several copies at once
+// (the page bytes read, the decoded page, the column's slice, the
+// encoder's batch) and the garbage collector lets the heap grow to twice
+// that, so the batch, not the index, sets a catch-up's peak RSS; the
+// scan's default 4 096 rows held about 100 MiB live for 768-d vectors.
+const vectorBatchRows = 1024
+
 // streamVectors is CollectVectors handing each scan batch's vectors to
 // emit (when not nil) instead of keeping them: the Vectors emit gets are
 // reused for the next batch.
 func streamVectors(ctx context.Context, b storage.Bucket, version uint64, field *pb.Field, frags *roaring.Bitmap, emit func(*Vectors) error) (*Vectors, error) {
-	tbl, err := scan.Open(ctx, b, scan.Options{Version: version, Columns: []string{field.GetName()}})
+	tbl, err := scan.Open(ctx, b, scan.Options{Version: version, Columns: []string{field.GetName()}, BatchRows: vectorBatchRows})
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +115,7 @@ func streamVectors(ctx context.Context, b storage.Bucket, version uint64, field 
 			return nil
 		}
 		err := emit(out)
-		out.Addrs, out.Data = out.Addrs[:0], out.Data[:0]
+		out.Addrs, out.Data, out.Data64 = out.Addrs[:0], out.Data[:0], out.Data64[:0]
 		return err
 	})
 	if err != nil {
@@ -128,7 +139,12 @@ func appendVector(out *Vectors, items *file.Array, r, dim int) error {
 		case file.KindFloat16:
 			x = file.Float16(binary.LittleEndian.Uint16(items.Values[2*k:]))
 		case file.KindFloat64:
-			x = float32(math.Float64frombits(binary.LittleEndian.Uint64(items.Values[8*k:])))
+			f := math.Float64frombits(binary.LittleEndian.Uint64(items.Values[8*k:]))
+			out.Data64 = append(out.Data64, f)
+			x = float32(f)
+		case file.KindUint8:
+			// Binary vectors (a hamming index's), widened exactly.
+			x = float32(items.Values[k])
 		default:
 			return fmt.Errorf("%s items, not floats", items.Type)
 		}
@@ -197,11 +213,18 @@ func (seg *Segment) encode(v *Vectors, build bool) (*Storage, error) {
 // pqEncodeInto writes into out the nearest codebook entry of each
 // sub-vector of x: by squared L2 (float32), or by largest dot product when
 // dot is set (ties: the first entry); 4-bit codes two to a byte, the
-// even sub-vector in the low half.
-func pqEncodeInto(out []byte, p *PQParams, x []float32, dot bool) {
+// even sub-vector in the low half. book16 is pqBook16(p) (nil: the
+// scalar kernel), the same codes faster.
+func pqEncodeInto(out []byte, p *PQParams, x []float32, dot bool, book16 []float32) {
 	m, k := p.NumSubVectors, p.entries()
 	sub := len(x) / m
 	if sub == 16 && k == 256 && p.NBits == 8 && !dot {
+		if book16 != nil {
+			for j := range m {
+				out[j] = byte(nearestSub16T(x[j*16:], book16[j*256*16:], 256))
+			}
+			return
+		}
 		for j := range m {
 			out[j] = byte(nearestSub16(x[j*16:], p.Codebook[j*256*16:], 256))
 		}
@@ -253,7 +276,7 @@ type BuildOptions struct {
 // fragments are all of the version's). It returns the segment's metadata,
 // the objects written (also on error, for cleanup) and its row count.
 func BuildSegment(ctx context.Context, b storage.Bucket, like *pb.IndexMetadata, o BuildOptions) (*pb.IndexMetadata, []string, int, error) {
-	seg, err := ReadSegment(ctx, b, like)
+	seg, err := readSegment(ctx, b, like, false)
 	if err != nil {
 		return nil, nil, 0, err
 	}

@@ -124,7 +124,7 @@ func CheckIndexVersion(typ string, version int32) error {
 
 // decodeIVF decodes an IVF message and checks that its partitions are
 // consistent: as many lengths as offsets, and (when centroids is true) a
-// float16, float32 or float64 [P, dim] centroids tensor.
+// float16, float32, float64 or (hamming) uint8 [P, dim] centroids tensor.
 func decodeIVF(b []byte, centroids bool) (*ipb.IVF, error) {
 	ivf := &ipb.IVF{}
 	if err := proto.Unmarshal(b, ivf); err != nil {

@@ -27,31 +27,42 @@ type encoder struct {
 	// them (EncodeBuild); else by largest dot product, as optimize() does.
 	build bool
 	rq    *rqEncoder
+	// typed encodes rows of an index over other than float32 vectors
+	// (nil: float32), in the arithmetic lance uses for that type.
+	typed typedEncoder
 	// ids and codes hold each partition's rows so far, in arrival order.
 	ids   [][]uint64
 	codes [][]byte
 	// part and buf are a batch's assignments and codes (reused).
 	part []int32
 	buf  []byte
+	// book16 is the PQ codebook transposed for the AVX2 kernel (nil
+	// without it, or for a PQ it does not cover).
+	book16 []float32
 }
 
 func (seg *Segment) newEncoder(build bool) (*encoder, error) {
 	s := seg.Storage
-	if t := seg.Index.IVF.GetCentroidsTensor().GetDataType(); t != ipb.Tensor_FLOAT32 {
-		return nil, unsupported("compactord encodes indexes of float32 vectors only, not %s", t)
-	}
 	cent, dim := seg.Index.Centroids()
 	e := &encoder{seg: seg, cent: cent, dim: dim, build: build, ids: make([][]uint64, s.Partitions()), codes: make([][]byte, s.Partitions())}
+	if t := seg.Index.IVF.GetCentroidsTensor().GetDataType(); t != ipb.Tensor_FLOAT32 {
+		var err error
+		if e.typed, err = newTypedEncoder(seg, build); err != nil {
+			return nil, err
+		}
+	}
 	switch s.Quantizer {
 	case QuantFlat:
-		if k := s.Columns[0].Children[0].Type.Kind; k != file.KindFloat32 {
-			return nil, unsupported("FLAT storage of %s vectors", k)
+		item := s.Columns[0].Children[0].Type
+		if want := e.itemKind(); item.Kind != want {
+			return nil, formatErr("FLAT storage of %s vectors under %s centroids", item.Kind, seg.Index.IVF.GetCentroidsTensor().GetDataType())
 		}
-		e.width = 4 * dim
+		e.width = item.ByteWidth() * dim
 	case QuantSQ:
 		e.width = dim
 	case QuantPQ:
 		e.width = s.PQ.codeBytes()
+		e.book16 = pqBook16(s.PQ)
 	case QuantRQ:
 		var err error
 		if e.rq, err = newRQEncoder(s.RQ, cent, dim, seg.Index.Distance); err != nil {
@@ -71,6 +82,11 @@ func (e *encoder) add(v *Vectors) error {
 	if v.Dim != e.dim {
 		return fmt.Errorf("vectors of %d dimensions for an index of %d", v.Dim, e.dim)
 	}
+	if e.typed != nil {
+		if err := e.typed.check(v); err != nil {
+			return err
+		}
+	}
 	e.part = append(e.part[:0], make([]int32, n)...)
 	if cap(e.buf) < n*e.width {
 		e.buf = make([]byte, n*e.width)
@@ -83,6 +99,10 @@ func (e *encoder) add(v *Vectors) error {
 		wg.Go(func() {
 			scratch := make([]float32, 2*e.dim)
 			for i := lo; i < hi; i++ {
+				if e.typed != nil {
+					e.part[i] = int32(e.typed.encode(v, i, e.buf[i*e.width:(i+1)*e.width]))
+					continue
+				}
 				e.encodeRow(v.Data[i*e.dim:(i+1)*e.dim], i, scratch)
 			}
 		})
@@ -135,7 +155,7 @@ func (e *encoder) encodeRow(x []float32, i int, scratch []float32) {
 			}
 			x = r
 		}
-		pqEncodeInto(out, s.PQ, x, dot && !e.build)
+		pqEncodeInto(out, s.PQ, x, dot && !e.build, e.book16)
 	}
 }
 
@@ -162,7 +182,7 @@ func (e *encoder) storage() *Storage {
 	switch s.Quantizer {
 	case QuantFlat:
 		out.Columns = []*file.Array{{Type: s.Columns[0].Type, Len: total,
-			Children: []*file.Array{{Type: file.DataType{Kind: file.KindFloat32}, Len: total * e.dim, Values: codes}}}}
+			Children: []*file.Array{{Type: s.Columns[0].Children[0].Type, Len: total * e.dim, Values: codes}}}}
 	case QuantRQ:
 		// Split each row's slot into the sign bits and the three factor
 		// columns.

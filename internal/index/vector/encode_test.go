@@ -45,7 +45,7 @@ func TestEncodeParallelIsSerial(t *testing.T) {
 			res[k] = x[k] - c[p*dim+k]
 		}
 		code := make([]byte, m)
-		pqEncodeInto(code, seg.Storage.PQ, res, false)
+		pqEncodeInto(code, seg.Storage.PQ, res, false, nil)
 		ids[p] = append(ids[p], a)
 		codes[p] = append(codes[p], code...)
 	}

@@ -15,11 +15,9 @@ import (
 // vectors' own type: the IVF centroids and the PQ codebook are FLOAT16 or
 // FLOAT64 tensors and FLAT storage holds the vectors as they are (SQ, PQ
 // and RQ codes are bytes whatever the type). compactord decodes such
-// tensors to float32 for its own arithmetic (HNSW graph rebuilds) and
-// never writes them back: remap copies index.idx, codes and vectors
-// unchanged. It encodes (catch-up, rebuild) float32 indexes only, because
-// lance computes float16 distances in float16 and float64 ones in float64,
-// which float32 arithmetic would not reproduce bit for bit.
+// tensors to float32 for HNSW graph rebuilds; remap copies index.idx,
+// codes and vectors unchanged; catch-up and rebuild encode new rows in
+// lance's arithmetic for the type (typed_float.go).
 
 // tensorWidth is the byte width of a float tensor's elements (0: not a
 // float type compactord reads).
@@ -31,6 +29,10 @@ func tensorWidth(t ipb.Tensor_DataType) int {
 		return 4
 	case ipb.Tensor_FLOAT64:
 		return 8
+	case ipb.Tensor_UINT8:
+		// A hamming index's centroids are binary vectors, as its FLAT
+		// storage's.
+		return 1
 	}
 	return 0
 }
@@ -46,6 +48,8 @@ func tensorFloats(t *ipb.Tensor) []float32 {
 	out := make([]float32, len(data)/w)
 	for i := range out {
 		switch w {
+		case 1:
+			out[i] = float32(data[i])
 		case 2:
 			out[i] = file.Float16(binary.LittleEndian.Uint16(data[2*i:]))
 		case 4:
@@ -57,16 +61,19 @@ func tensorFloats(t *ipb.Tensor) []float32 {
 	return out
 }
 
-// ColumnRefusal is why catch-up and rebuild leave an index on column f
-// alone ("": they do not): a fixed-size list of anything but float32
-// (LanceDB names float16 "halffloat" and float64 "double").
+// ColumnRefusal is why catch-up and rebuild leave a vector index on column
+// f alone ("": they do not): a fixed-size list of other items than
+// float32, float16, float64 or (hamming) uint8 (LanceDB names float16
+// "halffloat" and float64 "double").
 func ColumnRefusal(f *pb.Field) string {
 	lt := f.GetLogicalType()
 	if !strings.HasPrefix(lt, "fixed_size_list:") {
 		return ""
 	}
-	if item := strings.Split(lt, ":")[1]; item != "float" {
-		return fmt.Sprintf("column %q holds %s vectors: compactord encodes indexes of float32 vectors only", f.GetName(), item)
+	switch item := strings.Split(lt, ":")[1]; item {
+	case "float", "halffloat", "double", "uint8":
+	default:
+		return fmt.Sprintf("column %q holds %s vectors: compactord encodes indexes of float16, float32, float64 and (hamming) uint8 vectors", f.GetName(), item)
 	}
 	return ""
 }

@@ -133,6 +133,8 @@ func FuzzReadStorage(f *testing.F) {
 	f.Add(sb)
 	f.Add(encodeSynthRQ(f))
 	f.Add(encodeSynthPQ4(f))
+	hs, _ := encodeSynthHamming(f)
+	f.Add(hs)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := ReadStorage(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
@@ -147,6 +149,8 @@ func FuzzReadSubIndex(f *testing.F) {
 	_, xb := encodeSynth(f)
 	f.Add(xb)
 	f.Add(encodeSynthF16Index(f))
+	_, hx := encodeSynthHamming(f)
+	f.Add(hx)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		x, err := ReadSubIndex(bytes.NewReader(b), int64(len(b)))
 		if err != nil {

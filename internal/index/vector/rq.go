@@ -161,6 +161,13 @@ func newRQEncoder(p *RQParams, cent []float32, dim int, distance string) (*rqEnc
 
 // encode returns x's code and factors in partition p (centroid c).
 func (e *rqEncoder) encode(x, c []float32, p int) (code []byte, add, scale, errf float32) {
+	return e.encodeDist(x, c, p, -1)
+}
+
+// encodeDist is encode with the squared distance of x to c given (lance
+// takes it from the partition assignment for l2 and cosine; < 0: computed
+// from the rotated residual).
+func (e *rqEncoder) encodeDist(x, c []float32, p int, dist float64) (code []byte, add, scale, errf float32) {
 	r := make([]float32, len(x))
 	for i := range r {
 		r[i] = x[i] - c[i]
@@ -178,6 +185,9 @@ func (e *rqEncoder) encode(x, c []float32, p int) (code []byte, add, scale, errf
 		ipr += float64(f) * xu
 		ipc += float64(rc[i]) * xu
 		dotRC += float64(f) * float64(rc[i])
+	}
+	if dist >= 0 && !e.dot {
+		l2 = dist
 	}
 	d := float64(len(r))
 	var a, s, root float64

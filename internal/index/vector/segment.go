@@ -49,8 +49,8 @@ func segmentType(m *pb.IndexMetadata) (string, *ipb.VectorIndexDetails, error) {
 }
 
 // Remappable reports whether Remap handles the segment: every vector
-// index type LanceDB 0.39 writes but hamming (IVF_RQ included: its codes
-// are moved, never re-encoded).
+// index type LanceDB 0.39 writes (IVF_RQ included: its codes are moved,
+// never re-encoded).
 func Remappable(m *pb.IndexMetadata) bool {
 	if meta.IndexKind(m) != Kind {
 		return false
@@ -60,17 +60,27 @@ func Remappable(m *pb.IndexMetadata) bool {
 }
 
 // Refusal is why compactord leaves an index of these details alone ("":
-// it does not): hamming indexes (binary vectors, uint8 centroids), whose
-// layout it has not checked against LanceDB's files, and PQ codes of
-// other than 4 or 8 bits.
+// it does not): hamming indexes of any type but IVF_FLAT (the only one
+// LanceDB 0.39 builds over binary vectors: its PQ, SQ and RQ builders
+// refuse uint8), and PQ codes of other than 4 or 8 bits.
 func Refusal(d *ipb.VectorIndexDetails) string {
-	if d.GetMetricType() == ipb.VectorMetricType_Hamming {
-		return "compactord does not read hamming (binary vector) indexes"
+	if d.GetMetricType() == ipb.VectorMetricType_Hamming && (d.GetHnsw() != nil || d.GetFlat() == nil) {
+		return fmt.Sprintf("compactord reads hamming (binary vector) indexes of type IVF_FLAT only, not %s", DetailsType(d))
 	}
 	if pq := d.GetPq(); pq != nil && pq.GetNumBits() != 0 && pq.GetNumBits() != 8 && pq.GetNumBits() != 4 {
 		return fmt.Sprintf("compactord reads 4- and 8-bit PQ codes, not %d-bit", pq.GetNumBits())
 	}
 	return ""
+}
+
+// SegmentRefusal is why Remap and BuildSegment leave the vector segment m
+// alone, in one line ("": they do not).
+func SegmentRefusal(m *pb.IndexMetadata) string {
+	_, d, err := segmentType(m)
+	if err != nil {
+		return err.Error()
+	}
+	return Refusal(d)
 }
 
 // Buildable reports whether BuildSegment writes segments of m's index:
@@ -90,6 +100,15 @@ func HasGraph(m *pb.IndexMetadata) bool {
 
 // ReadSegment reads and cross-checks both files of a vector segment.
 func ReadSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata) (*Segment, error) {
+	return readSegment(ctx, b, m, true)
+}
+
+// readSegment is ReadSegment, without auxiliary.idx's rows (row ids and
+// codes) unless rows is set: a segment's centroids, quantizer and graphs
+// are all that encoding new rows with it needs, and its rows are most of
+// the bytes (48 MiB of PQ codes and 8 MiB of row ids a million rows,
+// decoded in several copies).
+func readSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, rows bool) (*Segment, error) {
 	typ, d, err := segmentType(m)
 	if err != nil {
 		return nil, err
@@ -110,7 +129,12 @@ func ReadSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata) (*S
 	if err != nil {
 		return nil, wrap(err)
 	}
-	s, err := ReadStorage(storage.NewReaderAt(ctx, b, dir+StorageFile, a.Size), a.Size)
+	var s *Storage
+	if rows {
+		s, err = ReadStorage(storage.NewReaderAt(ctx, b, dir+StorageFile, a.Size), a.Size)
+	} else {
+		s, err = readStorageHead(storage.NewReaderAt(ctx, b, dir+StorageFile, a.Size), a.Size)
+	}
 	if err != nil {
 		return nil, wrap(err)
 	}

@@ -131,6 +131,27 @@ func ReadStorage(r io.ReaderAt, size int64) (*Storage, error) {
 	return s, nil
 }
 
+// readStorageHead is ReadStorage without the rows: Columns hold the
+// quantizer's columns' types and no rows, RowIDs is empty.
+func readStorageHead(r io.ReaderAt, size int64) (*Storage, error) {
+	s, f, err := openStorage(r, size)
+	if err != nil {
+		return nil, err
+	}
+	var empty func(fl *file.Field) *file.Array
+	empty = func(fl *file.Field) *file.Array {
+		a := &file.Array{Type: fl.Type, Name: fl.Name}
+		for _, c := range fl.Children {
+			a.Children = append(a.Children, empty(c))
+		}
+		return a
+	}
+	for _, fl := range f.Schema.Fields[1:] {
+		s.Columns = append(s.Columns, empty(fl))
+	}
+	return s, nil
+}
+
 // openStorage reads an auxiliary.idx's schema, IVF partitions, global
 // buffers and quantizer parameters, but none of its rows (setRows).
 func openStorage(r io.ReaderAt, size int64) (*Storage, *file.File, error) {
@@ -235,6 +256,9 @@ func (s *Storage) setRows(b *file.Batch) error {
 	s.Columns = b.Columns[1:]
 	switch s.Quantizer {
 	case QuantFlat:
+		if s.Distance == "hamming" {
+			return checkFSL(s.Columns[0], colFlat, 0, file.KindUint8)
+		}
 		return checkFSL(s.Columns[0], colFlat, 0, file.KindFloat16, file.KindFloat32, file.KindFloat64)
 	case QuantSQ:
 		return checkFSL(s.Columns[0], colSQ, s.SQ.Dim, file.KindUint8)
@@ -297,7 +321,7 @@ func (s *Storage) readPQ(sm []byte) error {
 		return formatErr("%s: PQ codebook: %v", StorageFile, err)
 	}
 	want := uint64(p.entries()) * uint64(p.Dimension)
-	if w := tensorWidth(t.GetDataType()); w == 0 || uint64(len(t.GetData())) != uint64(w)*want {
+	if w := tensorWidth(t.GetDataType()); w == 0 || t.GetDataType() == ipb.Tensor_UINT8 || uint64(len(t.GetData())) != uint64(w)*want {
 		return formatErr("%s: PQ codebook of %s, %d bytes, want %d floats", StorageFile, t.GetDataType(), len(t.GetData()), want)
 	}
 	p.Codebook = tensorFloats(t)

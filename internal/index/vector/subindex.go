@@ -95,6 +95,9 @@ func ReadSubIndex(r io.ReaderAt, size int64) (*SubIndex, error) {
 	if x.IVF, err = decodeIVF(gb, true); err != nil {
 		return nil, fmt.Errorf("%s: %w", IndexFile, err)
 	}
+	if binary := x.IVF.GetCentroidsTensor().GetDataType() == ipb.Tensor_UINT8; binary != (x.Distance == "hamming") {
+		return nil, formatErr("%s: a %s index with %s centroids", IndexFile, x.Distance, x.IVF.GetCentroidsTensor().GetDataType())
+	}
 	for i := 2; i < len(f.Globals); i++ {
 		b, err := f.GlobalBuffer(i)
 		if err != nil {

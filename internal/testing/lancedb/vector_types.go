@@ -16,15 +16,24 @@ var MultivectorSchema = append(append([]Column{}, BasicSchema...), Column{Name: 
 // VectorOf's values scaled to 0..254), for VectorSchemaOf("uint8").
 func BinaryVectorRows(lo, hi int64, tag string) []Row {
 	rows := VectorRows(lo, hi, tag)
-	for _, r := range rows {
-		v := r["vec"].([]float32)
-		b := make([]int, len(v))
-		for i, x := range v {
-			b[i] = int((x + 1) * 127)
+	for i, r := range rows {
+		b := make([]int, VectorDim)
+		for k, x := range BinaryVectorOf(lo + int64(i)) {
+			b[k] = int(x)
 		}
 		r["vec"] = b
 	}
 	return rows
+}
+
+// BinaryVectorOf is row id's vector in BinaryVectorRows, as a query
+// vector (LanceDB casts it to the column's uint8).
+func BinaryVectorOf(id int64) []float32 {
+	v := VectorOf(id)
+	for i, x := range v {
+		v[i] = float32(int((x + 1) * 127))
+	}
+	return v
 }
 
 // MultivectorRows are VectorRows with vec two vectors: VectorOf(id) and

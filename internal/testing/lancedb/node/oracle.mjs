@@ -676,7 +676,15 @@ async function step(s, st, defaultTable) {
     case "optimize": {
       const opts = {};
       if (st.cleanupOlderThanMs !== undefined) opts.cleanupOlderThan = new Date(st.cleanupOlderThanMs);
-      if (st.cleanupNow) opts.cleanupOlderThan = new Date();
+      if (st.cleanupNow) {
+        // A Date has milliseconds and a version's timestamp finer ones: a
+        // version committed in the current millisecond is not older than
+        // new Date(), so the cutoff waits for the next millisecond (a
+        // spin of under 1 ms) to cover every version written before it.
+        const ms = Date.now();
+        while (Date.now() <= ms) {}
+        opts.cleanupOlderThan = new Date();
+      }
       if (st.deleteUnverified) opts.deleteUnverified = true;
       const r = await (await t()).optimize(opts);
       return { ...r, version: await (await t()).version() };
