@@ -222,14 +222,6 @@ func (h *candHeap) pop() cand {
 	return top
 }
 
-func ids(cs []cand) []uint32 {
-	out := make([]uint32, len(cs))
-	for i, c := range cs {
-		out[i] = c.id
-	}
-	return out
-}
-
 func sortCands(cs []cand) {
 	slices.SortFunc(cs, func(a, b cand) int {
 		switch {
