@@ -28,9 +28,16 @@ func vecSearches(t *testing.T, f *lancedb.Fixture, distance string, partitions i
 // LanceDB's default).
 func vecSearchesEf(t *testing.T, f *lancedb.Fixture, distance string, partitions int, exact bool, ef int) [][]vecHit {
 	t.Helper()
+	return vecSearchesOf(t, f, distance, partitions, exact, ef, lancedb.VectorOf)
+}
+
+// vecSearchesOf is vecSearchesEf with the query vectors query(100000+q)
+// (the 50 queries' vectors in the column's own terms).
+func vecSearchesOf(t *testing.T, f *lancedb.Fixture, distance string, partitions int, exact bool, ef int, query func(int64) []float32) [][]vecHit {
+	t.Helper()
 	steps := []lancedb.Step{lancedb.Open()}
 	for q := range 50 {
-		steps = append(steps, lancedb.VectorSearch(lancedb.VectorQuery{Vector: lancedb.VectorOf(int64(100000 + q)), Column: "vec", Limit: 10,
+		steps = append(steps, lancedb.VectorSearch(lancedb.VectorQuery{Vector: query(int64(100000 + q)), Column: "vec", Limit: 10,
 			Nprobes: partitions, BypassIndex: exact, DistanceType: distance, Columns: []string{"id"}, Ef: ef}))
 	}
 	out := f.Run(t, steps...)

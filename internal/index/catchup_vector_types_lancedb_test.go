@@ -2,45 +2,11 @@ package index
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/compactord/compactord/internal/testing/lancedb"
 )
-
-// vecSearchesOf is vecSearches with the query vectors query(100000+q)
-// (the 50 queries' vectors in the column's own terms).
-func vecSearchesOf(t *testing.T, f *lancedb.Fixture, distance string, partitions int, exact bool, query func(int64) []float32) [][]vecHit {
-	t.Helper()
-	steps := []lancedb.Step{lancedb.Open()}
-	for q := range 50 {
-		steps = append(steps, lancedb.VectorSearch(lancedb.VectorQuery{Vector: query(int64(100000 + q)), Column: "vec", Limit: 10,
-			Nprobes: partitions, BypassIndex: exact, DistanceType: distance, Columns: []string{"id"}}))
-	}
-	out := f.Run(t, steps...)
-	var all [][]vecHit
-	for q := range 50 {
-		rows, err := out.Rows(1 + q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var hs []vecHit
-		for _, r := range rows {
-			id, _ := r.Int("id")
-			d, _ := r.Float("_distance")
-			hs = append(hs, vecHit{id, d})
-		}
-		slices.SortFunc(hs, func(a, b vecHit) int {
-			if a.dist != b.dist {
-				return map[bool]int{true: -1, false: 1}[a.dist < b.dist]
-			}
-			return int(a.id - b.id)
-		})
-		all = append(all, hs)
-	}
-	return all
-}
 
 // typedTable has LanceDB build a table whose vec column holds items of
 // type item (rows from rows): rows ids 0..n-1 in four fragments, index
@@ -100,8 +66,8 @@ func TestCatchUpHammingIndexes(t *testing.T) {
 		t.Fatalf("index stats after catch-up: %+v; want %d indexed", st, total)
 	}
 	lanceDBAppend(t, twin)
-	theirs := vecSearchesOf(t, twin, "hamming", parts, false, lancedb.BinaryVectorOf)
-	sameVecHits(t, vecSearchesOf(t, f, "hamming", parts, false, lancedb.BinaryVectorOf), theirs, "LanceDB's optimize() copy")
+	theirs := vecSearchesOf(t, twin, "hamming", parts, false, 0, lancedb.BinaryVectorOf)
+	sameVecHits(t, vecSearchesOf(t, f, "hamming", parts, false, 0, lancedb.BinaryVectorOf), theirs, "LanceDB's optimize() copy")
 
 	rb, err := Rebuild(t.Context(), openHandle(t, f.Dir), "vec_idx", RebuildOptions{})
 	if err != nil || rb.Rows != total || len(rb.Removed) != 2 {
@@ -110,7 +76,7 @@ func TestCatchUpHammingIndexes(t *testing.T) {
 	if st := stats(t, f.Run(t, lancedb.Open(), lancedb.IndexStats("vec_idx")), 1); st.NumUnindexedRows != 0 || st.NumIndexedRows != int64(total) {
 		t.Fatalf("index stats after rebuild: %+v; want %d indexed", st, total)
 	}
-	sameVecHits(t, vecSearchesOf(t, f, "hamming", parts, false, lancedb.BinaryVectorOf), theirs, "LanceDB's optimize() copy")
+	sameVecHits(t, vecSearchesOf(t, f, "hamming", parts, false, 0, lancedb.BinaryVectorOf), theirs, "LanceDB's optimize() copy")
 }
 
 // TestCatchUpFloat16And64Indexes: LanceDB 0.39 keeps an index over
