@@ -104,7 +104,7 @@ func ReadSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata) (*S
 }
 
 // readSegment is ReadSegment, without auxiliary.idx's rows (row ids and
-// codes) unless rows is set: a segment's centroids, quantizer and graphs
+// codes) and index.idx's HNSW graphs unless rows is set: a segment's centroids, quantizer and graphs
 // are all that encoding new rows with it needs, and its rows are most of
 // the bytes (48 MiB of PQ codes and 8 MiB of row ids a million rows,
 // decoded in several copies).
@@ -117,23 +117,45 @@ func readSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, row
 	wrap := func(err error) error {
 		return fmt.Errorf("index %s (%s): %w", m.GetName(), meta.UUIDString(m.GetUuid()), err)
 	}
-	raw, err := b.Get(ctx, dir+IndexFile)
-	if err != nil {
-		return nil, wrap(err)
-	}
-	x, err := ReadSubIndex(bytes.NewReader(raw), int64(len(raw)))
-	if err != nil {
-		return nil, wrap(err)
+	var x *SubIndex
+	var raw []byte
+	if rows {
+		if raw, err = b.Get(ctx, dir+IndexFile); err != nil {
+			return nil, wrap(err)
+		}
+		if x, err = ReadSubIndex(bytes.NewReader(raw), int64(len(raw))); err != nil {
+			return nil, wrap(err)
+		}
+	} else {
+		// Without the rows, without an HNSW index's graphs too (the new
+		// rows get graphs of their own); a FLAT sub-index's file, a few
+		// hundred bytes, is kept as read, to be written again as is.
+		ia, err := b.Attributes(ctx, dir+IndexFile)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		r := storage.NewReaderAt(ctx, b, dir+IndexFile, ia.Size)
+		defer r.(*storage.ReaderAt).Close()
+		if x, err = readSubIndex(r, ia.Size, false); err != nil {
+			return nil, wrap(err)
+		}
+		if !x.IsHNSW() {
+			if raw, err = b.Get(ctx, dir+IndexFile); err != nil {
+				return nil, wrap(err)
+			}
+		}
 	}
 	a, err := b.Attributes(ctx, dir+StorageFile)
 	if err != nil {
 		return nil, wrap(err)
 	}
 	var s *Storage
+	sr := storage.NewReaderAt(ctx, b, dir+StorageFile, a.Size)
+	defer sr.(*storage.ReaderAt).Close()
 	if rows {
-		s, err = ReadStorage(storage.NewReaderAt(ctx, b, dir+StorageFile, a.Size), a.Size)
+		s, err = ReadStorage(sr, a.Size)
 	} else {
-		s, err = readStorageHead(storage.NewReaderAt(ctx, b, dir+StorageFile, a.Size), a.Size)
+		s, err = readStorageHead(sr, a.Size)
 	}
 	if err != nil {
 		return nil, wrap(err)

@@ -57,6 +57,15 @@ func (x *SubIndex) Centroids() ([]float32, int) {
 
 // ReadSubIndex decodes an index.idx of size bytes.
 func ReadSubIndex(r io.ReaderAt, size int64) (*SubIndex, error) {
+	return readSubIndex(r, size, true)
+}
+
+// readSubIndex is ReadSubIndex, without an HNSW index's graphs (its
+// Columns nil; every metadata check still made) unless graphs is set:
+// encoding new rows with a segment builds new graphs and needs only its
+// centroids and parameters, and the graphs are most of the file (about
+// 320 bytes a node at m 20).
+func readSubIndex(r io.ReaderAt, size int64, graphs bool) (*SubIndex, error) {
 	f, err := file.Open(r, size)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", IndexFile, err)
@@ -149,6 +158,9 @@ func ReadSubIndex(r io.ReaderAt, size int64) (*SubIndex, error) {
 	}
 	if len(fs) != 3 || fs[0].Name != "__vector_id" || fs[1].Name != "__neighbors" || fs[2].Name != "_distance" {
 		return nil, formatErr("%s: HNSW columns are not __vector_id, __neighbors, _distance", IndexFile)
+	}
+	if !graphs {
+		return x, nil
 	}
 	b, err := f.ReadAll(nil)
 	if err != nil {
