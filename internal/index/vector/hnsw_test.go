@@ -3,9 +3,13 @@ package vector
 import (
 	"bytes"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
+
+	pb "github.com/compactord/compactord/gen/lancepb"
 )
 
 // TestBuildGraph: a graph over 2000 random 16-d vectors keeps every node
@@ -143,6 +147,57 @@ func TestBuildGraphIsDeterministic(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// readSubIndex without graphs (what a catch-up reads of its base segment)
+// gives ReadSubIndex's metadata, partitions and HNSW parameters but no
+// graph columns, and still refuses a damaged file in one line.
+func TestReadSubIndexWithoutGraphs(t *testing.T) {
+	_, x := synthPQ(t)
+	x.Type = TypeIVFHNSWPQ
+	x.Fields = []*pb.Field{
+		{Name: "__vector_id", Id: 0, ParentId: -1, LogicalType: "uint32", Nullable: true, Encoding: pb.Encoding_PLAIN},
+		{Name: "__neighbors", Id: 1, ParentId: -1, LogicalType: "list", Nullable: true, Encoding: pb.Encoding_PLAIN},
+		{Name: "item", Id: 2, ParentId: 1, LogicalType: "uint32", Nullable: true, Encoding: pb.Encoding_PLAIN},
+		{Name: "_distance", Id: 3, ParentId: -1, LogicalType: "list", Nullable: true, Encoding: pb.Encoding_PLAIN},
+		{Name: "item", Id: 4, ParentId: 3, LogicalType: "float", Nullable: true, Encoding: pb.Encoding_PLAIN},
+	}
+	x.HNSW = []HNSWMeta{
+		{EntryPoint: 0, Params: HNSWParams{MaxLevel: 1, M: 2, EfConstruction: 4}, LevelOffsets: []int{0, 3}},
+		{EntryPoint: 1, Params: HNSWParams{MaxLevel: 1, M: 2, EfConstruction: 4}, LevelOffsets: []int{0, 2}},
+	}
+	x.IVF.Offsets, x.IVF.Lengths = []uint64{0, 3}, []uint32{3, 2}
+	x.Columns = hnswColumns([]uint32{0, 1, 2, 0, 1}, [][]uint32{{1, 2}, {0}, {0}, {1}, {0}}, [][]float32{{1, 2}, {1}, {2}, {3}, {3}})
+	var buf bytes.Buffer
+	if _, err := WriteSubIndex(&buf, x); err != nil {
+		t.Fatal(err)
+	}
+	b := buf.Bytes()
+	full, err := ReadSubIndex(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := readSubIndex(bytes.NewReader(b), int64(len(b)), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head.Columns != nil || len(full.Columns) != 3 {
+		t.Fatalf("without graphs: %d columns; with: %d", len(head.Columns), len(full.Columns))
+	}
+	if head.Type != full.Type || head.Distance != full.Distance || !reflect.DeepEqual(head.HNSW, full.HNSW) ||
+		!slices.Equal(head.IVF.GetLengths(), full.IVF.GetLengths()) || !reflect.DeepEqual(head.Metadata, full.Metadata) {
+		t.Fatalf("without graphs %+v, with %+v", head, full)
+	}
+	c1, d1 := head.Centroids()
+	c2, d2 := full.Centroids()
+	if d1 != d2 || !slices.Equal(c1, c2) {
+		t.Fatal("centroids differ without the graphs")
+	}
+	for cut := 0; cut < len(b); cut += 7 {
+		if _, err := readSubIndex(bytes.NewReader(b[:cut]), int64(cut), false); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("cut at %d: %v", cut, err)
 		}
 	}
 }
