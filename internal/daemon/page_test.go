@@ -211,9 +211,12 @@ func TestStatusPageInChromiumOperatorView(t *testing.T) {
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	r := run(t, cfg, daemon.Deps{Clock: clk, Jobs: blockingJobs(rec, started, release)})
 	s := r.d.Scheduler()
-	eventually(t, "every table synced", func() bool {
+	// Served too: with leases on, a table is synced before the lease round
+	// that makes this instance serve it, and a trigger before that round
+	// is refused ("not served by this instance yet").
+	eventually(t, "every table synced and served", func() bool {
 		for _, n := range []string{"orders", "billing", "frozen"} {
-			if st, _ := s.Table(n); !st.Synced {
+			if st, _ := s.Table(n); !st.Synced || !st.Owned {
 				return false
 			}
 		}
