@@ -104,10 +104,12 @@ func ReadSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata) (*S
 }
 
 // readSegment is ReadSegment, without auxiliary.idx's rows (row ids and
-// codes) and index.idx's HNSW graphs unless rows is set: a segment's centroids, quantizer and graphs
-// are all that encoding new rows with it needs, and its rows are most of
-// the bytes (48 MiB of PQ codes and 8 MiB of row ids a million rows,
-// decoded in several copies).
+// codes) and index.idx's HNSW graphs unless rows is set: a segment's
+// centroids, quantizer and HNSW parameters are all that encoding new rows
+// with it needs (the new rows get graphs of their own), and its rows and
+// graphs are most of the bytes (48 MiB of PQ codes and 8 MiB of row ids a
+// million rows, decoded in several copies; about 320 bytes of graph a
+// node at m 20).
 func readSegment(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, rows bool) (*Segment, error) {
 	typ, d, err := segmentType(m)
 	if err != nil {
