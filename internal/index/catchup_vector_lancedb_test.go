@@ -40,9 +40,15 @@ func vecSearchesOf(t *testing.T, f *lancedb.Fixture, distance string, partitions
 		steps = append(steps, lancedb.VectorSearch(lancedb.VectorQuery{Vector: query(int64(100000 + q)), Column: "vec", Limit: 10,
 			Nprobes: partitions, BypassIndex: exact, DistanceType: distance, Columns: []string{"id"}, Ef: ef}))
 	}
-	out := f.Run(t, steps...)
+	return searchHits(t, f.Run(t, steps...), 50)
+}
+
+// searchHits are the hits of out's steps 1..n (vector searches after an
+// open), each nearest first, ties by id.
+func searchHits(t *testing.T, out *lancedb.Results, n int) [][]vecHit {
+	t.Helper()
 	var all [][]vecHit
-	for q := range 50 {
+	for q := range n {
 		rows, err := out.Rows(1 + q)
 		if err != nil {
 			t.Fatal(err)
@@ -386,28 +392,29 @@ func multiSearches(t *testing.T, f *lancedb.Fixture, ef int) [][]vecHit {
 		steps = append(steps, lancedb.VectorSearch(lancedb.VectorQuery{Multi: [][]float32{lancedb.VectorOf(int64(100000 + q)), lancedb.VectorOf(int64(200000 + q))},
 			Column: "vec", Limit: 10, Nprobes: 1, Ef: ef, Columns: []string{"id"}}))
 	}
-	out := f.Run(t, steps...)
-	var all [][]vecHit
-	for q := range 50 {
-		rows, err := out.Rows(1 + q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var hs []vecHit
-		for _, r := range rows {
-			id, _ := r.Int("id")
-			d, _ := r.Float("_distance")
-			hs = append(hs, vecHit{id, d})
-		}
-		slices.SortFunc(hs, func(a, b vecHit) int {
-			if a.dist != b.dist {
-				return map[bool]int{true: -1, false: 1}[a.dist < b.dist]
-			}
-			return int(a.id - b.id)
-		})
-		all = append(all, hs)
+	return searchHits(t, f.Run(t, steps...), 50)
+}
+
+// multivectorTable has LanceDB build a table of schema (a multivector
+// column vec) with rows 0..1999 in four fragments, index vec_idx (typ,
+// opts), rows 2000..2499 appended in two fragments and id % 11 = 0
+// deleted. It returns the table and a copy.
+func multivectorTable(t *testing.T, schema []lancedb.Column, typ string, opts map[string]any) (f, twin *lancedb.Fixture) {
+	t.Helper()
+	f = &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+	f.Dir = f.URI + "/t.lance"
+	steps := []lancedb.Step{lancedb.Create(schema, lancedb.MultivectorRows(0, 500, "v"))}
+	for lo := int64(500); lo < 2000; lo += 500 {
+		steps = append(steps, lancedb.Add(lancedb.MultivectorRows(lo, lo+500, "v")))
 	}
-	return all
+	steps = append(steps, lancedb.CreateVectorIndex("vec", typ, "vec_idx", opts),
+		lancedb.Add(lancedb.MultivectorRows(2000, 2250, "w")), lancedb.Add(lancedb.MultivectorRows(2250, 2500, "w")),
+		lancedb.Delete("id % 11 = 0"))
+	f.Run(t, steps...)
+	twin = &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+	twin.Dir = twin.URI + "/t.lance"
+	copyDir(t, f.Dir, twin.Dir)
+	return f, twin
 }
 
 // TestCatchUpMultivectorIndexes: LanceDB 0.39 indexes a multivector
@@ -426,19 +433,7 @@ func TestCatchUpMultivectorIndexes(t *testing.T) {
 			if typ == "ivf_pq" {
 				opts["numSubVectors"] = 4
 			}
-			f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
-			f.Dir = f.URI + "/t.lance"
-			steps := []lancedb.Step{lancedb.Create(lancedb.MultivectorSchema, lancedb.MultivectorRows(0, 500, "v"))}
-			for lo := int64(500); lo < 2000; lo += 500 {
-				steps = append(steps, lancedb.Add(lancedb.MultivectorRows(lo, lo+500, "v")))
-			}
-			steps = append(steps, lancedb.CreateVectorIndex("vec", typ, "vec_idx", opts),
-				lancedb.Add(lancedb.MultivectorRows(2000, 2250, "w")), lancedb.Add(lancedb.MultivectorRows(2250, 2500, "w")),
-				lancedb.Delete("id % 11 = 0"))
-			f.Run(t, steps...)
-			twin := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
-			twin.Dir = twin.URI + "/t.lance"
-			copyDir(t, f.Dir, twin.Dir)
+			f, twin := multivectorTable(t, lancedb.MultivectorSchema, typ, opts)
 
 			res, err := CatchUp(t.Context(), openHandle(t, f.Dir), Options{})
 			if err != nil {

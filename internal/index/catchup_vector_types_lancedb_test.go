@@ -187,19 +187,7 @@ func TestCatchUpTypedMultivectorIndexes(t *testing.T) {
 					opts["numSubVectors"] = 4
 				}
 				schema := append(append([]lancedb.Column{}, lancedb.BasicSchema...), lancedb.Column{Name: "vec", Type: fmt.Sprintf("list<fixed_size_list<%s,%d>>", item, lancedb.VectorDim), Nullable: true})
-				f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
-				f.Dir = f.URI + "/t.lance"
-				steps := []lancedb.Step{lancedb.Create(schema, lancedb.MultivectorRows(0, 500, "v"))}
-				for lo := int64(500); lo < 2000; lo += 500 {
-					steps = append(steps, lancedb.Add(lancedb.MultivectorRows(lo, lo+500, "v")))
-				}
-				steps = append(steps, lancedb.CreateVectorIndex("vec", typ, "vec_idx", opts),
-					lancedb.Add(lancedb.MultivectorRows(2000, 2250, "w")), lancedb.Add(lancedb.MultivectorRows(2250, 2500, "w")),
-					lancedb.Delete("id % 11 = 0"))
-				f.Run(t, steps...)
-				twin := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
-				twin.Dir = twin.URI + "/t.lance"
-				copyDir(t, f.Dir, twin.Dir)
+				f, twin := multivectorTable(t, schema, typ, opts)
 				res, err := CatchUp(t.Context(), openHandle(t, f.Dir), Options{})
 				if err != nil {
 					t.Fatal(err)
