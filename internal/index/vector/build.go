@@ -1,7 +1,6 @@
 package vector
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	ipb "github.com/compactord/compactord/gen/lanceindexpb"
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/format/file"
 	"github.com/compactord/compactord/internal/meta"
@@ -37,7 +37,7 @@ type Vectors struct {
 // fragments of a version (the rows LanceDB indexes), in fragment then
 // offset order.
 func CollectVectors(ctx context.Context, b storage.Bucket, version uint64, field *pb.Field, frags *roaring.Bitmap) (*Vectors, error) {
-	return streamVectors(ctx, b, version, field, frags, nil)
+	return streamVectors(ctx, b, version, field, frags, nil, nil)
 }
 
 // vectorBatchRows is the rows a vector scan decodes at once: 3 MiB of
@@ -50,8 +50,10 @@ const vectorBatchRows = 1024
 
 // streamVectors is CollectVectors handing each scan batch's vectors to
 // emit (when not nil) instead of keeping them: the Vectors emit gets are
-// reused for the next batch.
-func streamVectors(ctx context.Context, b storage.Bucket, version uint64, field *pb.Field, frags *roaring.Bitmap, emit func(*Vectors) error) (*Vectors, error) {
+// reused for the next batch. reserve (when not nil) is told first how
+// many live rows the scan reads (a multivector row may hold several
+// vectors, a null one none), so that the caller can size its output once.
+func streamVectors(ctx context.Context, b storage.Bucket, version uint64, field *pb.Field, frags *roaring.Bitmap, emit func(*Vectors) error, reserve func(rows int)) (*Vectors, error) {
 	tbl, err := scan.Open(ctx, b, scan.Options{Version: version, Columns: []string{field.GetName()}, BatchRows: vectorBatchRows})
 	if err != nil {
 		return nil, err
@@ -62,6 +64,13 @@ func streamVectors(ctx context.Context, b storage.Bucket, version uint64, field 
 	m := proto.Clone(tbl.Manifest).(*pb.Manifest)
 	m.Fragments = slices.DeleteFunc(m.Fragments, func(f *pb.DataFragment) bool { return !frags.Contains(uint32(f.GetId())) })
 	tbl.Manifest = m
+	if reserve != nil {
+		var live uint64
+		for _, f := range m.Fragments {
+			live += f.GetPhysicalRows() - min(f.GetDeletionFile().GetNumDeletedRows(), f.GetPhysicalRows())
+		}
+		reserve(int(live))
+	}
 	out := &Vectors{}
 	err = tbl.Batches(ctx, func(bt *scan.Batch) error {
 		if err := ctx.Err(); err != nil {
@@ -284,30 +293,35 @@ func BuildSegment(ctx context.Context, b storage.Bucket, like *pb.IndexMetadata,
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("index %s: %w", like.GetName(), err)
 	}
-	if _, err := streamVectors(ctx, b, o.Version, o.Field, o.Fragments, enc.add); err != nil {
+	if _, err := streamVectors(ctx, b, o.Version, o.Field, o.Fragments, enc.add, enc.reserve); err != nil {
 		return nil, nil, 0, fmt.Errorf("index %s: %w", like.GetName(), err)
 	}
 	ns := enc.storage()
-	var indexBytes []byte
-	if seg.Index.IsHNSW() {
-		all := make([]bool, ns.Partitions())
-		for i := range all {
-			all[i] = true
-		}
-		nx, err := RebuildGraphs(seg.Index, ns, all)
+	rows := len(ns.RowIDs)
+	writeStorage := segmentFile{StorageFile, func(w io.Writer) (int64, error) { return WriteStorage(w, ns) }}
+	var order []segmentFile
+	if !seg.Index.IsHNSW() {
+		order = []segmentFile{{IndexFile, func(w io.Writer) (int64, error) { n, err := w.Write(seg.indexRaw); return int64(n), err }}, writeStorage}
+	} else {
+		// The codes (a byte a dimension a row for SQ) are the bulk of the
+		// memory: the graphs are built on them, auxiliary.idx is written
+		// from them, and only then are index.idx's columns laid out, from
+		// the graphs alone, so that the codes, the graphs and those
+		// columns are never all held at once.
+		graphs, err := buildGraphs(seg.Index, ns)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("index %s: %w", like.GetName(), err)
 		}
-		var buf bytes.Buffer
-		if _, err := WriteSubIndex(&buf, nx); err != nil {
-			return nil, nil, 0, fmt.Errorf("index %s: %w", like.GetName(), err)
-		}
-		indexBytes = buf.Bytes()
-	} else {
-		indexBytes = seg.indexRaw
+		order = []segmentFile{writeStorage, {IndexFile, func(w io.Writer) (int64, error) {
+			lengths := ns.IVF.GetLengths()
+			ns = nil
+			nx := graphsSubIndex(seg.Index, lengths, graphs)
+			graphs = nil
+			return WriteSubIndex(w, nx)
+		}}}
 	}
 	u, id := meta.NewUUID()
-	files, keys, err := writeSegmentFiles(ctx, b, meta.IndexDir(id), indexBytes, ns)
+	files, keys, err := writeFiles(ctx, b, meta.IndexDir(id), order)
 	if err != nil {
 		return nil, keys, 0, fmt.Errorf("index %s: %w", like.GetName(), err)
 	}
@@ -321,37 +335,91 @@ func BuildSegment(ctx context.Context, b storage.Bucket, like *pb.IndexMetadata,
 		IndexVersion:   proto.Int32(like.GetIndexVersion()),
 		CreatedAt:      proto.Uint64(uint64(o.Now.UnixMilli())),
 		Files:          files,
-	}, keys, len(ns.RowIDs), nil
+	}, keys, rows, nil
+}
+
+// buildGraphs builds the HNSW graph of every partition of s (a new
+// segment's storage under x's centroids), each with its partition's
+// parameters in x, as RebuildGraphs builds a touched partition's.
+func buildGraphs(x *SubIndex, s *Storage) ([]*graph, error) {
+	if len(x.HNSW) != s.Partitions() {
+		return nil, fmt.Errorf("the index has %d partitions and the storage %d", len(x.HNSW), s.Partitions())
+	}
+	cent, dim := x.Centroids()
+	graphs := make([]*graph, s.Partitions())
+	for p := range graphs {
+		off, n := int(s.IVF.GetOffsets()[p]), int(s.IVF.GetLengths()[p])
+		v, err := partitionVectors(s, cent[p*dim:(p+1)*dim], off, n)
+		if err != nil {
+			return nil, err
+		}
+		h := x.HNSW[p]
+		m := max(h.Params.M, 2)
+		graphs[p] = buildGraph(v, n, m, max(h.Params.EfConstruction, m), h.Params.MaxLevel, graphSeed+uint64(p), true)
+	}
+	return graphs, nil
+}
+
+// graphsSubIndex is x (its centroids, types and parameters) holding
+// graphs, partition p's over lengths[p] rows.
+func graphsSubIndex(x *SubIndex, lengths []uint32, graphs []*graph) *SubIndex {
+	var vid []uint32
+	var nbrs [][]uint32
+	var dists [][]float32
+	out := *x
+	out.HNSW = make([]HNSWMeta, len(graphs))
+	out.IVF = &ipb.IVF{CentroidsTensor: x.IVF.GetCentroidsTensor(), Loss: x.IVF.Loss,
+		Offsets: make([]uint64, len(graphs)), Lengths: make([]uint32, len(graphs))}
+	for p, g := range graphs {
+		start := len(vid)
+		out.IVF.Offsets[p] = uint64(start)
+		pv, pn, pd, hm := graphRows(g, x.HNSW[p].Params)
+		vid, nbrs, dists = append(vid, pv...), append(nbrs, pn...), append(dists, pd...)
+		out.HNSW[p] = hm
+		out.IVF.Lengths[p] = uint32(len(vid) - start)
+	}
+	out.Columns = hnswColumns(vid, nbrs, dists)
+	return &out
 }
 
 // writeSegmentFiles writes index.idx (the given bytes) and auxiliary.idx
 // (s) under dir.
 func writeSegmentFiles(ctx context.Context, b storage.Bucket, dir string, indexBytes []byte, s *Storage) ([]*pb.IndexFile, []string, error) {
+	return writeFiles(ctx, b, dir, []segmentFile{
+		{IndexFile, func(w io.Writer) (int64, error) { n, err := w.Write(indexBytes); return int64(n), err }},
+		{StorageFile, func(w io.Writer) (int64, error) { return WriteStorage(w, s) }},
+	})
+}
+
+// segmentFile is one file of a segment and how to write it (returning
+// its size).
+type segmentFile struct {
+	name  string
+	write func(io.Writer) (int64, error)
+}
+
+// writeFiles writes fs under dir in the order given, each straight to
+// the bucket. It returns the files, sorted by name, and the objects
+// written (also on error, for cleanup).
+func writeFiles(ctx context.Context, b storage.Bucket, dir string, fs []segmentFile) ([]*pb.IndexFile, []string, error) {
 	var keys []string
 	var files []*pb.IndexFile
-	put := func(name string, write func(io.Writer) (int64, error)) error {
-		key := dir + name
+	for _, f := range fs {
+		key := dir + f.name
 		w, err := b.NewWriter(ctx, key)
 		if err != nil {
-			return err
+			return nil, keys, err
 		}
 		keys = append(keys, key)
-		n, err := write(w)
+		n, err := f.write(w)
 		if err != nil {
 			_ = w.Close()
-			return fmt.Errorf("write %s: %w", name, err)
+			return nil, keys, fmt.Errorf("write %s: %w", f.name, err)
 		}
 		if err := w.Close(); err != nil {
-			return fmt.Errorf("write %s: %w", name, err)
+			return nil, keys, fmt.Errorf("write %s: %w", f.name, err)
 		}
-		files = append(files, &pb.IndexFile{Path: name, SizeBytes: uint64(n)})
-		return nil
-	}
-	if err := put(IndexFile, func(w io.Writer) (int64, error) { n, err := w.Write(indexBytes); return int64(n), err }); err != nil {
-		return nil, keys, err
-	}
-	if err := put(StorageFile, func(w io.Writer) (int64, error) { return WriteStorage(w, s) }); err != nil {
-		return nil, keys, err
+		files = append(files, &pb.IndexFile{Path: f.name, SizeBytes: uint64(n)})
 	}
 	slices.SortFunc(files, func(a, b *pb.IndexFile) int { return strings.Compare(a.GetPath(), b.GetPath()) })
 	return files, keys, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 
 	ipb "github.com/compactord/compactord/gen/lanceindexpb"
@@ -15,9 +16,13 @@ import (
 // catch-up holds the new rows' codes (48 bytes a row for a 768-d PQ, a
 // byte a dimension for SQ) and one scan batch of vectors, not every new
 // vector. Each batch is assigned and encoded by GOMAXPROCS workers, each
-// on its own run of rows into its own slots; the rows then join their
-// partitions in batch order, so the result is the same as a serial
-// encoding's.
+// on its own run of rows into its own slots. The codes go straight into
+// one slab in arrival order (sized up front by reserve when the caller
+// knows the row count), and storage groups them by partition in place,
+// keeping arrival order within a partition: the result is the same as a
+// serial encoding's, without a second copy of the codes (per-partition
+// slices growing by doubling held up to three: 220 MiB for 100 000 768-d
+// SQ rows).
 type encoder struct {
 	seg   *Segment
 	cent  []float32
@@ -30,12 +35,11 @@ type encoder struct {
 	// typed encodes rows of an index over other than float32 vectors
 	// (nil: float32), in the arithmetic lance uses for that type.
 	typed typedEncoder
-	// ids and codes hold each partition's rows so far, in arrival order.
-	ids   [][]uint64
-	codes [][]byte
-	// part and buf are a batch's assignments and codes (reused).
-	part []int32
-	buf  []byte
+	// ids, codes and parts are the rows so far in arrival order: row i's
+	// address, code (codes[i*width:(i+1)*width]) and partition.
+	ids   []uint64
+	codes []byte
+	parts []int32
 	// book16 is the PQ codebook transposed for the AVX2 kernel (nil
 	// without it, or for a PQ it does not cover).
 	book16 []float32
@@ -44,7 +48,7 @@ type encoder struct {
 func (seg *Segment) newEncoder(build bool) (*encoder, error) {
 	s := seg.Storage
 	cent, dim := seg.Index.Centroids()
-	e := &encoder{seg: seg, cent: cent, dim: dim, build: build, ids: make([][]uint64, s.Partitions()), codes: make([][]byte, s.Partitions())}
+	e := &encoder{seg: seg, cent: cent, dim: dim, build: build}
 	if t := seg.Index.IVF.GetCentroidsTensor().GetDataType(); t != ipb.Tensor_FLOAT32 {
 		var err error
 		if e.typed, err = newTypedEncoder(seg, build); err != nil {
@@ -73,6 +77,17 @@ func (seg *Segment) newEncoder(build bool) (*encoder, error) {
 	return e, nil
 }
 
+// reserve makes room for rows more rows, so that the codes of a scan of
+// a known size are one allocation.
+func (e *encoder) reserve(rows int) {
+	if rows <= 0 {
+		return
+	}
+	e.ids = slices.Grow(e.ids, rows)
+	e.codes = slices.Grow(e.codes, rows*e.width)
+	e.parts = slices.Grow(e.parts, rows)
+}
+
 // add encodes v's rows (v may be reused by the caller after add returns).
 func (e *encoder) add(v *Vectors) error {
 	n := len(v.Addrs)
@@ -87,11 +102,13 @@ func (e *encoder) add(v *Vectors) error {
 			return err
 		}
 	}
-	e.part = append(e.part[:0], make([]int32, n)...)
-	if cap(e.buf) < n*e.width {
-		e.buf = make([]byte, n*e.width)
-	}
-	e.buf = e.buf[:n*e.width]
+	first := len(e.ids)
+	e.ids = append(e.ids, v.Addrs...)
+	// Every slot is written whole below (as encodeRow and the typed
+	// encoders do), so the grown room needs no clearing.
+	e.parts = slices.Grow(e.parts, n)[:first+n]
+	e.codes = slices.Grow(e.codes, n*e.width)[:(first+n)*e.width]
+	part, buf := e.parts[first:], e.codes[first*e.width:]
 	workers := min(runtime.GOMAXPROCS(0), max(1, n/64))
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -99,32 +116,27 @@ func (e *encoder) add(v *Vectors) error {
 		wg.Go(func() {
 			scratch := make([]float32, 2*e.dim)
 			for i := lo; i < hi; i++ {
+				out := buf[i*e.width : (i+1)*e.width]
 				if e.typed != nil {
-					e.part[i] = int32(e.typed.encode(v, i, e.buf[i*e.width:(i+1)*e.width]))
+					part[i] = int32(e.typed.encode(v, i, out))
 					continue
 				}
-				e.encodeRow(v.Data[i*e.dim:(i+1)*e.dim], i, scratch)
+				part[i] = int32(e.encodeRow(v.Data[i*e.dim:(i+1)*e.dim], out, scratch))
 			}
 		})
 	}
 	wg.Wait()
-	for i, p := range e.part {
-		e.ids[p] = append(e.ids[p], v.Addrs[i])
-		e.codes[p] = append(e.codes[p], e.buf[i*e.width:(i+1)*e.width]...)
-	}
 	return nil
 }
 
-// encodeRow assigns row i (vector x) to its nearest centroid and writes
-// its code into the batch's slot i, as Encode documents.
-func (e *encoder) encodeRow(x []float32, i int, scratch []float32) {
+// encodeRow writes the code of vector x into out and returns its
+// partition (its nearest centroid), as Encode documents.
+func (e *encoder) encodeRow(x []float32, out []byte, scratch []float32) int {
 	s, dim := e.seg.Storage, e.dim
 	if e.seg.Index.Distance == "cosine" {
 		x = normalizeInto(scratch[:dim], x)
 	}
 	p := nearestCentroid(x, e.cent, dim, e.seg.Index.Distance)
-	e.part[i] = int32(p)
-	out := e.buf[i*e.width : (i+1)*e.width]
 	switch s.Quantizer {
 	case QuantFlat:
 		for k, f := range x {
@@ -157,28 +169,30 @@ func (e *encoder) encodeRow(x []float32, i int, scratch []float32) {
 		}
 		pqEncodeInto(out, s.PQ, x, dot && !e.build, e.book16)
 	}
+	return p
 }
 
 // storage is the encoded rows as a Storage of the segment's kind, each
-// partition's rows in arrival order.
+// partition's rows in arrival order. It takes over the encoder's slabs
+// (the encoder is empty after it).
 func (e *encoder) storage() *Storage {
 	s := e.seg.Storage
-	parts := len(e.ids)
+	parts := s.Partitions()
 	out := &Storage{Quantizer: s.Quantizer, Distance: s.Distance, Fields: s.Fields, Metadata: s.Metadata, Extra: s.Extra,
 		PQ: s.PQ, SQ: s.SQ, RQ: s.RQ, IVF: &ipb.IVF{Offsets: make([]uint64, parts), Lengths: make([]uint32, parts)}}
-	total := 0
-	for _, ids := range e.ids {
-		total += len(ids)
+	total := len(e.ids)
+	for _, p := range e.parts {
+		out.IVF.Lengths[p]++
 	}
-	out.RowIDs = make([]uint64, 0, total)
-	codes := make([]byte, 0, total*e.width)
-	for p := range parts {
-		out.IVF.Offsets[p] = uint64(len(out.RowIDs))
-		out.IVF.Lengths[p] = uint32(len(e.ids[p]))
-		out.RowIDs = append(out.RowIDs, e.ids[p]...)
-		codes = append(codes, e.codes[p]...)
-		e.ids[p], e.codes[p] = nil, nil
+	var off uint64
+	for p, n := range out.IVF.Lengths {
+		out.IVF.Offsets[p] = off
+		off += uint64(n)
 	}
+	groupRows(e.ids, e.codes, e.width, e.parts, out.IVF.Offsets)
+	codes := e.codes
+	out.RowIDs = e.ids
+	e.ids, e.codes, e.parts = nil, nil, nil
 	switch s.Quantizer {
 	case QuantFlat:
 		out.Columns = []*file.Array{{Type: s.Columns[0].Type, Len: total,
@@ -204,6 +218,39 @@ func (e *encoder) storage() *Storage {
 		out.Columns = []*file.Array{fslU8(codes, e.width)}
 	}
 	return out
+}
+
+// groupRows orders rows (ids[i] and codes[i*width:(i+1)*width]) by their
+// partition parts[i], stably, in place: partition p's rows start at
+// offsets[p] (the rows of the partitions before it). parts is used up as
+// the rows' destinations.
+func groupRows(ids []uint64, codes []byte, width int, parts []int32, offsets []uint64) {
+	next := slices.Clone(offsets)
+	dest := parts // each row's destination, over its partition
+	sorted := true
+	for i, p := range parts {
+		d := next[p]
+		next[p]++
+		dest[i] = int32(d)
+		sorted = sorted && d == uint64(i)
+	}
+	if sorted {
+		return
+	}
+	// Follow each cycle of the permutation: every swap puts one row where
+	// it belongs.
+	tmp := make([]byte, width)
+	for i := range dest {
+		for int(dest[i]) != i {
+			j := int(dest[i])
+			ids[i], ids[j] = ids[j], ids[i]
+			ri, rj := codes[i*width:(i+1)*width], codes[j*width:(j+1)*width]
+			copy(tmp, ri)
+			copy(ri, rj)
+			copy(rj, tmp)
+			dest[i], dest[j] = dest[j], dest[i]
+		}
+	}
 }
 
 // normalizeInto is normalize writing into dst.

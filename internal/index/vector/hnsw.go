@@ -416,30 +416,34 @@ func graphRows(g *graph, params HNSWParams) (vid []uint32, nbrs [][]uint32, dist
 	return vid, nbrs, dists, hm
 }
 
-// hnswColumns are the index.idx columns of graph rows.
+// hnswColumns are the index.idx columns of graph rows, each column's
+// bytes allocated once at its final size (appending grew them by
+// doubling and copied the neighbour ids once more: about four times the
+// graph's size at once).
 func hnswColumns(vid []uint32, nbrs [][]uint32, dists [][]float32) []*file.Array {
-	u32 := func(v []uint32) *file.Array {
-		b := make([]byte, 0, 4*len(v))
-		for _, x := range v {
-			b = binary.LittleEndian.AppendUint32(b, x)
-		}
-		return &file.Array{Type: file.DataType{Kind: file.KindUint32}, Len: len(v), Values: b}
+	edges := 0
+	for _, ns := range nbrs {
+		edges += len(ns)
 	}
-	idCol := u32(vid)
+	idCol := &file.Array{Type: file.DataType{Kind: file.KindUint32}, Len: len(vid), Values: make([]byte, 0, 4*len(vid))}
+	for _, x := range vid {
+		idCol.Values = binary.LittleEndian.AppendUint32(idCol.Values, x)
+	}
 	nb := &file.Array{Type: file.DataType{Kind: file.KindList}, Len: len(nbrs), Offsets: make([]int64, 1, len(nbrs)+1)}
 	ds := &file.Array{Type: file.DataType{Kind: file.KindList}, Len: len(dists), Offsets: make([]int64, 1, len(dists)+1)}
-	var flatN []uint32
-	var flatD []byte
+	flatN, flatD := make([]byte, 0, 4*edges), make([]byte, 0, 4*edges)
 	for i := range nbrs {
-		flatN = append(flatN, nbrs[i]...)
+		for _, x := range nbrs[i] {
+			flatN = binary.LittleEndian.AppendUint32(flatN, x)
+		}
 		for _, d := range dists[i] {
 			flatD = binary.LittleEndian.AppendUint32(flatD, math.Float32bits(d))
 		}
-		nb.Offsets = append(nb.Offsets, int64(len(flatN)))
-		ds.Offsets = append(ds.Offsets, int64(len(flatN)))
+		nb.Offsets = append(nb.Offsets, int64(len(flatN)/4))
 	}
-	nb.Children = []*file.Array{u32(flatN)}
-	ds.Children = []*file.Array{{Type: file.DataType{Kind: file.KindFloat32}, Len: len(flatN), Values: flatD}}
+	ds.Offsets = slices.Clone(nb.Offsets)
+	nb.Children = []*file.Array{{Type: file.DataType{Kind: file.KindUint32}, Len: len(flatN) / 4, Values: flatN}}
+	ds.Children = []*file.Array{{Type: file.DataType{Kind: file.KindFloat32}, Len: len(flatN) / 4, Values: flatD}}
 	return []*file.Array{idCol, nb, ds}
 }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -45,10 +46,6 @@ func buildGraph(v *vectors, n, m, efc, maxLevel int, seed uint64, wide bool) *gr
 	// does not compute them again (distances are symmetric bit for bit:
 	// each kernel squares or multiplies the same pairs).
 	g := &graph{levels: make([][][]uint32, maxLevel+1), dists: make([][][]float32, maxLevel+1)}
-	for l := range g.levels {
-		g.levels[l] = make([][]uint32, n)
-		g.dists[l] = make([][]float32, n)
-	}
 	if n == 0 {
 		return g
 	}
@@ -63,6 +60,14 @@ func buildGraph(v *vectors, n, m, efc, maxLevel int, seed uint64, wide bool) *gr
 	lvls := make([]int, n)
 	for q := range lvls {
 		lvls[q] = min(maxLevel, int(-math.Log(1-rng.Float64())*ml))
+	}
+	// Only the levels some node reached get a list per node: at m 20 a
+	// level holds a 20th of the one below, so the top levels of maxLevel
+	// 7 stay empty, and their n list headers were 4.8 MiB a level at
+	// 100 000 nodes.
+	for l := range slices.Max(lvls) + 1 {
+		g.levels[l] = make([][]uint32, n)
+		g.dists[l] = make([][]float32, n)
 	}
 	// Level 0's lists: one slab each for ids and distances, node i's room
 	// at [i*w, (i+1)*w).
