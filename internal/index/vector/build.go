@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -285,6 +286,7 @@ type BuildOptions struct {
 // fragments are all of the version's). It returns the segment's metadata,
 // the objects written (also on error, for cleanup) and its row count.
 func BuildSegment(ctx context.Context, b storage.Bucket, like *pb.IndexMetadata, o BuildOptions) (*pb.IndexMetadata, []string, int, error) {
+	defer holdGC(buildGCPercent)()
 	seg, err := readSegment(ctx, b, like, false)
 	if err != nil {
 		return nil, nil, 0, err
@@ -303,18 +305,24 @@ func BuildSegment(ctx context.Context, b storage.Bucket, like *pb.IndexMetadata,
 	if !seg.Index.IsHNSW() {
 		order = []segmentFile{{IndexFile, func(w io.Writer) (int64, error) { n, err := w.Write(seg.indexRaw); return int64(n), err }}, writeStorage}
 	} else {
-		// The codes (a byte a dimension a row for SQ) are the bulk of the
-		// memory: the graphs are built on them, auxiliary.idx is written
-		// from them, and only then are index.idx's columns laid out, from
-		// the graphs alone, so that the codes, the graphs and those
-		// columns are never all held at once.
-		graphs, err := buildGraphs(seg.Index, ns)
-		if err != nil {
-			return nil, nil, 0, fmt.Errorf("index %s: %w", like.GetName(), err)
-		}
+		// The codes (a byte a dimension a row for SQ) and the graphs are
+		// the bulk of the memory. auxiliary.idx is written from the codes
+		// first, the graphs are built on them, and index.idx's columns
+		// are laid out from the graphs once the codes are let go: the
+		// writers' buffers never come on top of both, nor the columns on
+		// top of the codes.
 		order = []segmentFile{writeStorage, {IndexFile, func(w io.Writer) (int64, error) {
+			// The scan's and the writer's buffers are garbage now, in
+			// pieces too small for the graphs' slabs: their pages go back
+			// before the graphs are built.
+			debug.FreeOSMemory()
+			graphs, err := buildGraphs(seg.Index, ns)
+			if err != nil {
+				return 0, err
+			}
 			lengths := ns.IVF.GetLengths()
 			ns = nil
+			debug.FreeOSMemory() // the codes, before the columns are laid out
 			nx := graphsSubIndex(seg.Index, lengths, graphs)
 			graphs = nil
 			return WriteSubIndex(w, nx)
