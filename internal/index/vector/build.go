@@ -325,6 +325,7 @@ func BuildSegment(ctx context.Context, b storage.Bucket, like *pb.IndexMetadata,
 			debug.FreeOSMemory() // the codes, before the columns are laid out
 			nx := graphsSubIndex(seg.Index, lengths, graphs)
 			graphs = nil
+			debug.FreeOSMemory() // the graphs, before the writer's buffers
 			return WriteSubIndex(w, nx)
 		}}}
 	}

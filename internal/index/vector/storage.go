@@ -454,9 +454,10 @@ func writeFile(w io.Writer, fields []*lancepb.Field, md map[string][]byte, globa
 }
 
 // rowsView is rows [from, to) of a: sharing a's bytes when a is a
-// column of fixed-width values or a fixed-size list of them without
-// nulls (the codes and row ids: a copy of a 64 Ki-row chunk of 768-byte
-// SQ codes was 48 MiB), else a copy (Slice).
+// column of fixed-width values, or a fixed-size list or a list of them,
+// without nulls (the codes and row ids: a copy of a 64 Ki-row chunk of
+// 768-byte SQ codes was 48 MiB; a graph's neighbour and distance lists,
+// 20 MiB), else a copy (Slice).
 func rowsView(a *file.Array, from, to int) *file.Array {
 	fixed := func(x *file.Array) int {
 		if w := x.Type.ByteWidth(); w > 0 && x.Valid == nil && len(x.Children) == 0 && len(x.Offsets) == 0 && x.Type.Kind != file.KindBool && len(x.Values) >= x.Len*w {
@@ -472,6 +473,20 @@ func rowsView(a *file.Array, from, to int) *file.Array {
 		if w := fixed(c); w > 0 {
 			item := &file.Array{Type: c.Type, Name: c.Name, Len: (to - from) * d, Values: c.Values[from*d*w : to*d*w]}
 			return &file.Array{Type: a.Type, Name: a.Name, Len: to - from, Children: []*file.Array{item}}
+		}
+	}
+	// A list of fixed-width items (an HNSW graph's neighbours and
+	// distances): the offsets rebased, the items shared.
+	if (a.Type.Kind == file.KindList || a.Type.Kind == file.KindLargeList) && a.Valid == nil && len(a.Children) == 1 && len(a.Offsets) == a.Len+1 {
+		c := a.Children[0]
+		lo, hi := a.Offsets[from], a.Offsets[to]
+		if w := fixed(c); w > 0 && lo >= 0 && lo <= hi && int(hi) <= c.Len {
+			offs := make([]int64, to-from+1)
+			for i := range offs {
+				offs[i] = a.Offsets[from+i] - lo
+			}
+			item := &file.Array{Type: c.Type, Name: c.Name, Len: int(hi - lo), Values: c.Values[int(lo)*w : int(hi)*w]}
+			return &file.Array{Type: a.Type, Name: a.Name, Len: to - from, Offsets: offs, Children: []*file.Array{item}}
 		}
 	}
 	return a.Slice(from, to)
