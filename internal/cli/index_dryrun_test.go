@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"maps"
 	"path/filepath"
@@ -119,5 +120,78 @@ func TestIndexCatchupAndRemapDryRun(t *testing.T) {
 	}
 	if !slices.Equal(names, done) {
 		t.Fatalf("remap did %v, its dry run said %v", done, names)
+	}
+}
+
+// index remap --dry-run names every index kind the remap rewrites (vector,
+// full-text and label-list as well as btree), not only the scalar ones,
+// and skips none that the remap then rewrites; after the remap the FRI is
+// gone.
+func TestIndexRemapDryRunNamesEveryKind(t *testing.T) {
+	lancedb.Require(t)
+	schema := append(append([]lancedb.Column{}, lancedb.VectorSchema...),
+		lancedb.Column{Name: "tags", Type: "list<int32>", Nullable: true}, lancedb.Column{Name: "doc", Type: "utf8", Nullable: true})
+	rows := func(lo, hi int64) []lancedb.Row {
+		rs := lancedb.VectorRows(lo, hi, "v")
+		for _, r := range rs {
+			id := r["id"].(int64)
+			r["tags"] = []int32{int32(id % 3), int32(10 + id%4)}
+			r["doc"] = fmt.Sprintf("alpha%d beta%d", id%5, id%7)
+		}
+		return rs
+	}
+	steps := []lancedb.Step{lancedb.Create(schema, rows(0, 200))}
+	for lo := int64(200); lo < 800; lo += 200 {
+		steps = append(steps, lancedb.Add(rows(lo, lo+200)))
+	}
+	steps = append(steps, lancedb.CreateIndex("id", "btree", "id_idx"), lancedb.CreateIndex("tags", "label_list", "tags_idx"),
+		lancedb.CreateVectorIndex("doc", "fts", "doc_idx", nil),
+		lancedb.CreateVectorIndex("vec", "ivf_pq", "vec_idx", map[string]any{"numPartitions": 2, "numSubVectors": 4}),
+		lancedb.Delete("id % 3 = 0"))
+	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+	f.Dir = filepath.Join(f.URI, "t.lance")
+	f.Run(t, steps...)
+
+	doc := func(args ...string) map[string]any {
+		t.Helper()
+		r := run(t, "", args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &m); err != nil {
+			t.Fatalf("%v: output %q: %v", args, r.stdout, err)
+		}
+		return m
+	}
+	names := func(m map[string]any) []string {
+		var out []string
+		for _, x := range m["indices"].([]any) {
+			out = append(out, x.(map[string]any)["name"].(string))
+		}
+		slices.Sort(out)
+		return out
+	}
+	if r := doc("compact", f.Dir, "--defer-remap=true"); r["groups"] == 0.0 {
+		t.Fatalf("compact: %v", r)
+	}
+	want := []string{"doc_idx", "id_idx", "tags_idx", "vec_idx"}
+	p := doc("index", "remap", f.Dir, "--dry-run")
+	if got := names(p); !slices.Equal(got, want) || len(p["skipped"].([]any)) != 0 || p["would_commit"] != true {
+		t.Fatalf("remap plan: %v; want indices %v and none skipped", p, want)
+	}
+	r := doc("index", "remap", f.Dir)
+	if got := names(r); !slices.Equal(got, want) || r["skipped"] != nil {
+		t.Fatalf("remap did %v (skipped %v), its dry run said %v", got, r["skipped"], want)
+	}
+	if p := doc("index", "remap", f.Dir, "--dry-run"); p["fri_versions"] != 0.0 {
+		t.Fatalf("after the remap: %v; want no FRI version left", p)
+	}
+	out := f.Run(t, lancedb.Open(), lancedb.IndexStats("vec_idx"), lancedb.IndexStats("doc_idx"), lancedb.IndexStats("tags_idx"))
+	for k := 1; k <= 3; k++ {
+		st, err := out.IndexStats(k)
+		if err != nil || st.NumUnindexedRows != 0 || st.NumIndexedRows == 0 {
+			t.Fatalf("LanceDB's indexStats (step %d) after the remap: %+v, %v", k, st, err)
+		}
 	}
 }
