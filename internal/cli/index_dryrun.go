@@ -43,9 +43,15 @@ func catchupDryRun(ctx context.Context, e *env, h *table.Handle, o index.Options
 	}
 	m := read.Manifest
 	out := map[string]any{"operation": "index_catchup", "dry_run": true, "read_version": m.GetVersion(),
-		"indices": []catchupPlanLine{}, "credit": []commit.Advance{}, "skipped": skipped}
+		"indices": []catchupPlanLine{}, "credit": []commit.Advance{}}
 	var lines []catchupPlanLine
 	for _, j := range jobs {
+		if j.Kind == index.KindInverted {
+			if why := index.InvertedRefusal(ctx, h.Bucket, o.FRI, j); why != "" {
+				skipped = append(skipped, index.Skip{Name: j.Name, Reason: why})
+				continue
+			}
+		}
 		l := catchupPlanLine{Name: j.Name, Kind: j.Kind, Fragments: j.Missing.ToArray(), Rebuild: j.Rebuild, Segments: len(j.Segments)}
 		if j.Rebuild {
 			all := j.Missing.Clone()
@@ -58,6 +64,10 @@ func catchupDryRun(ctx context.Context, e *env, h *table.Handle, o index.Options
 		}
 		lines = append(lines, l)
 	}
+	if skipped == nil {
+		skipped = []index.Skip{}
+	}
+	out["skipped"] = skipped
 	if len(lines) > 0 {
 		out["indices"] = lines
 	} else {

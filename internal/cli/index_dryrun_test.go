@@ -195,3 +195,54 @@ func TestIndexRemapDryRunNamesEveryKind(t *testing.T) {
 		}
 	}
 }
+
+// index catchup --dry-run names a full-text index whose tokenizer
+// compactord does not reproduce (Turkish stemming) as skipped with the
+// reason, as the catch-up then skips it, and plans the btree beside it.
+func TestIndexCatchupDryRunSkipsUnreproducedTokenizer(t *testing.T) {
+	lancedb.Require(t)
+	schema := []lancedb.Column{{Name: "id", Type: "int64"}, {Name: "doc", Type: "utf8", Nullable: true}}
+	rows := func(lo, hi int64) []lancedb.Row {
+		var out []lancedb.Row
+		for i := lo; i < hi; i++ {
+			out = append(out, lancedb.Row{"id": i, "doc": fmt.Sprintf("kitaplar evler w%d", i)})
+		}
+		return out
+	}
+	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+	f.Dir = filepath.Join(f.URI, "t.lance")
+	f.Run(t, lancedb.Create(schema, rows(0, 100)), lancedb.CreateIndex("id", "btree", "id_idx"),
+		lancedb.CreateVectorIndex("doc", "fts", "doc_idx", map[string]any{"language": "Turkish", "withPosition": false}),
+		lancedb.Add(rows(100, 120)))
+	plan, real := map[string]any{}, map[string]any{}
+	for _, c := range []struct {
+		out  map[string]any
+		args []string
+	}{{plan, []string{"index", "catchup", f.Dir, "--dry-run"}}, {real, []string{"index", "catchup", f.Dir}}} {
+		r := run(t, "", c.args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", c.args, r.code, r.stderr)
+		}
+		if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &c.out); err != nil {
+			t.Fatalf("%v: output %q: %v", c.args, r.stdout, err)
+		}
+	}
+	summary := func(m map[string]any) (names, skipped []string) {
+		for _, x := range m["indices"].([]any) {
+			names = append(names, x.(map[string]any)["name"].(string))
+		}
+		for _, x := range m["skipped"].([]any) {
+			s := x.(map[string]any)
+			skipped = append(skipped, s["name"].(string)+": "+s["reason"].(string))
+		}
+		return names, skipped
+	}
+	pn, ps := summary(plan)
+	rn, rs := summary(real)
+	if !slices.Equal(pn, []string{"id_idx"}) || len(ps) != 1 || !strings.HasPrefix(ps[0], "doc_idx: ") || !strings.Contains(ps[0], "Turkish") {
+		t.Fatalf("catch-up plan: indices %v, skipped %v; want id_idx planned and doc_idx skipped naming the language", pn, ps)
+	}
+	if !slices.Equal(rn, pn) || !slices.Equal(rs, ps) {
+		t.Fatalf("the catch-up did indices %v, skipped %v; its dry run said %v, %v", rn, rs, pn, ps)
+	}
+}
