@@ -425,7 +425,7 @@ type outWriter struct {
 	name   string
 	cancel context.CancelFunc
 	wc     io.WriteCloser
-	bw     *bufio.Writer
+	bw     *bufio.Writer // nil when wc buffers itself (storage.BuffersWrites)
 	w      *file.Writer
 	rows   uint64
 	keys   []string // files completed
@@ -444,19 +444,28 @@ func (o *outWriter) open() error {
 	o.name = table.DataFileName()
 	key := meta.DataKey(o.name)
 	wctx, cancel := context.WithCancel(o.ctx)
-	wc, err := o.b.NewWriter(wctx, key)
+	// Around the page cache where the bucket can (a local file system):
+	// the file is written once and not read back by this job, and copying
+	// it into fresh page-cache pages, then waiting for their writeback in
+	// the fsync before the commit, was most of a wide compaction's wall
+	// (docs/benchmarks.md, "A wide vector column").
+	wc, err := o.b.NewWriter(storage.DirectWrites(wctx), key)
 	if err != nil {
 		cancel()
 		return fmt.Errorf("write %s: %w", key, err)
 	}
 	o.cancel, o.wc = cancel, wc
-	if bw, ok := outBufs.Get().(*bufio.Writer); ok {
-		bw.Reset(wc)
-		o.bw = bw
-	} else {
-		o.bw = bufio.NewWriterSize(wc, 1<<20)
+	var dst io.Writer = wc
+	if !storage.BuffersWrites(wc) {
+		if bw, ok := outBufs.Get().(*bufio.Writer); ok {
+			bw.Reset(wc)
+			o.bw = bw
+		} else {
+			o.bw = bufio.NewWriterSize(wc, 1<<20)
+		}
+		dst = o.bw
 	}
-	w, err := file.NewWriter(o.bw, o.fields, file.WriterOptions{Version: o.v, PageBytes: pageBytes, WidePageBytes: widePageBytes})
+	w, err := file.NewWriter(dst, o.fields, file.WriterOptions{Version: o.v, PageBytes: pageBytes, WidePageBytes: widePageBytes})
 	if err != nil {
 		o.abandon()
 		return err
@@ -475,16 +484,20 @@ func (o *outWriter) finish(out *Output) error {
 		o.abandon()
 		return fmt.Errorf("encode %s: %w", key, err)
 	}
-	if err := o.bw.Flush(); err != nil {
-		o.abandon()
-		return fmt.Errorf("write %s: %w", key, err)
+	if o.bw != nil {
+		if err := o.bw.Flush(); err != nil {
+			o.abandon()
+			return fmt.Errorf("write %s: %w", key, err)
+		}
 	}
 	err := o.wc.Close()
 	o.cancel()
 	df := table.NewDataFile(o.name, o.v, o.w)
 	rows := o.rows
-	o.bw.Reset(nil)
-	outBufs.Put(o.bw)
+	if o.bw != nil {
+		o.bw.Reset(nil)
+		outBufs.Put(o.bw)
+	}
 	o.w, o.wc, o.bw, o.rows = nil, nil, nil, 0
 	if err != nil {
 		return fmt.Errorf("write %s: %w", key, err)
