@@ -7,7 +7,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 )
 
 type directWritesKey struct{}
@@ -35,38 +34,56 @@ func BuffersWrites(w io.Writer) bool {
 }
 
 // directBufBytes is the size of each aligned buffer, directBufs how many
-// a writer holds: one being filled while the others are written. On the
-// 2-core VM of docs/benchmarks.md a 553 MB file took 0.26-0.50 s to
-// write this way, fdatasync included, one or two writes in flight alike,
-// against 0.35-2.3 s written through the page cache and then fsynced
-// (the kernel's copy into fresh page-cache pages took 0.1-1.3 s of CPU,
-// from run to run).
+// a writer holds at most: one being filled while the other is written
+// (allocated as needed: a small file takes one). On the 2-core VM of
+// docs/benchmarks.md a 553 MB file took 0.26-0.50 s to write this way,
+// fdatasync included, with one write in flight or up to eight alike (the
+// device is the bound), against 0.35-2.3 s written through the page cache
+// and then fsynced (the kernel's copy into fresh page-cache pages took
+// 0.1-1.3 s of CPU, from run to run); three buffers or 8 MiB ones were
+// no faster than two of 2 MiB.
 const (
 	directBufBytes = 2 << 20
-	directBufs     = 3
+	directBufs     = 2
 	// directAlign is the alignment of an O_DIRECT write's memory, offset
 	// and length: a page, which covers a device's logical block size.
 	directAlign = 4 << 10
+	// directPoolMax is the most idle buffers kept for the next file.
+	directPoolMax = 4
 )
 
-// directBufPool recycles the aligned buffers between files.
-var directBufPool sync.Pool
+// directPool holds idle buffers between files. They live outside the
+// Go heap (mapped, page-aligned), so they do not raise the garbage
+// collector's heap goal, which would double them in the peak RSS.
+var directPool struct {
+	sync.Mutex
+	bufs [][]byte
+}
 
-func getDirectBuf() []byte {
-	if p, ok := directBufPool.Get().(*[]byte); ok {
-		return (*p)[:0]
+func getDirectBuf() ([]byte, error) {
+	directPool.Lock()
+	if n := len(directPool.bufs); n > 0 {
+		b := directPool.bufs[n-1]
+		directPool.bufs = directPool.bufs[:n-1]
+		directPool.Unlock()
+		return b[:0], nil
 	}
-	b := make([]byte, directBufBytes+directAlign)
-	off := 0
-	if r := int(uintptr(unsafe.Pointer(&b[0])) % directAlign); r != 0 {
-		off = directAlign - r
+	directPool.Unlock()
+	b, err := allocAligned(directBufBytes)
+	if err != nil {
+		return nil, err
 	}
-	return b[off : off : off+directBufBytes]
+	return b[:0], nil
 }
 
 func putDirectBuf(b []byte) {
-	b = b[:0]
-	directBufPool.Put(&b)
+	directPool.Lock()
+	defer directPool.Unlock()
+	if len(directPool.bufs) < directPoolMax {
+		directPool.bufs = append(directPool.bufs, b[:0])
+		return
+	}
+	freeAligned(b)
 }
 
 type directJob struct {
@@ -81,9 +98,10 @@ type directJob struct {
 // until the fileWriter leaves it (end).
 type directWriter struct {
 	f       *os.File
-	cur     []byte // the buffer being filled
-	pos     int64  // the file offset of cur[0]
-	free    chan []byte
+	cur     []byte      // the buffer being filled
+	pos     int64       // the file offset of cur[0]
+	free    chan []byte // buffers written, to fill again
+	bufs    int         // buffers taken from the pool
 	jobs    chan directJob
 	done    chan struct{}
 	mu      sync.Mutex
@@ -95,9 +113,6 @@ type directWriter struct {
 func newDirectWriter(f *os.File) *directWriter {
 	d := &directWriter{f: f, free: make(chan []byte, directBufs), jobs: make(chan directJob, directBufs), done: make(chan struct{})}
 	d.direct.Store(true)
-	for range directBufs {
-		d.free <- getDirectBuf()
-	}
 	go d.run()
 	d.started = true
 	return d
@@ -149,7 +164,10 @@ func (d *directWriter) Write(p []byte) (int, error) {
 	n := 0
 	for len(p) > 0 {
 		if d.cur == nil {
-			d.cur = <-d.free
+			if err := d.take(); err != nil {
+				d.setErr(err)
+				return n, err
+			}
 		}
 		k := copy(d.cur[len(d.cur):cap(d.cur)], p)
 		d.cur = d.cur[:len(d.cur)+k]
@@ -159,6 +177,22 @@ func (d *directWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// take makes cur a buffer to fill: a new one while fewer than
+// directBufs are out, else the next one written.
+func (d *directWriter) take() error {
+	if d.bufs < directBufs {
+		b, err := getDirectBuf()
+		if err != nil {
+			return err
+		}
+		d.bufs++
+		d.cur = b
+		return nil
+	}
+	d.cur = <-d.free
+	return nil
 }
 
 // submit hands a full buffer (or the last, aligned part of one) to the
@@ -193,7 +227,7 @@ func (d *directWriter) flush() error {
 	if held {
 		bufs = append(bufs, tail[:0])
 	}
-	for len(bufs) < directBufs {
+	for len(bufs) < d.bufs {
 		bufs = append(bufs, <-d.free)
 	}
 	// Every buffer is here: no write is in flight.
@@ -240,7 +274,7 @@ func (d *directWriter) stop(write bool) error {
 	d.started = false
 	close(d.jobs)
 	<-d.done
-	for range directBufs {
+	for range d.bufs {
 		putDirectBuf(<-d.free)
 	}
 	return d.failed()

@@ -58,3 +58,11 @@ func syncData(f *os.File) error {
 	}
 	return serr
 }
+
+// allocAligned maps n bytes of anonymous memory: page-aligned, as an
+// O_DIRECT write's memory must be, and outside the Go heap.
+func allocAligned(n int) ([]byte, error) {
+	return unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+}
+
+func freeAligned(b []byte) { _ = unix.Munmap(b[:cap(b)]) }
