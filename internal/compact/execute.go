@@ -148,6 +148,9 @@ func Execute(ctx context.Context, b storage.Bucket, m *pb.Manifest, g Group, o O
 	rep := progress.From(ctx)
 	defer func() {
 		w.abandon()
+		if cerr := w.waitClose(); err == nil {
+			err = cerr
+		}
 		out.Files = append(out.Files, w.keys...)
 		if err != nil {
 			err = fmt.Errorf("compact: %w", err)
@@ -429,6 +432,10 @@ type outWriter struct {
 	w      *file.Writer
 	rows   uint64
 	keys   []string // files completed
+	// closing is the result of the last finished file's Close, running
+	// in the background (nil when none is).
+	closing    chan error
+	closingKey string
 }
 
 func (o *outWriter) size() uint64 { return o.w.Size() }
@@ -490,8 +497,21 @@ func (o *outWriter) finish(out *Output) error {
 			return fmt.Errorf("write %s: %w", key, err)
 		}
 	}
-	err := o.wc.Close()
-	o.cancel()
+	// The fsync and rename of a finished file (the bucket's Close) run
+	// while the next file is written; one at a time, so a group holds at
+	// most two files' write buffers. A file's data is durable, and its
+	// name too once executeAll syncs the directory, before anything names it.
+	if err := o.waitClose(); err != nil {
+		o.abandon()
+		return err
+	}
+	wc, cancel, done := o.wc, o.cancel, make(chan error, 1)
+	go func() {
+		err := wc.Close()
+		cancel()
+		done <- err
+	}()
+	o.closing, o.closingKey = done, key
 	df := table.NewDataFile(o.name, o.v, o.w)
 	rows := o.rows
 	if o.bw != nil {
@@ -499,13 +519,26 @@ func (o *outWriter) finish(out *Output) error {
 		outBufs.Put(o.bw)
 	}
 	o.w, o.wc, o.bw, o.rows = nil, nil, nil, 0
-	if err != nil {
-		return fmt.Errorf("write %s: %w", key, err)
-	}
+	// Listed before its Close returns: should that fail, the name is
+	// removed with the group's other files (a failed Close leaves none).
 	o.keys = append(o.keys, key)
 	out.New = append(out.New, &pb.DataFragment{Files: []*pb.DataFile{df}, PhysicalRows: rows})
 	out.Stats.FragmentsOut++
 	out.Stats.BytesWritten += df.GetFileSizeBytes()
+	return nil
+}
+
+// waitClose waits for the Close of the last finished file, if any, and
+// returns its error.
+func (o *outWriter) waitClose() error {
+	if o.closing == nil {
+		return nil
+	}
+	err := <-o.closing
+	o.closing = nil
+	if err != nil {
+		return fmt.Errorf("write %s: %w", o.closingKey, err)
+	}
 	return nil
 }
 
