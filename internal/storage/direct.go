@@ -36,9 +36,9 @@ func BuffersWrites(w io.Writer) bool {
 // directBufBytes is the size of each aligned buffer, directBufs how many
 // a writer holds at most: one being filled while the other is written
 // (allocated as needed: a small file takes one). On the 2-core VM of
-// docs/benchmarks.md a 553 MB file took 0.26-0.50 s to write this way,
+// docs/benchmarks.md a 553 MB file took 0.26-0.57 s to write this way,
 // fdatasync included, with one write in flight or up to eight alike (the
-// device is the bound), against 0.35-2.3 s written through the page cache
+// device is the bound), against 0.34-3.3 s written through the page cache
 // and then fsynced (the kernel's copy into fresh page-cache pages took
 // 0.1-1.3 s of CPU, from run to run); three buffers or 8 MiB ones were
 // no faster than two of 2 MiB.
@@ -95,7 +95,9 @@ type directJob struct {
 // opened under DirectWrites. Its Write and flush are called by the
 // fileWriter's one user; the goroutine it starts does the writes, in
 // order, at their offsets (pwrite), so the file's own offset is not used
-// until the fileWriter leaves it (end).
+// until the fileWriter sets it (ReadFrom, after flush). While O_DIRECT is
+// on, every write starts at an aligned offset: only whole buffers and
+// the aligned part of the last one are written so.
 type directWriter struct {
 	f       *os.File
 	cur     []byte      // the buffer being filled

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // directPayload is n bytes that differ at every offset, so a misplaced
@@ -60,6 +62,7 @@ func writeDirect(t *testing.T, b Bucket, key string, sizes []int, parts ...any) 
 // larger than its buffers, an unaligned end), before and after a
 // ReadFrom in the middle, and reports that it buffers for its caller.
 func TestDirectWrites(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent()) // each writer's goroutine ends with it
 	b, err := openFile(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -131,9 +134,10 @@ func TestDirectWrites(t *testing.T) {
 }
 
 // TestDirectWritesAbandoned: a direct write whose context is canceled
-// publishes nothing and leaves no temporary file, whatever it had
-// buffered or in flight.
+// publishes nothing, leaves no temporary file and no goroutine, whatever
+// it had buffered or in flight.
 func TestDirectWritesAbandoned(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	root := t.TempDir()
 	b, err := openFile(root)
 	if err != nil {
