@@ -447,6 +447,14 @@ func hnswColumns(vid []uint32, nbrs [][]uint32, dists [][]float32) []*file.Array
 // touched rebuilt over storage s (the other partitions' rows copied), for
 // a storage whose rows changed. The parameters are each partition's own.
 func RebuildGraphs(x *SubIndex, s *Storage, touched []bool) (*SubIndex, error) {
+	return remapGraphs(x, nil, s, nil, touched)
+}
+
+// remapGraphs is RebuildGraphs, except that with keep set (s is the
+// remap of storage old that kept old's rows keep, ascending) a touched
+// partition that lost at most repairMaxDeleted of its rows has its graph
+// repaired (repairGraph) instead of built again.
+func remapGraphs(x *SubIndex, old, s *Storage, keep []int, touched []bool) (*SubIndex, error) {
 	if !x.IsHNSW() {
 		return x, nil
 	}
@@ -454,41 +462,171 @@ func RebuildGraphs(x *SubIndex, s *Storage, touched []bool) (*SubIndex, error) {
 		return nil, fmt.Errorf("%d partitions to rebuild, the index has %d and the storage %d", len(touched), len(x.HNSW), s.Partitions())
 	}
 	cent, dim := x.Centroids()
-	var vid []uint32
-	var nbrs [][]uint32
-	var dists [][]float32
+	var cols graphCols
+	if len(x.Columns) == 3 {
+		cols.grow(x.Columns[0].Len, len(x.Columns[1].Children[0].Values)/4)
+	}
 	out := *x
 	out.HNSW = make([]HNSWMeta, len(x.HNSW))
 	out.IVF = &ipb.IVF{CentroidsTensor: x.IVF.GetCentroidsTensor(), Loss: x.IVF.Loss,
 		Offsets: make([]uint64, s.Partitions()), Lengths: make([]uint32, s.Partitions())}
 	for p := range s.Partitions() {
-		start := len(vid)
+		start := cols.rows()
 		out.IVF.Offsets[p] = uint64(start)
 		h := x.HNSW[p]
 		if !touched[p] {
 			off, n := int(x.IVF.GetOffsets()[p]), int(x.IVF.GetLengths()[p])
-			for r := off; r < off+n; r++ {
-				vid = append(vid, binary.LittleEndian.Uint32(x.Columns[0].Values[4*r:]))
-				nbrs = append(nbrs, listU32(x.Columns[1], r))
-				dists = append(dists, listF32(x.Columns[2], r))
-			}
+			cols.copyRows(x.Columns, off, off+n)
 			out.HNSW[p] = h
-		} else {
-			off, n := int(s.IVF.GetOffsets()[p]), int(s.IVF.GetLengths()[p])
-			v, err := partitionVectors(s, cent[p*dim:(p+1)*dim], off, n)
-			if err != nil {
-				return nil, err
-			}
-			m := max(h.Params.M, 2)
-			g := buildGraph(v, n, m, max(h.Params.EfConstruction, m), h.Params.MaxLevel, graphSeed+uint64(p), true)
-			pv, pn, pd, hm := graphRows(g, h.Params)
-			vid, nbrs, dists = append(vid, pv...), append(nbrs, pn...), append(dists, pd...)
-			out.HNSW[p] = hm
+			out.IVF.Lengths[p] = uint32(cols.rows() - start)
+			continue
 		}
-		out.IVF.Lengths[p] = uint32(len(vid) - start)
+		off, n := int(s.IVF.GetOffsets()[p]), int(s.IVF.GetLengths()[p])
+		v, err := partitionVectors(s, cent[p*dim:(p+1)*dim], off, n)
+		if err != nil {
+			return nil, err
+		}
+		m := max(h.Params.M, 2)
+		efc := max(h.Params.EfConstruction, m)
+		if newID := keptIDs(old, keep, p, n); newID != nil {
+			if gv, ok := newGraphView(x, p); ok && gv.n == len(newID) {
+				fg := repairGraph(v, gv, newID, n, m, efc)
+				out.HNSW[p] = cols.addFlat(fg, h.Params)
+				out.IVF.Lengths[p] = uint32(cols.rows() - start)
+				continue
+			}
+		}
+		g := buildGraph(v, n, m, efc, h.Params.MaxLevel, graphSeed+uint64(p), true)
+		out.HNSW[p] = cols.addGraph(g, h.Params)
+		out.IVF.Lengths[p] = uint32(cols.rows() - start)
 	}
-	out.Columns = hnswColumns(vid, nbrs, dists)
+	out.Columns = cols.columns()
 	return &out, nil
+}
+
+// keptIDs is partition p's renumbering by a remap of old that kept
+// old's rows keep (ascending; n of them in p): the new number of each of
+// the partition's old rows, -1 for a dropped one. It is nil when the
+// graph is to be built again instead: no remap given, nothing kept, or
+// more than repairMaxDeleted of the rows dropped.
+func keptIDs(old *Storage, keep []int, p, n int) []int32 {
+	if old == nil || n == 0 {
+		return nil
+	}
+	off, was := int(old.IVF.GetOffsets()[p]), int(old.IVF.GetLengths()[p])
+	if float64(was-n) > repairMaxDeleted*float64(was) {
+		return nil
+	}
+	newID := make([]int32, was)
+	for i := range newID {
+		newID[i] = -1
+	}
+	k, _ := slices.BinarySearch(keep, off)
+	next := int32(0)
+	for ; k < len(keep) && keep[k] < off+was; k++ {
+		newID[keep[k]-off] = next
+		next++
+	}
+	if int(next) != n {
+		return nil
+	}
+	return newID
+}
+
+// graphCols assembles index.idx's graph columns (__vector_id,
+// __neighbors, _distance) row by row, in flat little-endian slabs.
+type graphCols struct {
+	vid, nbrs, dists []byte
+	offs             []int64
+}
+
+func (c *graphCols) grow(rows, edges int) {
+	c.vid = slices.Grow(c.vid, 4*rows)
+	c.offs = slices.Grow(c.offs, rows+1)
+	c.nbrs = slices.Grow(c.nbrs, 4*edges)
+	c.dists = slices.Grow(c.dists, 4*edges)
+}
+
+func (c *graphCols) rows() int { return len(c.vid) / 4 }
+
+func (c *graphCols) add(id uint32, ids []uint32, ds []float32) {
+	if len(c.offs) == 0 {
+		c.offs = append(c.offs, 0)
+	}
+	c.vid = binary.LittleEndian.AppendUint32(c.vid, id)
+	for k, x := range ids {
+		c.nbrs = binary.LittleEndian.AppendUint32(c.nbrs, x)
+		c.dists = binary.LittleEndian.AppendUint32(c.dists, math.Float32bits(ds[k]))
+	}
+	c.offs = append(c.offs, int64(len(c.nbrs)/4))
+}
+
+// copyRows appends rows [lo, hi) of the graph columns cs as they are.
+func (c *graphCols) copyRows(cs []*file.Array, lo, hi int) {
+	if lo == hi {
+		return
+	}
+	if len(c.offs) == 0 {
+		c.offs = append(c.offs, 0)
+	}
+	o := cs[1].Offsets
+	shift := int64(len(c.nbrs)/4) - o[lo]
+	c.vid = append(c.vid, cs[0].Values[4*lo:4*hi]...)
+	c.nbrs = append(c.nbrs, cs[1].Children[0].Values[4*o[lo]:4*o[hi]]...)
+	c.dists = append(c.dists, cs[2].Children[0].Values[4*o[lo]:4*o[hi]]...)
+	for r := lo + 1; r <= hi; r++ {
+		c.offs = append(c.offs, o[r]+shift)
+	}
+}
+
+// addGraph appends g's rows (level 0, every node in node order, then
+// each upper level's nodes ascending) and returns the partition's
+// lance:hnsw entry.
+func (c *graphCols) addGraph(g *graph, params HNSWParams) HNSWMeta {
+	start := c.rows()
+	hm := HNSWMeta{EntryPoint: g.entry, Params: params, LevelOffsets: make([]int, len(g.levels))}
+	for l, lvl := range g.levels {
+		hm.LevelOffsets[l] = c.rows() - start
+		for id, ns := range lvl {
+			if ns != nil {
+				c.add(uint32(id), ns, g.dists[l][id])
+			}
+		}
+	}
+	return hm
+}
+
+// addFlat is addGraph for a repaired graph.
+func (c *graphCols) addFlat(fg *flatGraph, params HNSWParams) HNSWMeta {
+	start := c.rows()
+	hm := HNSWMeta{EntryPoint: fg.entry, Params: params, LevelOffsets: make([]int, len(fg.levels))}
+	for l := range fg.levels {
+		fl := &fg.levels[l]
+		hm.LevelOffsets[l] = c.rows() - start
+		for j := range fl.rows() {
+			id := uint32(j)
+			if fl.nodes != nil {
+				id = fl.nodes[j]
+			}
+			ids, ds := fl.list(j)
+			c.add(id, ids, ds)
+		}
+	}
+	return hm
+}
+
+func (c *graphCols) columns() []*file.Array {
+	if len(c.offs) == 0 {
+		c.offs = append(c.offs, 0)
+	}
+	n, e := c.rows(), len(c.nbrs)/4
+	return []*file.Array{
+		{Type: file.DataType{Kind: file.KindUint32}, Len: n, Values: c.vid},
+		{Type: file.DataType{Kind: file.KindList}, Len: n, Offsets: c.offs,
+			Children: []*file.Array{{Type: file.DataType{Kind: file.KindUint32}, Len: e, Values: c.nbrs}}},
+		{Type: file.DataType{Kind: file.KindList}, Len: n, Offsets: slices.Clone(c.offs),
+			Children: []*file.Array{{Type: file.DataType{Kind: file.KindFloat32}, Len: e, Values: c.dists}}},
+	}
 }
 
 func listU32(a *file.Array, r int) []uint32 {

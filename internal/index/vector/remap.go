@@ -20,8 +20,15 @@ type RemapStats struct {
 // modified. touched[p] reports whether partition p lost rows (its HNSW
 // graph, whose nodes are the partition's row numbers, must be rebuilt).
 func RemapStorage(s *Storage, remap func(uint64) (uint64, bool)) (_ *Storage, _ RemapStats, touched []bool) {
+	out, st, touched, _ := remapStorage(s, remap)
+	return out, st, touched
+}
+
+// remapStorage is RemapStorage, also returning the rows of s it kept
+// (ascending): what a graph repair renumbers its nodes by.
+func remapStorage(s *Storage, remap func(uint64) (uint64, bool)) (_ *Storage, _ RemapStats, touched []bool, keep []int) {
 	st := RemapStats{Entries: len(s.RowIDs)}
-	keep := make([]int, 0, len(s.RowIDs))
+	keep = make([]int, 0, len(s.RowIDs))
 	ids := make([]uint64, 0, len(s.RowIDs))
 	ivf := &ipb.IVF{Offsets: make([]uint64, s.Partitions()), Lengths: make([]uint32, s.Partitions())}
 	for p, off := range s.IVF.GetOffsets() {
@@ -47,7 +54,7 @@ func RemapStorage(s *Storage, remap func(uint64) (uint64, bool)) (_ *Storage, _ 
 			out.Columns[i] = take(c, keep)
 		}
 	}
-	return &out, st, touched
+	return &out, st, touched, keep
 }
 
 // take is c.Take(rows), copying whole rows at once for the dense

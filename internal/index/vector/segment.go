@@ -249,11 +249,12 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 		}
 		var ns *Storage
 		var touched []bool
-		ns, st, touched = RemapStorage(seg.Storage, remap)
+		var keep []int
+		ns, st, touched, keep = remapStorage(seg.Storage, remap)
 		// A FLAT sub-index holds only the centroids, which a remap keeps.
 		indexBytes := seg.indexRaw
 		if HasGraph(m) {
-			nx, err := RebuildGraphs(seg.Index, ns, touched)
+			nx, err := remapGraphs(seg.Index, seg.Storage, ns, keep, touched)
 			if err != nil {
 				return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), err)
 			}
