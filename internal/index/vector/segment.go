@@ -187,6 +187,16 @@ func checkStorage(typ string, x *SubIndex, s *Storage) error {
 	return nil
 }
 
+// graphRemapMemory estimates the working memory of a remap holding a
+// whole segment (auxiliary.idx of aux bytes, index.idx of idx bytes):
+// the storage decoded once (its kept rows moved in place) and a page per
+// column being written; the old graphs decoded, the new ones assembled
+// and, while a partition is repaired, its lists in slabs (each about the
+// size of index.idx).
+func graphRemapMemory(aux, idx int64) int64 {
+	return aux + 3*idx + 4*storagePageBytes
+}
+
 // RemapOptions say what a remapped segment becomes.
 type RemapOptions struct {
 	// DatasetVersion of the new segment: the version whose addresses it
@@ -235,10 +245,19 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 		return nil, nil, st, err
 	}
 	if HasGraph(m) || typ == TypeIVFRQ {
-		// The graphs of the partitions that lost rows are rebuilt from
-		// the whole storage, and RQ codes are packed in blocks across a
-		// partition's rows: the storage is held in memory at once.
-		release, err := hold(ctx, o.Memory, storageMemory(a.Size))
+		// The graphs of the partitions that lost rows are repaired or
+		// rebuilt over the whole storage, and RQ codes are packed in
+		// blocks across a partition's rows: the storage is held in memory
+		// at once.
+		var idxSize int64
+		if HasGraph(m) {
+			ia, err := b.Attributes(ctx, dir+IndexFile)
+			if err != nil {
+				return nil, nil, st, fmt.Errorf("index %s (%s): %w", m.GetName(), meta.UUIDString(m.GetUuid()), err)
+			}
+			idxSize = ia.Size
+		}
+		release, err := hold(ctx, o.Memory, graphRemapMemory(a.Size, idxSize))
 		if err != nil {
 			return nil, nil, st, err
 		}
@@ -250,21 +269,27 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 		var ns *Storage
 		var touched []bool
 		var keep []int
-		ns, st, touched, keep = remapStorage(seg.Storage, remap)
+		// In place: the storage read is this remap's own, and only its
+		// partitions are read after.
+		ns, st, touched, keep = remapStorage(seg.Storage, remap, true)
 		// A FLAT sub-index holds only the centroids, which a remap keeps.
-		indexBytes := seg.indexRaw
+		writeIndex := func(w io.Writer) (int64, error) { n, err := w.Write(seg.indexRaw); return int64(n), err }
 		if HasGraph(m) {
+			seg.indexRaw = nil
 			nx, err := remapGraphs(seg.Index, seg.Storage, ns, keep, touched)
 			if err != nil {
 				return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), err)
 			}
-			var buf bytes.Buffer
-			if _, err := WriteSubIndex(&buf, nx); err != nil {
-				return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), err)
+			// The old graphs are copied or repaired into nx: let them go
+			// before the files are written.
+			seg.Index.Columns = nil
+			writeIndex = func(w io.Writer) (int64, error) {
+				n, err := WriteSubIndex(w, nx)
+				nx = nil
+				return n, err
 			}
-			indexBytes = buf.Bytes()
 		}
-		if files, keys, err = writeSegmentFiles(ctx, b, meta.IndexDir(id), indexBytes, ns); err != nil {
+		if files, keys, err = writeSegment(ctx, b, meta.IndexDir(id), writeIndex, ns); err != nil {
 			return nil, keys, st, fmt.Errorf("index %s: %w", m.GetName(), err)
 		}
 	} else {
