@@ -3,6 +3,7 @@ package vector
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 
@@ -447,61 +448,226 @@ func hnswColumns(vid []uint32, nbrs [][]uint32, dists [][]float32) []*file.Array
 // touched rebuilt over storage s (the other partitions' rows copied), for
 // a storage whose rows changed. The parameters are each partition's own.
 func RebuildGraphs(x *SubIndex, s *Storage, touched []bool) (*SubIndex, error) {
-	return remapGraphs(x, nil, s, nil, touched)
+	out, parts, err := remapGraphs(x, nil, s, nil, touched)
+	if err != nil || parts == nil {
+		return out, err
+	}
+	var cols graphCols
+	if len(x.Columns) == 3 {
+		cols.grow(x.Columns[0].Len, len(x.Columns[1].Children[0].Values)/4)
+	}
+	for _, gp := range parts {
+		_ = gp.emit(&cols, nil)
+	}
+	out.Columns = cols.columns()
+	return out, nil
 }
 
 // remapGraphs is RebuildGraphs, except that with keep set (s is the
 // remap of storage old that kept old's rows keep, ascending) a touched
 // partition that lost at most repairMaxDeleted of its rows has its graph
-// repaired (repairGraph) instead of built again.
-func remapGraphs(x *SubIndex, old, s *Storage, keep []int, touched []bool) (*SubIndex, error) {
+// repaired (repairGraph) instead of built again; and that it returns
+// each partition's graph rows to write (graphPart) beside an index
+// without columns (its partitions and lance:hnsw set), for
+// writeGraphParts, rather than assembled. parts is nil for a sub-index
+// without graphs (out is then x).
+func remapGraphs(x *SubIndex, old, s *Storage, keep []int, touched []bool) (out *SubIndex, parts []graphPart, _ error) {
 	if !x.IsHNSW() {
-		return x, nil
+		return x, nil, nil
 	}
 	if len(touched) != s.Partitions() || len(x.HNSW) != s.Partitions() {
-		return nil, fmt.Errorf("%d partitions to rebuild, the index has %d and the storage %d", len(touched), len(x.HNSW), s.Partitions())
+		return nil, nil, fmt.Errorf("%d partitions to rebuild, the index has %d and the storage %d", len(touched), len(x.HNSW), s.Partitions())
 	}
 	cent, dim := x.Centroids()
-	var cols graphCols
-	if len(x.Columns) == 3 {
-		cols.grow(x.Columns[0].Len, len(x.Columns[1].Children[0].Values)/4)
-	}
-	out := *x
+	o := *x
+	out = &o
+	out.Columns = nil
 	out.HNSW = make([]HNSWMeta, len(x.HNSW))
 	out.IVF = &ipb.IVF{CentroidsTensor: x.IVF.GetCentroidsTensor(), Loss: x.IVF.Loss,
 		Offsets: make([]uint64, s.Partitions()), Lengths: make([]uint32, s.Partitions())}
+	rows := 0
 	for p := range s.Partitions() {
-		start := cols.rows()
-		out.IVF.Offsets[p] = uint64(start)
+		out.IVF.Offsets[p] = uint64(rows)
 		h := x.HNSW[p]
+		var gp graphPart
 		if !touched[p] {
 			off, n := int(x.IVF.GetOffsets()[p]), int(x.IVF.GetLengths()[p])
-			cols.copyRows(x.Columns, off, off+n)
+			gp = graphPart{cols: x.Columns, lo: off, hi: off + n}
 			out.HNSW[p] = h
-			out.IVF.Lengths[p] = uint32(cols.rows() - start)
-			continue
+		} else {
+			off, n := int(s.IVF.GetOffsets()[p]), int(s.IVF.GetLengths()[p])
+			v, err := partitionVectors(s, cent[p*dim:(p+1)*dim], off, n)
+			if err != nil {
+				return nil, nil, err
+			}
+			m := max(h.Params.M, 2)
+			efc := max(h.Params.EfConstruction, m)
+			if newID := keptIDs(old, keep, p, n); newID != nil {
+				if gv, ok := newGraphView(x, p); ok && gv.n == len(newID) {
+					gp.fg = repairGraph(v, gv, newID, n, m, efc)
+				}
+			}
+			if gp.fg == nil {
+				gp.g = buildGraph(v, n, m, efc, h.Params.MaxLevel, graphSeed+uint64(p), true)
+			}
+			out.HNSW[p] = gp.meta(h.Params)
 		}
-		off, n := int(s.IVF.GetOffsets()[p]), int(s.IVF.GetLengths()[p])
-		v, err := partitionVectors(s, cent[p*dim:(p+1)*dim], off, n)
-		if err != nil {
-			return nil, err
-		}
-		m := max(h.Params.M, 2)
-		efc := max(h.Params.EfConstruction, m)
-		if newID := keptIDs(old, keep, p, n); newID != nil {
-			if gv, ok := newGraphView(x, p); ok && gv.n == len(newID) {
-				fg := repairGraph(v, gv, newID, n, m, efc)
-				out.HNSW[p] = cols.addFlat(fg, h.Params)
-				out.IVF.Lengths[p] = uint32(cols.rows() - start)
-				continue
+		parts = append(parts, gp)
+		rows += gp.rows()
+		out.IVF.Lengths[p] = uint32(rows - int(out.IVF.Offsets[p]))
+	}
+	return out, parts, nil
+}
+
+// graphPart is one partition's graph rows to write: rows [lo, hi) of the
+// old graph columns cols as they are, a graph built again (g) or a
+// repaired one (fg). Level 0 comes first, every node in node order, then
+// each upper level's nodes ascending.
+type graphPart struct {
+	cols   []*file.Array
+	lo, hi int
+	g      *graph
+	fg     *flatGraph
+}
+
+// rows is the number of graph rows the part writes.
+func (gp *graphPart) rows() int {
+	switch {
+	case gp.g != nil:
+		n := 0
+		for _, lvl := range gp.g.levels {
+			for _, ns := range lvl {
+				if ns != nil {
+					n++
+				}
 			}
 		}
-		g := buildGraph(v, n, m, efc, h.Params.MaxLevel, graphSeed+uint64(p), true)
-		out.HNSW[p] = cols.addGraph(g, h.Params)
-		out.IVF.Lengths[p] = uint32(cols.rows() - start)
+		return n
+	case gp.fg != nil:
+		n := 0
+		for l := range gp.fg.levels {
+			n += gp.fg.levels[l].rows()
+		}
+		return n
 	}
-	out.Columns = cols.columns()
-	return &out, nil
+	return gp.hi - gp.lo
+}
+
+// meta is the lance:hnsw entry of a built or repaired part.
+func (gp *graphPart) meta(params HNSWParams) HNSWMeta {
+	if gp.fg != nil {
+		hm := HNSWMeta{EntryPoint: gp.fg.entry, Params: params, LevelOffsets: make([]int, len(gp.fg.levels))}
+		at := 0
+		for l := range gp.fg.levels {
+			hm.LevelOffsets[l] = at
+			at += gp.fg.levels[l].rows()
+		}
+		return hm
+	}
+	hm := HNSWMeta{EntryPoint: gp.g.entry, Params: params, LevelOffsets: make([]int, len(gp.g.levels))}
+	at := 0
+	for l, lvl := range gp.g.levels {
+		hm.LevelOffsets[l] = at
+		for _, ns := range lvl {
+			if ns != nil {
+				at++
+			}
+		}
+	}
+	return hm
+}
+
+// graphBatchRows is the rows of graph columns writeGraphParts assembles
+// before it hands them to the writer.
+const graphBatchRows = 16 << 10
+
+// emit appends the part's rows to c, calling flush (when not nil) each
+// time c holds graphBatchRows rows.
+func (gp *graphPart) emit(c *graphCols, flush func() error) error {
+	full := func() error {
+		if flush != nil && c.rows() >= graphBatchRows {
+			return flush()
+		}
+		return nil
+	}
+	switch {
+	case gp.g != nil:
+		for l, lvl := range gp.g.levels {
+			for id, ns := range lvl {
+				if ns == nil {
+					continue
+				}
+				c.add(uint32(id), ns, gp.g.dists[l][id])
+				if err := full(); err != nil {
+					return err
+				}
+			}
+		}
+	case gp.fg != nil:
+		for l := range gp.fg.levels {
+			fl := &gp.fg.levels[l]
+			for j := range fl.rows() {
+				id := uint32(j)
+				if fl.nodes != nil {
+					id = fl.nodes[j]
+				}
+				ids, ds := fl.list(j)
+				c.add(id, ids, ds)
+				if err := full(); err != nil {
+					return err
+				}
+			}
+		}
+	default:
+		for r := gp.lo; r < gp.hi; {
+			end := min(gp.hi, r+graphBatchRows)
+			c.copyRows(gp.cols, r, end)
+			r = end
+			if err := full(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeGraphParts writes index.idx for x (its partitions and lance:hnsw
+// as remapGraphs set them) with the graph rows of parts, a batch of
+// graphBatchRows rows assembled at a time, and returns its size.
+func writeGraphParts(w io.Writer, x *SubIndex, parts []graphPart) (int64, error) {
+	md, globals, err := x.fileMeta()
+	if err != nil {
+		return 0, err
+	}
+	cw := &countingWriter{w: w}
+	fw, err := file.NewWriter(cw, x.Fields, file.WriterOptions{Version: file.V2_2, Metadata: md, GlobalBuffers: globals})
+	if err != nil {
+		return 0, err
+	}
+	var c graphCols
+	flush := func() error {
+		if c.rows() == 0 {
+			return nil
+		}
+		cols := c.columns()
+		// Fresh buffers for the next batch: the writer may keep these.
+		c = graphCols{}
+		return fw.Write(&file.Batch{NumRows: cols[0].Len, Columns: cols})
+	}
+	for i := range parts {
+		if err := parts[i].emit(&c, flush); err != nil {
+			return 0, err
+		}
+		// A part written is let go.
+		parts[i] = graphPart{}
+	}
+	if err := flush(); err != nil {
+		return 0, err
+	}
+	if err := fw.Close(); err != nil {
+		return 0, err
+	}
+	return cw.n, nil
 }
 
 // keptIDs is partition p's renumbering by a remap of old that kept
@@ -591,25 +757,6 @@ func (c *graphCols) addGraph(g *graph, params HNSWParams) HNSWMeta {
 			if ns != nil {
 				c.add(uint32(id), ns, g.dists[l][id])
 			}
-		}
-	}
-	return hm
-}
-
-// addFlat is addGraph for a repaired graph.
-func (c *graphCols) addFlat(fg *flatGraph, params HNSWParams) HNSWMeta {
-	start := c.rows()
-	hm := HNSWMeta{EntryPoint: fg.entry, Params: params, LevelOffsets: make([]int, len(fg.levels))}
-	for l := range fg.levels {
-		fl := &fg.levels[l]
-		hm.LevelOffsets[l] = c.rows() - start
-		for j := range fl.rows() {
-			id := uint32(j)
-			if fl.nodes != nil {
-				id = fl.nodes[j]
-			}
-			ids, ds := fl.list(j)
-			c.add(id, ids, ds)
 		}
 	}
 	return hm
