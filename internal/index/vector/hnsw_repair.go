@@ -47,7 +47,18 @@ func newGraphView(x *SubIndex, p int) (*graphView, bool) {
 		len(gv.vid) < 4*(base+rows) || len(gv.offs) < base+rows+1 || int64(len(gv.nbrs)) < 4*gv.offs[base+rows] || len(gv.dists) < len(gv.nbrs) {
 		return nil, false
 	}
+	if gv.offs[base] < 0 {
+		return nil, false
+	}
+	for r := base; r < base+rows; r++ {
+		if gv.offs[r] > gv.offs[r+1] {
+			return nil, false
+		}
+	}
 	gv.level = append(slices.Clone(h.LevelOffsets), rows)
+	if !slices.IsSorted(gv.level) {
+		return nil, false
+	}
 	gv.n = gv.level[1] - gv.level[0]
 	if int(gv.entry) >= gv.n {
 		return nil, false
@@ -60,9 +71,6 @@ func newGraphView(x *SubIndex, p int) (*graphView, bool) {
 				return nil, false
 			}
 			prev = id
-			if gv.offs[r] > gv.offs[r+1] {
-				return nil, false
-			}
 			for k := gv.offs[r]; k < gv.offs[r+1]; k++ {
 				if binary.LittleEndian.Uint32(gv.nbrs[4*k:]) >= uint32(gv.n) {
 					return nil, false

@@ -289,3 +289,59 @@ func TestRepairGraphRecall(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRepairGraph: graph rows damaged anywhere (ids, list offsets, level
+// offsets, the entry point) are either refused by newGraphView (the
+// partition is then built again) or repaired into lists of surviving
+// nodes only, without a panic.
+func FuzzRepairGraph(f *testing.F) {
+	const n, dim, m, maxLevel = 300, 32, 4, 3
+	r := rand.New(rand.NewPCG(1, 1))
+	codes := clusteredCodes(r, n, dim, 8, 12)
+	g := buildGraph(sqVectors(codes, dim, 0, n, -1, 1), n, m, 20, maxLevel, 1, true)
+	f.Add([]byte{})
+	f.Add([]byte{0, 7, 0, 0, 1})
+	f.Add([]byte{1, 3, 2, 255, 255, 2, 1, 0, 9, 9})
+	f.Add([]byte{2, 0, 1, 200, 0, 3, 0, 0, 0, 250})
+	f.Fuzz(func(t *testing.T, damage []byte) {
+		x := graphIndex(g, m, 20, maxLevel)
+		vid, nbrs, offs := x.Columns[0].Values, x.Columns[1].Children[0].Values, x.Columns[1].Offsets
+		for ; len(damage) >= 5; damage = damage[5:] {
+			at := int(damage[1])<<8 | int(damage[2])
+			val := int(damage[3])<<8 | int(damage[4])
+			switch damage[0] % 4 {
+			case 0:
+				vid[at%len(vid)] = byte(val)
+			case 1:
+				nbrs[at%len(nbrs)] = byte(val)
+			case 2:
+				offs[at%len(offs)] = int64(val) - 100
+			case 3:
+				h := &x.HNSW[0]
+				if at%2 == 0 {
+					h.EntryPoint = uint32(val)
+				} else {
+					h.LevelOffsets[at%len(h.LevelOffsets)] = val % (x.Columns[0].Len + 1)
+				}
+			}
+		}
+		x.Columns[2].Offsets = offs
+		gv, ok := newGraphView(x, 0)
+		if !ok {
+			return
+		}
+		newID, kept := dropRows(rand.New(rand.NewPCG(2, 2)), codes, dim, gv.n, 0.2, -1)
+		nn := len(kept) / dim
+		fg := repairGraph(sqVectors(kept, dim, 0, nn, -1, 1), gv, newID, nn, m, 20)
+		for l := range fg.levels {
+			for j := range fg.levels[l].rows() {
+				ids, _ := fg.levels[l].list(j)
+				for _, y := range ids {
+					if int(y) >= nn {
+						t.Fatalf("level %d row %d links %d of %d nodes", l, j, y, nn)
+					}
+				}
+			}
+		}
+	})
+}
