@@ -178,6 +178,20 @@ type flatGraph struct {
 // Each repaired list depends on the old graph only, so lists are
 // repaired on every core in any order and the result does not depend on
 // GOMAXPROCS; the reconnection runs in node order on one.
+//
+// What lance (the source LanceDB 0.39 ships) does instead: its IVF
+// index builder's remap loads each partition, remaps the partition's
+// storage (row ids through the map, deleted rows dropped; a partition
+// that falls under its join threshold is merged into its neighbours,
+// with new centroids) and then calls the HNSW sub-index's remap, which
+// ignores the row map and builds the whole graph again from the remapped
+// storage with the old build parameters ("the vectors are changed"),
+// every node inserted in parallel; the partitions are remapped a few at
+// a time, every partition whether it lost rows or not. So LanceDB's
+// remap costs a full HNSW build of the index; the repair costs about one
+// neighbour selection per node that lost a neighbour, over its 2-hop
+// candidates (in TestRepairGraphRecall 10-20x less than a rebuild, with
+// the same recall).
 func repairGraph(v *vectors, gv *graphView, newID []int32, n, m, efc int) *flatGraph {
 	fg := &flatGraph{levels: make([]flatLevel, gv.levels())}
 	workers := max(1, min(runtime.GOMAXPROCS(0), n/256+1))
