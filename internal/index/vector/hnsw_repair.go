@@ -151,7 +151,7 @@ type flatGraph struct {
 	entry  uint32
 	// reconnected counts the level-0 nodes no search could reach after
 	// the lists were repaired, linked in again; relinked are the nodes
-	// whose level-0 lists that changed (tests look at both).
+	// whose level-0 lists the reconnection changed (tests look at both).
 	reconnected int
 	relinked    []uint32
 }
