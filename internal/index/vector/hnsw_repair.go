@@ -9,11 +9,14 @@ import (
 
 // repairMaxDeleted is the largest fraction of a partition's rows a remap
 // may delete and still repair the partition's graph (repairGraph) rather
-// than build it again. Up to it, the repaired graphs of
-// TestRepairGraphRecall recalled as well as rebuilt ones (within 0.005
-// at 10 %, 30 % and 50 % deleted) for a fraction of the build's work;
-// past it most lists are refilled from second-hand candidates and a
-// rebuild over the (now smaller) partition costs about as much.
+// than build it again. In TestRepairGraphRecall (8 000 clustered 64-d SQ
+// rows, recall@10 at ef 16) repaired graphs recalled within 0.003 of
+// rebuilt ones at 10 %, 30 % and 50 % deleted (0.989, 0.988, 0.995
+// against 0.982, 0.991, 0.995), and 0.009 less at 70 % (0.987 against
+// 0.996), close to the 0.01 LanceDB's own remap is held to: past half
+// the rows most lists are refilled from second-hand candidates. The
+// repair took 7-13x less time than the rebuild at every fraction (on the
+// quiet machine: 37 against 499 ms at 10 %, 19 against 149 ms at 70 %).
 const repairMaxDeleted = 0.5
 
 // graphView is one partition's graph rows of a decoded index.idx, read in
