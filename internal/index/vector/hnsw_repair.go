@@ -193,7 +193,7 @@ type flatGraph struct {
 // a time, every partition whether it lost rows or not. So LanceDB's
 // remap costs a full HNSW build of the index; the repair costs about one
 // neighbour selection per node that lost a neighbour, over its 2-hop
-// candidates (in TestRepairGraphRecall 10-20x less than a rebuild, with
+// candidates (in TestRepairGraphRecall 7-13x less than a rebuild, with
 // the same recall).
 func repairGraph(v *vectors, gv *graphView, newID []int32, n, m, efc int) *flatGraph {
 	fg := &flatGraph{levels: make([]flatLevel, gv.levels())}
