@@ -327,6 +327,13 @@ func BuildSegment(ctx context.Context, b storage.Bucket, like *pb.IndexMetadata,
 // writeSegmentFiles writes index.idx (the given bytes) and auxiliary.idx
 // (s) under dir.
 func writeSegmentFiles(ctx context.Context, b storage.Bucket, dir string, indexBytes []byte, s *Storage) ([]*pb.IndexFile, []string, error) {
+	return writeSegment(ctx, b, dir, func(w io.Writer) (int64, error) { n, err := w.Write(indexBytes); return int64(n), err }, s)
+}
+
+// writeSegment is writeSegmentFiles with index.idx written by writeIndex
+// (a remap encodes its graphs straight into the object, not into a
+// buffer first).
+func writeSegment(ctx context.Context, b storage.Bucket, dir string, writeIndex func(io.Writer) (int64, error), s *Storage) ([]*pb.IndexFile, []string, error) {
 	var keys []string
 	var files []*pb.IndexFile
 	put := func(name string, write func(io.Writer) (int64, error)) error {
@@ -347,7 +354,7 @@ func writeSegmentFiles(ctx context.Context, b storage.Bucket, dir string, indexB
 		files = append(files, &pb.IndexFile{Path: name, SizeBytes: uint64(n)})
 		return nil
 	}
-	if err := put(IndexFile, func(w io.Writer) (int64, error) { n, err := w.Write(indexBytes); return int64(n), err }); err != nil {
+	if err := put(IndexFile, writeIndex); err != nil {
 		return nil, keys, err
 	}
 	if err := put(StorageFile, func(w io.Writer) (int64, error) { return WriteStorage(w, s) }); err != nil {
