@@ -362,7 +362,13 @@ func searchLayer(v *vectors, nbrs [][]uint32, q uint32, eps []cand, ef int, visi
 // to fill m, as LanceDB's level-0 lists show (a run of ascending
 // distances, then another). The result is sc's kept buffer.
 func (sc *scratch) selectNeighbors(v *vectors, cs []cand, m int) []cand {
-	if len(cs) <= m {
+	return sc.selectNeighborsFill(v, cs, m, m)
+}
+
+// selectNeighborsFill is selectNeighbors filling only up to fill (<= m)
+// from the candidates the heuristic passed over.
+func (sc *scratch) selectNeighborsFill(v *vectors, cs []cand, m, fill int) []cand {
+	if len(cs) <= fill {
 		return cs
 	}
 	kept, rest := sc.kept[:0], sc.rest[:0]
@@ -389,7 +395,7 @@ func (sc *scratch) selectNeighbors(v *vectors, cs []cand, m int) []cand {
 		}
 	}
 	for _, c := range rest {
-		if len(kept) == m {
+		if len(kept) >= fill {
 			break
 		}
 		kept = append(kept, c)
