@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -40,22 +39,10 @@ func filesUnder(t *testing.T, dir string) map[string]int64 {
 // to remap) and write nothing: no version, no segment file.
 func TestIndexCatchupAndRemapDryRun(t *testing.T) {
 	dir := lancedb.CorpusDir(t, "indexed")
-	doc := func(args ...string) map[string]any {
-		t.Helper()
-		r := run(t, "", args...)
-		if r.code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &m); err != nil {
-			t.Fatalf("%v: output %q: %v", args, r.stdout, err)
-		}
-		return m
-	}
 	dry := func(args ...string) map[string]any {
 		t.Helper()
 		before := filesUnder(t, dir)
-		m := doc(args...)
+		m := runDoc(t, args...)
 		if after := filesUnder(t, dir); !maps.Equal(before, after) {
 			t.Fatalf("%v wrote files: %d before, %d after", args, len(before), len(after))
 		}
@@ -79,7 +66,7 @@ func TestIndexCatchupAndRemapDryRun(t *testing.T) {
 		!slices.Equal(ix[0]["fragments"].([]any), []any{3.0}) || p["would_commit"] != true || p["read_version"] != 6.0 {
 		t.Fatalf("catch-up plan: %v", p)
 	}
-	c := doc("index", "catchup", dir, "--indices", "id_idx")
+	c := runDoc(t, "index", "catchup", dir, "--indices", "id_idx")
 	if c["version"] != 7.0 || c["committed"] != true {
 		t.Fatalf("catch-up after the dry run: %v", c)
 	}
@@ -90,7 +77,7 @@ func TestIndexCatchupAndRemapDryRun(t *testing.T) {
 	if ix = indices(p); len(ix) != 1 || ix[0]["name"] != "cat_idx" || ix[0]["rows"] != 35.0 || ix[0]["rebuild"] != true {
 		t.Fatalf("rebuild plan: %v", p)
 	}
-	doc("index", "catchup", dir)
+	runDoc(t, "index", "catchup", dir)
 	if p = dry("index", "catchup", dir, "--dry-run"); len(indices(p)) != 0 || p["would_commit"] != false {
 		t.Fatalf("plan with every index caught up: %v", p)
 	}
@@ -99,7 +86,7 @@ func TestIndexCatchupAndRemapDryRun(t *testing.T) {
 	if p = dry("index", "remap", dir, "--dry-run"); p["fri_versions"] != 0.0 || len(indices(p)) != 0 || p["would_commit"] != false {
 		t.Fatalf("remap plan without an FRI: %v", p)
 	}
-	if r := doc("compact", dir, "--defer-remap=true"); r["groups"] == 0.0 {
+	if r := runDoc(t, "compact", dir, "--defer-remap=true"); r["groups"] == 0.0 {
 		t.Fatalf("compact: %v", r)
 	}
 	p = dry("index", "remap", dir, "--dry-run")
@@ -113,7 +100,7 @@ func TestIndexCatchupAndRemapDryRun(t *testing.T) {
 	if p["fri_versions"] != 1.0 || p["would_commit"] != true || len(names) == 0 {
 		t.Fatalf("remap plan: %v", p)
 	}
-	r := doc("index", "remap", dir)
+	r := runDoc(t, "index", "remap", dir)
 	var done []string
 	for _, x := range indices(r) {
 		done = append(done, x["name"].(string))
@@ -152,18 +139,6 @@ func TestIndexRemapDryRunNamesEveryKind(t *testing.T) {
 	f.Dir = filepath.Join(f.URI, "t.lance")
 	f.Run(t, steps...)
 
-	doc := func(args ...string) map[string]any {
-		t.Helper()
-		r := run(t, "", args...)
-		if r.code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &m); err != nil {
-			t.Fatalf("%v: output %q: %v", args, r.stdout, err)
-		}
-		return m
-	}
 	names := func(m map[string]any) []string {
 		var out []string
 		for _, x := range m["indices"].([]any) {
@@ -172,19 +147,19 @@ func TestIndexRemapDryRunNamesEveryKind(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	if r := doc("compact", f.Dir, "--defer-remap=true"); r["groups"] == 0.0 {
+	if r := runDoc(t, "compact", f.Dir, "--defer-remap=true"); r["groups"] == 0.0 {
 		t.Fatalf("compact: %v", r)
 	}
 	want := []string{"doc_idx", "id_idx", "tags_idx", "vec_idx"}
-	p := doc("index", "remap", f.Dir, "--dry-run")
+	p := runDoc(t, "index", "remap", f.Dir, "--dry-run")
 	if got := names(p); !slices.Equal(got, want) || len(p["skipped"].([]any)) != 0 || p["would_commit"] != true {
 		t.Fatalf("remap plan: %v; want indices %v and none skipped", p, want)
 	}
-	r := doc("index", "remap", f.Dir)
+	r := runDoc(t, "index", "remap", f.Dir)
 	if got := names(r); !slices.Equal(got, want) || r["skipped"] != nil {
 		t.Fatalf("remap did %v (skipped %v), its dry run said %v", got, r["skipped"], want)
 	}
-	if p := doc("index", "remap", f.Dir, "--dry-run"); p["fri_versions"] != 0.0 {
+	if p := runDoc(t, "index", "remap", f.Dir, "--dry-run"); p["fri_versions"] != 0.0 {
 		t.Fatalf("after the remap: %v; want no FRI version left", p)
 	}
 	out := f.Run(t, lancedb.Open(), lancedb.IndexStats("vec_idx"), lancedb.IndexStats("doc_idx"), lancedb.IndexStats("tags_idx"))
@@ -214,19 +189,8 @@ func TestIndexCatchupDryRunSkipsUnreproducedTokenizer(t *testing.T) {
 	f.Run(t, lancedb.Create(schema, rows(0, 100)), lancedb.CreateIndex("id", "btree", "id_idx"),
 		lancedb.CreateVectorIndex("doc", "fts", "doc_idx", map[string]any{"language": "Turkish", "withPosition": false}),
 		lancedb.Add(rows(100, 120)))
-	plan, real := map[string]any{}, map[string]any{}
-	for _, c := range []struct {
-		out  map[string]any
-		args []string
-	}{{plan, []string{"index", "catchup", f.Dir, "--dry-run"}}, {real, []string{"index", "catchup", f.Dir}}} {
-		r := run(t, "", c.args...)
-		if r.code != 0 {
-			t.Fatalf("%v: exit %d: %s", c.args, r.code, r.stderr)
-		}
-		if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &c.out); err != nil {
-			t.Fatalf("%v: output %q: %v", c.args, r.stdout, err)
-		}
-	}
+	plan := runDoc(t, "index", "catchup", f.Dir, "--dry-run")
+	real := runDoc(t, "index", "catchup", f.Dir)
 	summary := func(m map[string]any) (names, skipped []string) {
 		for _, x := range m["indices"].([]any) {
 			names = append(names, x.(map[string]any)["name"].(string))
