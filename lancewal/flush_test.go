@@ -416,3 +416,46 @@ func TestWritesProceedWhileVectorCopyBuilds(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentCloseWaits: a Close called while another is flushing
+// returns only once that flush has published, with its result, so that
+// neither caller is told the rows are flushed while they are being written.
+func TestConcurrentCloseWaits(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ctx := t.Context()
+	tbl, fb := corpusTable(t, "memwal_1")
+	w := mustWriter(t, tbl, int64(0))
+	if err := w.Upsert(ctx, goRows(0, 4, "a-")); err != nil {
+		t.Fatal(err)
+	}
+	rule, release := parkGenerationWrites(fb)
+	first, second := make(chan error, 1), make(chan error, 1)
+	go func() { first <- w.Close(ctx) }()
+	waitUntil(t, "the first Close's flush to park", func() bool { return rule.Matched() >= 1 })
+	go func() { second <- w.Close(ctx) }()
+	// The parked flush cannot publish, so nothing may return before the
+	// release; a wrong early return shows up within the window.
+	select {
+	case err := <-second:
+		release()
+		t.Fatalf("the second Close returned (%v) while the first was still flushing", err)
+	case err := <-first:
+		release()
+		t.Fatalf("the first Close returned (%v) with its flush parked", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	release()
+	if err := <-first; err != nil {
+		t.Fatalf("first Close: %v", err)
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	ss, err := memwal.ReadShard(ctx, tbl.b, w.Shard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ss.Manifest.GetReplayAfterWalEntryPosition() != w.nextWAL-1 || w.Buffered() != 0 {
+		t.Fatalf("after both Closes: replay after %d (want %d), %d rows buffered", ss.Manifest.GetReplayAfterWalEntryPosition(), w.nextWAL-1, w.Buffered())
+	}
+}

@@ -82,6 +82,8 @@ type Writer struct {
 	frozen      []*frozenMem  // oldest first, each its own generation to be
 	frozenBytes int           // the column data of frozen
 	closing     bool          // Close has begun: writes are refused
+	closeDone   chan struct{} // closed when the Close that began closing returns
+	closeErr    error         // that Close's result, set before closeDone is closed
 	bgRunning   bool          // a background flush goroutine runs
 	bgErr       error         // the failure that stopped the last background flush
 	changed     chan struct{} // closed and replaced when a flush publishes or stops
@@ -437,11 +439,20 @@ func (m *memtable) decodeEntry(data []byte) ([]*rowBatch, error) {
 // MemTable and the frozen ones) and releases the writer; it returns once
 // no flush of the writer runs. A fenced writer closes without flushing.
 // If the flush fails, the rows stay in the WAL for the shard's next owner.
+// A Close called while another runs waits for it and returns its result
+// (or ctx's error): returning at once would tell the caller the rows are
+// flushed while they are still being written.
 func (w *Writer) Close(ctx context.Context) error {
 	w.mu.Lock()
 	if w.closing {
+		done := w.closeDone
 		w.mu.Unlock()
-		return nil // another Close flushes
+		select {
+		case <-done:
+			return w.closeErr
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	if w.err != nil {
 		w.err = ErrClosed // fenced (or closed): nothing to flush
@@ -451,6 +462,7 @@ func (w *Writer) Close(ctx context.Context) error {
 		return nil
 	}
 	w.closing = true
+	w.closeDone = make(chan struct{})
 	target := w.freeze()
 	w.mu.Unlock()
 	var err error
@@ -463,6 +475,8 @@ func (w *Writer) Close(ctx context.Context) error {
 	if w.err == nil {
 		w.err = ErrClosed
 	}
+	w.closeErr = err
+	close(w.closeDone)
 	w.mu.Unlock()
 	return err
 }

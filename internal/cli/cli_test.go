@@ -36,6 +36,27 @@ func run(t *testing.T, stdin string, args ...string) result {
 	return runAt(t, clock.Real(), stdin, args...)
 }
 
+// runJSON runs the command line, fails the test unless it exits 0, and
+// decodes its standard output's one JSON document into v.
+func runJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	r := run(t, "", args...)
+	if r.code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), v); err != nil {
+		t.Fatalf("%v: output %q: %v", args, r.stdout, err)
+	}
+}
+
+// runDoc is runJSON into a generic document.
+func runDoc(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	runJSON(t, &m, args...)
+	return m
+}
+
 // runAt runs the command line on the clock clk.
 func runAt(t *testing.T, clk clock.Clock, stdin string, args ...string) result {
 	t.Helper()

@@ -127,8 +127,9 @@ missing fragments (those of the latest version no segment's fragment bitmap name
 segment over their live rows (vectors encoded with the index's own centroids and quantizer, in
 lance's arithmetic for float16, float64 and binary vectors), all in one CreateIndex; --rebuild (or an index reaching --max-segments) replaces the
 index's segments with one over the whole version. A full-text index gains a partition over the new
-rows in a segment replacing its one segment, when compactord reproduces its tokenizer (simple or
-whitespace, lower_case, no stemming or stop words); otherwise it is skipped with the reason. A MemWAL table's index_catchup then records the
+rows in a segment replacing its one segment, when compactord reproduces its tokenizer (docs/format.md,
+"Full-text tokenizers": LanceDB's default and most of Index.fts()'s options; not icu, jieba,
+lindera, nor stemming in Arabic, Dutch, Greek, Tamil or Turkish); otherwise it is skipped with the reason. A MemWAL table's index_catchup then records the
 generations the read version had merged, so trim can delete them. With nothing to index, a
 maintained index that covers every fragment of the version while its index_catchup lags gets
 that credit recorded by a record-only commit (an empty CreateIndex; "credited" lists it).

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -18,32 +17,20 @@ import (
 func TestLanceIndexCatchupCreditCLI(t *testing.T) {
 	lancedb.Require(t)
 	f := lancedb.MemWAL(t, "", 2, 3)
-	one := func(args ...string) map[string]any {
-		t.Helper()
-		r := run(t, "", args...)
-		if r.code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &m); err != nil {
-			t.Fatalf("%v: output %q: %v", args, r.stdout, err)
-		}
-		return m
-	}
 	if r := run(t, "", "merge", f.Dir); r.code != 0 || strings.Count(r.stdout, "\"generations\":[1,2,3]") != 2 {
 		t.Fatalf("merge: exit %d: %s %s", r.code, r.stdout, r.stderr)
 	}
-	if m := one("index", "catchup", f.Dir); m["committed"] != true {
+	if m := runDoc(t, "index", "catchup", f.Dir); m["committed"] != true {
 		t.Fatalf("catch-up of the merged fragments: %v", m)
 	}
-	one("compact", f.Dir, "--defer-remap=false", "--target-rows", "1000")
+	runDoc(t, "compact", f.Dir, "--defer-remap=false", "--target-rows", "1000")
 	if r := run(t, "", "trim", f.Dir, "--reader-grace", "0s", "--dry-run"); r.code != 0 || strings.Contains(r.stdout, `"reason":"index_lag"`) {
 		t.Fatalf("trim after the inline compaction: exit %d, want no generation kept for index_lag: %s %s", r.code, r.stdout, r.stderr)
 	}
-	if m := one("index", "catchup", f.Dir); m["committed"] != false {
+	if m := runDoc(t, "index", "catchup", f.Dir); m["committed"] != false {
 		t.Fatalf("catch-up after the compaction: %v (want nothing committed)", m)
 	}
-	tr := one("trim", f.Dir, "--reader-grace", "0s")
+	tr := runDoc(t, "trim", f.Dir, "--reader-grace", "0s")
 	if g, _ := tr["deleted_generations"].(float64); int(g) != 6 {
 		t.Fatalf("trim: %v (want the 6 generations of 2 shards deleted)", tr)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/commit"
 	"github.com/compactord/compactord/internal/fri"
 	"github.com/compactord/compactord/internal/index"
@@ -42,9 +43,15 @@ func catchupDryRun(ctx context.Context, e *env, h *table.Handle, o index.Options
 	}
 	m := read.Manifest
 	out := map[string]any{"operation": "index_catchup", "dry_run": true, "read_version": m.GetVersion(),
-		"indices": []catchupPlanLine{}, "credit": []commit.Advance{}, "skipped": skipped}
+		"indices": []catchupPlanLine{}, "credit": []commit.Advance{}}
 	var lines []catchupPlanLine
 	for _, j := range jobs {
+		if j.Kind == index.KindInverted {
+			if why := index.InvertedRefusal(ctx, h.Bucket, o.FRI, j); why != "" {
+				skipped = append(skipped, index.Skip{Name: j.Name, Reason: why})
+				continue
+			}
+		}
 		l := catchupPlanLine{Name: j.Name, Kind: j.Kind, Fragments: j.Missing.ToArray(), Rebuild: j.Rebuild, Segments: len(j.Segments)}
 		if j.Rebuild {
 			all := j.Missing.Clone()
@@ -57,6 +64,10 @@ func catchupDryRun(ctx context.Context, e *env, h *table.Handle, o index.Options
 		}
 		lines = append(lines, l)
 	}
+	if skipped == nil {
+		skipped = []index.Skip{}
+	}
+	out["skipped"] = skipped
 	if len(lines) > 0 {
 		out["indices"] = lines
 	} else {
@@ -121,19 +132,26 @@ func remapDryRun(ctx context.Context, e *env, h *table.Handle, o index.RemapJobO
 	var skipped []index.Skip
 	for _, name := range names {
 		var l remapPlanLine
+		var need []*pb.IndexMetadata
 		for _, s := range meta.FindIndex(read.Indices, name) {
 			if ix.NeedsRemap(s) {
 				l.Name, l.Kind = name, meta.IndexKind(s)
 				l.Segments = append(l.Segments, meta.UUIDString(s.GetUuid()))
+				need = append(need, s)
 			}
 		}
-		switch {
-		case l.Segments == nil:
-		case l.Kind != index.KindBTree && l.Kind != index.KindBitmap:
-			skipped = append(skipped, index.Skip{Name: name, Reason: fmt.Sprintf("a %s index (compactord remaps btree and bitmap indexes); it keeps its FRI versions", l.Kind)})
-		default:
-			lines = append(lines, l)
+		if need == nil {
+			continue
 		}
+		why, err := index.RemapRefusal(ctx, h.Bucket, read.Manifest, need)
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			skipped = append(skipped, index.Skip{Name: name, Reason: why})
+			continue
+		}
+		lines = append(lines, l)
 	}
 	if lines != nil {
 		out["indices"] = lines

@@ -3,6 +3,7 @@ package compact
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -459,5 +460,45 @@ func TestGroupMemoryCountsVectors(t *testing.T) {
 		if got := groupMemory(fields(c.vec)); got != c.want {
 			t.Errorf("vec %s: groupMemory %d, want %d", c.vec, got, c.want)
 		}
+	}
+}
+
+// TestExecuteFailedCloseOfEarlierFile: a finished data file is closed
+// (fsynced, published) while the next one is written; when that Close
+// fails, Execute fails with its error, naming the file, and lists it for
+// removal: the first of three files (seen when the second finishes) and
+// the last (seen only at the end).
+func TestExecuteFailedCloseOfEarlierFile(t *testing.T) {
+	for _, nth := range []int{1, 3} {
+		t.Run(fmt.Sprintf("file %d", nth), func(t *testing.T) {
+			h := smallTable(t, 1)
+			ctx := t.Context()
+			o := DefaultOptions()
+			o.TargetRowsPerFragment = 12
+			o.MaxRowsPerFile = 12
+			p, read, _, err := PlanLatest(ctx, h, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Groups) != 1 {
+				t.Fatalf("plan %+v", p)
+			}
+			fb := faults.NewFaulty(h.Bucket)
+			rule := fb.Add(faults.Fault{Ops: []storage.Op{storage.OpUpload}, KeyPrefix: "data/", Nth: nth, Action: faults.Fail(nil)})
+			out, err := Execute(ctx, fb, read.Manifest, p.Groups[0], o)
+			if !errors.Is(err, faults.ErrInjected) {
+				t.Fatalf("Execute: %v, want the injected failure of file %d's Close", err, nth)
+			}
+			if rule.Fired() != 1 || out == nil || len(out.Files) != nth {
+				t.Fatalf("the fault fired %d times; files listed for removal %v, want %d", rule.Fired(), out.Files, nth)
+			}
+			failed := out.Files[nth-1]
+			if !strings.Contains(err.Error(), failed) {
+				t.Errorf("error %q does not name the failed file %s", err, failed)
+			}
+			if _, err := h.Bucket.Attributes(ctx, failed); !errors.Is(err, storage.ErrNotFound) {
+				t.Errorf("the failed file %s: %v, want not found", failed, err)
+			}
+		})
 	}
 }

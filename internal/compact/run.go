@@ -519,6 +519,8 @@ func (b *MemoryBudget) Hold(ctx context.Context, n int64) (func(), error) {
 // column, the page being built for the file being written (pageBytes,
 // plus slack for the batch that crosses it) and the decoded window and
 // its read buffer (about as much again); plus the output's write buffer
+// (1 MiB; on a local file system two 2 MiB buffers outside the Go heap,
+// storage.DirectWrites, which the collector's headroom does not double)
 // and the encoder's scratch. A vector column (fixed-width rows of 256
 // bytes or more) holds its window of rows as stored (at least
 // minWindowRows of them, up to maxWindowBytes) and a page of

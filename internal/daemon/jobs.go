@@ -517,14 +517,8 @@ func indexJob(cfg func(table string) JobsConfig, mem *memoryBudget) lanceJob {
 			if remapVersion != 0 {
 				return scheduler.Outcome{Version: remapVersion, Summary: strings.Join(append(remapped, rebuilt...), "; ")}, nil
 			}
-			sum := "indices up to date"
-			if len(res.Skipped) > 0 {
-				sum += fmt.Sprintf("; %d skipped", len(res.Skipped))
-			}
-			if len(rebuilt) > 0 {
-				sum += "; " + strings.Join(rebuilt, "; ")
-			}
-			return scheduler.Outcome{Summary: sum, NothingToDo: true}, nil
+			sum := append([]string{"indices up to date"}, skippedNotes(res.Skipped)...)
+			return scheduler.Outcome{Summary: strings.Join(append(sum, rebuilt...), "; "), NothingToDo: true}, nil
 		}
 		parts := remapped
 		for _, ir := range res.Indices {
@@ -537,8 +531,20 @@ func indexJob(cfg func(table string) JobsConfig, mem *memoryBudget) lanceJob {
 		for _, a := range res.Credited {
 			parts = append(parts, fmt.Sprintf("catch-up %s: shard %s recorded at generation %d (was %d; the index already covered it)", a.Index, a.Shard, a.To, a.From))
 		}
+		parts = append(parts, skippedNotes(res.Skipped)...)
 		return scheduler.Outcome{Version: max(res.Version, rebuiltVersion), Summary: strings.Join(append(parts, rebuilt...), "; ")}, nil
 	}
+}
+
+// skippedNotes are the job summary's lines for the indexes a catch-up
+// left to LanceDB, each with its reason, so that the status page says why
+// an index still lags (a tokenizer compactord does not reproduce, say).
+func skippedNotes(skipped []index.Skip) []string {
+	var out []string
+	for _, s := range skipped {
+		out = append(out, fmt.Sprintf("catch-up %s: left to LanceDB: %s", s.Name, s.Reason))
+	}
+	return out
 }
 
 // rebuildCrowded rebuilds (index.Rebuild) each index of names (all when

@@ -144,3 +144,46 @@ func TestIndexJobRebuildsCrowdedFullText(t *testing.T) {
 		t.Errorf("LanceDB finds wxx in %d rows (%v)", len(rs), err)
 	}
 }
+
+// The index job catches up what it can and names each index it leaves to
+// LanceDB with the reason, in the job's summary and so on the status page:
+// here a Turkish-stemmed full-text index (a stemmer compactord does not
+// reproduce) beside a btree it catches up.
+func TestIndexJobNamesIndexesLeftToLanceDB(t *testing.T) {
+	lancedb.Require(t)
+	schema := []lancedb.Column{{Name: "id", Type: "int64"}, {Name: "doc", Type: "utf8", Nullable: true}}
+	rows := func(lo, hi int64) []lancedb.Row {
+		var out []lancedb.Row
+		for i := lo; i < hi; i++ {
+			out = append(out, lancedb.Row{"id": i, "doc": "kitaplar evler w" + strings.Repeat("x", int(i%3))})
+		}
+		return out
+	}
+	root := t.TempDir()
+	f := &lancedb.Fixture{URI: root, Table: "t", Dir: filepath.Join(root, "t.lance")}
+	f.Run(t, lancedb.Create(schema, rows(0, 100)), lancedb.CreateIndex("id", "btree", "id_idx"),
+		lancedb.CreateVectorIndex("doc", "fts", "doc_idx", map[string]any{"language": "Turkish", "withPosition": false}),
+		lancedb.Add(rows(100, 120)))
+
+	cfg := baseConfig()
+	cfg.Tables = []daemon.TableConfig{{URL: "file://" + f.Dir, Name: "t"}}
+	r := run(t, cfg, daemon.Deps{})
+	s := r.d.Scheduler()
+	eventually(t, "t synced", func() bool { st, _ := s.Table("t"); return st.Synced })
+	if err := s.Trigger("t", scheduler.KindIndex); err != nil {
+		t.Fatal(err)
+	}
+	var lr *scheduler.JobRecord
+	eventually(t, "the index job to run", func() bool {
+		st, _ := s.Table("t")
+		lr = st.Jobs["index"].LastRun
+		return lr != nil
+	})
+	if lr.Result != scheduler.ClassSuccess || !strings.Contains(lr.Summary, "catch-up id_idx: delta") ||
+		!strings.Contains(lr.Summary, "catch-up doc_idx: left to LanceDB: ") || !strings.Contains(lr.Summary, "Turkish") {
+		t.Fatalf("index job: %+v; want id_idx caught up and doc_idx left to LanceDB naming the language", lr)
+	}
+	if page := do(t, "GET", r.base+"/", "").body; !strings.Contains(page, "doc_idx: left to LanceDB") || !strings.Contains(page, "Turkish") {
+		t.Fatalf("the status page does not say why doc_idx is left to LanceDB:\n%s", page)
+	}
+}

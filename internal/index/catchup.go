@@ -196,18 +196,11 @@ func catchUpOnce(ctx context.Context, h *table.Handle, o Options) (_ *Result, re
 			continue
 		}
 		if p.Kind == KindInverted {
-			// The new segment copies the old partitions' row addresses and
-			// is stamped with the read version: were they still waiting
-			// for an FRI remap, readers would never apply it to them.
-			if o.FRI.NeedsRemap(p.Segments[0]) {
-				res.Skipped = append(res.Skipped, Skip{p.Name, "its segment waits for its physical remap (index remap) first"})
-				continue
-			}
 			maxParts := o.MaxSegments
 			if o.Rebuild {
 				maxParts = 1
 			}
-			ix, ks, rows, rebuilt, skip, err := catchUpInverted(ctx, h.Bucket, m.GetVersion(), p, live, maxParts, o.Clock.Now())
+			ix, ks, rows, rebuilt, skip, err := catchUpInverted(ctx, h.Bucket, o.FRI, m.GetVersion(), p, live, maxParts, o.Clock.Now())
 			keys = append(keys, ks...)
 			if err != nil {
 				cleanup()

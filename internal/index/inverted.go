@@ -13,6 +13,7 @@ import (
 
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/format/file"
+	"github.com/compactord/compactord/internal/fri"
 	"github.com/compactord/compactord/internal/index/fts"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
@@ -34,6 +35,33 @@ func invertedOpener(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata) 
 		}
 		return storage.NewReaderAt(ctx, b, key, a.Size), a.Size, nil
 	}
+}
+
+// InvertedRefusal is why a catch-up leaves the full-text index of job p to
+// LanceDB, or for later ("" when it catches it up): a segment waiting for
+// its remap through the fragment-reuse index ix (nil: none), more than
+// one segment, a format it does not read, or a tokenizer it does not
+// reproduce. Text a tokenizer refuses is found only as the rows are
+// tokenized. The dry run asks the same question, so that its plan names
+// what the catch-up then skips.
+func InvertedRefusal(ctx context.Context, b storage.Bucket, ix *fri.Index, p Job) string {
+	if ix.NeedsRemap(p.Segments[0]) {
+		// The new segment copies the old partitions' row addresses and
+		// is stamped with the read version: were they still waiting for
+		// an FRI remap, readers would never apply it to them.
+		return "its segment waits for its physical remap (index remap) first"
+	}
+	if len(p.Segments) != 1 {
+		return fmt.Sprintf("%d segments; compactord adds a partition to a full-text index of one segment", len(p.Segments))
+	}
+	m, err := fts.ReadMetadata(invertedOpener(ctx, b, p.Segments[0]))
+	if err != nil {
+		return err.Error()
+	}
+	if _, err := fts.NewTokenizer(m.Params); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // CanRemapInverted says why compactord cannot remap the full-text
@@ -82,9 +110,9 @@ func remapInverted(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, r
 // partition over every live row of the version (live), so partitions do
 // not pile up. A configuration compactord cannot tokenize exactly gives
 // skip (the index is left to LanceDB).
-func catchUpInverted(ctx context.Context, b storage.Bucket, version uint64, p Job, live *roaring.Bitmap, maxParts int, now time.Time) (ix *pb.IndexMetadata, keys []string, rows int, rebuilt bool, skip string, err error) {
-	if len(p.Segments) != 1 {
-		return nil, nil, 0, false, fmt.Sprintf("%d segments; compactord adds a partition to a full-text index of one segment", len(p.Segments)), nil
+func catchUpInverted(ctx context.Context, b storage.Bucket, reuse *fri.Index, version uint64, p Job, live *roaring.Bitmap, maxParts int, now time.Time) (ix *pb.IndexMetadata, keys []string, rows int, rebuilt bool, skip string, err error) {
+	if skip := InvertedRefusal(ctx, b, reuse, p); skip != "" {
+		return nil, nil, 0, false, skip, nil
 	}
 	old := p.Segments[0]
 	m, err := fts.ReadMetadata(invertedOpener(ctx, b, old))

@@ -13,6 +13,7 @@ import (
 	"github.com/compactord/compactord/internal/index/vector"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/progress"
+	"github.com/compactord/compactord/internal/storage"
 	"github.com/compactord/compactord/internal/table"
 )
 
@@ -198,6 +199,42 @@ func remapNames(read *meta.ManifestFile, want []string) ([]string, error) {
 	return slices.Compact(names), nil
 }
 
+// RemapRefusal is why an index remap leaves the logical index whose
+// segments need remapping (those the fragment-reuse index names) as it
+// is, keeping its FRI versions; "" when it remaps it. The dry run asks
+// the same question, so that it names the indexes the remap then
+// rewrites.
+func RemapRefusal(ctx context.Context, b storage.Bucket, m *pb.Manifest, need []*pb.IndexMetadata) (string, error) {
+	kind := meta.IndexKind(need[0])
+	if !SegmentRemappable(need[0]) {
+		why := fmt.Sprintf("a %s index compactord cannot remap (it remaps btree, bitmap, label-list, full-text and vector indexes)", kind)
+		if kind == vector.Kind {
+			why = "a vector index compactord cannot remap: " + vector.SegmentRefusal(need[0])
+		}
+		return why + "; it keeps its FRI versions", nil
+	}
+	if kind == KindInverted {
+		for _, s := range need {
+			if err := CanRemapInverted(ctx, b, s); err != nil {
+				if ctx.Err() != nil {
+					return "", ctx.Err()
+				}
+				return fmt.Sprintf("%v; it keeps its FRI versions", err), nil
+			}
+		}
+	}
+	fields := need[0].GetFields()
+	for _, f := range m.GetFields() {
+		if len(fields) == 1 && f.GetId() == fields[0] {
+			if f.GetParentId() != -1 {
+				break
+			}
+			return "", nil
+		}
+	}
+	return fmt.Sprintf("fields %v are not one top-level field of the schema", fields), nil
+}
+
 // remapIndexOnce plans and commits the remap of one logical index on the
 // latest version: nil, nil when no segment needs it.
 func remapIndexOnce(ctx context.Context, h *table.Handle, name string, o RemapJobOptions) (_ *RemappedIndex, _ *Skip, retErr error) {
@@ -226,32 +263,18 @@ func remapIndexOnce(ctx context.Context, h *table.Handle, name string, o RemapJo
 		return nil, nil, nil
 	}
 	kind := meta.IndexKind(need[0])
-	if !SegmentRemappable(need[0]) {
-		why := fmt.Sprintf("a %s index compactord cannot remap (it remaps btree, bitmap, label-list, full-text and vector indexes)", kind)
-		if kind == vector.Kind {
-			why = "a vector index compactord cannot remap: " + vector.SegmentRefusal(need[0])
-		}
-		return nil, &Skip{name, why + "; it keeps its FRI versions"}, nil
+	why, err := RemapRefusal(ctx, h.Bucket, m, need)
+	if err != nil {
+		return nil, nil, err
 	}
-	for _, s := range need {
-		if kind == KindInverted {
-			if err := CanRemapInverted(ctx, h.Bucket, s); err != nil {
-				if ctx.Err() != nil {
-					return nil, nil, ctx.Err()
-				}
-				return nil, &Skip{name, fmt.Sprintf("%v; it keeps its FRI versions", err)}, nil
-			}
-		}
+	if why != "" {
+		return nil, &Skip{name, why}, nil
 	}
-	fields := need[0].GetFields()
 	var field *pb.Field
 	for _, f := range m.GetFields() {
-		if len(fields) == 1 && f.GetId() == fields[0] {
+		if f.GetId() == need[0].GetFields()[0] {
 			field = f
 		}
-	}
-	if field == nil || field.GetParentId() != -1 {
-		return nil, &Skip{name, fmt.Sprintf("fields %v are not one top-level field of the schema", fields)}, nil
 	}
 	live := map[uint32]uint64{}
 	for _, f := range m.GetFragments() {

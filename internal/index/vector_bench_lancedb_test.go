@@ -310,7 +310,7 @@ func vbRunChild(t *testing.T, op, path string) (vbUsage, int) {
 		t.Fatalf("%s child: %v\n%s", op, err, out)
 	}
 	for _, l := range strings.Split(string(out), "\n") {
-		if i := strings.Index(l, "VECBENCH "); i >= 0 {
+		if i := strings.Index(l, "VECBENCH wall="); i >= 0 {
 			var w, c, hwm int64
 			var rows, segs int
 			if _, err := fmt.Sscanf(l[i:], "VECBENCH wall=%d cpu=%d hwm=%d rows=%d segs=%d", &w, &c, &hwm, &rows, &segs); err != nil {

@@ -155,6 +155,11 @@ func (b *fileBucket) NewWriter(ctx context.Context, key string) (io.WriteCloser,
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", key, err)
 	}
+	// A file system without O_DIRECT (tmpfs before Linux 6.6, some FUSE)
+	// refuses it here: the writes then take the page cache as always.
+	if on, _ := ctx.Value(directWritesKey{}).(bool); on && setDirect(w.f, true) == nil {
+		w.direct = newDirectWriter(w.f)
+	}
 	return w, nil
 }
 
@@ -182,7 +187,12 @@ type fileWriter struct {
 	final     string
 	exclusive bool // publish with link(2): fail if final exists
 	done      bool
+	direct    *directWriter // under DirectWrites: the writes, buffered and in a goroutine
 }
+
+// BuffersWrites reports whether the writer buffers its writes itself
+// (under DirectWrites).
+func (w *fileWriter) BuffersWrites() bool { return w.direct != nil }
 
 func (b *fileBucket) newWriter(ctx context.Context, key string) (*fileWriter, error) {
 	final, err := b.path(key)
@@ -261,6 +271,9 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 	if err := w.ctx.Err(); err != nil {
 		return 0, err
 	}
+	if w.direct != nil {
+		return w.direct.Write(p)
+	}
 	return w.f.Write(p)
 }
 
@@ -276,6 +289,22 @@ func (w *fileWriter) ReadFrom(r io.Reader) (int64, error) {
 	if err := w.ctx.Err(); err != nil {
 		return 0, err
 	}
+	if d := w.direct; d != nil {
+		// The kernel's copy goes through the page cache: what is buffered
+		// is written first, and the file's offset set to its end.
+		if err := d.flush(); err != nil {
+			return 0, err
+		}
+		if err := d.leaveDirect(); err != nil {
+			return 0, err
+		}
+		if _, err := w.f.Seek(d.pos, io.SeekStart); err != nil {
+			return 0, err
+		}
+		n, err := w.f.ReadFrom(r)
+		d.pos += n
+		return n, err
+	}
 	return w.f.ReadFrom(r)
 }
 
@@ -285,11 +314,15 @@ func (w *fileWriter) abort() {
 		return
 	}
 	w.done = true
+	if w.direct != nil {
+		_ = w.direct.stop(false)
+	}
 	w.f.Close()
 	os.Remove(w.f.Name())
 }
 
-// Close publishes the object: fsync the data, then rename (or link, for an
+// Close publishes the object: fsync the data (fdatasync: the data and its
+// size, not its timestamps), then rename (or link, for an
 // exclusive write) the temporary file onto its final name, then fsync the
 // directory so the new name survives a crash. The temporary file is always
 // removed. A canceled context abandons the write.
@@ -302,7 +335,12 @@ func (w *fileWriter) Close() error {
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
-	if err := w.f.Sync(); err != nil {
+	if w.direct != nil {
+		if err := w.direct.stop(true); err != nil {
+			return err
+		}
+	}
+	if err := syncData(w.f); err != nil {
 		return err
 	}
 	if err := w.f.Close(); err != nil {

@@ -185,6 +185,9 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// BuffersWrites forwards the wrapped writer's (see storage.BuffersWrites).
+func (w *countingWriter) BuffersWrites() bool { return BuffersWrites(w.WriteCloser) }
+
 // ReadFrom forwards to the wrapped writer's ReadFrom, so that a copy into
 // a local file stays in the kernel (see fileWriter.ReadFrom).
 func (w *countingWriter) ReadFrom(r io.Reader) (int64, error) {

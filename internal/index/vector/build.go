@@ -394,8 +394,15 @@ func graphsSubIndex(x *SubIndex, lengths []uint32, graphs []*graph) *SubIndex {
 // writeSegmentFiles writes index.idx (the given bytes) and auxiliary.idx
 // (s) under dir.
 func writeSegmentFiles(ctx context.Context, b storage.Bucket, dir string, indexBytes []byte, s *Storage) ([]*pb.IndexFile, []string, error) {
+	return writeSegment(ctx, b, dir, func(w io.Writer) (int64, error) { n, err := w.Write(indexBytes); return int64(n), err }, s)
+}
+
+// writeSegment is writeSegmentFiles with index.idx written by writeIndex
+// (a remap encodes its graphs straight into the object, not into a
+// buffer first).
+func writeSegment(ctx context.Context, b storage.Bucket, dir string, writeIndex func(io.Writer) (int64, error), s *Storage) ([]*pb.IndexFile, []string, error) {
 	return writeFiles(ctx, b, dir, []segmentFile{
-		{IndexFile, func(w io.Writer) (int64, error) { n, err := w.Write(indexBytes); return int64(n), err }},
+		{IndexFile, writeIndex},
 		{StorageFile, func(w io.Writer) (int64, error) { return WriteStorage(w, s) }},
 	})
 }

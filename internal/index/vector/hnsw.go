@@ -3,6 +3,7 @@ package vector
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 
@@ -361,7 +362,13 @@ func searchLayer(v *vectors, nbrs [][]uint32, q uint32, eps []cand, ef int, visi
 // to fill m, as LanceDB's level-0 lists show (a run of ascending
 // distances, then another). The result is sc's kept buffer.
 func (sc *scratch) selectNeighbors(v *vectors, cs []cand, m int) []cand {
-	if len(cs) <= m {
+	return sc.selectNeighborsFill(v, cs, m, m)
+}
+
+// selectNeighborsFill is selectNeighbors filling only up to fill (<= m)
+// from the candidates the heuristic passed over.
+func (sc *scratch) selectNeighborsFill(v *vectors, cs []cand, m, fill int) []cand {
+	if len(cs) <= fill {
 		return cs
 	}
 	kept, rest := sc.kept[:0], sc.rest[:0]
@@ -388,7 +395,7 @@ func (sc *scratch) selectNeighbors(v *vectors, cs []cand, m int) []cand {
 		}
 	}
 	for _, c := range rest {
-		if len(kept) == m {
+		if len(kept) >= fill {
 			break
 		}
 		kept = append(kept, c)
@@ -451,48 +458,332 @@ func hnswColumns(vid []uint32, nbrs [][]uint32, dists [][]float32) []*file.Array
 // touched rebuilt over storage s (the other partitions' rows copied), for
 // a storage whose rows changed. The parameters are each partition's own.
 func RebuildGraphs(x *SubIndex, s *Storage, touched []bool) (*SubIndex, error) {
+	out, parts, err := remapGraphs(x, nil, s, nil, touched)
+	if err != nil || parts == nil {
+		return out, err
+	}
+	var cols graphCols
+	if len(x.Columns) == 3 {
+		cols.grow(x.Columns[0].Len, len(x.Columns[1].Children[0].Values)/4)
+	}
+	for _, gp := range parts {
+		_ = gp.emit(&cols, nil)
+	}
+	out.Columns = cols.columns()
+	return out, nil
+}
+
+// remapGraphs is RebuildGraphs, except that with keep set (s is the
+// remap of storage old that kept old's rows keep, ascending) a touched
+// partition that lost at most repairMaxDeleted of its rows has its graph
+// repaired (repairGraph) instead of built again; and that it returns
+// each partition's graph rows to write (graphPart) beside an index
+// without columns (its partitions and lance:hnsw set), for
+// writeGraphParts, rather than assembled. parts is nil for a sub-index
+// without graphs (out is then x).
+func remapGraphs(x *SubIndex, old, s *Storage, keep []int, touched []bool) (out *SubIndex, parts []graphPart, _ error) {
 	if !x.IsHNSW() {
-		return x, nil
+		return x, nil, nil
 	}
 	if len(touched) != s.Partitions() || len(x.HNSW) != s.Partitions() {
-		return nil, fmt.Errorf("%d partitions to rebuild, the index has %d and the storage %d", len(touched), len(x.HNSW), s.Partitions())
+		return nil, nil, fmt.Errorf("%d partitions to rebuild, the index has %d and the storage %d", len(touched), len(x.HNSW), s.Partitions())
 	}
 	cent, dim := x.Centroids()
-	var vid []uint32
-	var nbrs [][]uint32
-	var dists [][]float32
-	out := *x
+	o := *x
+	out = &o
+	out.Columns = nil
 	out.HNSW = make([]HNSWMeta, len(x.HNSW))
 	out.IVF = &ipb.IVF{CentroidsTensor: x.IVF.GetCentroidsTensor(), Loss: x.IVF.Loss,
 		Offsets: make([]uint64, s.Partitions()), Lengths: make([]uint32, s.Partitions())}
+	rows := 0
 	for p := range s.Partitions() {
-		start := len(vid)
-		out.IVF.Offsets[p] = uint64(start)
+		out.IVF.Offsets[p] = uint64(rows)
 		h := x.HNSW[p]
+		var gp graphPart
 		if !touched[p] {
 			off, n := int(x.IVF.GetOffsets()[p]), int(x.IVF.GetLengths()[p])
-			for r := off; r < off+n; r++ {
-				vid = append(vid, binary.LittleEndian.Uint32(x.Columns[0].Values[4*r:]))
-				nbrs = append(nbrs, listU32(x.Columns[1], r))
-				dists = append(dists, listF32(x.Columns[2], r))
-			}
+			gp = graphPart{cols: x.Columns, lo: off, hi: off + n}
 			out.HNSW[p] = h
 		} else {
 			off, n := int(s.IVF.GetOffsets()[p]), int(s.IVF.GetLengths()[p])
 			v, err := partitionVectors(s, cent[p*dim:(p+1)*dim], off, n)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			m := max(h.Params.M, 2)
-			g := buildGraph(v, n, m, max(h.Params.EfConstruction, m), h.Params.MaxLevel, graphSeed+uint64(p), true)
-			pv, pn, pd, hm := graphRows(g, h.Params)
-			vid, nbrs, dists = append(vid, pv...), append(nbrs, pn...), append(dists, pd...)
-			out.HNSW[p] = hm
+			efc := max(h.Params.EfConstruction, m)
+			if newID := keptIDs(old, keep, p, n); newID != nil {
+				if gv, ok := newGraphView(x, p); ok && gv.n == len(newID) {
+					gp.fg = repairGraph(v, gv, newID, n, m, efc)
+				}
+			}
+			if gp.fg == nil {
+				gp.g = buildGraph(v, n, m, efc, h.Params.MaxLevel, graphSeed+uint64(p), true)
+			}
+			out.HNSW[p] = gp.meta(h.Params)
 		}
-		out.IVF.Lengths[p] = uint32(len(vid) - start)
+		parts = append(parts, gp)
+		rows += gp.rows()
+		out.IVF.Lengths[p] = uint32(rows - int(out.IVF.Offsets[p]))
 	}
-	out.Columns = hnswColumns(vid, nbrs, dists)
-	return &out, nil
+	return out, parts, nil
+}
+
+// graphPart is one partition's graph rows to write: rows [lo, hi) of the
+// old graph columns cols as they are, a graph built again (g) or a
+// repaired one (fg). Level 0 comes first, every node in node order, then
+// each upper level's nodes ascending.
+type graphPart struct {
+	cols   []*file.Array
+	lo, hi int
+	g      *graph
+	fg     *flatGraph
+}
+
+// rows is the number of graph rows the part writes.
+func (gp *graphPart) rows() int {
+	switch {
+	case gp.g != nil:
+		n := 0
+		for _, lvl := range gp.g.levels {
+			for _, ns := range lvl {
+				if ns != nil {
+					n++
+				}
+			}
+		}
+		return n
+	case gp.fg != nil:
+		n := 0
+		for l := range gp.fg.levels {
+			n += gp.fg.levels[l].rows()
+		}
+		return n
+	}
+	return gp.hi - gp.lo
+}
+
+// meta is the lance:hnsw entry of a built or repaired part.
+func (gp *graphPart) meta(params HNSWParams) HNSWMeta {
+	if gp.fg != nil {
+		hm := HNSWMeta{EntryPoint: gp.fg.entry, Params: params, LevelOffsets: make([]int, len(gp.fg.levels))}
+		at := 0
+		for l := range gp.fg.levels {
+			hm.LevelOffsets[l] = at
+			at += gp.fg.levels[l].rows()
+		}
+		return hm
+	}
+	hm := HNSWMeta{EntryPoint: gp.g.entry, Params: params, LevelOffsets: make([]int, len(gp.g.levels))}
+	at := 0
+	for l, lvl := range gp.g.levels {
+		hm.LevelOffsets[l] = at
+		for _, ns := range lvl {
+			if ns != nil {
+				at++
+			}
+		}
+	}
+	return hm
+}
+
+// graphBatchRows is the rows of graph columns writeGraphParts assembles
+// before it hands them to the writer.
+const graphBatchRows = 16 << 10
+
+// emit appends the part's rows to c, calling flush (when not nil) each
+// time c holds graphBatchRows rows.
+func (gp *graphPart) emit(c *graphCols, flush func() error) error {
+	full := func() error {
+		if flush != nil && c.rows() >= graphBatchRows {
+			return flush()
+		}
+		return nil
+	}
+	switch {
+	case gp.g != nil:
+		for l, lvl := range gp.g.levels {
+			for id, ns := range lvl {
+				if ns == nil {
+					continue
+				}
+				c.add(uint32(id), ns, gp.g.dists[l][id])
+				if err := full(); err != nil {
+					return err
+				}
+			}
+		}
+	case gp.fg != nil:
+		for l := range gp.fg.levels {
+			fl := &gp.fg.levels[l]
+			for j := range fl.rows() {
+				id := uint32(j)
+				if fl.nodes != nil {
+					id = fl.nodes[j]
+				}
+				ids, ds := fl.list(j)
+				c.add(id, ids, ds)
+				if err := full(); err != nil {
+					return err
+				}
+			}
+		}
+	default:
+		for r := gp.lo; r < gp.hi; {
+			end := min(gp.hi, r+graphBatchRows)
+			c.copyRows(gp.cols, r, end)
+			r = end
+			if err := full(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeGraphParts writes index.idx for x (its partitions and lance:hnsw
+// as remapGraphs set them) with the graph rows of parts, a batch of
+// graphBatchRows rows assembled at a time, and returns its size.
+func writeGraphParts(w io.Writer, x *SubIndex, parts []graphPart) (int64, error) {
+	md, globals, err := x.fileMeta()
+	if err != nil {
+		return 0, err
+	}
+	cw := &countingWriter{w: w}
+	fw, err := file.NewWriter(cw, x.Fields, file.WriterOptions{Version: file.V2_2, Metadata: md, GlobalBuffers: globals})
+	if err != nil {
+		return 0, err
+	}
+	var c graphCols
+	flush := func() error {
+		if c.rows() == 0 {
+			return nil
+		}
+		cols := c.columns()
+		// Fresh buffers for the next batch: the writer may keep these.
+		c = graphCols{}
+		return fw.Write(&file.Batch{NumRows: cols[0].Len, Columns: cols})
+	}
+	for i := range parts {
+		if err := parts[i].emit(&c, flush); err != nil {
+			return 0, err
+		}
+		// A part written is let go.
+		parts[i] = graphPart{}
+	}
+	if err := flush(); err != nil {
+		return 0, err
+	}
+	if err := fw.Close(); err != nil {
+		return 0, err
+	}
+	return cw.n, nil
+}
+
+// keptIDs is partition p's renumbering by a remap of old that kept
+// old's rows keep (ascending; n of them in p): the new number of each of
+// the partition's old rows, -1 for a dropped one. It is nil when the
+// graph is to be built again instead: no remap given, nothing kept, or
+// more than repairMaxDeleted of the rows dropped.
+func keptIDs(old *Storage, keep []int, p, n int) []int32 {
+	if old == nil || n == 0 {
+		return nil
+	}
+	off, was := int(old.IVF.GetOffsets()[p]), int(old.IVF.GetLengths()[p])
+	if float64(was-n) > repairMaxDeleted*float64(was) {
+		return nil
+	}
+	newID := make([]int32, was)
+	for i := range newID {
+		newID[i] = -1
+	}
+	k, _ := slices.BinarySearch(keep, off)
+	next := int32(0)
+	for ; k < len(keep) && keep[k] < off+was; k++ {
+		newID[keep[k]-off] = next
+		next++
+	}
+	if int(next) != n {
+		return nil
+	}
+	return newID
+}
+
+// graphCols assembles index.idx's graph columns (__vector_id,
+// __neighbors, _distance) row by row, in flat little-endian slabs.
+type graphCols struct {
+	vid, nbrs, dists []byte
+	offs             []int64
+}
+
+func (c *graphCols) grow(rows, edges int) {
+	c.vid = slices.Grow(c.vid, 4*rows)
+	c.offs = slices.Grow(c.offs, rows+1)
+	c.nbrs = slices.Grow(c.nbrs, 4*edges)
+	c.dists = slices.Grow(c.dists, 4*edges)
+}
+
+func (c *graphCols) rows() int { return len(c.vid) / 4 }
+
+func (c *graphCols) add(id uint32, ids []uint32, ds []float32) {
+	if len(c.offs) == 0 {
+		c.offs = append(c.offs, 0)
+	}
+	c.vid = binary.LittleEndian.AppendUint32(c.vid, id)
+	for k, x := range ids {
+		c.nbrs = binary.LittleEndian.AppendUint32(c.nbrs, x)
+		c.dists = binary.LittleEndian.AppendUint32(c.dists, math.Float32bits(ds[k]))
+	}
+	c.offs = append(c.offs, int64(len(c.nbrs)/4))
+}
+
+// copyRows appends rows [lo, hi) of the graph columns cs as they are.
+func (c *graphCols) copyRows(cs []*file.Array, lo, hi int) {
+	if lo == hi {
+		return
+	}
+	if len(c.offs) == 0 {
+		c.offs = append(c.offs, 0)
+	}
+	o := cs[1].Offsets
+	shift := int64(len(c.nbrs)/4) - o[lo]
+	c.vid = append(c.vid, cs[0].Values[4*lo:4*hi]...)
+	c.nbrs = append(c.nbrs, cs[1].Children[0].Values[4*o[lo]:4*o[hi]]...)
+	c.dists = append(c.dists, cs[2].Children[0].Values[4*o[lo]:4*o[hi]]...)
+	for r := lo + 1; r <= hi; r++ {
+		c.offs = append(c.offs, o[r]+shift)
+	}
+}
+
+// addGraph appends g's rows (level 0, every node in node order, then
+// each upper level's nodes ascending) and returns the partition's
+// lance:hnsw entry.
+func (c *graphCols) addGraph(g *graph, params HNSWParams) HNSWMeta {
+	start := c.rows()
+	hm := HNSWMeta{EntryPoint: g.entry, Params: params, LevelOffsets: make([]int, len(g.levels))}
+	for l, lvl := range g.levels {
+		hm.LevelOffsets[l] = c.rows() - start
+		for id, ns := range lvl {
+			if ns != nil {
+				c.add(uint32(id), ns, g.dists[l][id])
+			}
+		}
+	}
+	return hm
+}
+
+func (c *graphCols) columns() []*file.Array {
+	if len(c.offs) == 0 {
+		c.offs = append(c.offs, 0)
+	}
+	n, e := c.rows(), len(c.nbrs)/4
+	return []*file.Array{
+		{Type: file.DataType{Kind: file.KindUint32}, Len: n, Values: c.vid},
+		{Type: file.DataType{Kind: file.KindList}, Len: n, Offsets: c.offs,
+			Children: []*file.Array{{Type: file.DataType{Kind: file.KindUint32}, Len: e, Values: c.nbrs}}},
+		{Type: file.DataType{Kind: file.KindList}, Len: n, Offsets: slices.Clone(c.offs),
+			Children: []*file.Array{{Type: file.DataType{Kind: file.KindFloat32}, Len: e, Values: c.dists}}},
+	}
 }
 
 func listU32(a *file.Array, r int) []uint32 {

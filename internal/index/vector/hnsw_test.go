@@ -201,3 +201,65 @@ func TestReadSubIndexWithoutGraphs(t *testing.T) {
 		}
 	}
 }
+
+// TestRemapGraphsRepairsAndKeeps: through the remap's own path (the
+// storage remapped in place, graphs repaired, index.idx written a batch
+// at a time and read back), a partition that lost a row has a graph over
+// its surviving rows only, and one that lost none keeps its rows.
+func TestRemapGraphsRepairsAndKeeps(t *testing.T) {
+	_, x := synthPQ(t)
+	sb, _ := encodeSynth(t)
+	s, err := ReadStorage(bytes.NewReader(sb), int64(len(sb)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.Type = TypeIVFHNSWPQ
+	x.Fields = nil
+	x.HNSW = []HNSWMeta{
+		{EntryPoint: 0, Params: HNSWParams{MaxLevel: 1, M: 2, EfConstruction: 4}, LevelOffsets: []int{0, 3}},
+		{EntryPoint: 1, Params: HNSWParams{MaxLevel: 1, M: 2, EfConstruction: 4}, LevelOffsets: []int{0, 2}},
+	}
+	x.IVF.Offsets, x.IVF.Lengths = []uint64{0, 3}, []uint32{3, 2}
+	x.Columns = hnswColumns([]uint32{0, 1, 2, 0, 1}, [][]uint32{{1, 2}, {0}, {0}, {1}, {0}}, [][]float32{{1, 2}, {1}, {2}, {3}, {3}})
+	ns, _, touched, keep := remapStorage(s, func(a uint64) (uint64, bool) { return a, a != 3 }, true)
+	if !slices.Equal(touched, []bool{true, false}) {
+		t.Fatalf("touched %v, want partition 0 only", touched)
+	}
+	nx, parts, err := remapGraphs(x, s, ns, keep, touched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parts[0].fg == nil {
+		t.Fatal("partition 0 lost a third of its rows and was rebuilt, not repaired")
+	}
+	nx.Fields = []*pb.Field{
+		{Name: "__vector_id", Id: 0, ParentId: -1, LogicalType: "uint32", Nullable: true, Encoding: pb.Encoding_PLAIN},
+		{Name: "__neighbors", Id: 1, ParentId: -1, LogicalType: "list", Nullable: true, Encoding: pb.Encoding_PLAIN},
+		{Name: "item", Id: 2, ParentId: 1, LogicalType: "uint32", Nullable: true, Encoding: pb.Encoding_PLAIN},
+		{Name: "_distance", Id: 3, ParentId: -1, LogicalType: "list", Nullable: true, Encoding: pb.Encoding_PLAIN},
+		{Name: "item", Id: 4, ParentId: 3, LogicalType: "float", Nullable: true, Encoding: pb.Encoding_PLAIN},
+	}
+	var buf bytes.Buffer
+	if _, err := writeGraphParts(&buf, nx, parts); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadSubIndex(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.IVF.GetLengths()[0] != 2 || got.HNSW[0].LevelOffsets[1] != 2 {
+		t.Fatalf("partition 0: %d graph rows, level offsets %v; want level 0 of its 2 surviving rows", got.IVF.GetLengths()[0], got.HNSW[0].LevelOffsets)
+	}
+	// The two survivors link only each other.
+	for r := range 2 {
+		for _, y := range listU32(got.Columns[1], r) {
+			if y > 1 || int(y) == r {
+				t.Fatalf("partition 0 node %d links %d", r, y)
+			}
+		}
+	}
+	off := int(got.IVF.GetOffsets()[1])
+	if got.IVF.GetLengths()[1] != 2 || !slices.Equal(listU32(got.Columns[1], off), []uint32{1}) || !slices.Equal(listF32(got.Columns[2], off+1), []float32{3}) {
+		t.Fatalf("partition 1's graph changed: lengths %v", got.IVF.GetLengths())
+	}
+}

@@ -138,10 +138,22 @@ func f16Kernel(x, y []float32, sq bool) float32 {
 }
 
 // l2F16 is LanceDB's squared L2 distance of two float16 vectors.
-func l2F16(x, y []float32) float32 { return f16Kernel(x, y, true) }
+func l2F16(x, y []float32) float32 {
+	if useFMA16 && len(x) > 0 {
+		y = y[:len(x)]
+		return l2F16FMA(&x[0], &y[0], len(x))
+	}
+	return f16Kernel(x, y, true)
+}
 
 // dotDistF16 is LanceDB's dot distance (1 − x·y) of two float16 vectors.
-func dotDistF16(x, y []float32) float32 { return 1 - f16Kernel(x, y, false) }
+func dotDistF16(x, y []float32) float32 {
+	if useFMA16 && len(x) > 0 {
+		y = y[:len(x)]
+		return 1 - dotF16FMA(&x[0], &y[0], len(x))
+	}
+	return 1 - f16Kernel(x, y, false)
+}
 
 // normalizeF16 is lance 12's normalize over float16 values: the squares
 // summed in order in float32, its square root, each element divided by it

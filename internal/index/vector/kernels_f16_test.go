@@ -103,3 +103,79 @@ func BenchmarkKernels768(b *testing.B) {
 	})
 	_ = sink
 }
+
+// TestF16KernelsFMAEqualGo: the FMA unit's float16 kernels give the bits
+// of f16Kernel (whose arithmetic TestTypedKernelsMatchLanceDB holds to
+// LanceDB's) for every length from 1 to 100 and 768, over float16 values
+// of every exponent and over a row whose sum lands on a float32 midpoint
+// when rounded through float64 (where only a single rounding is right).
+func TestF16KernelsFMAEqualGo(t *testing.T) {
+	if !useFMA16 {
+		t.Skip("no AVX2 and FMA on this CPU")
+	}
+	r := rand.New(rand.NewPCG(16, 17))
+	f16 := func() float32 {
+		for {
+			h := uint16(r.Uint32())
+			if h&0x7c00 != 0x7c00 { // no infinities or NaNs
+				return file.Float16(h)
+			}
+		}
+	}
+	unit := func() float32 { return f16r(float32(r.Float64()*2 - 1)) }
+	lengths := []int{768}
+	for n := 1; n <= 100; n++ {
+		lengths = append(lengths, n)
+	}
+	checked := 0
+	for _, n := range lengths {
+		for trial := range 40 {
+			x, y := make([]float32, n), make([]float32, n)
+			for i := range n {
+				if trial%2 == 0 {
+					x[i], y[i] = f16(), f16()
+				} else {
+					x[i], y[i] = unit(), unit()
+				}
+			}
+			if g, a := f16Kernel(x, y, true), l2F16(x, y); math.Float32bits(g) != math.Float32bits(a) {
+				t.Fatalf("l2 over %d elements (trial %d): Go %v (%#x), FMA %v (%#x)", n, trial, g, math.Float32bits(g), a, math.Float32bits(a))
+			}
+			if g, a := 1-f16Kernel(x, y, false), dotDistF16(x, y); math.Float32bits(g) != math.Float32bits(a) {
+				t.Fatalf("dot over %d elements (trial %d): Go %v, FMA %v", n, trial, g, a)
+			}
+			checked++
+		}
+	}
+	// 1 + a·b with a·b = 2^-24 + 2^-60: through float64 the sum rounds to
+	// the midpoint 1 + 2^-24, once it rounds up to 1 + 2^-23.
+	a, b := float32(0x1p-24*(1+0x1p-12)), float32(1-0x1p-12+0x1p-24)
+	x, y := []float32{1, a}, []float32{1, b}
+	if got := dotDistF16(x, y); got != 1-(1+0x1p-23) {
+		t.Fatalf("dot on a float64 midpoint: %v, want %v", got, 1-(1+0x1p-23))
+	}
+	t.Logf("%d vector pairs equal", checked)
+}
+
+// BenchmarkF16Kernel768 is a 768-d float16 L2 distance, the FMA unit's
+// kernel and the Go one.
+func BenchmarkF16Kernel768(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	x, y := make([]float32, 768), make([]float32, 768)
+	for i := range x {
+		x[i], y[i] = f16r(float32(r.Float64())), f16r(float32(r.Float64()))
+	}
+	b.Run("fma", func(b *testing.B) {
+		if !useFMA16 {
+			b.Skip("no AVX2 and FMA")
+		}
+		for b.Loop() {
+			l2F16(x, y)
+		}
+	})
+	b.Run("go", func(b *testing.B) {
+		for b.Loop() {
+			f16Kernel(x, y, true)
+		}
+	})
+}

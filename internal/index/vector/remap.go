@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 
 	ipb "github.com/compactord/compactord/gen/lanceindexpb"
 	"github.com/compactord/compactord/internal/format/file"
@@ -20,8 +21,19 @@ type RemapStats struct {
 // modified. touched[p] reports whether partition p lost rows (its HNSW
 // graph, whose nodes are the partition's row numbers, must be rebuilt).
 func RemapStorage(s *Storage, remap func(uint64) (uint64, bool)) (_ *Storage, _ RemapStats, touched []bool) {
+	out, st, touched, _ := remapStorage(s, remap, false)
+	return out, st, touched
+}
+
+// remapStorage is RemapStorage, also returning the rows of s it kept
+// (ascending): what a graph repair renumbers its nodes by. With inPlace
+// the kept rows of s's dense fixed-width columns (the codes) are moved
+// to the front of their own buffers instead of copied, so that a remap
+// holds the storage once, not twice; s's columns are then garbage and
+// only its row ids and partitions may still be read.
+func remapStorage(s *Storage, remap func(uint64) (uint64, bool), inPlace bool) (_ *Storage, _ RemapStats, touched []bool, keep []int) {
 	st := RemapStats{Entries: len(s.RowIDs)}
-	keep := make([]int, 0, len(s.RowIDs))
+	keep = make([]int, 0, len(s.RowIDs))
 	ids := make([]uint64, 0, len(s.RowIDs))
 	ivf := &ipb.IVF{Offsets: make([]uint64, s.Partitions()), Lengths: make([]uint32, s.Partitions())}
 	for p, off := range s.IVF.GetOffsets() {
@@ -44,15 +56,17 @@ func RemapStorage(s *Storage, remap func(uint64) (uint64, bool)) (_ *Storage, _ 
 		case len(keep) == len(s.RowIDs):
 			out.Columns[i] = c
 		default:
-			out.Columns[i] = take(c, keep)
+			out.Columns[i] = take(c, keep, inPlace && slices.IsSorted(keep))
 		}
 	}
-	return &out, st, touched
+	return &out, st, touched, keep
 }
 
 // take is c.Take(rows), copying whole rows at once for the dense
-// fixed-width columns vector storage has (codes, vectors, factors).
-func take(c *file.Array, rows []int) *file.Array {
+// fixed-width columns vector storage has (codes, vectors, factors); with
+// inPlace (rows ascending) those rows are moved within c's own buffer,
+// each to a place at or before its own, and the result shares it.
+func take(c *file.Array, rows []int, inPlace bool) *file.Array {
 	var w int
 	var src []byte
 	switch {
@@ -65,7 +79,12 @@ func take(c *file.Array, rows []int) *file.Array {
 	if w == 0 || len(src) < c.Len*w {
 		return c.Take(rows)
 	}
-	dst := make([]byte, len(rows)*w)
+	var dst []byte
+	if inPlace {
+		dst = src[:len(rows)*w]
+	} else {
+		dst = make([]byte, len(rows)*w)
+	}
 	for k, r := range rows {
 		copy(dst[k*w:(k+1)*w], src[r*w:(r+1)*w])
 	}
@@ -153,7 +172,7 @@ func remapStorageStream(ctx context.Context, r io.ReaderAt, size int64, w io.Wri
 			if err := part.setRows(b); err != nil {
 				return 0, fmt.Errorf("partition %d: %w", p, err)
 			}
-			ns, ps, _ := RemapStorage(&part, remap)
+			ns, ps, _, _ := remapStorage(&part, remap, true)
 			st.Entries, st.Kept, st.Dropped = st.Entries+ps.Entries, st.Kept+ps.Kept, st.Dropped+ps.Dropped
 			k := len(ns.RowIDs)
 			if k == 0 {

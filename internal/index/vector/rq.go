@@ -172,6 +172,13 @@ func (e *rqEncoder) encodeDist(x, c []float32, p int, dist float64) (code []byte
 	for i := range r {
 		r[i] = x[i] - c[i]
 	}
+	return e.encodeResidual(r, p, dist)
+}
+
+// encodeResidual is encodeDist given the residual r = x − c in float32
+// (rotated in place): an index over other vectors than float32 computes
+// the residual in the vectors' type and rounds it to float32.
+func (e *rqEncoder) encodeResidual(r []float32, p int, dist float64) (code []byte, add, scale, errf float32) {
 	fastRotate(r, e.signs)
 	code = rqSignBits(r)
 	rc := e.rotated[p]

@@ -185,13 +185,22 @@ func listOf(a *file.Array, k file.Kind) bool {
 
 // WriteSubIndex encodes x as an index.idx and returns its size.
 func WriteSubIndex(w io.Writer, x *SubIndex) (int64, error) {
+	md, globals, err := x.fileMeta()
+	if err != nil {
+		return 0, err
+	}
+	return writeFile(w, x.Fields, md, globals, x.Columns)
+}
+
+// fileMeta is the schema metadata and global buffers of x's index.idx.
+func (x *SubIndex) fileMeta() (map[string][]byte, [][]byte, error) {
 	md := make(map[string][]byte, len(x.Metadata)+3)
 	for k, v := range x.Metadata {
 		md[k] = v
 	}
 	li, err := json.Marshal(map[string]string{"type": x.Type, "distance_type": x.Distance})
 	if err != nil {
-		return 0, err
+		return nil, nil, err
 	}
 	md["lance:index"] = li
 	md["lance:ivf"] = []byte("1")
@@ -200,22 +209,22 @@ func WriteSubIndex(w io.Writer, x *SubIndex) (int64, error) {
 		for _, h := range x.HNSW {
 			b, err := json.Marshal(h)
 			if err != nil {
-				return 0, err
+				return nil, nil, err
 			}
 			hs = append(hs, string(b))
 		}
 		if md["lance:hnsw"], err = json.Marshal(hs); err != nil {
-			return 0, err
+			return nil, nil, err
 		}
 	} else {
 		flat := make([]string, len(x.IVF.GetLengths()))
 		if md["lance:flat"], err = json.Marshal(flat); err != nil {
-			return 0, err
+			return nil, nil, err
 		}
 	}
 	ivf, err := encodeIVF(x.IVF)
 	if err != nil {
-		return 0, err
+		return nil, nil, err
 	}
-	return writeFile(w, x.Fields, md, append([][]byte{ivf}, x.Extra...), x.Columns)
+	return md, append([][]byte{ivf}, x.Extra...), nil
 }

@@ -137,11 +137,11 @@ func (e *floatEncoder) encode16(x []float32, out []byte) int {
 	case QuantRQ:
 		// The residual is computed in float16.
 		c := e.cent[p*dim : (p+1)*dim]
-		xr := make([]float32, dim)
+		r := make([]float32, dim)
 		for k := range dim {
-			xr[k] = c[k] + f16r(x[k]-c[k])
+			r[k] = f16r(x[k] - c[k])
 		}
-		e.putRQ(out, xr, p, float64(l2F16(x, c)))
+		e.putRQ(out, r, p, float64(l2F16(x, c)))
 	case QuantPQ:
 		r := x
 		if e.distance != "dot" {
@@ -186,11 +186,20 @@ func (e *floatEncoder) encode64(x []float64, out []byte) int {
 			out[k] = e.sqCode(f)
 		}
 	case QuantRQ:
-		x32 := make([]float32, dim)
-		for k, f := range x {
-			x32[k] = float32(f)
+		// The residual is computed in float64 and rounded to float32
+		// (rounding x and c first would flip the sign of a rotated
+		// component within rounding of zero now and then); for l2 and
+		// cosine its squared norm is the assignment's distance.
+		c := e.cent64[p*dim : (p+1)*dim]
+		r := make([]float32, dim)
+		for k := range dim {
+			r[k] = float32(x[k] - c[k])
 		}
-		e.putRQ(out, x32, p, -1)
+		dist := -1.0
+		if e.distance != "dot" {
+			dist = float64(kernel(x, c))
+		}
+		e.putRQ(out, r, p, dist)
 	case QuantPQ:
 		r := x
 		if e.distance != "dot" {
@@ -247,10 +256,12 @@ func (e *floatEncoder) putCodes(out []byte, code func(j int) int) {
 	}
 }
 
-// putRQ writes x's RQ code and factors in partition p as the float32
-// encoder lays them out: the sign bits, then add, scale and error.
-func (e *floatEncoder) putRQ(out []byte, x []float32, p int, dist float64) {
-	code, add, scale, errf := e.rq.encodeDist(x, e.cent32[p*e.dim:(p+1)*e.dim], p, dist)
+// putRQ writes the RQ code and factors of the row whose residual to
+// partition p's centroid is r (rotated in place; dist: the squared
+// distance the assignment computed, < 0 for none) as the float32 encoder
+// lays them out: the sign bits, then add, scale and error.
+func (e *floatEncoder) putRQ(out []byte, r []float32, p int, dist float64) {
+	code, add, scale, errf := e.rq.encodeResidual(r, p, dist)
 	n := copy(out, code)
 	binary.LittleEndian.PutUint32(out[n:], math.Float32bits(add))
 	binary.LittleEndian.PutUint32(out[n+4:], math.Float32bits(scale))
