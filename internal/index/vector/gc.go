@@ -15,12 +15,15 @@ import (
 // slabs.
 const buildGCPercent = 10
 
-// gcHold counts the builds running, so that concurrent ones lower the
-// target once and the last one out restores it.
+// gcHold holds the targets of the builds and remaps running (holdGC):
+// the collector runs at the lowest of them, or at the process's own
+// target when that is lower, and gets its own back when the last ends.
+// One registry for every caller, so that a remap and a build that
+// overlap never restore each other's setting.
 var gcHold struct {
 	sync.Mutex
-	n    int
-	prev int
+	held map[int]int // target -> holds
+	prev int         // the process's own target, before the first hold
 }
 
 // holdGC lowers the collector's target to percent until release is
@@ -30,21 +33,41 @@ var gcHold struct {
 func holdGC(percent int) (release func()) {
 	gcHold.Lock()
 	defer gcHold.Unlock()
-	if gcHold.n == 0 {
-		gcHold.prev = debug.SetGCPercent(percent)
-		if gcHold.prev >= 0 && gcHold.prev < percent || gcHold.prev < 0 {
-			debug.SetGCPercent(gcHold.prev)
-		}
+	if len(gcHold.held) == 0 {
+		gcHold.prev = debug.SetGCPercent(-1)
+		gcHold.held = map[int]int{}
 	}
-	gcHold.n++
+	gcHold.held[percent]++
+	applyGCHold()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			gcHold.Lock()
 			defer gcHold.Unlock()
-			if gcHold.n--; gcHold.n == 0 {
-				debug.SetGCPercent(gcHold.prev)
+			if gcHold.held[percent]--; gcHold.held[percent] == 0 {
+				delete(gcHold.held, percent)
 			}
+			if len(gcHold.held) == 0 {
+				debug.SetGCPercent(gcHold.prev)
+				return
+			}
+			applyGCHold()
 		})
 	}
+}
+
+// applyGCHold sets the collector's target to the lowest held, or the
+// process's own when that is lower or off. REQUIRES: gcHold held, some
+// target held.
+func applyGCHold() {
+	low := -1
+	for p := range gcHold.held {
+		if low < 0 || p < low {
+			low = p
+		}
+	}
+	if gcHold.prev < 0 || gcHold.prev < low {
+		low = gcHold.prev
+	}
+	debug.SetGCPercent(low)
 }

@@ -44,4 +44,29 @@ func TestHoldGC(t *testing.T) {
 			t.Fatalf("GOGC %d released: %d", p, got)
 		}
 	}
+
+	debug.SetGCPercent(100)
+
+	// A remap's and a build's holds overlapping: the lower target while
+	// both run, the other's while one does, the process's own after both,
+	// whichever ends first.
+	for _, buildFirst := range []bool{false, true} {
+		remap := holdGC(25)
+		build := holdGC(10)
+		if got := gcPercent(); got != 10 {
+			t.Fatalf("both held: GOGC %d, want 10", got)
+		}
+		first, second, left := remap, build, 10
+		if buildFirst {
+			first, second, left = build, remap, 25
+		}
+		first()
+		if got := gcPercent(); got != left {
+			t.Fatalf("one released (build first %v): GOGC %d, want %d", buildFirst, got, left)
+		}
+		second()
+		if got := gcPercent(); got != 100 {
+			t.Fatalf("both released (build first %v): GOGC %d, want 100", buildFirst, got)
+		}
+	}
 }

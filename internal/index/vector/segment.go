@@ -5,10 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -204,34 +202,6 @@ func graphRemapMemory(aux, idx int64) int64 {
 // live.
 const remapGCPercent = 25
 
-var gcTight struct {
-	sync.Mutex
-	users, prev int
-}
-
-// tightGC lowers GOGC to remapGCPercent (unless it is lower already)
-// until the function returned is called; concurrent remaps share the
-// setting, and the last one to finish restores what was set before the
-// first.
-func tightGC() (restore func()) {
-	gcTight.Lock()
-	if gcTight.users == 0 {
-		gcTight.prev = debug.SetGCPercent(remapGCPercent)
-		if gcTight.prev >= 0 && gcTight.prev < remapGCPercent {
-			debug.SetGCPercent(gcTight.prev)
-		}
-	}
-	gcTight.users++
-	gcTight.Unlock()
-	return func() {
-		gcTight.Lock()
-		if gcTight.users--; gcTight.users == 0 {
-			debug.SetGCPercent(gcTight.prev)
-		}
-		gcTight.Unlock()
-	}
-}
-
 // RemapOptions say what a remapped segment becomes.
 type RemapOptions struct {
 	// DatasetVersion of the new segment: the version whose addresses it
@@ -297,7 +267,7 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 			return nil, nil, st, err
 		}
 		defer release()
-		defer tightGC()()
+		defer holdGC(remapGCPercent)()
 		seg, err := ReadSegment(ctx, b, m)
 		if err != nil {
 			return nil, nil, st, err
