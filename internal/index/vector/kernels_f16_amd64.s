@@ -8,6 +8,19 @@
 // (VFMADD231SS). Float addition is commutative bit for bit, so only the
 // grouping matters.
 
+// REDUCE16 sums the 16 lanes of Y0 (lanes 0-7) and Y1 (8-15) into X4's
+// low float: (r3+r2)+(r1+r0) over 4-wide registers, then (v0+v2)+(v1+v3).
+#define REDUCE16 \
+	VEXTRACTF128 $1, Y0, X5 \
+	VADDPS X5, X0, X0 \
+	VEXTRACTF128 $1, Y1, X6 \
+	VADDPS X6, X1, X1 \
+	VADDPS X0, X1, X1 \
+	VMOVHLPS X1, X1, X2 \
+	VADDPS X2, X1, X2 \
+	VMOVSHDUP X2, X3 \
+	VADDSS X3, X2, X4
+
 // func l2F16FMA(x, y *float32, n int) float32
 TEXT ·l2F16FMA(SB), NOSPLIT, $0-28
 	MOVQ x+0(FP), SI
@@ -30,15 +43,7 @@ l2body:
 	ADDQ $64, DI
 	DECQ DX
 	JNZ l2body
-	VEXTRACTF128 $1, Y0, X5
-	VADDPS X5, X0, X0
-	VEXTRACTF128 $1, Y1, X6
-	VADDPS X6, X1, X1
-	VADDPS X0, X1, X1
-	VMOVHLPS X1, X1, X2
-	VADDPS X2, X1, X2
-	VMOVSHDUP X2, X3
-	VADDSS X3, X2, X4
+	REDUCE16
 l2tail:
 	ANDQ $15, CX
 	JZ l2done
@@ -75,15 +80,7 @@ dotbody:
 	ADDQ $64, DI
 	DECQ DX
 	JNZ dotbody
-	VEXTRACTF128 $1, Y0, X5
-	VADDPS X5, X0, X0
-	VEXTRACTF128 $1, Y1, X6
-	VADDPS X6, X1, X1
-	VADDPS X0, X1, X1
-	VMOVHLPS X1, X1, X2
-	VADDPS X2, X1, X2
-	VMOVSHDUP X2, X3
-	VADDSS X3, X2, X4
+	REDUCE16
 dottail:
 	ANDQ $15, CX
 	JZ dotdone
