@@ -76,9 +76,10 @@ func TestBuildGraph(t *testing.T) {
 	}
 }
 
-// TestRebuildGraphsKeepsUntouched: partitions that lost no rows keep
-// their graph rows; a rebuilt partition's level 0 holds every storage row.
-func TestRebuildGraphsKeepsUntouched(t *testing.T) {
+// synthHNSW is the synthetic PQ index as IVF_HNSW_PQ, with a graph of
+// partition 0's three nodes and partition 1's two, and its storage.
+func synthHNSW(t *testing.T) (*SubIndex, *Storage) {
+	t.Helper()
 	_, x := synthPQ(t)
 	sb, _ := encodeSynth(t)
 	s, err := ReadStorage(bytes.NewReader(sb), int64(len(sb)))
@@ -86,7 +87,6 @@ func TestRebuildGraphsKeepsUntouched(t *testing.T) {
 		t.Fatal(err)
 	}
 	x.Type = TypeIVFHNSWPQ
-	// A graph of partition 0's three nodes and partition 1's two.
 	x.Fields = nil
 	x.HNSW = []HNSWMeta{
 		{EntryPoint: 0, Params: HNSWParams{MaxLevel: 1, M: 2, EfConstruction: 4}, LevelOffsets: []int{0, 3}},
@@ -94,6 +94,13 @@ func TestRebuildGraphsKeepsUntouched(t *testing.T) {
 	}
 	x.IVF.Offsets, x.IVF.Lengths = []uint64{0, 3}, []uint32{3, 2}
 	x.Columns = hnswColumns([]uint32{0, 1, 2, 0, 1}, [][]uint32{{1, 2}, {0}, {0}, {1}, {0}}, [][]float32{{1, 2}, {1}, {2}, {3}, {3}})
+	return x, s
+}
+
+// TestRebuildGraphsKeepsUntouched: partitions that lost no rows keep
+// their graph rows; a rebuilt partition's level 0 holds every storage row.
+func TestRebuildGraphsKeepsUntouched(t *testing.T) {
+	x, s := synthHNSW(t)
 	ns, _, touched := RemapStorage(s, func(a uint64) (uint64, bool) { return a, a != 3 })
 	if !slices.Equal(touched, []bool{true, false}) {
 		t.Fatalf("touched %v, want partition 0 only", touched)
@@ -207,20 +214,7 @@ func TestReadSubIndexWithoutGraphs(t *testing.T) {
 // at a time and read back), a partition that lost a row has a graph over
 // its surviving rows only, and one that lost none keeps its rows.
 func TestRemapGraphsRepairsAndKeeps(t *testing.T) {
-	_, x := synthPQ(t)
-	sb, _ := encodeSynth(t)
-	s, err := ReadStorage(bytes.NewReader(sb), int64(len(sb)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	x.Type = TypeIVFHNSWPQ
-	x.Fields = nil
-	x.HNSW = []HNSWMeta{
-		{EntryPoint: 0, Params: HNSWParams{MaxLevel: 1, M: 2, EfConstruction: 4}, LevelOffsets: []int{0, 3}},
-		{EntryPoint: 1, Params: HNSWParams{MaxLevel: 1, M: 2, EfConstruction: 4}, LevelOffsets: []int{0, 2}},
-	}
-	x.IVF.Offsets, x.IVF.Lengths = []uint64{0, 3}, []uint32{3, 2}
-	x.Columns = hnswColumns([]uint32{0, 1, 2, 0, 1}, [][]uint32{{1, 2}, {0}, {0}, {1}, {0}}, [][]float32{{1, 2}, {1}, {2}, {3}, {3}})
+	x, s := synthHNSW(t)
 	ns, _, touched, keep := remapStorage(s, func(a uint64) (uint64, bool) { return a, a != 3 }, true)
 	if !slices.Equal(touched, []bool{true, false}) {
 		t.Fatalf("touched %v, want partition 0 only", touched)
