@@ -286,7 +286,7 @@ type BuildOptions struct {
 // fragments are all of the version's). It returns the segment's metadata,
 // the objects written (also on error, for cleanup) and its row count.
 func BuildSegment(ctx context.Context, b storage.Bucket, like *pb.IndexMetadata, o BuildOptions) (*pb.IndexMetadata, []string, int, error) {
-	defer holdGC(buildGCPercent)()
+	defer holdGC(segmentGCPercent)()
 	seg, err := readSegment(ctx, b, like, false)
 	if err != nil {
 		return nil, nil, 0, err

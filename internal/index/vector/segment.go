@@ -187,20 +187,12 @@ func checkStorage(typ string, x *SubIndex, s *Storage) error {
 // graphs decoded, the new ones in slabs while they are repaired or built
 // and then a batch at a time as they are written (each about the size
 // of index.idx), a page per column being written, and the heap's growth
-// between collections (remapGCPercent). Measured in the vector
+// between collections (segmentGCPercent). Measured in the vector
 // benchmark (192.5 MB + 53.4 MB files): about 310 MiB live, 390 MiB of
-// heap at the most; this gives 424 MiB.
+// heap at the most at GOGC 25 (so at most 341 at 10); this gives 374 MiB.
 func graphRemapMemory(aux, idx int64) int64 {
-	return (aux+3*idx)*(100+remapGCPercent)/100 + 4*storagePageBytes
+	return (aux+3*idx)*(100+segmentGCPercent)/100 + 4*storagePageBytes
 }
-
-// remapGCPercent is the GC's target heap growth (GOGC) while a remap
-// holds a whole segment. Its live heap is a few large slabs (codes,
-// graph lists) without pointers, cheap to collect, and with the default
-// 100 the heap grew to twice them before the next collection: the
-// benchmark's 222 222-row IVF_HNSW_SQ remap peaked at 2x its ~305 MiB
-// live.
-const remapGCPercent = 25
 
 // RemapOptions say what a remapped segment becomes.
 type RemapOptions struct {
@@ -267,7 +259,7 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 			return nil, nil, st, err
 		}
 		defer release()
-		defer holdGC(remapGCPercent)()
+		defer holdGC(segmentGCPercent)()
 		seg, err := ReadSegment(ctx, b, m)
 		if err != nil {
 			return nil, nil, st, err
