@@ -14,7 +14,7 @@ import (
 func init() { extraCommands = append(extraCommands, newIndexCmd) }
 
 func newIndexCmd(e *env) *cobra.Command {
-	cmd := &cobra.Command{Use: "index", Short: "Create, catch up, remap, drop and query scalar indices"}
+	cmd := &cobra.Command{Use: "index", Short: "Catch up, remap, rebuild and drop every index kind (scalar, full-text, vector); create and look up scalar ones"}
 	cmd.AddCommand(newIndexCreateCmd(e), newIndexCatchupCmd(e), newIndexRemapCmd(e), newIndexLookupCmd(e), newIndexDropCmd(e), newIndexTrimFRICmd(e), newIndexRebuildCmd(e))
 	return cmd
 }

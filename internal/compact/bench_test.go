@@ -98,28 +98,10 @@ func compactChild(t *testing.T, path string) {
 	runtime.ReadMemStats(&ms)
 	fmt.Printf("COMPACT groups=%d in=%d out=%d copied=%d rewritten=%d dropped=%d read=%d written=%d secs=%g hwm=%d base=%d file=%d heapsys=%d gcs=%d\n",
 		s.Groups, s.FragmentsIn, s.FragmentsOut, s.FragmentsCopied, s.RowsRewritten, s.RowsDropped, s.BytesRead, s.BytesWritten, time.Since(t0).Seconds(), peakrss.Self(),
-		base, rssFile(), ms.HeapSys, ms.NumGC)
+		base, peakrss.File(), ms.HeapSys, ms.NumGC)
 	if rt != nil {
 		fmt.Println(rt.stop())
 	}
-}
-
-// rssFile is this process's resident file-backed pages (RssFile of
-// /proc/self/status: the binary's text and data touched), bytes; -1 if
-// unknown.
-func rssFile() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "RssFile:" {
-			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-				return kb << 10
-			}
-		}
-	}
-	return -1
 }
 
 // rssTrace samples the process's resident memory every few milliseconds

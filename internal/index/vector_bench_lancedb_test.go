@@ -39,6 +39,10 @@ func vbEnvInt(name string, def int) int {
 type vbUsage struct {
 	Wall, CPU time.Duration
 	HWM       int64 // the process's peak RSS (VmHWM), bytes
+	// Private bounds compactord's anonymous memory from above (what Go's
+	// runtime mapped, peakrss.GoMapped); HWM adds the binary's own pages.
+	// 0 for LanceDB.
+	Private int64
 }
 
 func (u vbUsage) String() string {
@@ -50,7 +54,7 @@ func vbBest(first bool, b, u vbUsage) vbUsage {
 	if first {
 		return u
 	}
-	return vbUsage{min(b.Wall, u.Wall), min(b.CPU, u.CPU), max(b.HWM, u.HWM)}
+	return vbUsage{min(b.Wall, u.Wall), min(b.CPU, u.CPU), max(b.HWM, u.HWM), max(b.Private, u.Private)}
 }
 
 type vbStats struct {
@@ -260,7 +264,7 @@ func vbChild(t *testing.T, op, path string) {
 	wall := time.Since(t0)
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
 	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
-	fmt.Printf("VECBENCH wall=%d cpu=%d hwm=%d rows=%d segs=%d\n", wall.Nanoseconds(), cpu.Nanoseconds(), peakrss.Self(), rows, segs)
+	fmt.Printf("VECBENCH wall=%d cpu=%d hwm=%d rows=%d segs=%d file=%d private=%d\n", wall.Nanoseconds(), cpu.Nanoseconds(), peakrss.Self(), rows, segs, peakrss.File(), peakrss.GoMapped())
 }
 
 // vbHeapAtPeak writes a heap profile to path whenever the live heap
@@ -311,12 +315,13 @@ func vbRunChild(t *testing.T, op, path string) (vbUsage, int) {
 	}
 	for _, l := range strings.Split(string(out), "\n") {
 		if i := strings.Index(l, "VECBENCH wall="); i >= 0 {
-			var w, c, hwm int64
+			var w, c, hwm, file, private int64
 			var rows, segs int
-			if _, err := fmt.Sscanf(l[i:], "VECBENCH wall=%d cpu=%d hwm=%d rows=%d segs=%d", &w, &c, &hwm, &rows, &segs); err != nil {
+			if _, err := fmt.Sscanf(l[i:], "VECBENCH wall=%d cpu=%d hwm=%d rows=%d segs=%d file=%d private=%d", &w, &c, &hwm, &rows, &segs, &file, &private); err != nil {
 				t.Fatalf("%s child: %q: %v", op, l, err)
 			}
-			return vbUsage{time.Duration(w), time.Duration(c), hwm}, rows
+			t.Logf("%s child: peak RSS %.0f MiB, of which the binary's own pages %.0f MiB at the end; Go's runtime mapped %.0f MiB", op, float64(hwm)/(1<<20), float64(file)/(1<<20), float64(private)/(1<<20))
+			return vbUsage{time.Duration(w), time.Duration(c), hwm, private}, rows
 		}
 	}
 	t.Fatalf("%s child printed no result:\n%s", op, out)
@@ -324,7 +329,7 @@ func vbRunChild(t *testing.T, op, path string) (vbUsage, int) {
 }
 
 func vbLance(o vbNodeOut) vbUsage {
-	return vbUsage{time.Duration(o.WallMs * float64(time.Millisecond)), time.Duration(o.CpuMs * float64(time.Millisecond)), o.MaxRssKb << 10}
+	return vbUsage{time.Duration(o.WallMs * float64(time.Millisecond)), time.Duration(o.CpuMs * float64(time.Millisecond)), o.MaxRssKb << 10, 0}
 }
 
 // vbTables builds, once per size into cache (reused when its markers
@@ -654,7 +659,7 @@ func TestBenchVectorIndex(t *testing.T) {
 
 	t.Logf("summary: %d + %d vectors, %d partitions, best wall and CPU of %d trials, largest peak RSS, load average %.2f at the start (LanceDB %s)",
 		rows, newRows, parts, trials, load[0], lancedb.Version)
-	t.Logf("| operation | LanceDB wall / CPU / peak RSS | compactord wall / CPU / peak RSS | wall × | CPU × | index MiB (LanceDB, compactord) | peak RSS MiB per GiB of index (LanceDB, compactord) |")
+	t.Logf("| operation | LanceDB wall / CPU / peak RSS | compactord wall / CPU / peak RSS | wall × | CPU × | index MiB (LanceDB, compactord) | peak RSS MiB per GiB of index (LanceDB, compactord) | compactord's anonymous memory, at most: MiB, per GiB of index |")
 	for _, k := range []string{"catchup-pq", "catchup-hnsw", "compact-pq", "defer-pq", "remap-pq", "compact-hnsw", "compact-noindex"} {
 		r := res[k]
 		if r == nil {
@@ -672,8 +677,9 @@ func TestBenchVectorIndex(t *testing.T) {
 			}
 			return fmt.Sprintf("%.0f", float64(u.HWM)/(1<<20)/(float64(idx)/(1<<30)))
 		}
-		t.Logf("| %s | %s | %s | %s | %s | %.1f, %.1f | %s, %s |", r.what, r.lance, r.ours, ratio(r.lance.Wall, r.ours.Wall), ratio(r.lance.CPU, r.ours.CPU),
-			float64(r.lanceIndex)/(1<<20), float64(r.oursIndex)/(1<<20), perGiB(r.lance, r.lanceIndex), perGiB(r.ours, r.oursIndex))
+		t.Logf("| %s | %s | %s | %s | %s | %.1f, %.1f | %s, %s | %.0f, %s |", r.what, r.lance, r.ours, ratio(r.lance.Wall, r.ours.Wall), ratio(r.lance.CPU, r.ours.CPU),
+			float64(r.lanceIndex)/(1<<20), float64(r.oursIndex)/(1<<20), perGiB(r.lance, r.lanceIndex), perGiB(r.ours, r.oursIndex),
+			float64(r.ours.Private)/(1<<20), perGiB(vbUsage{HWM: r.ours.Private}, r.oursIndex))
 	}
 	if c, n, r := res["compact-pq"], res["compact-noindex"], res["remap-pq"]; c != nil && n != nil && r != nil {
 		lw, lc := c.lance.Wall-n.lance.Wall, c.lance.CPU-n.lance.CPU

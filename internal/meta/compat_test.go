@@ -136,4 +136,27 @@ func TestCheckIndexVersion(t *testing.T) {
 	if err == nil || !errors.Is(err, ErrUnsupportedFeature) || !strings.Contains(err.Error(), "index_version 1") {
 		t.Fatalf("btree v1: %v, want a refusal naming index_version 1", err)
 	}
+	// Full-text and vector segments too: newer Lance writes an inverted
+	// index_version 3 (list-element documents), which compactord must not
+	// copy onto segments of version 2's content.
+	for _, c := range []struct {
+		url   string
+		ok    []int32
+		newer int32
+	}{
+		{"/lance.table.InvertedIndexDetails", []int32{0, 1, 2}, 3},
+		{"/lance.index.pb.VectorIndexDetails", []int32{1, 2}, 3},
+	} {
+		seg := func(v int32) *pb.IndexMetadata {
+			return &pb.IndexMetadata{Name: "x_idx", IndexVersion: &v, IndexDetails: &anypb.Any{TypeUrl: c.url}}
+		}
+		for _, v := range c.ok {
+			if err := CheckIndexVersion(seg(v)); err != nil {
+				t.Errorf("%s v%d refused: %v", c.url, v, err)
+			}
+		}
+		if err := CheckIndexVersion(seg(c.newer)); err == nil || !errors.Is(err, ErrUnsupportedFeature) {
+			t.Errorf("%s v%d: %v, want a refusal", c.url, c.newer, err)
+		}
+	}
 }
