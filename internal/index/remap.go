@@ -93,7 +93,7 @@ type RemapOptions struct {
 	// the caller's memory budget (waiting until they fit) and returns the
 	// function that gives them back: a streamed remap's window for the
 	// whole remap, a vector or full-text remap's a partition at a time
-	// (an HNSW index's whole storage at once). nil is no bound.
+	// (an IVF_RQ index's whole storage at once). nil is no bound.
 	Memory func(ctx context.Context, n int64) (release func(), err error)
 }
 

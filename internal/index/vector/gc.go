@@ -8,7 +8,8 @@ import (
 // segmentGCPercent is the garbage collector's target (GOGC) while a
 // segment is built, or remapped whole (HNSW, IVF_RQ). Both hold one large
 // live set (a new segment's codes, then its graphs: 130 MiB for 100 000
-// 768-d SQ rows; a remap's whole storage and graphs: 1 GiB at 1 M rows)
+// 768-d SQ rows; a remap's partition of storage and graphs: 1 GiB at 1 M
+// rows in one partition)
 // while scans and writers churn through short-lived buffers (600 MB for
 // the build's scan); at the default 100 the heap grows to twice the live
 // set between collections, which was half of the catch-up's peak RSS, and

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 
@@ -645,39 +646,77 @@ func (gp *graphPart) emit(c *graphCols, flush func() error) error {
 // as remapGraphs set them) with the graph rows of parts, a batch of
 // graphBatchRows rows assembled at a time, and returns its size.
 func writeGraphParts(w io.Writer, x *SubIndex, parts []graphPart) (int64, error) {
-	md, globals, err := x.fileMeta()
+	gs, err := newGraphStream(w, x)
 	if err != nil {
 		return 0, err
-	}
-	cw := &countingWriter{w: w}
-	fw, err := file.NewWriter(cw, x.Fields, file.WriterOptions{Version: file.V2_2, Metadata: md, GlobalBuffers: globals})
-	if err != nil {
-		return 0, err
-	}
-	var c graphCols
-	flush := func() error {
-		if c.rows() == 0 {
-			return nil
-		}
-		cols := c.columns()
-		// Fresh buffers for the next batch: the writer may keep these.
-		c = graphCols{}
-		return fw.Write(&file.Batch{NumRows: cols[0].Len, Columns: cols})
 	}
 	for i := range parts {
-		if err := parts[i].emit(&c, flush); err != nil {
+		if err := gs.add(&parts[i]); err != nil {
 			return 0, err
 		}
 		// A part written is let go.
 		parts[i] = graphPart{}
 	}
-	if err := flush(); err != nil {
+	return gs.close(x)
+}
+
+// graphStream writes an HNSW index.idx a partition's graph at a time. Its
+// schema metadata (lance:hnsw) and IVF buffer are known only once every
+// partition is written: the file writer reads both at Close, from the map
+// and the slice it was given.
+type graphStream struct {
+	fw      *file.Writer
+	cw      *countingWriter
+	md      map[string][]byte
+	globals [][]byte
+	c       graphCols
+}
+
+// newGraphStream starts the index.idx of a sub-index like x (its fields
+// and extra global buffers) on w.
+func newGraphStream(w io.Writer, x *SubIndex) (*graphStream, error) {
+	gs := &graphStream{cw: &countingWriter{w: w}, md: map[string][]byte{}, globals: append([][]byte{nil}, x.Extra...)}
+	var err error
+	gs.fw, err = file.NewWriter(gs.cw, x.Fields, file.WriterOptions{Version: file.V2_2, Metadata: gs.md, GlobalBuffers: gs.globals})
+	if err != nil {
+		return nil, err
+	}
+	return gs, nil
+}
+
+// flush hands the rows assembled to the writer.
+func (gs *graphStream) flush() error {
+	if gs.c.rows() == 0 {
+		return nil
+	}
+	cols := gs.c.columns()
+	// Fresh buffers for the next batch: the writer may keep these.
+	gs.c = graphCols{}
+	return gs.fw.Write(&file.Batch{NumRows: cols[0].Len, Columns: cols})
+}
+
+// add writes the next partition's graph rows.
+func (gs *graphStream) add(gp *graphPart) error { return gp.emit(&gs.c, gs.flush) }
+
+// close writes the file's end with x's partitions and lance:hnsw (every
+// partition added), and returns its size.
+func (gs *graphStream) close(x *SubIndex) (int64, error) {
+	if err := gs.flush(); err != nil {
 		return 0, err
 	}
-	if err := fw.Close(); err != nil {
+	md, globals, err := x.fileMeta()
+	if err != nil {
 		return 0, err
 	}
-	return cw.n, nil
+	if len(globals) != len(gs.globals) {
+		return 0, fmt.Errorf("%s: %d global buffers, the stream was started with %d", IndexFile, len(globals), len(gs.globals))
+	}
+	maps.Copy(gs.md, md)
+	copy(gs.globals, globals)
+	if err := gs.fw.Close(); err != nil {
+		return 0, err
+	}
+	return gs.cw.n, nil
 }
 
 // keptIDs is partition p's renumbering by a remap of old that kept

@@ -133,79 +133,130 @@ func remapStorageStream(ctx context.Context, r io.ReaderAt, size int64, w io.Wri
 	if s.Quantizer == QuantRQ {
 		return 0, st, unsupported("compactord does not write RQ storage")
 	}
-	rows := f.NumRows()
-	perRow := int64(1)
-	if rows > 0 {
-		perRow = max(1, size/int64(rows))
-	}
-	ivf := &ipb.IVF{Offsets: make([]uint64, s.Partitions()), Lengths: make([]uint32, s.Partitions())}
-	// The IVF buffer is known only once every partition is written: the
-	// writer writes its global buffers at Close, from this slice.
-	globals := append([][]byte{nil}, s.Extra...)
-	cw := &countingWriter{w: w}
-	fw, err := file.NewWriter(cw, s.Fields, file.WriterOptions{Version: file.V2_2, Metadata: s.Metadata, GlobalBuffers: globals, PageBytes: storagePageBytes})
+	perRow := bytesPerRow(size, f.NumRows())
+	out, err := newStorageStream(w, s)
 	if err != nil {
 		return 0, st, err
 	}
-	var at uint64
-	for p, off := range s.IVF.GetOffsets() {
+	for p, n := range s.IVF.GetLengths() {
 		if err := ctx.Err(); err != nil {
 			return 0, st, err
 		}
-		n := s.IVF.GetLengths()[p]
-		ivf.Offsets[p] = at
 		if n == 0 {
+			if err := out.add(p, nil); err != nil {
+				return 0, st, err
+			}
 			continue
 		}
-		kept, err := func() (int, error) {
+		err := func() error {
 			release, err := hold(ctx, mem, storageMemory(int64(n)*perRow))
 			if err != nil {
-				return 0, err
+				return err
 			}
 			defer release()
-			b, err := f.ReadRange(nil, off, off+uint64(n))
+			// The partition alone: its rows are all the storage holds.
+			part, err := readPartition(s, f, p, &ipb.IVF{Offsets: []uint64{0}, Lengths: []uint32{n}})
 			if err != nil {
-				return 0, fmt.Errorf("%s: partition %d: %w", StorageFile, p, err)
+				return err
 			}
-			part := *s
-			part.IVF = &ipb.IVF{Offsets: []uint64{0}, Lengths: []uint32{n}}
-			if err := part.setRows(b); err != nil {
-				return 0, fmt.Errorf("partition %d: %w", p, err)
-			}
-			ns, ps, _, _ := remapStorage(&part, remap, true)
+			ns, ps, _, _ := remapStorage(part, remap, true)
 			st.Entries, st.Kept, st.Dropped = st.Entries+ps.Entries, st.Kept+ps.Kept, st.Dropped+ps.Dropped
-			k := len(ns.RowIDs)
-			if k == 0 {
-				return 0, nil
-			}
-			cols := append([]*file.Array{uint64Array(ns.RowIDs)}, ns.Columns...)
-			if ns.Quantizer == QuantPQ && ns.PQ.Transposed {
-				cols[1] = transposePQ(ns)
-			}
-			const chunk = 64 << 10
-			for start := 0; start < k; start += chunk {
-				end := min(k, start+chunk)
-				bt := &file.Batch{NumRows: end - start}
-				for _, c := range cols {
-					bt.Columns = append(bt.Columns, c.Slice(start, end))
-				}
-				if err := fw.Write(bt); err != nil {
-					return 0, err
-				}
-			}
-			return k, nil
+			return out.add(p, ns)
 		}()
 		if err != nil {
 			return 0, st, err
 		}
-		ivf.Lengths[p] = uint32(kept)
-		at += uint64(kept)
 	}
-	if globals[0], err = encodeIVF(ivf); err != nil {
-		return 0, st, err
+	n, err := out.close()
+	return n, st, err
+}
+
+// bytesPerRow is a file's bytes per row (at least 1), to estimate what
+// reading some of its rows holds.
+func bytesPerRow(size int64, rows uint64) int64 {
+	if rows == 0 {
+		return 1
 	}
-	if err := fw.Close(); err != nil {
-		return 0, st, err
+	return max(1, size/int64(rows))
+}
+
+// readPartition reads partition p's rows of the storage s (f its file)
+// into a copy of s whose partitions are ivf: all of the rows read must be
+// in ivf's partitions.
+func readPartition(s *Storage, f *file.File, p int, ivf *ipb.IVF) (*Storage, error) {
+	off, n := s.IVF.GetOffsets()[p], s.IVF.GetLengths()[p]
+	b, err := f.ReadRange(nil, off, off+uint64(n))
+	if err != nil {
+		return nil, fmt.Errorf("%s: partition %d: %w", StorageFile, p, err)
 	}
-	return cw.n, st, nil
+	part := *s
+	part.IVF = ivf
+	if err := part.setRows(b); err != nil {
+		return nil, fmt.Errorf("partition %d: %w", p, err)
+	}
+	return &part, nil
+}
+
+// storageStream writes an auxiliary.idx a partition at a time, in
+// partition order; its IVF buffer (the partitions' offsets and lengths)
+// is known only once the last is written, and the file writer writes its
+// global buffers at Close, from the slice it was given.
+type storageStream struct {
+	fw      *file.Writer
+	cw      *countingWriter
+	ivf     *ipb.IVF
+	globals [][]byte
+	at      uint64
+}
+
+// newStorageStream starts the auxiliary.idx of a storage like s (its
+// fields, metadata, quantizer buffers and partition count) on w.
+func newStorageStream(w io.Writer, s *Storage) (*storageStream, error) {
+	ss := &storageStream{cw: &countingWriter{w: w}, globals: append([][]byte{nil}, s.Extra...),
+		ivf: &ipb.IVF{Offsets: make([]uint64, s.Partitions()), Lengths: make([]uint32, s.Partitions())}}
+	var err error
+	ss.fw, err = file.NewWriter(ss.cw, s.Fields, file.WriterOptions{Version: file.V2_2, Metadata: s.Metadata, GlobalBuffers: ss.globals, PageBytes: storagePageBytes})
+	if err != nil {
+		return nil, err
+	}
+	return ss, nil
+}
+
+// add writes the rows of ns (nil: none), all of them partition p's.
+func (ss *storageStream) add(p int, ns *Storage) error {
+	ss.ivf.Offsets[p] = ss.at
+	if ns == nil || len(ns.RowIDs) == 0 {
+		return nil
+	}
+	k := len(ns.RowIDs)
+	cols := append([]*file.Array{uint64Array(ns.RowIDs)}, ns.Columns...)
+	if ns.Quantizer == QuantPQ && ns.PQ.Transposed {
+		cols[1] = transposePQ(ns)
+	}
+	const chunk = 64 << 10
+	for start := 0; start < k; start += chunk {
+		end := min(k, start+chunk)
+		bt := &file.Batch{NumRows: end - start}
+		for _, c := range cols {
+			bt.Columns = append(bt.Columns, c.Slice(start, end))
+		}
+		if err := ss.fw.Write(bt); err != nil {
+			return err
+		}
+	}
+	ss.ivf.Lengths[p] = uint32(k)
+	ss.at += uint64(k)
+	return nil
+}
+
+// close writes the IVF buffer and the file's end, and returns its size.
+func (ss *storageStream) close() (int64, error) {
+	var err error
+	if ss.globals[0], err = encodeIVF(ss.ivf); err != nil {
+		return 0, err
+	}
+	if err := ss.fw.Close(); err != nil {
+		return 0, err
+	}
+	return ss.cw.n, nil
 }

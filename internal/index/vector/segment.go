@@ -205,7 +205,7 @@ type RemapOptions struct {
 	// Memory, when set, takes the bytes the remap is about to hold from
 	// the caller's memory budget (waiting until they fit) and returns the
 	// function that gives them back: a partition's worth at a time, or
-	// the whole storage's for an HNSW index.
+	// the whole storage's for an IVF_RQ index.
 	Memory func(ctx context.Context, n int64) (release func(), err error)
 }
 
@@ -241,20 +241,47 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 	if err != nil {
 		return nil, nil, st, err
 	}
-	if HasGraph(m) || typ == TypeIVFRQ {
-		// The graphs of the partitions that lost rows are repaired or
-		// rebuilt over the whole storage, and RQ codes are packed in
-		// blocks across a partition's rows: the storage is held in memory
-		// at once.
-		var idxSize int64
-		if HasGraph(m) {
-			ia, err := b.Attributes(ctx, dir+IndexFile)
-			if err != nil {
-				return nil, nil, st, fmt.Errorf("index %s (%s): %w", m.GetName(), meta.UUIDString(m.GetUuid()), err)
-			}
-			idxSize = ia.Size
+	switch {
+	case HasGraph(m):
+		// A partition at a time: its storage rows and graph rows read,
+		// remapped, the graph kept, repaired or rebuilt, both written.
+		defer holdGC(segmentGCPercent)()
+		ia, err := b.Attributes(ctx, dir+IndexFile)
+		if err != nil {
+			return nil, nil, st, fmt.Errorf("index %s (%s): %w", m.GetName(), meta.UUIDString(m.GetUuid()), err)
 		}
-		release, err := hold(ctx, o.Memory, graphRemapMemory(a.Size, idxSize))
+		ir := storage.NewReaderAt(ctx, b, dir+IndexFile, ia.Size)
+		defer ir.(*storage.ReaderAt).Close()
+		sr := storage.NewReaderAt(ctx, b, dir+StorageFile, a.Size)
+		defer sr.(*storage.ReaderAt).Close()
+		out := meta.IndexDir(id)
+		var ws []io.WriteCloser
+		for _, name := range []string{IndexFile, StorageFile} {
+			w, err := b.NewWriter(ctx, out+name)
+			if err != nil {
+				for _, w := range ws {
+					_ = w.Close()
+				}
+				return nil, keys, st, fmt.Errorf("index %s: write %s: %w", m.GetName(), name, err)
+			}
+			ws = append(ws, w)
+			keys = append(keys, out+name)
+		}
+		in, sn, rst, err := remapGraphStream(ctx, ir, ia.Size, sr, a.Size, ws[0], ws[1], typ, remap, o.Memory)
+		st = rst
+		for i, w := range ws {
+			if cerr := w.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("write %s: %w", []string{IndexFile, StorageFile}[i], cerr)
+			}
+		}
+		if err != nil {
+			return nil, keys, st, fmt.Errorf("index %s (%s): %w", m.GetName(), meta.UUIDString(m.GetUuid()), err)
+		}
+		files = []*pb.IndexFile{{Path: StorageFile, SizeBytes: uint64(sn)}, {Path: IndexFile, SizeBytes: uint64(in)}}
+	case typ == TypeIVFRQ:
+		// RQ codes are packed in blocks across a partition's rows: the
+		// storage is held in memory at once.
+		release, err := hold(ctx, o.Memory, graphRemapMemory(a.Size, 0))
 		if err != nil {
 			return nil, nil, st, err
 		}
@@ -265,32 +292,14 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 			return nil, nil, st, err
 		}
 		var ns *Storage
-		var touched []bool
-		var keep []int
-		// In place: the storage read is this remap's own, and only its
-		// partitions are read after.
-		ns, st, touched, keep = remapStorage(seg.Storage, remap, true)
+		// In place: the storage read is this remap's own.
+		ns, st, _, _ = remapStorage(seg.Storage, remap, true)
 		// A FLAT sub-index holds only the centroids, which a remap keeps.
 		writeIndex := func(w io.Writer) (int64, error) { n, err := w.Write(seg.indexRaw); return int64(n), err }
-		if HasGraph(m) {
-			seg.indexRaw = nil
-			nx, parts, err := remapGraphs(seg.Index, seg.Storage, ns, keep, touched)
-			if err != nil {
-				return nil, nil, st, fmt.Errorf("index %s: %w", m.GetName(), err)
-			}
-			// The partitions that lost no row still write the old graph
-			// rows; the rest are in parts.
-			seg.Index = nil
-			writeIndex = func(w io.Writer) (int64, error) {
-				n, err := writeGraphParts(w, nx, parts)
-				parts = nil
-				return n, err
-			}
-		}
 		if files, keys, err = writeSegment(ctx, b, meta.IndexDir(id), writeIndex, ns); err != nil {
 			return nil, keys, st, fmt.Errorf("index %s: %w", m.GetName(), err)
 		}
-	} else {
+	default:
 		// A FLAT sub-index holds only the centroids, which a remap keeps:
 		// index.idx is copied, and auxiliary.idx streamed a partition at
 		// a time.

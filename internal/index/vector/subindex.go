@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	ipb "github.com/compactord/compactord/gen/lanceindexpb"
 	"github.com/compactord/compactord/gen/lancepb"
@@ -66,9 +67,28 @@ func ReadSubIndex(r io.ReaderAt, size int64) (*SubIndex, error) {
 // centroids and parameters, and the graphs are most of the file (about
 // 320 bytes a node at m 20).
 func readSubIndex(r io.ReaderAt, size int64, graphs bool) (*SubIndex, error) {
-	f, err := file.Open(r, size)
+	x, f, err := openSubIndex(r, size)
+	if err != nil || !graphs || !x.IsHNSW() {
+		return x, err
+	}
+	b, err := f.ReadAll(nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", IndexFile, err)
+	}
+	if err := checkGraphRows(b, int(f.NumRows())); err != nil {
+		return nil, err
+	}
+	x.Columns = b.Columns
+	return x, nil
+}
+
+// openSubIndex decodes and checks an index.idx's metadata (a FLAT
+// sub-index whole) and returns the file, from which an HNSW sub-index's
+// graph rows are read, all at once or a partition at a time.
+func openSubIndex(r io.ReaderAt, size int64) (*SubIndex, *file.File, error) {
+	f, err := file.Open(r, size)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", IndexFile, err)
 	}
 	x := &SubIndex{Fields: f.Desc.GetSchema().GetFields(), Metadata: f.Desc.GetSchema().GetMetadata()}
 	var li struct {
@@ -79,38 +99,38 @@ func readSubIndex(r io.ReaderAt, size int64, graphs bool) (*SubIndex, error) {
 	if !ok {
 		// Lance's first vector layouts kept everything in one file with a
 		// protobuf footer; LanceDB 0.39 writes none of them.
-		return nil, unsupported("%s has no lance:index metadata (a legacy vector index layout)", IndexFile)
+		return nil, nil, unsupported("%s has no lance:index metadata (a legacy vector index layout)", IndexFile)
 	}
 	if err := json.Unmarshal(raw, &li); err != nil {
-		return nil, formatErr("%s: lance:index: %v", IndexFile, err)
+		return nil, nil, formatErr("%s: lance:index: %v", IndexFile, err)
 	}
 	if _, ok := typeParts[li.Type]; !ok {
-		return nil, unsupported("%s: index type %q", IndexFile, li.Type)
+		return nil, nil, unsupported("%s: index type %q", IndexFile, li.Type)
 	}
 	if _, ok := distanceTypes[li.Distance]; !ok {
-		return nil, unsupported("%s: distance type %q", IndexFile, li.Distance)
+		return nil, nil, unsupported("%s: distance type %q", IndexFile, li.Distance)
 	}
 	x.Type, x.Distance = li.Type, li.Distance
 	if string(x.Metadata["lance:ivf"]) != "1" {
-		return nil, unsupported("%s: lance:ivf %q (compactord reads \"1\")", IndexFile, x.Metadata["lance:ivf"])
+		return nil, nil, unsupported("%s: lance:ivf %q (compactord reads \"1\")", IndexFile, x.Metadata["lance:ivf"])
 	}
 	if len(f.Globals) < 2 {
-		return nil, formatErr("%s has no IVF global buffer", IndexFile)
+		return nil, nil, formatErr("%s has no IVF global buffer", IndexFile)
 	}
 	gb, err := f.GlobalBuffer(1)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", IndexFile, err)
+		return nil, nil, fmt.Errorf("%s: %w", IndexFile, err)
 	}
 	if x.IVF, err = decodeIVF(gb, true); err != nil {
-		return nil, fmt.Errorf("%s: %w", IndexFile, err)
+		return nil, nil, fmt.Errorf("%s: %w", IndexFile, err)
 	}
 	if binary := x.IVF.GetCentroidsTensor().GetDataType() == ipb.Tensor_UINT8; binary != (x.Distance == "hamming") {
-		return nil, formatErr("%s: a %s index with %s centroids", IndexFile, x.Distance, x.IVF.GetCentroidsTensor().GetDataType())
+		return nil, nil, formatErr("%s: a %s index with %s centroids", IndexFile, x.Distance, x.IVF.GetCentroidsTensor().GetDataType())
 	}
 	for i := 2; i < len(f.Globals); i++ {
 		b, err := f.GlobalBuffer(i)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", IndexFile, err)
+			return nil, nil, fmt.Errorf("%s: %w", IndexFile, err)
 		}
 		x.Extra = append(x.Extra, b)
 	}
@@ -119,64 +139,69 @@ func readSubIndex(r io.ReaderAt, size int64, graphs bool) (*SubIndex, error) {
 	if !x.IsHNSW() {
 		var flat []string
 		if err := json.Unmarshal(x.Metadata["lance:flat"], &flat); err != nil || len(flat) != parts {
-			return nil, formatErr("%s: lance:flat is not a list of %d entries", IndexFile, parts)
+			return nil, nil, formatErr("%s: lance:flat is not a list of %d entries", IndexFile, parts)
 		}
 		if len(fs) != 1 || fs[0].Name != "__flat_marker" || f.NumRows() != 0 {
-			return nil, formatErr("%s: a FLAT sub-index is one empty __flat_marker column", IndexFile)
+			return nil, nil, formatErr("%s: a FLAT sub-index is one empty __flat_marker column", IndexFile)
 		}
 		b, err := f.ReadAll(nil)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", IndexFile, err)
+			return nil, nil, fmt.Errorf("%s: %w", IndexFile, err)
 		}
 		x.Columns = b.Columns
-		return x, nil
+		return x, f, nil
 	}
 	if err := checkPartitions(x.IVF, f.NumRows(), IndexFile); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var hs []string
 	if err := json.Unmarshal(x.Metadata["lance:hnsw"], &hs); err != nil || len(hs) != parts {
-		return nil, formatErr("%s: lance:hnsw is not a list of %d entries", IndexFile, parts)
+		return nil, nil, formatErr("%s: lance:hnsw is not a list of %d entries", IndexFile, parts)
 	}
 	for p, h := range hs {
 		var hm HNSWMeta
 		if err := json.Unmarshal([]byte(h), &hm); err != nil {
-			return nil, formatErr("%s: lance:hnsw partition %d: %v", IndexFile, p, err)
+			return nil, nil, formatErr("%s: lance:hnsw partition %d: %v", IndexFile, p, err)
 		}
 		n := int(x.IVF.GetLengths()[p])
 		if hm.Params.MaxLevel < 0 || hm.Params.MaxLevel > 64 || len(hm.LevelOffsets) != hm.Params.MaxLevel+1 {
-			return nil, formatErr("%s: partition %d has %d level offsets for max level %d", IndexFile, p, len(hm.LevelOffsets), hm.Params.MaxLevel)
+			return nil, nil, formatErr("%s: partition %d has %d level offsets for max level %d", IndexFile, p, len(hm.LevelOffsets), hm.Params.MaxLevel)
 		}
 		prev := 0
 		for _, o := range hm.LevelOffsets {
 			if o < prev || o > n {
-				return nil, formatErr("%s: partition %d level offsets %v outside its %d rows", IndexFile, p, hm.LevelOffsets, n)
+				return nil, nil, formatErr("%s: partition %d level offsets %v outside its %d rows", IndexFile, p, hm.LevelOffsets, n)
 			}
 			prev = o
 		}
 		x.HNSW = append(x.HNSW, hm)
 	}
 	if len(fs) != 3 || fs[0].Name != "__vector_id" || fs[1].Name != "__neighbors" || fs[2].Name != "_distance" {
-		return nil, formatErr("%s: HNSW columns are not __vector_id, __neighbors, _distance", IndexFile)
+		return nil, nil, formatErr("%s: HNSW columns are not __vector_id, __neighbors, _distance", IndexFile)
 	}
-	if !graphs {
-		return x, nil
-	}
-	b, err := f.ReadAll(nil)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", IndexFile, err)
-	}
-	n := int(f.NumRows())
+	return x, f, nil
+}
+
+// checkGraphRows checks that b holds n rows of HNSW graph columns
+// (__vector_id u32, __neighbors list<u32>, _distance list<f32>).
+func checkGraphRows(b *file.Batch, n int) error {
 	for i, c := range b.Columns {
 		if c == nil || c.Len != n {
-			return nil, formatErr("%s: column %s does not hold %d rows", IndexFile, fs[i].Name, n)
+			return formatErr("%s: column %d does not hold %d rows", IndexFile, i, n)
 		}
 	}
-	if b.Columns[0].Type.Kind != file.KindUint32 || !listOf(b.Columns[1], file.KindUint32) || !listOf(b.Columns[2], file.KindFloat32) {
-		return nil, formatErr("%s: HNSW columns of types %s, %s, %s", IndexFile, b.Columns[0].Type, b.Columns[1].Type, b.Columns[2].Type)
+	if len(b.Columns) != 3 || b.Columns[0].Type.Kind != file.KindUint32 || !listOf(b.Columns[1], file.KindUint32) || !listOf(b.Columns[2], file.KindFloat32) {
+		return formatErr("%s: HNSW columns of types %s", IndexFile, columnTypes(b.Columns))
 	}
-	x.Columns = b.Columns
-	return x, nil
+	return nil
+}
+
+func columnTypes(cs []*file.Array) string {
+	var ts []string
+	for _, c := range cs {
+		ts = append(ts, fmt.Sprint(c.Type))
+	}
+	return strings.Join(ts, ", ")
 }
 
 func listOf(a *file.Array, k file.Kind) bool {

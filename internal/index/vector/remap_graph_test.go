@@ -1,0 +1,234 @@
+package vector
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	ipb "github.com/compactord/compactord/gen/lanceindexpb"
+	"github.com/compactord/compactord/gen/lancepb"
+	"github.com/compactord/compactord/internal/format/file"
+)
+
+// synthHNSWSegment is the two files of an IVF_HNSW_PQ segment (8-d
+// vectors, 4 sub-vectors of 8 bits, l2) of len(sizes) partitions, sizes[p]
+// rows in partition p, whose graphs compactord built: row i of partition p
+// has address p<<32 | i.
+func synthHNSWSegment(t *testing.T, sizes []int) (index, aux []byte) {
+	t.Helper()
+	const dim, m = 8, 4
+	r := rand.New(rand.NewPCG(5, uint64(len(sizes))))
+	floats := func(n int) []byte {
+		b := make([]byte, 0, 4*n)
+		for range n {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(r.NormFloat64())))
+		}
+		return b
+	}
+	cb, err := encodeTensor(&ipb.Tensor{DataType: ipb.Tensor_FLOAT32, Shape: []uint32{256, m, dim / m}, Data: floats(256 * dim)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := len(sizes)
+	ivf := &ipb.IVF{Offsets: make([]uint64, parts), Lengths: make([]uint32, parts)}
+	var ids []uint64
+	var codes []byte
+	for p, n := range sizes {
+		ivf.Offsets[p], ivf.Lengths[p] = uint64(len(ids)), uint32(n)
+		for i := range n {
+			ids = append(ids, uint64(p)<<32|uint64(i))
+			for range m {
+				codes = append(codes, byte(r.IntN(256)))
+			}
+		}
+	}
+	s := &Storage{
+		Quantizer: QuantPQ, Distance: "l2",
+		Fields: []*lancepb.Field{
+			{Name: colRowID, Id: 0, ParentId: -1, LogicalType: "uint64", Nullable: true},
+			{Name: colPQ, Id: 1, ParentId: -1, LogicalType: fmt.Sprintf("fixed_size_list:uint8:%d", m), Nullable: true},
+		},
+		Metadata: map[string][]byte{
+			"distance_type":    []byte("l2"),
+			"lance:ivf":        []byte("1"),
+			"storage_metadata": []byte(`["{\"codebook_position\":2,\"nbits\":8,\"num_sub_vectors\":4,\"dimension\":8,\"codebook_tensor\":[],\"transposed\":true}"]`),
+		},
+		IVF: ivf, Extra: [][]byte{cb}, RowIDs: ids,
+		Columns: []*file.Array{fslU8(codes, m)},
+		PQ:      &PQParams{CodebookPosition: 2, NBits: 8, NumSubVectors: m, Dimension: dim, Transposed: true},
+	}
+	var sb bytes.Buffer
+	if _, err := WriteStorage(&sb, s); err != nil {
+		t.Fatal(err)
+	}
+	// Read back, as a remap reads it: the codebook decoded.
+	if s, err = ReadStorage(bytes.NewReader(sb.Bytes()), int64(sb.Len())); err != nil {
+		t.Fatal(err)
+	}
+	x := &SubIndex{
+		Type: TypeIVFHNSWPQ, Distance: "l2",
+		Fields: []*lancepb.Field{
+			{Name: "__vector_id", Id: 0, ParentId: -1, LogicalType: "uint32", Nullable: true, Encoding: lancepb.Encoding_PLAIN},
+			{Name: "__neighbors", Id: 1, ParentId: -1, LogicalType: "list", Nullable: true, Encoding: lancepb.Encoding_PLAIN},
+			{Name: "item", Id: 2, ParentId: 1, LogicalType: "uint32", Nullable: true, Encoding: lancepb.Encoding_PLAIN},
+			{Name: "_distance", Id: 3, ParentId: -1, LogicalType: "list", Nullable: true, Encoding: lancepb.Encoding_PLAIN},
+			{Name: "item", Id: 4, ParentId: 3, LogicalType: "float", Nullable: true, Encoding: lancepb.Encoding_PLAIN},
+		},
+		Metadata: map[string][]byte{},
+		IVF: &ipb.IVF{Offsets: make([]uint64, parts), Lengths: make([]uint32, parts),
+			CentroidsTensor: &ipb.Tensor{DataType: ipb.Tensor_FLOAT32, Shape: []uint32{uint32(parts), dim}, Data: floats(parts * dim)}},
+		HNSW: make([]HNSWMeta, parts),
+	}
+	for p := range x.HNSW {
+		x.HNSW[p].Params = HNSWParams{MaxLevel: 3, M: 6, EfConstruction: 24}
+	}
+	touched := make([]bool, parts)
+	for p := range touched {
+		touched[p] = true
+	}
+	if x, err = RebuildGraphs(x, s, touched); err != nil {
+		t.Fatal(err)
+	}
+	var xb bytes.Buffer
+	if _, err := WriteSubIndex(&xb, x); err != nil {
+		t.Fatal(err)
+	}
+	return xb.Bytes(), sb.Bytes()
+}
+
+// TestRemapGraphStreamIsWholeRemap: remapping an HNSW segment a
+// partition at a time writes what the whole-segment remap writes (every
+// row address, code, graph list and distance, the partitions and
+// lance:hnsw), for a partition whose graph is repaired, one kept, one
+// rebuilt (70 % deleted), one emptied and one empty; and it holds at most
+// the largest partition's working memory at once.
+func TestRemapGraphStreamIsWholeRemap(t *testing.T) {
+	sizes := []int{400, 300, 350, 120, 0}
+	xb, sb := synthHNSWSegment(t, sizes)
+	remap := func(a uint64) (uint64, bool) {
+		p, i := a>>32, a&0xffffffff
+		switch p {
+		case 0:
+			return 9<<32 | i, i%5 != 2 // 20 % dropped: repaired
+		case 2:
+			return a, i%10 < 3 // 70 % dropped: rebuilt
+		case 3:
+			return 0, false // all dropped
+		}
+		return a, true
+	}
+
+	// The whole-segment remap, as compactord did it before.
+	s, err := ReadStorage(bytes.NewReader(sb), int64(len(sb)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := ReadSubIndex(bytes.NewReader(xb), int64(len(xb)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, wantSt, touched, keep := remapStorage(s, remap, true)
+	if !slices.Equal(touched, []bool{true, false, true, true, false}) {
+		t.Fatalf("touched %v", touched)
+	}
+	nx, parts, err := remapGraphs(x, s, ns, keep, touched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parts[0].fg == nil || parts[2].g == nil {
+		t.Fatal("the fixture no longer repairs partition 0 and rebuilds partition 2")
+	}
+	var wantX, wantS bytes.Buffer
+	if _, err := writeGraphParts(&wantX, nx, parts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteStorage(&wantS, ns); err != nil {
+		t.Fatal(err)
+	}
+
+	var held []int64
+	mem := func(_ context.Context, n int64) (func(), error) {
+		held = append(held, n)
+		return func() {}, nil
+	}
+	var gotX, gotS bytes.Buffer
+	in, sn, st, err := remapGraphStream(t.Context(), bytes.NewReader(xb), int64(len(xb)), bytes.NewReader(sb), int64(len(sb)), &gotX, &gotS, TypeIVFHNSWPQ, remap, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in != int64(gotX.Len()) || sn != int64(gotS.Len()) {
+		t.Fatalf("sizes %d, %d reported for %d, %d bytes written", in, sn, gotX.Len(), gotS.Len())
+	}
+	if st != wantSt {
+		t.Fatalf("stats %+v, the whole remap's %+v", st, wantSt)
+	}
+	want, err := ReadSubIndex(bytes.NewReader(wantX.Bytes()), int64(wantX.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadSubIndex(bytes.NewReader(gotX.Bytes()), int64(gotX.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.IVF.GetOffsets(), want.IVF.GetOffsets()) || !slices.Equal(got.IVF.GetLengths(), want.IVF.GetLengths()) {
+		t.Fatalf("graph partitions %v %v, the whole remap's %v %v", got.IVF.GetOffsets(), got.IVF.GetLengths(), want.IVF.GetOffsets(), want.IVF.GetLengths())
+	}
+	for p := range want.HNSW {
+		if fmt.Sprint(got.HNSW[p]) != fmt.Sprint(want.HNSW[p]) {
+			t.Fatalf("partition %d's lance:hnsw %+v, the whole remap's %+v", p, got.HNSW[p], want.HNSW[p])
+		}
+	}
+	for c := range want.Columns {
+		if !sameArray(got.Columns[c], want.Columns[c]) {
+			t.Fatalf("graph column %d differs from the whole remap's", c)
+		}
+	}
+	ws, err := ReadStorage(bytes.NewReader(wantS.Bytes()), int64(wantS.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := ReadStorage(bytes.NewReader(gotS.Bytes()), int64(gotS.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(gs.RowIDs, ws.RowIDs) || !slices.Equal(gs.IVF.GetOffsets(), ws.IVF.GetOffsets()) || !slices.Equal(gs.IVF.GetLengths(), ws.IVF.GetLengths()) ||
+		!sameArray(gs.Columns[0], ws.Columns[0]) {
+		t.Fatalf("storage differs from the whole remap's: %d rows in %v against %d in %v", len(gs.RowIDs), gs.IVF.GetLengths(), len(ws.RowIDs), ws.IVF.GetLengths())
+	}
+	// One hold per partition with rows, none over the largest's.
+	if len(held) != 4 {
+		t.Fatalf("%d memory holds, want one for each of the 4 partitions with rows", len(held))
+	}
+	// Beyond the page buffers every hold counts, the largest partition's
+	// share of the whole segment's estimate.
+	fixed := graphRemapMemory(0, 0)
+	if most, whole := slices.Max(held)-fixed, graphRemapMemory(int64(len(sb)), int64(len(xb)))-fixed; most > whole*int64(slices.Max(sizes))/sumInts(sizes)+64 {
+		t.Fatalf("largest hold %d bytes over the page buffers, whole segment %d: not the largest partition's share", most, whole)
+	}
+}
+
+func sumInts(xs []int) int64 {
+	var n int64
+	for _, x := range xs {
+		n += int64(x)
+	}
+	return n
+}
+
+// sameArray reports whether two decoded columns hold the same values.
+func sameArray(a, b *file.Array) bool {
+	if a.Len != b.Len || !bytes.Equal(a.Values, b.Values) || !slices.Equal(a.Offsets, b.Offsets) || len(a.Children) != len(b.Children) {
+		return false
+	}
+	for i := range a.Children {
+		if !sameArray(a.Children[i], b.Children[i]) {
+			return false
+		}
+	}
+	return true
+}
