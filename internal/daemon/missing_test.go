@@ -1,12 +1,13 @@
 package daemon_test
 
 import (
-	"github.com/compactord/compactord/internal/daemon"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/compactord/compactord/internal/daemon"
 
 	"github.com/compactord/compactord/internal/testing/lancedb"
 )

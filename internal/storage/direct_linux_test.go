@@ -5,6 +5,7 @@ package storage
 import (
 	"bytes"
 	"context"
+	"io"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -15,19 +16,7 @@ import (
 // buffers are written, and its end (shorter than a block) is written
 // after O_DIRECT is cleared.
 func TestDirectWritesBypassPageCache(t *testing.T) {
-	b, err := openFile(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	wc, err := b.NewWriter(DirectWrites(context.Background()), "data/x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fw := wc.(*fileWriter)
-	if fw.direct == nil {
-		fw.abort()
-		t.Skip("this file system refuses O_DIRECT")
-	}
+	_, wc, fw := directTestWriter(t)
 	flags := func() int {
 		fl, err := unix.FcntlInt(fw.f.Fd(), unix.F_GETFL, 0)
 		if err != nil {
@@ -61,19 +50,7 @@ func TestDirectWritesBypassPageCache(t *testing.T) {
 // the flag at open) is written through the page cache instead, and so is
 // everything after it; the object holds every byte.
 func TestDirectWriteRefusedFallsBack(t *testing.T) {
-	b, err := openFile(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	wc, err := b.NewWriter(DirectWrites(context.Background()), "data/x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fw := wc.(*fileWriter)
-	if fw.direct == nil {
-		fw.abort()
-		t.Skip("this file system refuses O_DIRECT")
-	}
+	b, wc, fw := directTestWriter(t)
 	want := directPayload(directAlign + 3*directBufBytes + 100)
 	// A slice one byte into an allocation is not aligned for O_DIRECT.
 	head := append(make([]byte, 1, directAlign+1), want[:directAlign]...)[1:]
@@ -100,4 +77,25 @@ func TestDirectWriteRefusedFallsBack(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("read back %d bytes, want the %d written", len(got), len(want))
 	}
+}
+
+// directTestWriter opens a writer of "data/x" under DirectWrites in a
+// new file bucket; the test is skipped where the file system refuses
+// O_DIRECT.
+func directTestWriter(t *testing.T) (*fileBucket, io.WriteCloser, *fileWriter) {
+	t.Helper()
+	b, err := openFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, err := b.NewWriter(DirectWrites(context.Background()), "data/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw := wc.(*fileWriter)
+	if fw.direct == nil {
+		fw.abort()
+		t.Skip("this file system refuses O_DIRECT")
+	}
+	return b, wc, fw
 }

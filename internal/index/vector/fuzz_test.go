@@ -26,23 +26,8 @@ func synthPQ(t testing.TB) (*Storage, *SubIndex) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Storage{
-		Quantizer: QuantPQ, Distance: "l2",
-		Fields: []*lancepb.Field{
-			{Name: colRowID, Id: 0, ParentId: -1, LogicalType: "uint64", Nullable: true},
-			{Name: colPQ, Id: 1, ParentId: -1, LogicalType: fmt.Sprintf("fixed_size_list:uint8:%d", m), Nullable: true},
-		},
-		Metadata: map[string][]byte{
-			"distance_type":    []byte("l2"),
-			"lance:ivf":        []byte("1"),
-			"storage_metadata": []byte(`["{\"codebook_position\":2,\"nbits\":8,\"num_sub_vectors\":2,\"dimension\":4,\"codebook_tensor\":[],\"transposed\":true}"]`),
-		},
-		IVF:     &ipb.IVF{Offsets: []uint64{0, 3}, Lengths: []uint32{3, 2}},
-		Extra:   [][]byte{tensor},
-		RowIDs:  []uint64{7, 1 << 32, 3, 2<<32 | 5, 9},
-		Columns: []*file.Array{fslU8([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, m)},
-		PQ:      &PQParams{CodebookPosition: 2, NBits: 8, NumSubVectors: m, Dimension: dim, Transposed: true},
-	}
+	s := pqStorage(dim, m, tensor, &ipb.IVF{Offsets: []uint64{0, 3}, Lengths: []uint32{3, 2}},
+		[]uint64{7, 1 << 32, 3, 2<<32 | 5, 9}, []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
 	cent := make([]byte, 0, 4*2*dim)
 	for i := range 2 * dim {
 		cent = binary.LittleEndian.AppendUint32(cent, uint32(i))
@@ -159,6 +144,28 @@ func FuzzReadSubIndex(f *testing.F) {
 		var out bytes.Buffer
 		_, _ = WriteSubIndex(&out, x)
 	})
+}
+
+// pqStorage is an l2 storage of 8-bit PQ codes (m sub-vectors of
+// dim-d vectors, codebook the encoded tensor; transposed as LanceDB
+// stores them), rows ids and their row-major codes in ivf's partitions.
+func pqStorage(dim, m int, codebook []byte, ivf *ipb.IVF, ids []uint64, codes []byte) *Storage {
+	return &Storage{
+		Quantizer: QuantPQ, Distance: "l2",
+		Fields: []*lancepb.Field{
+			{Name: colRowID, Id: 0, ParentId: -1, LogicalType: "uint64", Nullable: true},
+			{Name: colPQ, Id: 1, ParentId: -1, LogicalType: fmt.Sprintf("fixed_size_list:uint8:%d", m), Nullable: true},
+		},
+		Metadata: map[string][]byte{
+			"distance_type": []byte("l2"),
+			"lance:ivf":     []byte("1"),
+			"storage_metadata": []byte(fmt.Sprintf(`["{\"codebook_position\":2,\"nbits\":8,\"num_sub_vectors\":%d,\"dimension\":%d,\"codebook_tensor\":[],\"transposed\":true}"]`,
+				m, dim)),
+		},
+		IVF: ivf, Extra: [][]byte{codebook}, RowIDs: ids,
+		Columns: []*file.Array{fslU8(codes, m)},
+		PQ:      &PQParams{CodebookPosition: 2, NBits: 8, NumSubVectors: m, Dimension: dim, Transposed: true},
+	}
 }
 
 // encodeSynthPQ4 is a small 4-bit PQ storage (dim 4, 2 sub-vectors, one

@@ -47,21 +47,7 @@ func synthHNSWSegment(t *testing.T, sizes []int) (index, aux []byte) {
 			}
 		}
 	}
-	s := &Storage{
-		Quantizer: QuantPQ, Distance: "l2",
-		Fields: []*lancepb.Field{
-			{Name: colRowID, Id: 0, ParentId: -1, LogicalType: "uint64", Nullable: true},
-			{Name: colPQ, Id: 1, ParentId: -1, LogicalType: fmt.Sprintf("fixed_size_list:uint8:%d", m), Nullable: true},
-		},
-		Metadata: map[string][]byte{
-			"distance_type":    []byte("l2"),
-			"lance:ivf":        []byte("1"),
-			"storage_metadata": []byte(`["{\"codebook_position\":2,\"nbits\":8,\"num_sub_vectors\":4,\"dimension\":8,\"codebook_tensor\":[],\"transposed\":true}"]`),
-		},
-		IVF: ivf, Extra: [][]byte{cb}, RowIDs: ids,
-		Columns: []*file.Array{fslU8(codes, m)},
-		PQ:      &PQParams{CodebookPosition: 2, NBits: 8, NumSubVectors: m, Dimension: dim, Transposed: true},
-	}
+	s := pqStorage(dim, m, cb, ivf, ids, codes)
 	var sb bytes.Buffer
 	if _, err := WriteStorage(&sb, s); err != nil {
 		t.Fatal(err)
