@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	ipb "github.com/compactord/compactord/gen/lanceindexpb"
@@ -19,7 +21,7 @@ import (
 // vectors, 4 sub-vectors of 8 bits, l2) of len(sizes) partitions, sizes[p]
 // rows in partition p, whose graphs compactord built: row i of partition p
 // has address p<<32 | i.
-func synthHNSWSegment(t *testing.T, sizes []int) (index, aux []byte) {
+func synthHNSWSegment(t testing.TB, sizes []int) (index, aux []byte) {
 	t.Helper()
 	const dim, m = 8, 4
 	r := rand.New(rand.NewPCG(5, uint64(len(sizes))))
@@ -217,4 +219,21 @@ func sameArray(a, b *file.Array) bool {
 		}
 	}
 	return true
+}
+
+// FuzzRemapGraphStream: an HNSW segment's two files of any bytes,
+// remapped a partition at a time, give a remapped segment or a one-line
+// error, never a panic.
+func FuzzRemapGraphStream(f *testing.F) {
+	xb, sb := synthHNSWSegment(f, []int{40, 0, 25})
+	f.Add(xb, sb)
+	f.Add(xb[:len(xb)/2], sb)
+	f.Add(xb, sb[:len(sb)-100])
+	f.Fuzz(func(t *testing.T, xb, sb []byte) {
+		remap := func(a uint64) (uint64, bool) { return a + 1<<32, a%3 != 0 }
+		_, _, _, err := remapGraphStream(context.Background(), bytes.NewReader(xb), int64(len(xb)), bytes.NewReader(sb), int64(len(sb)), io.Discard, io.Discard, TypeIVFHNSWPQ, remap, nil)
+		if err != nil && strings.Contains(err.Error(), "\n") {
+			t.Fatalf("a multi-line error: %q", err)
+		}
+	})
 }
