@@ -108,13 +108,7 @@ func BuildGenerationCopy(v *Vectors, distance string) (*SubIndex, *Storage, erro
 	fullzip := map[string][]byte{"lance-encoding:structural-encoding": []byte("fullzip")}
 	x := &SubIndex{
 		Type: TypeIVFHNSWSQ, Distance: distance,
-		Fields: []*pb.Field{
-			{Name: "__vector_id", Id: 0, ParentId: -1, LogicalType: "uint32", Nullable: true, Encoding: pb.Encoding_PLAIN},
-			{Name: "__neighbors", Id: 1, ParentId: -1, LogicalType: "list", Nullable: true, Encoding: pb.Encoding_PLAIN, Metadata: fullzip},
-			{Name: "item", Id: 2, ParentId: 1, LogicalType: "uint32", Nullable: true, Encoding: pb.Encoding_PLAIN},
-			{Name: "_distance", Id: 3, ParentId: -1, LogicalType: "list", Nullable: true, Encoding: pb.Encoding_PLAIN, Metadata: fullzip},
-			{Name: "item", Id: 4, ParentId: 3, LogicalType: "float", Nullable: true, Encoding: pb.Encoding_PLAIN},
-		},
+		Fields:   hnswFields(fullzip),
 		Metadata: map[string][]byte{},
 		IVF: &ipb.IVF{
 			CentroidsTensor: &ipb.Tensor{DataType: ipb.Tensor_FLOAT32, Shape: []uint32{1, uint32(dim)}, Data: zero},

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	ipb "github.com/compactord/compactord/gen/lanceindexpb"
+	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/format/file"
 )
 
@@ -746,6 +747,19 @@ func keptIDs(old *Storage, keep []int, p, n int) []int32 {
 		return nil
 	}
 	return newID
+}
+
+// hnswFields is the schema of an HNSW index.idx's graph columns
+// (__vector_id u32, __neighbors list<u32>, _distance list<f32>), the two
+// lists with listMeta as their field metadata.
+func hnswFields(listMeta map[string][]byte) []*pb.Field {
+	return []*pb.Field{
+		{Name: "__vector_id", Id: 0, ParentId: -1, LogicalType: "uint32", Nullable: true, Encoding: pb.Encoding_PLAIN},
+		{Name: "__neighbors", Id: 1, ParentId: -1, LogicalType: "list", Nullable: true, Encoding: pb.Encoding_PLAIN, Metadata: listMeta},
+		{Name: "item", Id: 2, ParentId: 1, LogicalType: "uint32", Nullable: true, Encoding: pb.Encoding_PLAIN},
+		{Name: "_distance", Id: 3, ParentId: -1, LogicalType: "list", Nullable: true, Encoding: pb.Encoding_PLAIN, Metadata: listMeta},
+		{Name: "item", Id: 4, ParentId: 3, LogicalType: "float", Nullable: true, Encoding: pb.Encoding_PLAIN},
+	}
 }
 
 // graphCols assembles index.idx's graph columns (__vector_id,

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	pb "github.com/compactord/compactord/gen/lancepb"
 )
 
 // TestBuildGraph: a graph over 2000 random 16-d vectors keeps every node
@@ -164,13 +162,7 @@ func TestBuildGraphIsDeterministic(t *testing.T) {
 func TestReadSubIndexWithoutGraphs(t *testing.T) {
 	_, x := synthPQ(t)
 	x.Type = TypeIVFHNSWPQ
-	x.Fields = []*pb.Field{
-		{Name: "__vector_id", Id: 0, ParentId: -1, LogicalType: "uint32", Nullable: true, Encoding: pb.Encoding_PLAIN},
-		{Name: "__neighbors", Id: 1, ParentId: -1, LogicalType: "list", Nullable: true, Encoding: pb.Encoding_PLAIN},
-		{Name: "item", Id: 2, ParentId: 1, LogicalType: "uint32", Nullable: true, Encoding: pb.Encoding_PLAIN},
-		{Name: "_distance", Id: 3, ParentId: -1, LogicalType: "list", Nullable: true, Encoding: pb.Encoding_PLAIN},
-		{Name: "item", Id: 4, ParentId: 3, LogicalType: "float", Nullable: true, Encoding: pb.Encoding_PLAIN},
-	}
+	x.Fields = hnswFields(nil)
 	x.HNSW = []HNSWMeta{
 		{EntryPoint: 0, Params: HNSWParams{MaxLevel: 1, M: 2, EfConstruction: 4}, LevelOffsets: []int{0, 3}},
 		{EntryPoint: 1, Params: HNSWParams{MaxLevel: 1, M: 2, EfConstruction: 4}, LevelOffsets: []int{0, 2}},
@@ -226,13 +218,7 @@ func TestRemapGraphsRepairsAndKeeps(t *testing.T) {
 	if parts[0].fg == nil {
 		t.Fatal("partition 0 lost a third of its rows and was rebuilt, not repaired")
 	}
-	nx.Fields = []*pb.Field{
-		{Name: "__vector_id", Id: 0, ParentId: -1, LogicalType: "uint32", Nullable: true, Encoding: pb.Encoding_PLAIN},
-		{Name: "__neighbors", Id: 1, ParentId: -1, LogicalType: "list", Nullable: true, Encoding: pb.Encoding_PLAIN},
-		{Name: "item", Id: 2, ParentId: 1, LogicalType: "uint32", Nullable: true, Encoding: pb.Encoding_PLAIN},
-		{Name: "_distance", Id: 3, ParentId: -1, LogicalType: "list", Nullable: true, Encoding: pb.Encoding_PLAIN},
-		{Name: "item", Id: 4, ParentId: 3, LogicalType: "float", Nullable: true, Encoding: pb.Encoding_PLAIN},
-	}
+	nx.Fields = hnswFields(nil)
 	var buf bytes.Buffer
 	if _, err := writeGraphParts(&buf, nx, parts); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	ipb "github.com/compactord/compactord/gen/lanceindexpb"
-	"github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/format/file"
 )
 
@@ -60,13 +59,7 @@ func synthHNSWSegment(t testing.TB, sizes []int) (index, aux []byte) {
 	}
 	x := &SubIndex{
 		Type: TypeIVFHNSWPQ, Distance: "l2",
-		Fields: []*lancepb.Field{
-			{Name: "__vector_id", Id: 0, ParentId: -1, LogicalType: "uint32", Nullable: true, Encoding: lancepb.Encoding_PLAIN},
-			{Name: "__neighbors", Id: 1, ParentId: -1, LogicalType: "list", Nullable: true, Encoding: lancepb.Encoding_PLAIN},
-			{Name: "item", Id: 2, ParentId: 1, LogicalType: "uint32", Nullable: true, Encoding: lancepb.Encoding_PLAIN},
-			{Name: "_distance", Id: 3, ParentId: -1, LogicalType: "list", Nullable: true, Encoding: lancepb.Encoding_PLAIN},
-			{Name: "item", Id: 4, ParentId: 3, LogicalType: "float", Nullable: true, Encoding: lancepb.Encoding_PLAIN},
-		},
+		Fields:   hnswFields(nil),
 		Metadata: map[string][]byte{},
 		IVF: &ipb.IVF{Offsets: make([]uint64, parts), Lengths: make([]uint32, parts),
 			CentroidsTensor: &ipb.Tensor{DataType: ipb.Tensor_FLOAT32, Shape: []uint32{uint32(parts), dim}, Data: floats(parts * dim)}},
