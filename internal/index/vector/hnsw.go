@@ -480,8 +480,8 @@ func RebuildGraphs(x *SubIndex, s *Storage, touched []bool) (*SubIndex, error) {
 // partition that lost at most repairMaxDeleted of its rows has its graph
 // repaired (repairGraph) instead of built again; and that it returns
 // each partition's graph rows to write (graphPart) beside an index
-// without columns (its partitions and lance:hnsw set), for
-// writeGraphParts, rather than assembled. parts is nil for a sub-index
+// without columns (its partitions and lance:hnsw set), for a
+// graphStream, rather than assembled. parts is nil for a sub-index
 // without graphs (out is then x).
 func remapGraphs(x *SubIndex, old, s *Storage, keep []int, touched []bool) (out *SubIndex, parts []graphPart, _ error) {
 	if !x.IsHNSW() {
@@ -589,7 +589,7 @@ func (gp *graphPart) meta(params HNSWParams) HNSWMeta {
 	return hm
 }
 
-// graphBatchRows is the rows of graph columns writeGraphParts assembles
+// graphBatchRows is the rows of graph columns a graphStream assembles
 // before it hands them to the writer.
 const graphBatchRows = 16 << 10
 
@@ -641,24 +641,6 @@ func (gp *graphPart) emit(c *graphCols, flush func() error) error {
 		}
 	}
 	return nil
-}
-
-// writeGraphParts writes index.idx for x (its partitions and lance:hnsw
-// as remapGraphs set them) with the graph rows of parts, a batch of
-// graphBatchRows rows assembled at a time, and returns its size.
-func writeGraphParts(w io.Writer, x *SubIndex, parts []graphPart) (int64, error) {
-	gs, err := newGraphStream(w, x)
-	if err != nil {
-		return 0, err
-	}
-	for i := range parts {
-		if err := gs.add(&parts[i]); err != nil {
-			return 0, err
-		}
-		// A part written is let go.
-		parts[i] = graphPart{}
-	}
-	return gs.close(x)
 }
 
 // graphStream writes an HNSW index.idx a partition's graph at a time. Its

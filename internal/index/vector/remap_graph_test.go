@@ -214,6 +214,25 @@ func sameArray(a, b *file.Array) bool {
 	return true
 }
 
+// writeGraphParts writes index.idx for x (its partitions and lance:hnsw
+// as remapGraphs set them) with the graph rows of parts, and returns its
+// size: the whole-segment remap's writer, which remapGraphStream's output
+// is held to.
+func writeGraphParts(w io.Writer, x *SubIndex, parts []graphPart) (int64, error) {
+	gs, err := newGraphStream(w, x)
+	if err != nil {
+		return 0, err
+	}
+	for i := range parts {
+		if err := gs.add(&parts[i]); err != nil {
+			return 0, err
+		}
+		// A part written is let go.
+		parts[i] = graphPart{}
+	}
+	return gs.close(x)
+}
+
 // FuzzRemapGraphStream: an HNSW segment's two files of any bytes,
 // remapped a partition at a time, give a remapped segment or a one-line
 // error, never a panic.
