@@ -92,8 +92,8 @@ type RemapOptions struct {
 	// Memory, when set, takes the bytes the remap is about to hold from
 	// the caller's memory budget (waiting until they fit) and returns the
 	// function that gives them back: a streamed remap's window for the
-	// whole remap, a vector or full-text remap's a partition at a time
-	// (an IVF_RQ index's whole storage at once). nil is no bound.
+	// whole remap, a vector or full-text remap's a partition at a time.
+	// nil is no bound.
 	Memory func(ctx context.Context, n int64) (release func(), err error)
 }
 

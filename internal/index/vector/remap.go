@@ -130,9 +130,6 @@ func remapStorageStream(ctx context.Context, r io.ReaderAt, size int64, w io.Wri
 	if err := check(s); err != nil {
 		return 0, st, err
 	}
-	if s.Quantizer == QuantRQ {
-		return 0, st, unsupported("compactord does not write RQ storage")
-	}
 	perRow := bytesPerRow(size, f.NumRows())
 	out, err := newStorageStream(w, s)
 	if err != nil {
@@ -230,8 +227,12 @@ func (ss *storageStream) add(p int, ns *Storage) error {
 	}
 	k := len(ns.RowIDs)
 	cols := append([]*file.Array{uint64Array(ns.RowIDs)}, ns.Columns...)
-	if ns.Quantizer == QuantPQ && ns.PQ.Transposed {
+	switch {
+	case ns.Quantizer == QuantPQ && ns.PQ.Transposed:
 		cols[1] = transposePQ(ns)
+	case ns.Quantizer == QuantRQ && ns.RQ.Packed:
+		// Packed in blocks of the partition's own rows.
+		cols[1] = ns.mapRQPartitions(packRQ)
 	}
 	const chunk = 64 << 10
 	for start := 0; start < k; start += chunk {

@@ -204,8 +204,8 @@ type RemapOptions struct {
 	Now    time.Time
 	// Memory, when set, takes the bytes the remap is about to hold from
 	// the caller's memory budget (waiting until they fit) and returns the
-	// function that gives them back: a partition's worth at a time, or
-	// the whole storage's for an IVF_RQ index.
+	// function that gives them back: a partition's worth at a time (for
+	// an HNSW index, its storage rows and graph rows).
 	Memory func(ctx context.Context, n int64) (release func(), err error)
 }
 
@@ -278,31 +278,11 @@ func Remap(ctx context.Context, b storage.Bucket, m *pb.IndexMetadata, remap fun
 			return nil, keys, st, fmt.Errorf("index %s (%s): %w", m.GetName(), meta.UUIDString(m.GetUuid()), err)
 		}
 		files = []*pb.IndexFile{{Path: StorageFile, SizeBytes: uint64(sn)}, {Path: IndexFile, SizeBytes: uint64(in)}}
-	case typ == TypeIVFRQ:
-		// RQ codes are packed in blocks across a partition's rows: the
-		// storage is held in memory at once.
-		release, err := hold(ctx, o.Memory, graphRemapMemory(a.Size, 0))
-		if err != nil {
-			return nil, nil, st, err
-		}
-		defer release()
-		defer holdGC(segmentGCPercent)()
-		seg, err := ReadSegment(ctx, b, m)
-		if err != nil {
-			return nil, nil, st, err
-		}
-		var ns *Storage
-		// In place: the storage read is this remap's own.
-		ns, st, _, _ = remapStorage(seg.Storage, remap, true)
-		// A FLAT sub-index holds only the centroids, which a remap keeps.
-		writeIndex := func(w io.Writer) (int64, error) { n, err := w.Write(seg.indexRaw); return int64(n), err }
-		if files, keys, err = writeSegment(ctx, b, meta.IndexDir(id), writeIndex, ns); err != nil {
-			return nil, keys, st, fmt.Errorf("index %s: %w", m.GetName(), err)
-		}
 	default:
 		// A FLAT sub-index holds only the centroids, which a remap keeps:
 		// index.idx is copied, and auxiliary.idx streamed a partition at
-		// a time.
+		// a time (IVF_RQ's codes, packed in blocks of a partition's rows,
+		// unpacked and packed again per partition).
 		raw, err := b.Get(ctx, dir+IndexFile)
 		if err != nil {
 			return nil, nil, st, fmt.Errorf("index %s (%s): %w", m.GetName(), meta.UUIDString(m.GetUuid()), err)
