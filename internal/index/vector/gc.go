@@ -6,16 +6,16 @@ import (
 )
 
 // segmentGCPercent is the garbage collector's target (GOGC) while a
-// segment is built, or remapped whole (HNSW, IVF_RQ). Both hold one large
-// live set (a new segment's codes, then its graphs: 130 MiB for 100 000
-// 768-d SQ rows; a remap's partition of storage and graphs: 1 GiB at 1 M
-// rows in one partition)
-// while scans and writers churn through short-lived buffers (600 MB for
-// the build's scan); at the default 100 the heap grows to twice the live
-// set between collections, which was half of the catch-up's peak RSS, and
-// at 25 a 1 M-row HNSW remap inline in a compaction peaked at 1 708 MiB
-// against 1 518 at 10 for the same CPU. The collections this adds mark
-// little: the codes and the graphs' lists are pointer-free slabs.
+// segment is built or an HNSW segment remapped. Both hold one large live
+// set (a new segment's codes, then its graphs: 130 MiB for 100 000 768-d
+// SQ rows; a remap's partition of storage and graphs: 1 GiB for a
+// partition of 1 M rows) while scans and writers churn through
+// short-lived buffers (600 MB for the build's scan); at the default 100
+// the heap grows to twice the live set between collections, which was
+// half of the catch-up's peak RSS, and at 25 a 1 M-row HNSW remap inline
+// in a compaction peaked at 1 708 MiB against 1 518 at 10 for the same
+// CPU. The collections this adds mark little: the codes and the graphs'
+// lists are pointer-free slabs.
 const segmentGCPercent = 10
 
 // gcHold holds the targets of the builds and remaps running (holdGC):
