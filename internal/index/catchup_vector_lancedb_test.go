@@ -353,6 +353,61 @@ func TestCatchUpVectorIndexes(t *testing.T) {
 	}
 }
 
+// TestCatchUpSQOutsideBounds: new rows three times the range the base's
+// SQ bounds were trained on are caught up with those bounds (their codes
+// saturated), as LanceDB's optimize() encodes its delta: a search with a
+// list as long as the table, every partition probed, returns the ids and
+// distances of LanceDB's optimize() copy, new rows among them.
+func TestCatchUpSQOutsideBounds(t *testing.T) {
+	lancedb.Require(t)
+	const base, added = 2000, 300
+	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+	f.Dir = f.URI + "/t.lance"
+	wide := make([]lancedb.Row, 0, added)
+	for id := int64(base); id < base+added; id++ {
+		r := lancedb.BasicRow(id, fmt.Sprintf("w%d", id))
+		v := lancedb.VectorOf(id)
+		for i := range v {
+			v[i] *= 3
+		}
+		r["vec"] = v
+		wide = append(wide, r)
+	}
+	f.Run(t, lancedb.Create(lancedb.VectorSchema, lancedb.VectorRows(0, base, "v")),
+		lancedb.CreateVectorIndex("vec", "ivf_hnsw_sq", "vec_idx", map[string]any{"numPartitions": 1, "distanceType": "l2"}),
+		lancedb.Add(wide))
+	twin := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+	twin.Dir = twin.URI + "/t.lance"
+	copyDir(t, f.Dir, twin.Dir)
+	res, err := CatchUp(t.Context(), openHandle(t, f.Dir), Options{})
+	if err != nil || !res.Committed || len(res.Indices) != 1 || res.Indices[0].Rows != added {
+		t.Fatalf("catch-up: %+v %v; want vec_idx caught up over the %d new rows", res, err, added)
+	}
+	lanceDBAppend(t, twin)
+	// Queries from the new rows' range, so that new rows are among the
+	// hits.
+	query := func(id int64) []float32 {
+		v := lancedb.VectorOf(id)
+		for i := range v {
+			v[i] *= 3
+		}
+		return v
+	}
+	got, want := vecSearchesOf(t, f, "l2", 1, false, base+added, query), vecSearchesOf(t, twin, "l2", 1, false, base+added, query)
+	newHits := 0
+	for _, hs := range got {
+		for _, h := range hs {
+			if h.id >= base {
+				newHits++
+			}
+		}
+	}
+	if newHits == 0 {
+		t.Fatal("no new row among the hits: the test no longer compares their codes")
+	}
+	sameVecHits(t, got, want, "LanceDB's optimize() copy")
+}
+
 // TestRebuildVectorIndexesMatchLanceDB: compactord's rebuild of an index LanceDB built
 // (each kind and distance type, rows deleted since) re-encodes every live
 // row with the index's centroids and quantizer as LanceDB's createIndex
