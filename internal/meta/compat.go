@@ -82,7 +82,7 @@ var Compat = Compatibility{
 		{Kind: "bitmap", IndexVersions: []int32{0}, What: "create, catch up, remap, rebuild, drop"},
 		{Kind: "labellist", IndexVersions: []int32{0, 1}, What: "catch up, remap, rebuild, drop (version 1: null lists in global buffer 1)"},
 		{Kind: "inverted", IndexVersions: []int32{0, 1, 2}, What: "catch up, remap, rebuild, drop (full text, format_version 1 and 2; LanceDB's tokenizers but icu, jieba, lindera and five stemming languages, whose indexes are left to LanceDB); version 0 (legacy token sets) is recognised and left to LanceDB: compaction plans leave its fragments out"},
-		{Kind: "vector", IndexVersions: []int32{1, 2}, What: "catch up, remap, rebuild, drop: IVF_FLAT, IVF_PQ, IVF_SQ, IVF_HNSW_SQ, IVF_HNSW_PQ (version 1), IVF_RQ (version 2); see \"Lance tables: vector indexes\""},
+		{Kind: "vector", IndexVersions: []int32{0, 1, 2}, What: "catch up, remap, rebuild, drop: IVF_FLAT, IVF_PQ, IVF_SQ, IVF_HNSW_SQ, IVF_HNSW_PQ (version 1), IVF_RQ (version 2); see \"Lance tables: vector indexes\". Version 0 (Lance before vector indexes were versioned, legacy layouts) is recognised and left to LanceDB: compaction plans leave its fragments out"},
 		{Kind: "mem_wal", IndexVersions: []int32{0}, What: "system index: merge records compacted_sstables and index_catchup; trim follows it"},
 		{Kind: "frag_reuse", IndexVersions: []int32{0}, What: "system index: deferred remap and trim-fri (legacy_versions only)"},
 	},

@@ -145,7 +145,7 @@ func TestCheckIndexVersion(t *testing.T) {
 		newer int32
 	}{
 		{"/lance.table.InvertedIndexDetails", []int32{0, 1, 2}, 3},
-		{"/lance.index.pb.VectorIndexDetails", []int32{1, 2}, 3},
+		{"/lance.index.pb.VectorIndexDetails", []int32{0, 1, 2}, 3},
 	} {
 		seg := func(v int32) *pb.IndexMetadata {
 			return &pb.IndexMetadata{Name: "x_idx", IndexVersion: &v, IndexDetails: &anypb.Any{TypeUrl: c.url}}
