@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -180,6 +181,18 @@ func TestRemapGraphStreamIsWholeRemap(t *testing.T) {
 	if !slices.Equal(gs.RowIDs, ws.RowIDs) || !slices.Equal(gs.IVF.GetOffsets(), ws.IVF.GetOffsets()) || !slices.Equal(gs.IVF.GetLengths(), ws.IVF.GetLengths()) ||
 		!sameArray(gs.Columns[0], ws.Columns[0]) {
 		t.Fatalf("storage differs from the whole remap's: %d rows in %v against %d in %v", len(gs.RowIDs), gs.IVF.GetLengths(), len(ws.RowIDs), ws.IVF.GetLengths())
+	}
+	// A budget that fails part way stops the remap with its error.
+	boom := errors.New("budget closed")
+	holds := 0
+	failing := func(context.Context, int64) (func(), error) {
+		if holds++; holds == 3 {
+			return nil, boom
+		}
+		return func() {}, nil
+	}
+	if _, _, _, err := remapGraphStream(t.Context(), bytes.NewReader(xb), int64(len(xb)), bytes.NewReader(sb), int64(len(sb)), io.Discard, io.Discard, TypeIVFHNSWPQ, remap, failing); !errors.Is(err, boom) {
+		t.Fatalf("with a budget failing at the third partition: %v", err)
 	}
 	// One hold per partition with rows, none over the largest's.
 	if len(held) != 4 {
