@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	pb "github.com/compactord/compactord/gen/lancepb"
 	"github.com/compactord/compactord/internal/meta"
 	"github.com/compactord/compactord/internal/storage"
+	"github.com/compactord/compactord/internal/testing/lancedb"
 )
 
 // withWriterFlag commits (test helper, not product code) a copy of the
@@ -160,6 +163,36 @@ func TestNewerIndexVersionRefused(t *testing.T) {
 	mustRun(t, "", "index", "create", base, "--name", "id_idx", "--column", "id", "--type", "btree")
 	mustRun(t, "", "table", "append", base, "--rows", "5", "--start", "100")
 	withIndexVersion(t, base, "id_idx", 1)
+	refusesNewerVersion(t, base, "index_version 1")
+}
+
+// TestNewerFullTextVersionRefused: the same for a full-text index of
+// index_version 3 (a newer Lance's list-element documents), which
+// compactord would otherwise read as version 2's content and copy its
+// version onto the segments it writes.
+func TestNewerFullTextVersionRefused(t *testing.T) {
+	lancedb.Require(t)
+	schema := append(slices.Clone(lancedb.VectorSchema), lancedb.Column{Name: "doc", Type: "utf8", Nullable: true})
+	rows := func(lo, hi int64) []lancedb.Row {
+		rs := lancedb.VectorRows(lo, hi, "v")
+		for _, r := range rs {
+			r["doc"] = fmt.Sprintf("alpha%d beta%d", r["id"].(int64)%5, r["id"].(int64)%7)
+		}
+		return rs
+	}
+	f := &lancedb.Fixture{URI: t.TempDir(), Table: "t"}
+	f.Dir = filepath.Join(f.URI, "t.lance")
+	f.Run(t, lancedb.Create(schema, rows(0, 100)), lancedb.Add(rows(100, 200)),
+		lancedb.CreateVectorIndex("doc", "fts", "doc_idx", nil), lancedb.Add(rows(200, 250)), lancedb.Delete("id % 3 = 0"))
+	withIndexVersion(t, f.Dir, "doc_idx", 3)
+	refusesNewerVersion(t, f.Dir, "index_version 3")
+}
+
+// refusesNewerVersion runs index catchup and an inline compaction on
+// copies of base: each must exit non-zero with one line naming version
+// and change no file.
+func refusesNewerVersion(t *testing.T, base, version string) {
+	t.Helper()
 	for _, args := range [][]string{
 		{"index", "catchup", "URL"},
 		{"compact", "URL", "--defer-remap=false"},
@@ -179,8 +212,8 @@ func TestNewerIndexVersionRefused(t *testing.T) {
 				t.Fatalf("exit 0; stdout %q", r.stdout)
 			}
 			line := strings.TrimSuffix(r.stderr, "\n")
-			if strings.Contains(line, "\n") || !strings.Contains(line, "index_version 1") {
-				t.Fatalf("stderr %q: want one line naming index_version 1", r.stderr)
+			if strings.Contains(line, "\n") || !strings.Contains(line, version) {
+				t.Fatalf("stderr %q: want one line naming %s", r.stderr, version)
 			}
 			if after := snapshot(t, dir); strings.Join(after, "\n") != strings.Join(before, "\n") {
 				t.Fatalf("files changed:\nbefore %v\nafter  %v", before, after)
