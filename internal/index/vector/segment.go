@@ -181,15 +181,16 @@ func checkStorage(typ string, x *SubIndex, s *Storage) error {
 	return nil
 }
 
-// graphRemapMemory estimates the working memory of a remap holding a
-// whole segment (auxiliary.idx of aux bytes, index.idx of idx bytes):
-// the storage decoded once (its kept rows moved in place), the old
-// graphs decoded, the new ones in slabs while they are repaired or built
-// and then a batch at a time as they are written (each about the size
-// of index.idx), a page per column being written, and the heap's growth
-// between collections (segmentGCPercent). Measured in the vector
-// benchmark (192.5 MB + 53.4 MB files): about 310 MiB live, 390 MiB of
-// heap at the most at GOGC 25 (so at most 341 at 10); this gives 374 MiB.
+// graphRemapMemory estimates the working memory of remapping one HNSW
+// partition (aux bytes of its storage rows, idx bytes of its graph rows):
+// the storage rows decoded once (the kept ones moved in place), the old
+// graph rows decoded, the new lists in slabs while they are repaired or
+// built and then a batch at a time as they are written (each about the
+// size of the graph rows), a page per column being written, and the
+// heap's growth between collections (segmentGCPercent). Measured on a
+// whole segment of one partition in the vector benchmark (192.5 MB +
+// 53.4 MB files): about 310 MiB live, 390 MiB of heap at the most at GOGC
+// 25 (so at most 341 at 10); this gives 374 MiB.
 func graphRemapMemory(aux, idx int64) int64 {
 	return (aux+3*idx)*(100+segmentGCPercent)/100 + 4*storagePageBytes
 }
