@@ -168,6 +168,20 @@ func pqStorage(dim, m int, codebook []byte, ivf *ipb.IVF, ids []uint64, codes []
 	}
 }
 
+// decodeSegment reads a segment's auxiliary.idx (sb) and index.idx (xb).
+func decodeSegment(t testing.TB, sb, xb []byte) (*Storage, *SubIndex) {
+	t.Helper()
+	s, err := ReadStorage(bytes.NewReader(sb), int64(len(sb)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := ReadSubIndex(bytes.NewReader(xb), int64(len(xb)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, x
+}
+
 // encodeSynthPQ4 is a small 4-bit PQ storage (dim 4, 2 sub-vectors, one
 // byte of two codes a row; partitions of 3 and 2 rows).
 func encodeSynthPQ4(t testing.TB) []byte {

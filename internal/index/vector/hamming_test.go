@@ -56,14 +56,7 @@ func encodeSynthHamming(t testing.TB) (storage, sub []byte) {
 // storing its bytes.
 func TestHammingEncode(t *testing.T) {
 	sb, xb := encodeSynthHamming(t)
-	s, err := ReadStorage(bytes.NewReader(sb), int64(len(sb)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := ReadSubIndex(bytes.NewReader(xb), int64(len(xb)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, x := decodeSegment(t, sb, xb)
 	if got := s.Columns[0].Children[0].Values; !bytes.Equal(got, []byte{0x01, 0x00, 0x10, 0x01, 0xfe, 0xff}) {
 		t.Fatalf("stored vectors %x", got)
 	}

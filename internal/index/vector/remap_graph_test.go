@@ -106,14 +106,7 @@ func TestRemapGraphStreamIsWholeRemap(t *testing.T) {
 	}
 
 	// The whole-segment remap, as compactord did it before.
-	s, err := ReadStorage(bytes.NewReader(sb), int64(len(sb)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := ReadSubIndex(bytes.NewReader(xb), int64(len(xb)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, x := decodeSegment(t, sb, xb)
 	ns, wantSt, touched, keep := remapStorage(s, remap, true)
 	if !slices.Equal(touched, []bool{true, false, true, true, false}) {
 		t.Fatalf("touched %v", touched)
