@@ -32,6 +32,12 @@ type Options struct {
 	Columns []string
 	// BatchRows bounds the rows decoded at once (DefaultBatchRows if 0).
 	BatchRows int
+	// Views hands Batches' callback the flat columns (fixed width, and
+	// fixed-size lists of them: vectors) as views of the decoded pages,
+	// valid only until it returns, instead of copies: for a callback that
+	// copies what it keeps. A string column's offsets then need not start
+	// at 0.
+	Views bool
 }
 
 // Column is one projected top-level field.
@@ -62,6 +68,7 @@ type Table struct {
 	// names maps every manifest field id to its name (nested ones too).
 	names     map[int32]string
 	batchRows int
+	views     bool
 }
 
 // Open reads the version's manifest and resolves the projection.
@@ -90,7 +97,7 @@ func OpenManifest(b storage.Bucket, m *pb.Manifest, o Options) (*Table, error) {
 	if err := meta.CheckRead(m); err != nil {
 		return nil, err
 	}
-	t := &Table{b: b, Manifest: m, names: map[int32]string{}, batchRows: o.BatchRows}
+	t := &Table{b: b, Manifest: m, names: map[int32]string{}, batchRows: o.BatchRows, views: o.Views}
 	if t.batchRows <= 0 {
 		t.batchRows = DefaultBatchRows
 	}
@@ -294,7 +301,11 @@ func (t *Table) fragment(ctx context.Context, frag *pb.DataFragment, topOf map[i
 		}
 		n := min(uint64(t.batchRows), phys-off)
 		for _, s := range srcs {
-			sb, err := s.stream.Next()
+			next := s.stream.Next
+			if t.views {
+				next = s.stream.NextView
+			}
+			sb, err := next()
 			if err != nil {
 				if errors.Is(err, io.EOF) {
 					err = io.ErrUnexpectedEOF

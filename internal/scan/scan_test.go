@@ -217,6 +217,8 @@ func TestScanMatchesLanceDB(t *testing.T) {
 	compare(t, "version 2", scanDir(t, tdir, scan.Options{Version: 2, BatchRows: 1000}), lanceRows(t, res, read+1), f32)
 	proj := scanDir(t, tdir, scan.Options{Columns: []string{"vec", "id", "s"}, BatchRows: 333})
 	compare(t, "projection", proj, lanceRows(t, res, read+2), f32)
+	// Views of the decoded pages, each printed before the next batch.
+	compare(t, "views", scanDir(t, tdir, scan.Options{Views: true, BatchRows: 333}), lanceRows(t, res, read), f32)
 	if !strings.HasPrefix(proj[0], `{"vec":`) {
 		t.Errorf("projected row %s: columns not in the order asked", proj[0])
 	}
