@@ -569,6 +569,9 @@ func benchOne(t *testing.T, in lancedb.Install, sh benchShape, rows, fragRows, t
 		// different trials) and the largest peak RSS.
 		res.lance, res.ours = best(trial, res.lance, l), best(trial, res.ours, o)
 		res.st, res.lanceFrags = s, opt.Compaction.FragmentsAdded
+		if s.FragmentsOut != res.lanceFrags {
+			t.Errorf("%s, %d rows: compactord wrote %d fragments, LanceDB's optimize() %d", sh, rows, s.FragmentsOut, res.lanceFrags)
+		}
 		for _, d := range []string{lt, ct, pt} {
 			os.RemoveAll(d)
 		}
