@@ -319,9 +319,10 @@ type campaign struct {
 	fails []string // the first failed CLI jobs' messages
 	// lanceFails: the first LanceDB operations refused, by op and error.
 	lanceFails []string
-	// damage, when set, is done once to the first table by the first
-	// worker, behind compactord's back: the test proving the checks fire
-	// sets it, and violations are then logged, not failures.
+	// damage, when set, is done to the first table by the first worker,
+	// behind compactord's back, until it reports true: the tests proving
+	// the checks fire set it, and violations are then logged, not
+	// failures.
 	damage  func(tb *tab) bool
 	damaged bool
 }
@@ -1228,38 +1229,61 @@ func TestLanceConcurrency(t *testing.T) {
 // violation.
 func TestLanceConcurrencyCatchesDamage(t *testing.T) {
 	c := newCampaign(t, seed(t), defaultMode(t, "file"))
+	// A generation damaged while a merge that already read it is in
+	// flight is legitimately merged, not lost: damage another, a second
+	// apart, until the observer has noticed one.
+	var last time.Time
+	damaged := false
 	c.damage = func(tb *tab) bool {
-		ctx := context.Background()
-		f, _, err := meta.ReadLatest(ctx, tb.b)
-		if err != nil {
+		c.mu.Lock()
+		noticed := c.stats.LostGenerations > 0
+		c.mu.Unlock()
+		if noticed {
+			return true
+		}
+		if damaged && time.Since(last) < time.Second {
 			return false
 		}
-		mw, err := model.MemWALOf(f)
-		if err != nil {
-			return false
-		}
-		ids, _ := memwal.ListShards(ctx, tb.b)
-		for _, id := range ids {
-			ss, err := memwal.ReadShard(ctx, tb.b, id)
-			if err != nil || ss.Manifest == nil {
-				continue
-			}
-			for _, st := range ss.Manifest.GetSstables() {
-				if st.GetGeneration() > mw.Compacted[id] {
-					return os.RemoveAll(filepath.Join(tb.dir, memwal.GenerationDir(id, st.GetPath()), "_versions")) == nil
-				}
-			}
+		if damageUnmerged(tb) {
+			damaged, last = true, time.Now()
 		}
 		return false
 	}
 	c.round(8 * time.Second)
-	if !c.damaged {
+	if !damaged {
 		t.Fatal("no unmerged generation to damage during the round")
 	}
 	if c.stats.LostGenerations == 0 {
 		t.Fatalf("the observer did not notice the lost generation: %s", c.stats)
 	}
 	t.Logf("%d violations after the damage: %s", c.stats.Violations, c.stats)
+}
+
+// damageUnmerged deletes the manifest (_versions) of one generation of
+// tb not yet merged, behind compactord's back; false when there is none.
+func damageUnmerged(tb *tab) bool {
+	ctx := context.Background()
+	f, _, err := meta.ReadLatest(ctx, tb.b)
+	if err != nil {
+		return false
+	}
+	mw, err := model.MemWALOf(f)
+	if err != nil {
+		return false
+	}
+	ids, _ := memwal.ListShards(ctx, tb.b)
+	for _, id := range ids {
+		ss, err := memwal.ReadShard(ctx, tb.b, id)
+		if err != nil || ss.Manifest == nil {
+			continue
+		}
+		for _, st := range ss.Manifest.GetSstables() {
+			if st.GetGeneration() > mw.Compacted[id] {
+				return os.RemoveAll(filepath.Join(tb.dir, memwal.GenerationDir(id, st.GetPath()), "_versions")) == nil
+			}
+		}
+	}
+	return false
 }
 
 // TestLanceConcurrencyCatchesDeferredRemap proves the campaign fails on
