@@ -142,14 +142,8 @@ func TestRemapGraphStreamIsWholeRemap(t *testing.T) {
 	if st != wantSt {
 		t.Fatalf("stats %+v, the whole remap's %+v", st, wantSt)
 	}
-	want, err := ReadSubIndex(bytes.NewReader(wantX.Bytes()), int64(wantX.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := ReadSubIndex(bytes.NewReader(gotX.Bytes()), int64(gotX.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws, want := decodeSegment(t, wantS.Bytes(), wantX.Bytes())
+	gs, got := decodeSegment(t, gotS.Bytes(), gotX.Bytes())
 	if !slices.Equal(got.IVF.GetOffsets(), want.IVF.GetOffsets()) || !slices.Equal(got.IVF.GetLengths(), want.IVF.GetLengths()) {
 		t.Fatalf("graph partitions %v %v, the whole remap's %v %v", got.IVF.GetOffsets(), got.IVF.GetLengths(), want.IVF.GetOffsets(), want.IVF.GetLengths())
 	}
@@ -162,14 +156,6 @@ func TestRemapGraphStreamIsWholeRemap(t *testing.T) {
 		if !sameArray(got.Columns[c], want.Columns[c]) {
 			t.Fatalf("graph column %d differs from the whole remap's", c)
 		}
-	}
-	ws, err := ReadStorage(bytes.NewReader(wantS.Bytes()), int64(wantS.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs, err := ReadStorage(bytes.NewReader(gotS.Bytes()), int64(gotS.Len()))
-	if err != nil {
-		t.Fatal(err)
 	}
 	if !slices.Equal(gs.RowIDs, ws.RowIDs) || !slices.Equal(gs.IVF.GetOffsets(), ws.IVF.GetOffsets()) || !slices.Equal(gs.IVF.GetLengths(), ws.IVF.GetLengths()) ||
 		!sameArray(gs.Columns[0], ws.Columns[0]) {
