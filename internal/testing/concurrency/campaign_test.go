@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -1162,7 +1163,17 @@ func (c *campaign) observe(tb *tab) {
 	}
 }
 
+// seed is $COMPACTORD_CAMPAIGN_SEED, to replay the choices of a logged
+// round (the interleaving still depends on timing), else one from the
+// clock.
 func seed(t *testing.T) uint64 {
+	if s := os.Getenv("COMPACTORD_CAMPAIGN_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("COMPACTORD_CAMPAIGN_SEED: %v", err)
+		}
+		return n
+	}
 	return uint64(time.Now().UnixNano()) % 1_000_000_000
 }
 

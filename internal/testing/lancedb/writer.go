@@ -39,7 +39,9 @@ type WriterOpts struct {
 	// MemWAL; ignored without a spec); nil is {3, 1, 2, 2}. LanceDB's own
 	// maintenance can be weighed in too: optimize (Table.optimize with its
 	// defaults) and createIndex (one of Indexes, replace: true); both
-	// default to 0.
+	// default to 0. A maintenance call refused as a retryable conflict is
+	// retried up to 3 times in a row, each refusal reported as a failed
+	// op.
 	Weights map[string]int
 	// Indexes are what createIndex chooses from.
 	Indexes []IndexChoice

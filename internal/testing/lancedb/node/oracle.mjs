@@ -927,9 +927,18 @@ async function runWriter(cfg) {
 
   let seq = 0;
   let lsmSince = 0;
+  // A maintenance call refused as a retryable conflict is retried, up to
+  // maxRetries times in a row, as its error asks and as a user's
+  // maintenance job does: on a busy table (compactord merging and
+  // compacting beside it) a single optimize() is often preempted. Each
+  // refused attempt is still reported on its own line.
+  const maxRetries = 3;
+  let retry = null;
+  let retries = 0;
   out({ op: "start", id, spec: spec || null, present: present.size });
   while (!stopping && Date.now() < deadline) {
-    const op = pick();
+    const op = retry || pick();
+    retry = null;
     const tag = `${id}-${++seq}`;
     let keys;
     try {
@@ -984,8 +993,16 @@ async function runWriter(cfg) {
         await t.createIndex(ix.column, { config: indexConfig(ix.type), name: ix.name, replace: true });
         out({ op, name: ix.name, column: ix.column, indexType: ix.type, version: await t.version() });
       }
+      retries = 0;
     } catch (e) {
-      out({ op, keys: keys || [], tag, failed: true, error: String(e && e.message ? e.message : e) });
+      const error = String(e && e.message ? e.message : e);
+      out({ op, keys: keys || [], tag, failed: true, error });
+      if ((op === "optimize" || op === "createIndex") && /Retryable commit conflict/.test(error) && retries < maxRetries) {
+        retry = op;
+        retries++;
+      } else {
+        retries = 0;
+      }
     }
   }
   try {
