@@ -210,32 +210,40 @@ func TestRunReplansWhenTheFRIChanged(t *testing.T) {
 	}
 }
 
-// TestExecuteLocalCopyMatchesStreamed: on a file:// bucket the copied
-// fragments' pages go from file to file in the kernel (lance/file's
-// TestCopyFileInKernel counts it); the files Execute writes there are
-// byte for byte those it writes through a bucket without local files,
-// where every byte is streamed.
-func TestExecuteLocalCopyMatchesStreamed(t *testing.T) {
+// planTwelves is smallTable(t, 1) planned with 12-row fragments and files
+// (its one group: what Execute gets in the tests that call it directly).
+func planTwelves(t *testing.T) (*table.Handle, *pb.Manifest, Group, Options) {
+	t.Helper()
 	h := smallTable(t, 1)
-	ctx := t.Context()
 	o := DefaultOptions()
 	o.TargetRowsPerFragment = 12
 	o.MaxRowsPerFile = 12
-	p, read, _, err := PlanLatest(ctx, h, o)
+	p, read, _, err := PlanLatest(t.Context(), h, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Groups) != 1 {
 		t.Fatalf("plan %+v", p)
 	}
+	return h, read.Manifest, p.Groups[0], o
+}
+
+// TestExecuteLocalCopyMatchesStreamed: on a file:// bucket the copied
+// fragments' pages go from file to file in the kernel (lance/file's
+// TestCopyFileInKernel counts it); the files Execute writes there are
+// byte for byte those it writes through a bucket without local files,
+// where every byte is streamed.
+func TestExecuteLocalCopyMatchesStreamed(t *testing.T) {
+	h, m, g, o := planTwelves(t)
+	ctx := t.Context()
 	if _, ok := h.Bucket.(storage.LocalPather); !ok {
 		t.Fatal("the test table's bucket has no local files")
 	}
-	local, err := Execute(ctx, h.Bucket, read.Manifest, p.Groups[0], o)
+	local, err := Execute(ctx, h.Bucket, m, g, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	streamed, err := Execute(ctx, faults.NewFaulty(h.Bucket), read.Manifest, p.Groups[0], o)
+	streamed, err := Execute(ctx, faults.NewFaulty(h.Bucket), m, g, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,21 +479,11 @@ func TestGroupMemoryCountsVectors(t *testing.T) {
 func TestExecuteFailedCloseOfEarlierFile(t *testing.T) {
 	for _, nth := range []int{1, 3} {
 		t.Run(fmt.Sprintf("file %d", nth), func(t *testing.T) {
-			h := smallTable(t, 1)
+			h, m, g, o := planTwelves(t)
 			ctx := t.Context()
-			o := DefaultOptions()
-			o.TargetRowsPerFragment = 12
-			o.MaxRowsPerFile = 12
-			p, read, _, err := PlanLatest(ctx, h, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(p.Groups) != 1 {
-				t.Fatalf("plan %+v", p)
-			}
 			fb := faults.NewFaulty(h.Bucket)
 			rule := fb.Add(faults.Fault{Ops: []storage.Op{storage.OpUpload}, KeyPrefix: "data/", Nth: nth, Action: faults.Fail(nil)})
-			out, err := Execute(ctx, fb, read.Manifest, p.Groups[0], o)
+			out, err := Execute(ctx, fb, m, g, o)
 			if !errors.Is(err, faults.ErrInjected) {
 				t.Fatalf("Execute: %v, want the injected failure of file %d's Close", err, nth)
 			}
